@@ -1,0 +1,1 @@
+//! The `client` layer (see the crate docs).

@@ -1,0 +1,179 @@
+//! Client settings: where the brokers are, how to secure the connection, and how long to wait.
+//!
+//! The types here are plain data. [`properties`] turns Java client `.properties` files (the same
+//! keys `kafka-consumer-groups.sh --command-config` reads) into a [`ClientConfig`].
+
+pub mod properties;
+mod secret;
+
+pub use secret::Secret;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// How a client talks to a broker, as Java's `security.protocol`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum SecurityProtocol {
+    /// Plain TCP.
+    #[default]
+    Plaintext,
+    /// TLS.
+    Ssl,
+    /// SASL over plain TCP.
+    SaslPlaintext,
+    /// SASL over TLS.
+    SaslSsl,
+}
+
+impl SecurityProtocol {
+    /// Whether the connection is wrapped in TLS.
+    pub fn uses_tls(self) -> bool {
+        matches!(self, SecurityProtocol::Ssl | SecurityProtocol::SaslSsl)
+    }
+
+    /// Whether the connection authenticates with SASL after connecting.
+    pub fn uses_sasl(self) -> bool {
+        matches!(self, SecurityProtocol::SaslPlaintext | SecurityProtocol::SaslSsl)
+    }
+}
+
+/// Where a PEM document comes from: a file, or text given inline (Java's
+/// `ssl.truststore.certificates` / `ssl.keystore.key`).
+#[derive(Clone, PartialEq, Eq)]
+pub enum PemSource {
+    /// A PEM file on disk.
+    File(PathBuf),
+    /// PEM text given inline.
+    Inline(String),
+}
+
+impl std::fmt::Debug for PemSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PemSource::File(path) => f.debug_tuple("File").field(path).finish(),
+            // Inline PEM may be a private key: never print it.
+            PemSource::Inline(_) => f.write_str("Inline(<pem>)"),
+        }
+    }
+}
+
+/// TLS settings, as Java's `ssl.*` keys with PEM stores.
+#[derive(Clone, Debug)]
+pub struct TlsSettings {
+    /// CA certificates to trust. `None` trusts the system's roots.
+    pub trusted_certificates: Option<PemSource>,
+    /// Client certificate chain for mutual TLS.
+    pub client_certificate_chain: Option<PemSource>,
+    /// Client private key (PKCS#8, PKCS#1 or SEC1 PEM) for mutual TLS. It may hold a secret, so it
+    /// is never printed.
+    pub client_key: Option<PemSource>,
+    /// Verify that the broker's certificate names the host we connect to. On by default; Java's
+    /// `ssl.endpoint.identification.algorithm=` (empty) turns it off.
+    pub verify_hostname: bool,
+}
+
+impl Default for TlsSettings {
+    fn default() -> Self {
+        TlsSettings {
+            trusted_certificates: None,
+            client_certificate_chain: None,
+            client_key: None,
+            verify_hostname: true,
+        }
+    }
+}
+
+/// A SASL mechanism we can speak.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SaslMechanism {
+    /// `PLAIN` (RFC 4616): the password travels as is, so use it over TLS only.
+    Plain,
+    /// `SCRAM-SHA-256` (RFC 5802, RFC 7677).
+    ScramSha256,
+    /// `SCRAM-SHA-512`.
+    ScramSha512,
+}
+
+impl SaslMechanism {
+    /// The mechanism's name on the wire, as the broker lists it in SaslHandshake.
+    pub fn name(self) -> &'static str {
+        match self {
+            SaslMechanism::Plain => "PLAIN",
+            SaslMechanism::ScramSha256 => "SCRAM-SHA-256",
+            SaslMechanism::ScramSha512 => "SCRAM-SHA-512",
+        }
+    }
+}
+
+/// SASL credentials.
+#[derive(Clone, Debug)]
+pub struct SaslSettings {
+    /// The mechanism.
+    pub mechanism: SaslMechanism,
+    /// The user name.
+    pub username: String,
+    /// The password; redacted in `Debug`.
+    pub password: Secret,
+}
+
+/// Everything a client needs to reach a cluster.
+#[derive(Clone, Debug)]
+pub struct ClientConfig {
+    /// `host:port` pairs to bootstrap from.
+    pub bootstrap_servers: Vec<String>,
+    /// Sent as the request header's client id.
+    pub client_id: String,
+    /// Plaintext, TLS, SASL or both.
+    pub security_protocol: SecurityProtocol,
+    /// TLS settings, used when the protocol uses TLS.
+    pub tls: TlsSettings,
+    /// SASL settings, required when the protocol uses SASL.
+    pub sasl: Option<SaslSettings>,
+    /// How long one request may wait for its response (`request.timeout.ms`).
+    pub request_timeout: Duration,
+    /// How long a TCP connect plus TLS and SASL handshakes may take
+    /// (`socket.connection.setup.timeout.ms`).
+    pub connection_setup_timeout: Duration,
+    /// Largest response frame accepted before anything is allocated for it.
+    pub max_response_size: usize,
+    /// Connections kept per broker, so fetches can run in parallel.
+    pub connections_per_broker: usize,
+}
+
+/// Default largest response frame: 100 MiB, as Java's `socket.request.max.bytes`.
+pub const DEFAULT_MAX_RESPONSE_SIZE: usize = 100 * 1024 * 1024;
+
+impl Default for ClientConfig {
+    fn default() -> Self {
+        ClientConfig {
+            bootstrap_servers: Vec::new(),
+            client_id: "mm2-offsets".to_string(),
+            security_protocol: SecurityProtocol::Plaintext,
+            tls: TlsSettings::default(),
+            sasl: None,
+            request_timeout: Duration::from_secs(30),
+            connection_setup_timeout: Duration::from_secs(10),
+            max_response_size: DEFAULT_MAX_RESPONSE_SIZE,
+            connections_per_broker: 4,
+        }
+    }
+}
+
+impl ClientConfig {
+    /// A plaintext configuration for the given bootstrap servers, other settings at defaults.
+    ///
+    /// ```
+    /// let config = mm2_offsets::config::ClientConfig::plaintext(["127.0.0.1:9092"]);
+    /// assert_eq!(config.bootstrap_servers, vec!["127.0.0.1:9092".to_string()]);
+    /// ```
+    pub fn plaintext<I, S>(servers: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        ClientConfig {
+            bootstrap_servers: servers.into_iter().map(Into::into).collect(),
+            ..ClientConfig::default()
+        }
+    }
+}

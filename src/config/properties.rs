@@ -1,0 +1,1 @@
+//! Java `.properties` files (to be written).

@@ -1,0 +1,3 @@
+fn main() {
+    std::process::exit(mm2_offsets::cli::main());
+}

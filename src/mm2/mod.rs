@@ -1,0 +1,1 @@
+//! The `mm2` layer (see the crate docs).

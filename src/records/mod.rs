@@ -1,0 +1,1 @@
+//! The `records` layer (see the crate docs).

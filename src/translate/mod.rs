@@ -1,0 +1,1 @@
+//! The `translate` layer (see the crate docs).

@@ -1,0 +1,1 @@
+//! The `wire` layer (see the crate docs).
