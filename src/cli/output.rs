@@ -1,0 +1,223 @@
+//! Rendering a translation: an aligned table, JSON, CSV, or per-group reset files for
+//! `kafka-consumer-groups.sh --reset-offsets --from-file`.
+
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use crate::translate::{ReadReport, TranslatedOffset, Translation};
+
+/// The version of the JSON document `-o json` writes. Fields are only ever added within a
+/// version; a rename or removal bumps it.
+pub const JSON_SCHEMA_VERSION: u32 = 1;
+
+#[derive(Serialize)]
+struct JsonDocument<'a> {
+    schema_version: u32,
+    complete: bool,
+    offsets: &'a [TranslatedOffset],
+    report: &'a ReadReport,
+}
+
+/// Writes the translation as one JSON document.
+pub fn write_json(out: &mut dyn Write, translation: &Translation) -> io::Result<()> {
+    let doc = JsonDocument {
+        schema_version: JSON_SCHEMA_VERSION,
+        complete: translation.report.complete,
+        offsets: &translation.offsets,
+        report: &translation.report,
+    };
+    serde_json::to_writer_pretty(&mut *out, &doc)?;
+    writeln!(out)
+}
+
+/// Quotes a CSV field when it holds a comma, quote or line break (RFC 4180).
+pub fn csv_field(value: &str) -> std::borrow::Cow<'_, str> {
+    if value.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", value.replace('"', "\"\"")).into()
+    } else {
+        value.into()
+    }
+}
+
+/// Writes one CSV row per translated offset, with a header.
+pub fn write_csv(out: &mut dyn Write, translation: &Translation) -> io::Result<()> {
+    writeln!(
+        out,
+        "source,group,topic,partition,offset,upstream_offset,metadata,checkpoint_timestamp"
+    )?;
+    for o in &translation.offsets {
+        writeln!(
+            out,
+            "{},{},{},{},{},{},{},{}",
+            csv_field(&o.source),
+            csv_field(&o.group),
+            csv_field(&o.topic),
+            o.partition,
+            o.offset,
+            o.upstream_offset,
+            csv_field(&o.metadata),
+            o.checkpoint_timestamp
+        )?;
+    }
+    Ok(())
+}
+
+/// Writes an aligned, human-readable table.
+pub fn write_table(out: &mut dyn Write, translation: &Translation) -> io::Result<()> {
+    let multi_source = translation
+        .offsets
+        .windows(2)
+        .any(|w| w[0].source != w[1].source);
+    let mut rows: Vec<Vec<String>> = Vec::with_capacity(translation.offsets.len() + 1);
+    let mut header = vec!["GROUP", "TOPIC", "PARTITION", "OFFSET", "UPSTREAM", "METADATA"];
+    if multi_source {
+        header.insert(0, "SOURCE");
+    }
+    rows.push(header.iter().map(|h| h.to_string()).collect());
+    for o in &translation.offsets {
+        let mut row = vec![
+            o.group.clone(),
+            o.topic.clone(),
+            o.partition.to_string(),
+            o.offset.to_string(),
+            o.upstream_offset.to_string(),
+            o.metadata.escape_debug().to_string(),
+        ];
+        if multi_source {
+            row.insert(0, o.source.clone());
+        }
+        rows.push(row);
+    }
+    let columns = rows[0].len();
+    let widths: Vec<usize> = (0..columns)
+        .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
+        .collect();
+    for row in &rows {
+        let mut line = String::new();
+        for (c, cell) in row.iter().enumerate() {
+            if c + 1 == columns {
+                line.push_str(cell);
+            } else {
+                line.push_str(cell);
+                line.push_str(&" ".repeat(widths[c] - cell.chars().count() + 2));
+            }
+        }
+        writeln!(out, "{}", line.trim_end())?;
+    }
+    Ok(())
+}
+
+/// A file name for a group id: characters outside `[A-Za-z0-9._-]` are percent-encoded, so any
+/// group id maps to one safe, distinct name.
+pub fn reset_file_name(group: &str) -> String {
+    let mut name = String::with_capacity(group.len() + 4);
+    for byte in group.bytes() {
+        if byte.is_ascii_alphanumeric() || matches!(byte, b'.' | b'_' | b'-') {
+            name.push(byte as char);
+        } else {
+            name.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    // "." and ".." would name directories.
+    if name.chars().all(|c| c == '.') {
+        name = name.replace('.', "%2E");
+    }
+    name.push_str(".csv");
+    name
+}
+
+/// Writes `<dir>/<group>.csv` per group, each line `topic,partition,offset` as
+/// `kafka-consumer-groups.sh --reset-offsets --from-file` reads it. Returns (group, file) pairs.
+pub fn write_reset_files(dir: &Path, translation: &Translation) -> io::Result<Vec<(String, PathBuf)>> {
+    std::fs::create_dir_all(dir)?;
+    let mut written = Vec::new();
+    for group in translation.groups() {
+        let path = dir.join(reset_file_name(group));
+        let mut file = io::BufWriter::new(std::fs::File::create(&path)?);
+        for o in translation.group(group) {
+            writeln!(file, "{},{},{}", csv_field(&o.topic), o.partition, o.offset)?;
+        }
+        file.flush()?;
+        written.push((group.to_string(), path));
+    }
+    Ok(written)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn offset(group: &str, topic: &str, partition: i32, offset: i64, metadata: &str) -> TranslatedOffset {
+        TranslatedOffset {
+            source: "primary".into(),
+            group: group.into(),
+            topic: topic.into(),
+            partition,
+            offset,
+            metadata: metadata.into(),
+            upstream_offset: offset + 100,
+            checkpoint_timestamp: 1_700_000_000_000,
+            checkpoint_partition: 0,
+            checkpoint_offset: 5,
+        }
+    }
+
+    fn sample() -> Translation {
+        Translation {
+            offsets: vec![
+                offset("app", "primary.orders", 0, 42, ""),
+                offset("app", "primary.orders", 1, 7, "a,\"b\""),
+                offset("g/x", "primary.t", 0, 1, ""),
+            ],
+            report: ReadReport {
+                complete: true,
+                ..ReadReport::default()
+            },
+        }
+    }
+
+    #[test]
+    fn csv_quotes_fields_that_need_it() {
+        let mut out = Vec::new();
+        write_csv(&mut out, &sample()).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        let lines: Vec<_> = text.lines().collect();
+        assert_eq!(lines.len(), 4);
+        assert_eq!(lines[2], "primary,app,primary.orders,1,7,107,\"a,\"\"b\"\"\",1700000000000");
+    }
+
+    #[test]
+    fn json_has_schema_version_and_completeness() {
+        let mut out = Vec::new();
+        write_json(&mut out, &sample()).unwrap();
+        let value: serde_json::Value = serde_json::from_slice(&out).unwrap();
+        assert_eq!(value["schema_version"], 1);
+        assert_eq!(value["complete"], true);
+        assert_eq!(value["offsets"][0]["offset"], 42);
+        assert_eq!(value["offsets"][2]["group"], "g/x");
+    }
+
+    #[test]
+    fn table_aligns_columns() {
+        let mut out = Vec::new();
+        write_table(&mut out, &sample()).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        let lines: Vec<_> = text.lines().collect();
+        assert!(lines[0].starts_with("GROUP  TOPIC"));
+        let col = lines[0].find("PARTITION").unwrap();
+        assert_eq!(&lines[1][col..col + 1], "0");
+    }
+
+    #[test]
+    fn reset_files_are_one_per_group_with_safe_names() {
+        assert_eq!(reset_file_name("g/x"), "g%2Fx.csv");
+        assert_eq!(reset_file_name(".."), "%2E%2E.csv");
+        let dir = tempfile::tempdir().unwrap();
+        let written = write_reset_files(dir.path(), &sample()).unwrap();
+        assert_eq!(written.len(), 2);
+        let app = std::fs::read_to_string(dir.path().join("app.csv")).unwrap();
+        assert_eq!(app, "primary.orders,0,42\nprimary.orders,1,7\n");
+    }
+}

@@ -1,0 +1,476 @@
+//! [`KafkaClient`]: bootstrap, cluster metadata, leader routing and ListOffsets.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, RwLock};
+
+use kafka_protocol::messages::{
+    ApiKey, ListOffsetsRequest, MetadataRequest, TopicName,
+    list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic},
+    metadata_request::MetadataRequestTopic,
+};
+use kafka_protocol::protocol::StrBytes;
+
+use super::deadline::{Backoff, Deadline};
+use super::error::{ClientError, Retry, error_name, hint_for_code};
+use super::metadata::{BrokerInfo, PartitionInfo, SharedTopic, TopicInfo};
+use super::pool::ConnectionPool;
+use crate::config::ClientConfig;
+use crate::wire::BrokerConnection;
+use crate::wire::responses::{self, list_offsets::ListOffsetsResponse, metadata::MetadataResponse};
+
+/// Which offset ListOffsets should return.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OffsetSpec {
+    /// The log start offset (timestamp -2).
+    Earliest,
+    /// The high watermark, or the last stable offset under read_committed (timestamp -1).
+    Latest,
+}
+
+impl OffsetSpec {
+    fn timestamp(self) -> i64 {
+        match self {
+            OffsetSpec::Earliest => -2,
+            OffsetSpec::Latest => -1,
+        }
+    }
+}
+
+/// Whether records of open and aborted transactions are visible (Java's `isolation.level`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum IsolationLevel {
+    /// Everything up to the high watermark, aborted transactions included (Java's default).
+    #[default]
+    ReadUncommitted,
+    /// Only committed records, up to the last stable offset.
+    ReadCommitted,
+}
+
+impl IsolationLevel {
+    pub(crate) fn wire_value(self) -> i8 {
+        match self {
+            IsolationLevel::ReadUncommitted => 0,
+            IsolationLevel::ReadCommitted => 1,
+        }
+    }
+}
+
+/// An async Kafka client for reading: metadata, offsets and partition ranges.
+///
+/// Cloning is cheap; clones share connections and metadata.
+///
+/// ```no_run
+/// # async fn example() -> Result<(), mm2_offsets::client::ClientError> {
+/// use std::time::Duration;
+/// use mm2_offsets::client::{Deadline, IsolationLevel, KafkaClient, OffsetSpec};
+/// use mm2_offsets::config::ClientConfig;
+///
+/// let client = KafkaClient::connect(ClientConfig::plaintext(["127.0.0.1:9092"])).await?;
+/// let deadline = Deadline::after(Duration::from_secs(30));
+/// let topic = client.describe_topic("orders", &deadline).await?;
+/// let partitions: Vec<i32> = topic.partitions.iter().map(|p| p.partition).collect();
+/// let ends = client
+///     .list_offsets(&topic, &partitions, OffsetSpec::Latest, IsolationLevel::ReadUncommitted, &deadline)
+///     .await?;
+/// println!("{ends:?}");
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Clone)]
+pub struct KafkaClient {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    pool: ConnectionPool,
+    brokers: RwLock<HashMap<i32, BrokerInfo>>,
+}
+
+impl std::fmt::Debug for KafkaClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KafkaClient")
+            .field("bootstrap_servers", &self.config().bootstrap_servers)
+            .finish_non_exhaustive()
+    }
+}
+
+impl KafkaClient {
+    /// Connects to the first reachable bootstrap server and learns the cluster's brokers.
+    /// Bounded by `connection_setup_timeout` per server plus one metadata request.
+    pub async fn connect(config: ClientConfig) -> Result<Self, ClientError> {
+        if config.bootstrap_servers.is_empty() {
+            return Err(ClientError::NoBootstrapServers);
+        }
+        let client = KafkaClient {
+            inner: Arc::new(Inner {
+                pool: ConnectionPool::new(config),
+                brokers: RwLock::new(HashMap::new()),
+            }),
+        };
+        let deadline = Deadline::after(client.config().request_timeout);
+        client.metadata(Some(&[]), &deadline).await?;
+        Ok(client)
+    }
+
+    /// The configuration this client was built from.
+    pub fn config(&self) -> &ClientConfig {
+        self.inner.pool.config()
+    }
+
+    /// The brokers the last metadata response listed.
+    pub fn brokers(&self) -> Vec<BrokerInfo> {
+        let brokers = self.inner.brokers.read().unwrap_or_else(|e| e.into_inner());
+        let mut list: Vec<_> = brokers.values().cloned().collect();
+        list.sort_by_key(|b| b.node_id);
+        list
+    }
+
+    /// A connection to the broker with `node_id` on the given lane.
+    pub(crate) async fn broker_connection(
+        &self,
+        node_id: i32,
+        lane: usize,
+    ) -> Result<BrokerConnection, ClientError> {
+        let address = {
+            let brokers = self.inner.brokers.read().unwrap_or_else(|e| e.into_inner());
+            brokers.get(&node_id).map(BrokerInfo::address)
+        };
+        match address {
+            Some(address) => Ok(self.inner.pool.get(&address, lane).await?),
+            None => Err(ClientError::Protocol {
+                broker: format!("node {node_id}"),
+                request: "Metadata",
+                problem: format!("broker {node_id} is a partition leader but not in the broker list"),
+            }),
+        }
+    }
+
+    /// Any working connection: a known broker first, else each bootstrap server in turn.
+    async fn any_connection(&self) -> Result<BrokerConnection, ClientError> {
+        let mut candidates: Vec<String> =
+            self.brokers().iter().map(BrokerInfo::address).collect();
+        candidates.extend(self.config().bootstrap_servers.iter().cloned());
+        let mut last = None;
+        for address in &candidates {
+            match self.inner.pool.get(address, 0).await {
+                Ok(conn) => return Ok(conn),
+                Err(e) => {
+                    tracing::debug!(broker = %address, error = %e, "cannot connect");
+                    if !e.is_retriable() {
+                        // Authentication or TLS failures will not differ on another broker.
+                        return Err(e.into());
+                    }
+                    last = Some(e);
+                }
+            }
+        }
+        match last {
+            Some(last) => Err(ClientError::Bootstrap {
+                servers: candidates.join(","),
+                last: Box::new(last),
+            }),
+            None => Err(ClientError::NoBootstrapServers),
+        }
+    }
+
+    /// Sends a Metadata request for `topics` (`None` = all topics, `Some(&[])` = brokers only),
+    /// never allowing automatic topic creation, and refreshes the broker list.
+    async fn metadata(
+        &self,
+        topics: Option<&[&str]>,
+        deadline: &Deadline,
+    ) -> Result<MetadataResponse, ClientError> {
+        let mut backoff = Backoff::default();
+        loop {
+            let result = self.metadata_once(topics).await;
+            match result {
+                Ok(response) => return Ok(response),
+                Err(e) => {
+                    if e.retry() == Retry::Never || !backoff.wait(deadline).await {
+                        return Err(match e.retry() {
+                            Retry::Never => e,
+                            _ => deadline_error("Metadata request", deadline, &e),
+                        });
+                    }
+                }
+            }
+        }
+    }
+
+    async fn metadata_once(&self, topics: Option<&[&str]>) -> Result<MetadataResponse, ClientError> {
+        let conn = self.any_connection().await?;
+        let version = conn.negotiate(ApiKey::Metadata, responses::METADATA_VERSIONS)?;
+        let request = MetadataRequest::default()
+            .with_topics(topics.map(|names| {
+                names
+                    .iter()
+                    .map(|name| {
+                        MetadataRequestTopic::default()
+                            .with_name(Some(TopicName(StrBytes::from_string(name.to_string()))))
+                    })
+                    .collect()
+            }))
+            // Never create the checkpoints topic (or any other) by asking about it.
+            .with_allow_auto_topic_creation(false);
+        let body = conn.send(&request, version).await?;
+        let response =
+            MetadataResponse::decode(body, version).map_err(|source| ClientError::Decode {
+                broker: conn.address().to_string(),
+                source,
+            })?;
+        if response.error_code != 0 {
+            return Err(broker_error("Metadata", "the cluster", conn.address(), response.error_code));
+        }
+        let mut brokers = self.inner.brokers.write().unwrap_or_else(|e| e.into_inner());
+        brokers.clear();
+        for b in &response.brokers {
+            brokers.insert(
+                b.node_id,
+                BrokerInfo {
+                    node_id: b.node_id,
+                    host: b.host.clone(),
+                    port: b.port,
+                    rack: b.rack.clone(),
+                },
+            );
+        }
+        Ok(response)
+    }
+
+    /// Every topic on the cluster, internal ones included (check [`TopicInfo::is_internal`]).
+    pub async fn list_topics(&self, deadline: &Deadline) -> Result<Vec<TopicInfo>, ClientError> {
+        let response = self.metadata(None, deadline).await?;
+        let mut topics: Vec<TopicInfo> = response
+            .topics
+            .iter()
+            .filter(|t| t.error_code == 0)
+            .filter_map(|t| {
+                t.name.as_ref().map(|name| topic_info(name, t))
+            })
+            .collect();
+        topics.sort_by(|a, b| a.name.cmp(&b.name));
+        Ok(topics)
+    }
+
+    /// One topic's partitions and leaders. A missing topic is [`ClientError::UnknownTopic`];
+    /// partitions without a leader are waited for (with backoff) until the deadline.
+    pub async fn describe_topic(
+        &self,
+        topic: &str,
+        deadline: &Deadline,
+    ) -> Result<SharedTopic, ClientError> {
+        let mut backoff = Backoff::default();
+        loop {
+            let response = self.metadata(Some(&[topic]), deadline).await?;
+            let found = response
+                .topics
+                .iter()
+                .find(|t| t.name.as_deref() == Some(topic));
+            let error = match found {
+                None => ClientError::UnknownTopic {
+                    topic: topic.to_string(),
+                },
+                Some(t) if t.error_code == 3 => ClientError::UnknownTopic {
+                    topic: topic.to_string(),
+                },
+                Some(t) if t.error_code != 0 => {
+                    broker_error("Metadata", topic, "the cluster", t.error_code)
+                }
+                Some(t) => {
+                    let info = topic_info(topic, t);
+                    match info.partitions.iter().find(|p| p.leader < 0) {
+                        None => return Ok(Arc::new(info)),
+                        Some(p) => ClientError::NoLeader {
+                            topic: topic.to_string(),
+                            partition: p.partition,
+                            leader: p.leader,
+                        },
+                    }
+                }
+            };
+            if error.retry() == Retry::Never || !backoff.wait(deadline).await {
+                return Err(match error.retry() {
+                    Retry::Never => error,
+                    _ => deadline_error(&format!("describing topic {topic}"), deadline, &error),
+                });
+            }
+        }
+    }
+
+    /// The earliest or latest offset of each partition, asking each partition's leader.
+    /// Partitions whose leader moved are retried after a metadata refresh.
+    pub async fn list_offsets(
+        &self,
+        topic: &TopicInfo,
+        partitions: &[i32],
+        spec: OffsetSpec,
+        isolation: IsolationLevel,
+        deadline: &Deadline,
+    ) -> Result<BTreeMap<i32, i64>, ClientError> {
+        let mut result = BTreeMap::new();
+        let mut pending: Vec<i32> = partitions.to_vec();
+        let mut current: SharedTopic = Arc::new(topic.clone());
+        let mut backoff = Backoff::default();
+        loop {
+            let mut by_leader: BTreeMap<i32, Vec<PartitionInfo>> = BTreeMap::new();
+            for &p in &pending {
+                let info = current.partition(p).ok_or_else(|| ClientError::UnknownPartition {
+                    topic: topic.name.clone(),
+                    partition: p,
+                })?;
+                by_leader.entry(info.leader).or_default().push(*info);
+            }
+            let mut failed = Vec::new();
+            let mut last_error = None;
+            for (leader, parts) in by_leader {
+                match self
+                    .list_offsets_on(leader, &current, &parts, spec, isolation)
+                    .await
+                {
+                    Ok(offsets) => {
+                        for (p, outcome) in offsets {
+                            match outcome {
+                                Ok(offset) => {
+                                    result.insert(p, offset);
+                                }
+                                Err(e) if e.retry() != Retry::Never => {
+                                    failed.push(p);
+                                    last_error = Some(e);
+                                }
+                                Err(e) => return Err(e),
+                            }
+                        }
+                    }
+                    Err(e) if e.retry() != Retry::Never => {
+                        failed.extend(parts.iter().map(|p| p.partition));
+                        last_error = Some(e);
+                    }
+                    Err(e) => return Err(e),
+                }
+            }
+            if failed.is_empty() {
+                return Ok(result);
+            }
+            let last = last_error.expect("a failed partition records its error");
+            if !backoff.wait(deadline).await {
+                return Err(deadline_error(
+                    &format!("listing offsets of {}", topic.name),
+                    deadline,
+                    &last,
+                ));
+            }
+            current = self.describe_topic(&topic.name, deadline).await?;
+            pending = failed;
+        }
+    }
+
+    async fn list_offsets_on(
+        &self,
+        leader: i32,
+        topic: &TopicInfo,
+        partitions: &[PartitionInfo],
+        spec: OffsetSpec,
+        isolation: IsolationLevel,
+    ) -> Result<Vec<(i32, Result<i64, ClientError>)>, ClientError> {
+        if leader < 0 {
+            return Err(ClientError::NoLeader {
+                topic: topic.name.clone(),
+                partition: partitions[0].partition,
+                leader,
+            });
+        }
+        let conn = self.broker_connection(leader, 0).await?;
+        let version = conn.negotiate(ApiKey::ListOffsets, responses::LIST_OFFSETS_VERSIONS)?;
+        let request = ListOffsetsRequest::default()
+            .with_replica_id(kafka_protocol::messages::BrokerId(-1))
+            .with_isolation_level(isolation.wire_value())
+            .with_timeout_ms(self.config().request_timeout.as_millis().min(i32::MAX as u128) as i32)
+            .with_topics(vec![ListOffsetsTopic::default()
+                .with_name(TopicName(StrBytes::from_string(topic.name.clone())))
+                .with_partitions(
+                    partitions
+                        .iter()
+                        .map(|p| {
+                            ListOffsetsPartition::default()
+                                .with_partition_index(p.partition)
+                                .with_current_leader_epoch(p.leader_epoch)
+                                .with_timestamp(spec.timestamp())
+                        })
+                        .collect(),
+                )]);
+        let body = conn.send(&request, version).await?;
+        let response =
+            ListOffsetsResponse::decode(body, version).map_err(|source| ClientError::Decode {
+                broker: conn.address().to_string(),
+                source,
+            })?;
+        let mut out = Vec::with_capacity(partitions.len());
+        for p in partitions {
+            let answer = response
+                .topics
+                .iter()
+                .filter(|t| t.name == topic.name)
+                .flat_map(|t| t.partitions.iter())
+                .find(|r| r.partition_index == p.partition);
+            let outcome = match answer {
+                None => Err(ClientError::Protocol {
+                    broker: conn.address().to_string(),
+                    request: "ListOffsets",
+                    problem: format!("no answer for partition {}-{}", topic.name, p.partition),
+                }),
+                Some(r) if r.error_code != 0 => Err(broker_error(
+                    "ListOffsets",
+                    &format!("{}-{}", topic.name, p.partition),
+                    conn.address(),
+                    r.error_code,
+                )),
+                Some(r) => Ok(r.offset),
+            };
+            out.push((p.partition, outcome));
+        }
+        Ok(out)
+    }
+}
+
+fn topic_info(name: &str, t: &responses::metadata::MetadataTopic) -> TopicInfo {
+    let mut partitions: Vec<PartitionInfo> = t
+        .partitions
+        .iter()
+        .map(|p| PartitionInfo {
+            partition: p.partition_index,
+            leader: p.leader_id,
+            leader_epoch: p.leader_epoch,
+        })
+        .collect();
+    partitions.sort_by_key(|p| p.partition);
+    TopicInfo {
+        name: name.to_string(),
+        topic_id: t.topic_id,
+        is_internal: t.is_internal,
+        partitions,
+    }
+}
+
+pub(crate) fn broker_error(
+    request: &'static str,
+    resource: &str,
+    broker: &str,
+    code: i16,
+) -> ClientError {
+    ClientError::Broker {
+        request,
+        resource: resource.to_string(),
+        broker: broker.to_string(),
+        code,
+        name: error_name(code),
+        hint: hint_for_code(code),
+    }
+}
+
+pub(crate) fn deadline_error(operation: &str, deadline: &Deadline, last: &ClientError) -> ClientError {
+    ClientError::DeadlineExceeded {
+        operation: operation.to_string(),
+        timeout: deadline.budget(),
+        last: format!("; last error: {last}"),
+    }
+}

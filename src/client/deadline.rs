@@ -1,0 +1,105 @@
+//! Deadlines and backoff: every client operation is bounded by a deadline, and retries wait an
+//! exponentially growing, jittered pause that never runs past it.
+
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+/// The instant by which an operation must finish, with the budget it started from (for messages).
+#[derive(Clone, Copy, Debug)]
+pub struct Deadline {
+    at: Instant,
+    budget: Duration,
+}
+
+impl Deadline {
+    /// A deadline `budget` from now.
+    pub fn after(budget: Duration) -> Self {
+        Deadline {
+            at: Instant::now() + budget,
+            budget,
+        }
+    }
+
+    /// The whole budget this deadline started with.
+    pub fn budget(&self) -> Duration {
+        self.budget
+    }
+
+    /// Time left; zero once passed.
+    pub fn remaining(&self) -> Duration {
+        self.at.saturating_duration_since(Instant::now())
+    }
+
+    /// Whether the deadline has passed.
+    pub fn expired(&self) -> bool {
+        Instant::now() >= self.at
+    }
+
+    /// The instant itself.
+    pub fn instant(&self) -> Instant {
+        self.at
+    }
+}
+
+/// Exponential backoff with jitter, as the Java client's `retry.backoff.ms` /
+/// `retry.backoff.max.ms` (KIP-580): 100 ms doubling to 1 s, each pause scaled by a random factor
+/// in [0.8, 1.2] so that many workers do not retry in lockstep.
+#[derive(Clone, Debug)]
+pub struct Backoff {
+    next: Duration,
+    max: Duration,
+}
+
+impl Default for Backoff {
+    fn default() -> Self {
+        Backoff {
+            next: Duration::from_millis(100),
+            max: Duration::from_secs(1),
+        }
+    }
+}
+
+impl Backoff {
+    /// The next pause, growing for the time after.
+    pub fn next_pause(&mut self) -> Duration {
+        let base = self.next;
+        self.next = (self.next * 2).min(self.max);
+        let jitter = 0.8 + rand::random::<f64>() * 0.4;
+        base.mul_f64(jitter)
+    }
+
+    /// Sleeps for the next pause, or until the deadline if that comes first. Returns false when
+    /// the deadline has passed, so the caller stops retrying.
+    pub async fn wait(&mut self, deadline: &Deadline) -> bool {
+        let pause = self.next_pause().min(deadline.remaining());
+        tokio::time::sleep(pause).await;
+        !deadline.expired()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_grows_to_its_cap() {
+        let mut b = Backoff::default();
+        let first = b.next_pause();
+        assert!(first >= Duration::from_millis(80) && first <= Duration::from_millis(120));
+        for _ in 0..10 {
+            b.next_pause();
+        }
+        let late = b.next_pause();
+        assert!(late >= Duration::from_millis(800) && late <= Duration::from_millis(1200));
+    }
+
+    #[tokio::test]
+    async fn wait_stops_at_the_deadline() {
+        let deadline = Deadline::after(Duration::from_millis(30));
+        let mut b = Backoff::default();
+        let started = Instant::now();
+        assert!(!b.wait(&deadline).await);
+        assert!(started.elapsed() < Duration::from_millis(90));
+    }
+}

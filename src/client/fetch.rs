@@ -1,0 +1,444 @@
+//! Reading a partition's offset range: pipelined Fetch requests whose record bytes stay one
+//! zero-copy [`Bytes`] slice of the response.
+
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use bytes::Bytes;
+use kafka_protocol::messages::{
+    ApiKey, BrokerId, FetchRequest, TopicName,
+    fetch_request::{FetchPartition, FetchTopic},
+};
+use kafka_protocol::protocol::StrBytes;
+use tokio::sync::mpsc;
+
+use super::cluster::{IsolationLevel, KafkaClient, broker_error, deadline_error};
+use super::deadline::{Backoff, Deadline};
+use super::error::{ClientError, Retry};
+use super::metadata::SharedTopic;
+use crate::wire::responses::{self, fetch::FetchResponse};
+
+/// Fetch v13 replaced topic names with topic ids (KIP-516).
+const FIRST_FETCH_VERSION_WITH_TOPIC_IDS: i16 = 13;
+
+/// An aborted transaction reported by a read_committed Fetch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AbortedTransaction {
+    /// The producer whose transaction was aborted.
+    pub producer_id: i64,
+    /// The first offset of the aborted transaction.
+    pub first_offset: i64,
+}
+
+/// The record batches one Fetch returned for one partition.
+#[derive(Clone, Debug)]
+pub struct FetchedChunk {
+    /// The partition.
+    pub partition: i32,
+    /// The offset the fetch asked for.
+    pub fetch_offset: i64,
+    /// Where the next fetch starts: just past the last complete batch in `records`.
+    pub next_offset: i64,
+    /// Complete record batches only, as a zero-copy slice of the response frame. A batch the
+    /// broker cut short at the end of the response has been dropped; it is fetched again.
+    pub records: Bytes,
+    /// The partition's high watermark when the broker answered.
+    pub high_watermark: i64,
+    /// The last stable offset, or -1 when the broker does not report it.
+    pub last_stable_offset: i64,
+    /// The log start offset, or -1 when the broker does not report it.
+    pub log_start_offset: i64,
+    /// Aborted transactions overlapping this chunk (read_committed only).
+    pub aborted_transactions: Vec<AbortedTransaction>,
+}
+
+/// How to read a range.
+#[derive(Clone, Debug)]
+pub struct ReadOptions {
+    /// Which records are visible.
+    pub isolation: IsolationLevel,
+    /// Upper bound on the bytes one Fetch may return for the partition (`max.partition.fetch.bytes`).
+    /// The broker still returns one whole batch when a single batch is larger (KIP-74).
+    pub max_bytes: i32,
+    /// How long the broker may hold a Fetch waiting for data. Ranges end at or below the high
+    /// watermark, so the broker rarely waits at all.
+    pub max_wait: Duration,
+    /// Which pooled connection to the leader to use; give parallel readers different lanes.
+    pub lane: usize,
+    /// Chunks fetched ahead of the consumer, so decoding overlaps the network.
+    pub prefetch: usize,
+}
+
+impl Default for ReadOptions {
+    fn default() -> Self {
+        ReadOptions {
+            isolation: IsolationLevel::ReadUncommitted,
+            max_bytes: 8 * 1024 * 1024,
+            max_wait: Duration::from_millis(500),
+            lane: 0,
+            prefetch: 2,
+        }
+    }
+}
+
+/// Where the last complete batch in a records section ends, as (bytes, next offset).
+///
+/// Only the fixed-position batch header fields are read: base offset (bytes 0..8), batch length
+/// (8..12), magic (16) and, for magic 2, last offset delta (23..27). Validation of the batch
+/// itself belongs to the records layer.
+pub fn complete_batches(records: &[u8]) -> (usize, Option<i64>) {
+    const LOG_OVERHEAD: usize = 12;
+    let mut pos = 0usize;
+    let mut next = None;
+    while records.len() - pos >= LOG_OVERHEAD {
+        let header = &records[pos..];
+        let base_offset = i64::from_be_bytes(header[0..8].try_into().unwrap_or([0; 8]));
+        let length = i32::from_be_bytes(header[8..12].try_into().unwrap_or([0; 4]));
+        if length < 0 {
+            break;
+        }
+        let total = LOG_OVERHEAD + length as usize;
+        if records.len() - pos < total || total < 17 {
+            break;
+        }
+        let magic = header[16];
+        let next_offset = if magic >= 2 && total >= 27 {
+            let delta = i32::from_be_bytes(header[23..27].try_into().unwrap_or([0; 4]));
+            base_offset.saturating_add(i64::from(delta)).saturating_add(1)
+        } else {
+            // Magic 0/1 entries carry the offset of their (last) message.
+            base_offset.saturating_add(1)
+        };
+        next = Some(next_offset);
+        pos += total;
+    }
+    (pos, next)
+}
+
+impl KafkaClient {
+    /// One Fetch for one partition at `offset`, from its leader.
+    pub async fn fetch(
+        &self,
+        topic: &SharedTopic,
+        partition: i32,
+        offset: i64,
+        options: &ReadOptions,
+    ) -> Result<FetchedChunk, ClientError> {
+        let info = topic
+            .partition(partition)
+            .ok_or_else(|| ClientError::UnknownPartition {
+                topic: topic.name.clone(),
+                partition,
+            })?;
+        if info.leader < 0 {
+            return Err(ClientError::NoLeader {
+                topic: topic.name.clone(),
+                partition,
+                leader: info.leader,
+            });
+        }
+        let conn = self.broker_connection(info.leader, options.lane).await?;
+        let mut version = conn.negotiate(ApiKey::Fetch, responses::FETCH_VERSIONS)?;
+        if version >= FIRST_FETCH_VERSION_WITH_TOPIC_IDS && !topic.has_topic_id() {
+            // Without an id from Metadata we must name the topic, which v12 still allows.
+            version = FIRST_FETCH_VERSION_WITH_TOPIC_IDS - 1;
+        }
+        let mut fetch_topic = FetchTopic::default().with_partitions(vec![
+            FetchPartition::default()
+                .with_partition(partition)
+                .with_current_leader_epoch(info.leader_epoch)
+                .with_fetch_offset(offset)
+                .with_log_start_offset(-1)
+                .with_partition_max_bytes(options.max_bytes),
+        ]);
+        if version >= FIRST_FETCH_VERSION_WITH_TOPIC_IDS {
+            fetch_topic = fetch_topic.with_topic_id(kafka_protocol::protocol::types::Uuid::from_bytes(topic.topic_id));
+        } else {
+            fetch_topic = fetch_topic.with_topic(TopicName(StrBytes::from_string(topic.name.clone())));
+        }
+        let request = FetchRequest::default()
+            .with_replica_id(BrokerId(-1))
+            .with_max_wait_ms(options.max_wait.as_millis().min(i32::MAX as u128) as i32)
+            .with_min_bytes(1)
+            .with_max_bytes(options.max_bytes)
+            .with_isolation_level(options.isolation.wire_value())
+            // Session id 0 with epoch -1: a full fetch outside any fetch session (KIP-227).
+            .with_session_id(0)
+            .with_session_epoch(-1)
+            .with_topics(vec![fetch_topic]);
+        let body = conn.send(&request, version).await?;
+        let response = FetchResponse::decode(body, version).map_err(|source| ClientError::Decode {
+            broker: conn.address().to_string(),
+            source,
+        })?;
+        let resource = format!("{}-{}", topic.name, partition);
+        if response.error_code != 0 {
+            return Err(broker_error("Fetch", &resource, conn.address(), response.error_code));
+        }
+        let answer = response
+            .responses
+            .into_iter()
+            .filter(|t| {
+                if version >= FIRST_FETCH_VERSION_WITH_TOPIC_IDS {
+                    t.topic_id == topic.topic_id
+                } else {
+                    t.topic.as_deref() == Some(topic.name.as_str())
+                }
+            })
+            .flat_map(|t| t.partitions.into_iter())
+            .find(|p| p.partition_index == partition)
+            .ok_or_else(|| ClientError::Protocol {
+                broker: conn.address().to_string(),
+                request: "Fetch",
+                problem: format!("no answer for partition {resource}"),
+            })?;
+        match answer.error_code {
+            0 => {}
+            1 => {
+                return Err(ClientError::OffsetOutOfRange {
+                    topic: topic.name.clone(),
+                    partition,
+                    offset,
+                });
+            }
+            code => return Err(broker_error("Fetch", &resource, conn.address(), code)),
+        }
+        let (complete, next) = complete_batches(&answer.records);
+        Ok(FetchedChunk {
+            partition,
+            fetch_offset: offset,
+            next_offset: next.unwrap_or(offset),
+            records: answer.records.slice(..complete),
+            high_watermark: answer.high_watermark,
+            last_stable_offset: answer.last_stable_offset,
+            log_start_offset: answer.log_start_offset,
+            aborted_transactions: answer
+                .aborted_transactions
+                .iter()
+                .map(|&(producer_id, first_offset)| AbortedTransaction {
+                    producer_id,
+                    first_offset,
+                })
+                .collect(),
+        })
+    }
+
+    /// Streams the record batches of `partition` from `start` until the read position reaches
+    /// `end` (exclusive), one [`FetchedChunk`] per Fetch. A background task keeps up to
+    /// `options.prefetch` chunks ahead of the consumer. Leader changes and transient errors are
+    /// retried (refreshing metadata) until `deadline`; other errors end the stream with that
+    /// error.
+    ///
+    /// Batches are whole, so the last chunk may hold records at or past `end`; callers filter by
+    /// offset. [`PartitionStream::position`] tells how far the read got, for reporting
+    /// incomplete reads.
+    pub fn read_range(
+        &self,
+        topic: SharedTopic,
+        partition: i32,
+        start: i64,
+        end: i64,
+        options: ReadOptions,
+        deadline: Deadline,
+    ) -> PartitionStream {
+        let (tx, rx) = mpsc::channel(options.prefetch.max(1));
+        let position = Arc::new(std::sync::atomic::AtomicI64::new(start));
+        let client = self.clone();
+        let task_position = position.clone();
+        let task = tokio::spawn(async move {
+            let mut reader = RangeReader {
+                client,
+                topic,
+                partition,
+                position: start,
+                end,
+                options,
+                deadline,
+            };
+            reader.run(&tx, &task_position).await;
+        });
+        PartitionStream {
+            rx,
+            position,
+            _task: AbortOnDrop(task),
+        }
+    }
+}
+
+struct RangeReader {
+    client: KafkaClient,
+    topic: SharedTopic,
+    partition: i32,
+    position: i64,
+    end: i64,
+    options: ReadOptions,
+    deadline: Deadline,
+}
+
+impl RangeReader {
+    async fn run(
+        &mut self,
+        tx: &mpsc::Sender<Result<FetchedChunk, ClientError>>,
+        shared_position: &std::sync::atomic::AtomicI64,
+    ) {
+        let mut backoff = Backoff::default();
+        while self.position < self.end {
+            let attempt = tokio::time::timeout(
+                self.deadline.remaining(),
+                self.client
+                    .fetch(&self.topic, self.partition, self.position, &self.options),
+            )
+            .await;
+            let outcome = match attempt {
+                Ok(outcome) => outcome,
+                Err(_) => Err(ClientError::DeadlineExceeded {
+                    operation: format!("reading {}-{}", self.topic.name, self.partition),
+                    timeout: self.deadline.budget(),
+                    last: String::new(),
+                }),
+            };
+            match outcome {
+                Ok(chunk) if chunk.next_offset > self.position => {
+                    backoff = Backoff::default();
+                    self.position = chunk.next_offset;
+                    shared_position.store(self.position, std::sync::atomic::Ordering::Relaxed);
+                    if tx.send(Ok(chunk)).await.is_err() {
+                        return; // the consumer went away
+                    }
+                }
+                Ok(chunk) => {
+                    // No complete batch. With records present, a single batch is larger than
+                    // the broker was willing to send (some brokers cap responses): ask for more.
+                    if !chunk.records.is_empty() || self.options.max_bytes < i32::MAX / 2 {
+                        self.options.max_bytes = self.options.max_bytes.saturating_mul(2);
+                    }
+                    if !backoff.wait(&self.deadline).await {
+                        let _ = tx
+                            .send(Err(ClientError::DeadlineExceeded {
+                                operation: format!(
+                                    "reading {}-{} (stuck at offset {} below end {}, high watermark {})",
+                                    self.topic.name,
+                                    self.partition,
+                                    self.position,
+                                    self.end,
+                                    chunk.high_watermark
+                                ),
+                                timeout: self.deadline.budget(),
+                                last: String::new(),
+                            }))
+                            .await;
+                        return;
+                    }
+                }
+                Err(e) => {
+                    let retry = e.retry();
+                    if retry == Retry::Never || !backoff.wait(&self.deadline).await {
+                        let error = match retry {
+                            Retry::Never => e,
+                            _ => deadline_error(
+                                &format!("reading {}-{}", self.topic.name, self.partition),
+                                &self.deadline,
+                                &e,
+                            ),
+                        };
+                        let _ = tx.send(Err(error)).await;
+                        return;
+                    }
+                    if retry == Retry::AfterMetadataRefresh {
+                        match self
+                            .client
+                            .describe_topic(&self.topic.name, &self.deadline)
+                            .await
+                        {
+                            Ok(fresh) => self.topic = fresh,
+                            Err(e) => {
+                                let _ = tx.send(Err(e)).await;
+                                return;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The chunks of one partition range, in offset order. Dropping it stops the background reader.
+pub struct PartitionStream {
+    rx: mpsc::Receiver<Result<FetchedChunk, ClientError>>,
+    position: Arc<std::sync::atomic::AtomicI64>,
+    _task: AbortOnDrop,
+}
+
+impl PartitionStream {
+    /// The offset up to which chunks have been fetched so far.
+    pub fn position(&self) -> i64 {
+        self.position.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// The next chunk; `None` once the range has been read (or after an error was returned).
+    pub async fn next_chunk(&mut self) -> Option<Result<FetchedChunk, ClientError>> {
+        self.rx.recv().await
+    }
+}
+
+impl futures::Stream for PartitionStream {
+    type Item = Result<FetchedChunk, ClientError>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        self.rx.poll_recv(cx)
+    }
+}
+
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn batch_header(base: i64, length: i32, magic: u8, last_delta: i32) -> Vec<u8> {
+        let mut v = Vec::new();
+        v.extend_from_slice(&base.to_be_bytes());
+        v.extend_from_slice(&length.to_be_bytes());
+        v.extend_from_slice(&0i32.to_be_bytes()); // leader epoch
+        v.push(magic);
+        v.extend_from_slice(&0u32.to_be_bytes()); // crc
+        v.extend_from_slice(&0i16.to_be_bytes()); // attributes
+        v.extend_from_slice(&last_delta.to_be_bytes());
+        v.resize(12 + length as usize, 0);
+        v
+    }
+
+    #[test]
+    fn complete_batches_stop_at_a_cut_batch() {
+        let mut records = batch_header(100, 49, 2, 4);
+        records.extend(batch_header(105, 49, 2, 9));
+        let whole = records.len();
+        assert_eq!(complete_batches(&records), (whole, Some(115)));
+        for cut in 1..61 {
+            let (bytes, next) = complete_batches(&records[..whole - cut]);
+            assert_eq!((bytes, next), (61, Some(105)), "cut {cut}");
+        }
+        assert_eq!(complete_batches(&records[..60]), (0, None));
+        assert_eq!(complete_batches(&[]), (0, None));
+    }
+
+    #[test]
+    fn complete_batches_rejects_negative_lengths_without_panicking() {
+        let records = batch_header(0, 49, 2, 0);
+        let mut bad = records.clone();
+        bad[8..12].copy_from_slice(&(-5i32).to_be_bytes());
+        assert_eq!(complete_batches(&bad), (0, None));
+        let mut tiny = records;
+        tiny[8..12].copy_from_slice(&1i32.to_be_bytes());
+        assert_eq!(complete_batches(&tiny), (0, None));
+    }
+}

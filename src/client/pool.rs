@@ -1,0 +1,59 @@
+//! Connections kept per broker. Each broker gets up to `connections_per_broker` connections
+//! ("lanes"), so fetch workers for different partition ranges do not queue behind each other on
+//! one socket. Connections open lazily and a broken one is replaced on next use.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use crate::config::ClientConfig;
+use crate::wire::{BrokerConnection, WireError};
+
+type Slot = Arc<tokio::sync::Mutex<Option<BrokerConnection>>>;
+
+/// The pool. Cheap to share behind an `Arc`.
+pub(crate) struct ConnectionPool {
+    config: ClientConfig,
+    slots: Mutex<HashMap<(String, usize), Slot>>,
+}
+
+impl ConnectionPool {
+    pub(crate) fn new(config: ClientConfig) -> Self {
+        ConnectionPool {
+            config,
+            slots: Mutex::new(HashMap::new()),
+        }
+    }
+
+    pub(crate) fn config(&self) -> &ClientConfig {
+        &self.config
+    }
+
+    /// A live connection to `address` on lane `lane` (taken modulo the lanes configured).
+    pub(crate) async fn get(
+        &self,
+        address: &str,
+        lane: usize,
+    ) -> Result<BrokerConnection, WireError> {
+        let lane = lane % self.config.connections_per_broker.max(1);
+        let slot = {
+            // A poisoned lock only means another task panicked while inserting; the map is
+            // still usable.
+            let mut slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
+            slots
+                .entry((address.to_string(), lane))
+                .or_default()
+                .clone()
+        };
+        // Holding the slot's async lock while connecting makes concurrent callers share one
+        // connection attempt instead of racing to open several.
+        let mut guard = slot.lock().await;
+        if let Some(conn) = guard.as_ref() {
+            if !conn.is_broken() {
+                return Ok(conn.clone());
+            }
+        }
+        let conn = BrokerConnection::connect(address, &self.config).await?;
+        *guard = Some(conn.clone());
+        Ok(conn)
+    }
+}

@@ -1,0 +1,283 @@
+//! [`MirrorClient`]: Java's `MirrorClient` / `RemoteClusterUtils` surface over our client.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Instant;
+
+use serde::Serialize;
+
+use super::plan::{PartitionBounds, plan_ranges};
+use super::read::{merge, read_ranges};
+use super::report::{PartitionProgress, ReadReport, SkipCounts};
+use super::{GroupSelector, TranslateError, TranslateRequest, TranslatedOffset, Translation};
+use crate::client::{ClientError, Deadline, KafkaClient, OffsetSpec, ReadOptions};
+use crate::config::ClientConfig;
+use crate::mm2::policy::ReplicationPolicy;
+
+/// A translated offset as Java's `OffsetAndMetadata` (without a leader epoch, as MM2 writes none).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct OffsetAndMetadata {
+    /// The offset to commit on the target cluster.
+    pub offset: i64,
+    /// The commit metadata from the source group.
+    pub metadata: String,
+}
+
+/// Reads MirrorMaker 2's internal topics on a target cluster: checkpoints (offset translation),
+/// heartbeats and remote topics. Named after Java's `org.apache.kafka.connect.mirror.MirrorClient`
+/// so Java users find their way.
+///
+/// ```no_run
+/// # async fn example() -> Result<(), Box<dyn std::error::Error>> {
+/// use std::time::Duration;
+/// use mm2_offsets::config::ClientConfig;
+/// use mm2_offsets::mm2::policy::ReplicationPolicy;
+/// use mm2_offsets::translate::{GroupSelector, MirrorClient, TranslateRequest};
+///
+/// let target = ClientConfig::plaintext(["127.0.0.1:29092"]);
+/// let client = MirrorClient::connect(target, ReplicationPolicy::default()).await?;
+///
+/// // Java's translateOffsets, for one group:
+/// let offsets = client
+///     .remote_consumer_offsets("orders-app", "primary", Duration::from_secs(30))
+///     .await?;
+///
+/// // Every group at once, from one read:
+/// let translation = client
+///     .translate(&TranslateRequest::new("primary", GroupSelector::all()))
+///     .await?;
+/// assert!(translation.report.complete);
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Clone, Debug)]
+pub struct MirrorClient {
+    client: KafkaClient,
+    policy: ReplicationPolicy,
+}
+
+impl MirrorClient {
+    /// Wraps a connected client.
+    pub fn new(client: KafkaClient, policy: ReplicationPolicy) -> Self {
+        MirrorClient { client, policy }
+    }
+
+    /// Connects to the target cluster.
+    pub async fn connect(
+        config: ClientConfig,
+        policy: ReplicationPolicy,
+    ) -> Result<Self, ClientError> {
+        Ok(MirrorClient::new(KafkaClient::connect(config).await?, policy))
+    }
+
+    /// The underlying Kafka client.
+    pub fn kafka(&self) -> &KafkaClient {
+        &self.client
+    }
+
+    /// The replication policy in use.
+    pub fn replication_policy(&self) -> &ReplicationPolicy {
+        &self.policy
+    }
+
+    /// Names of the cluster's non-internal topics, as Java's `Admin.listTopics()`.
+    pub async fn list_topics(&self, deadline: &Deadline) -> Result<Vec<String>, ClientError> {
+        Ok(self
+            .client
+            .list_topics(deadline)
+            .await?
+            .into_iter()
+            .filter(|t| !t.is_internal)
+            .map(|t| t.name)
+            .collect())
+    }
+
+    /// Translates every group the request selects, from one parallel read of each source's
+    /// checkpoints topic. Fails with [`TranslateError::Incomplete`] if the deadline passes before
+    /// the snapshotted end of every partition, unless `allow_partial` is set, in which case the
+    /// report says `complete: false`.
+    pub async fn translate(&self, request: &TranslateRequest) -> Result<Translation, TranslateError> {
+        let started = Instant::now();
+        let deadline = Deadline::after(request.timeout);
+        let mut bounds = Vec::new();
+        for source in &request.sources {
+            bounds.extend(self.snapshot_bounds(source, request, &deadline).await?);
+        }
+        let ranges = plan_ranges(&bounds, request.parallelism);
+        let options = ReadOptions {
+            isolation: request.isolation,
+            max_bytes: request.max_bytes_per_fetch,
+            ..ReadOptions::default()
+        };
+        let mut outcomes = read_ranges(
+            &self.client,
+            ranges,
+            Arc::new(request.groups.clone()),
+            options,
+            request.parallelism,
+            deadline,
+        )
+        .await
+        .map_err(|e| TranslateError::Read(e.to_string()))?;
+
+        let mut report = ReadReport::default();
+        let mut skipped = SkipCounts::default();
+        for outcome in &mut outcomes {
+            report.records += outcome.records;
+            report.batches += outcome.batches;
+            report.bytes += outcome.bytes;
+            skipped.merge(std::mem::take(&mut outcome.skipped));
+        }
+        report.skipped = skipped;
+        report.partitions = bounds
+            .iter()
+            .map(|b| {
+                // A partition got as far as its ranges did without a gap.
+                let mut read_to = b.start.max(if b.end <= b.start { b.end } else { b.start });
+                for o in outcomes
+                    .iter()
+                    .filter(|o| o.range.topic.name == b.topic.name && o.range.partition == b.partition)
+                {
+                    if o.range.start <= read_to {
+                        read_to = read_to.max(o.read_to);
+                    }
+                }
+                PartitionProgress {
+                    topic: b.topic.name.clone(),
+                    partition: b.partition,
+                    start: b.start,
+                    end: b.end,
+                    read_to,
+                }
+            })
+            .collect();
+        report.complete = report.partitions.iter().all(PartitionProgress::complete)
+            && outcomes.iter().all(|o| !o.timed_out);
+        report.elapsed = started.elapsed();
+        if !report.complete && !request.allow_partial {
+            return Err(TranslateError::Incomplete {
+                timeout: request.timeout,
+                partitions: report.partitions,
+            });
+        }
+        let offsets = merge(&mut outcomes)
+            .into_iter()
+            .filter_map(|((source, group, topic, partition), named)| {
+                let slot = named.slot;
+                slot.checkpoint.map(|c| TranslatedOffset {
+                    source,
+                    group,
+                    topic,
+                    partition,
+                    offset: c.downstream_offset,
+                    metadata: String::from_utf8_lossy(&c.metadata).into_owned(),
+                    upstream_offset: c.upstream_offset,
+                    checkpoint_timestamp: slot.timestamp,
+                    checkpoint_partition: slot.partition,
+                    checkpoint_offset: slot.offset,
+                })
+            })
+            .collect();
+        Ok(Translation { offsets, report })
+    }
+
+    /// Each partition's log start and end offsets for one source's checkpoints topic, snapshotted
+    /// now.
+    async fn snapshot_bounds(
+        &self,
+        source: &str,
+        request: &TranslateRequest,
+        deadline: &Deadline,
+    ) -> Result<Vec<PartitionBounds>, TranslateError> {
+        let topic_name = self.policy.checkpoints_topic(source);
+        let topic = match self.client.describe_topic(&topic_name, deadline).await {
+            Ok(topic) => topic,
+            Err(ClientError::UnknownTopic { .. }) => {
+                let existing = self
+                    .list_topics(deadline)
+                    .await?
+                    .into_iter()
+                    .filter(|t| self.policy.is_checkpoints_topic(t))
+                    .collect();
+                return Err(TranslateError::MissingCheckpointsTopic {
+                    source: source.to_string(),
+                    topic: topic_name,
+                    existing,
+                });
+            }
+            Err(e) => return Err(e.into()),
+        };
+        let partitions: Vec<i32> = topic.partitions.iter().map(|p| p.partition).collect();
+        let starts = self
+            .client
+            .list_offsets(&topic, &partitions, OffsetSpec::Earliest, request.isolation, deadline)
+            .await?;
+        let ends = self
+            .client
+            .list_offsets(&topic, &partitions, OffsetSpec::Latest, request.isolation, deadline)
+            .await?;
+        Ok(partitions
+            .iter()
+            .map(|p| PartitionBounds {
+                source: source.to_string(),
+                topic: topic.clone(),
+                partition: *p,
+                start: starts.get(p).copied().unwrap_or(0),
+                end: ends.get(p).copied().unwrap_or(0),
+            })
+            .collect())
+    }
+
+    /// Java's `remoteConsumerOffsets(groupId, remoteClusterAlias, timeout)`: the translated
+    /// offsets of one group, keyed by (topic, partition) on the target. Unlike Java, an
+    /// incomplete read is an error, never a silently partial map.
+    pub async fn remote_consumer_offsets(
+        &self,
+        group_id: &str,
+        remote_cluster_alias: &str,
+        timeout: std::time::Duration,
+    ) -> Result<BTreeMap<(String, i32), OffsetAndMetadata>, TranslateError> {
+        let selector = GroupSelector::new([group_id], Vec::<String>::new())
+            .expect("no patterns to compile");
+        let mut request = TranslateRequest::new(remote_cluster_alias, selector);
+        request.timeout = timeout;
+        let translation = self.translate(&request).await?;
+        Ok(by_topic_partition(translation.offsets.iter()))
+    }
+
+    /// Java 4.3's `remoteConsumerOffsets(Pattern, remoteClusterAlias, timeout)` (KIP-1239):
+    /// every group whose id fully matches `pattern`, from one read.
+    pub async fn remote_consumer_offsets_matching(
+        &self,
+        pattern: &str,
+        remote_cluster_alias: &str,
+        timeout: std::time::Duration,
+    ) -> Result<BTreeMap<String, BTreeMap<(String, i32), OffsetAndMetadata>>, Box<dyn std::error::Error + Send + Sync>>
+    {
+        let selector = GroupSelector::new(Vec::<String>::new(), [pattern])?;
+        let mut request = TranslateRequest::new(remote_cluster_alias, selector);
+        request.timeout = timeout;
+        let translation = self.translate(&request).await?;
+        let mut out = BTreeMap::new();
+        for group in translation.groups() {
+            out.insert(group.to_string(), by_topic_partition(translation.group(group)));
+        }
+        Ok(out)
+    }
+}
+
+fn by_topic_partition<'a>(
+    offsets: impl Iterator<Item = &'a TranslatedOffset>,
+) -> BTreeMap<(String, i32), OffsetAndMetadata> {
+    offsets
+        .map(|o| {
+            (
+                (o.topic.clone(), o.partition),
+                OffsetAndMetadata {
+                    offset: o.offset,
+                    metadata: o.metadata.clone(),
+                },
+            )
+        })
+        .collect()
+}

@@ -1,0 +1,214 @@
+//! Running a planned read: one task per range, each folding its chunks into an accumulator,
+//! then a merge in log order.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use tokio::task::JoinSet;
+
+use super::groups::GroupSelector;
+use super::plan::ReadRange;
+use super::report::SkipCounts;
+use super::translator::{Accumulator, NamedSlot};
+use crate::client::{ClientError, Deadline, KafkaClient, ReadOptions};
+use crate::records::{AbortedFilter, Batches, Scratch};
+
+/// What one range's worker produced.
+pub(crate) struct RangeOutcome {
+    pub(crate) range: ReadRange,
+    pub(crate) slots: Vec<NamedSlot>,
+    pub(crate) skipped: SkipCounts,
+    pub(crate) records: u64,
+    pub(crate) batches: u64,
+    pub(crate) bytes: u64,
+    /// The offset this range got to (>= range.end when complete).
+    pub(crate) read_to: i64,
+    /// Set when the deadline stopped it.
+    pub(crate) timed_out: bool,
+}
+
+/// A failure of one range other than running out of time.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum RangeError {
+    #[error("reading {topic}-{partition} from offset {offset}: {source}")]
+    Client {
+        topic: String,
+        partition: i32,
+        offset: i64,
+        source: ClientError,
+    },
+    #[error("corrupt record batch in {topic}-{partition}: {source}")]
+    Records {
+        topic: String,
+        partition: i32,
+        source: crate::records::RecordsError,
+    },
+}
+
+/// Reads every range with at most `parallelism` in flight.
+pub(crate) async fn read_ranges(
+    client: &KafkaClient,
+    ranges: Vec<ReadRange>,
+    selector: Arc<GroupSelector>,
+    options: ReadOptions,
+    parallelism: usize,
+    deadline: Deadline,
+) -> Result<Vec<RangeOutcome>, RangeError> {
+    let mut pending = ranges.into_iter().enumerate();
+    let mut running = JoinSet::new();
+    let mut outcomes: Vec<(usize, RangeOutcome)> = Vec::new();
+    let mut spawn_next = |running: &mut JoinSet<_>| {
+        if let Some((index, range)) = pending.next() {
+            let client = client.clone();
+            let selector = selector.clone();
+            let mut options = options.clone();
+            // Spread workers over the pooled connections to each leader.
+            options.lane = index;
+            running.spawn(async move {
+                (index, read_one(client, range, selector, options, deadline).await)
+            });
+        }
+    };
+    for _ in 0..parallelism.max(1) {
+        spawn_next(&mut running);
+    }
+    while let Some(joined) = running.join_next().await {
+        let (index, outcome) = joined.unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()));
+        outcomes.push((index, outcome?));
+        spawn_next(&mut running);
+    }
+    outcomes.sort_by_key(|(index, _)| *index);
+    Ok(outcomes.into_iter().map(|(_, o)| o).collect())
+}
+
+async fn read_one(
+    client: KafkaClient,
+    range: ReadRange,
+    selector: Arc<GroupSelector>,
+    options: ReadOptions,
+    deadline: Deadline,
+) -> Result<RangeOutcome, RangeError> {
+    let mut stream = client.read_range(
+        range.topic.clone(),
+        range.partition,
+        range.start,
+        range.end,
+        options,
+        deadline,
+    );
+    let mut acc = Accumulator::new(&selector);
+    let mut scratch = Scratch::default();
+    let mut batches = 0u64;
+    let mut bytes = 0u64;
+    let mut read_to = range.start;
+    let mut timed_out = false;
+    while let Some(chunk) = stream.next_chunk().await {
+        let chunk = match chunk {
+            Ok(chunk) => chunk,
+            Err(ClientError::DeadlineExceeded { .. }) => {
+                timed_out = true;
+                break;
+            }
+            Err(source) => {
+                return Err(RangeError::Client {
+                    topic: range.topic.name.clone(),
+                    partition: range.partition,
+                    offset: read_to,
+                    source,
+                });
+            }
+        };
+        bytes += chunk.records.len() as u64;
+        let mut aborted = AbortedFilter::new(&chunk.aborted_transactions);
+        let records_error = |source| RangeError::Records {
+            topic: range.topic.name.clone(),
+            partition: range.partition,
+            source,
+        };
+        for batch in Batches::new(&chunk.records) {
+            let batch = batch.map_err(records_error)?;
+            let header = batch.header();
+            // A batch belongs to the range holding its base offset. The partition's first range
+            // also takes a batch that straddles the log start, dropping the records below it.
+            if header.base_offset >= range.end {
+                break;
+            }
+            if header.base_offset < range.start && !range.first {
+                continue;
+            }
+            batches += 1;
+            read_to = read_to.max(header.next_offset());
+            if aborted.skip(&batch) || header.is_control() {
+                continue;
+            }
+            for record in batch.records(&mut scratch).map_err(records_error)? {
+                let record = record.map_err(records_error)?;
+                if record.offset < range.start {
+                    continue;
+                }
+                acc.add(
+                    range.partition,
+                    record.offset,
+                    record.timestamp,
+                    record.key,
+                    record.value,
+                );
+            }
+        }
+        // Chunks end on batch boundaries, so the fetch position is also where we got to,
+        // including past control batches and batches of aborted transactions.
+        read_to = read_to.max(chunk.next_offset);
+    }
+    if !timed_out && read_to < range.end {
+        // The stream ended early without an error only if it was cut by the deadline.
+        timed_out = true;
+    }
+    let (slots, skipped, records) = acc.into_named();
+    Ok(RangeOutcome {
+        range,
+        slots,
+        skipped,
+        records,
+        batches,
+        bytes,
+        read_to,
+        timed_out,
+    })
+}
+
+/// Whether `new` replaces `old` for the same (group, topic, partition). Within one checkpoints
+/// partition the later log position wins, as in Java. Across partitions (MM2 writes one, but a
+/// topic may have been given more) the later record timestamp wins, then the higher position.
+pub(crate) fn wins(new: &NamedSlot, old: &NamedSlot) -> bool {
+    let (n, o) = (&new.slot, &old.slot);
+    if n.partition == o.partition {
+        n.offset > o.offset
+    } else {
+        (n.timestamp, n.partition, n.offset) > (o.timestamp, o.partition, o.offset)
+    }
+}
+
+/// Merges range outcomes (in plan order) into one slot per (source, group, topic, partition).
+pub(crate) fn merge(
+    outcomes: &mut [RangeOutcome],
+) -> BTreeMap<(String, String, String, i32), NamedSlot> {
+    let mut merged: BTreeMap<(String, String, String, i32), NamedSlot> = BTreeMap::new();
+    for outcome in outcomes.iter_mut() {
+        let source = outcome.range.source.clone();
+        for slot in std::mem::take(&mut outcome.slots) {
+            let key = (
+                source.clone(),
+                slot.group.clone(),
+                slot.topic.clone(),
+                slot.partition,
+            );
+            match merged.get(&key) {
+                Some(existing) if !wins(&slot, existing) => {}
+                _ => {
+                    merged.insert(key, slot);
+                }
+            }
+        }
+    }
+    merged
+}

@@ -1,0 +1,139 @@
+//! What a read did: volumes, skipped records by reason, and how far each partition got.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use serde::Serialize;
+
+/// Why a checkpoint record was not used, or was used with a caveat.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SkipReason {
+    /// The record has no key.
+    NullKey,
+    /// The key is not a valid checkpoint key.
+    UndecodableKey,
+    /// The value is not a valid checkpoint value (selected groups only: values of other groups
+    /// are never decoded).
+    UndecodableValue,
+    /// The downstream offset is negative; Java throws here, we skip the record.
+    NegativeDownstreamOffset,
+    /// A tombstone (null value): it deletes the key's earlier checkpoint. Counted, not an error.
+    Tombstone,
+    /// The value's version is not 0; decoded as version 0 anyway, as Java does. Counted only.
+    NonZeroVersion,
+}
+
+/// Up to this many example positions are kept per reason.
+pub const EXAMPLES_PER_REASON: usize = 5;
+
+/// Count of one reason, with the first positions (checkpoint partition, offset) it was seen at.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct SkipCount {
+    /// How many records.
+    pub count: u64,
+    /// The first few (partition, offset) positions, in the order seen.
+    pub first: Vec<(i32, i64)>,
+}
+
+/// Skip counts by reason.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct SkipCounts(pub BTreeMap<SkipReason, SkipCount>);
+
+impl SkipCounts {
+    /// Counts one record.
+    pub fn add(&mut self, reason: SkipReason, partition: i32, offset: i64) {
+        let entry = self.0.entry(reason).or_default();
+        entry.count += 1;
+        if entry.first.len() < EXAMPLES_PER_REASON {
+            entry.first.push((partition, offset));
+        }
+    }
+
+    /// Folds another set of counts in (examples kept in position order).
+    pub fn merge(&mut self, other: SkipCounts) {
+        for (reason, count) in other.0 {
+            let entry = self.0.entry(reason).or_default();
+            entry.count += count.count;
+            entry.first.extend(count.first);
+            entry.first.sort_unstable();
+            entry.first.truncate(EXAMPLES_PER_REASON);
+        }
+    }
+
+    /// The count for one reason.
+    pub fn count(&self, reason: SkipReason) -> u64 {
+        self.0.get(&reason).map_or(0, |c| c.count)
+    }
+}
+
+/// How far the read of one checkpoints-topic partition got.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct PartitionProgress {
+    /// The checkpoints topic.
+    pub topic: String,
+    /// The partition.
+    pub partition: i32,
+    /// The log start offset when the read began.
+    pub start: i64,
+    /// The end offset snapshotted when the read began (high watermark, or last stable offset
+    /// under read_committed).
+    pub end: i64,
+    /// The offset the read reached; `>= end` once complete.
+    pub read_to: i64,
+}
+
+impl PartitionProgress {
+    /// Whether this partition was read to its snapshotted end.
+    pub fn complete(&self) -> bool {
+        self.read_to >= self.end
+    }
+}
+
+/// Everything a read did.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct ReadReport {
+    /// True only when every partition was read to its end. A partial result is never marked
+    /// complete.
+    pub complete: bool,
+    /// Records seen (control records excluded).
+    pub records: u64,
+    /// Record batches seen (control batches included).
+    pub batches: u64,
+    /// Bytes of record batches fetched.
+    pub bytes: u64,
+    /// Records skipped or flagged, by reason.
+    pub skipped: SkipCounts,
+    /// Each partition's start, end and read-to offsets.
+    pub partitions: Vec<PartitionProgress>,
+    /// Wall time of the whole read.
+    #[serde(serialize_with = "serialize_millis")]
+    pub elapsed: Duration,
+}
+
+fn serialize_millis<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_f64(d.as_secs_f64() * 1000.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_keep_the_first_examples() {
+        let mut a = SkipCounts::default();
+        for offset in 0..8 {
+            a.add(SkipReason::Tombstone, 0, offset);
+        }
+        let entry = &a.0[&SkipReason::Tombstone];
+        assert_eq!(entry.count, 8);
+        assert_eq!(entry.first, vec![(0, 0), (0, 1), (0, 2), (0, 3), (0, 4)]);
+
+        let mut b = SkipCounts::default();
+        b.add(SkipReason::Tombstone, 0, 100);
+        b.add(SkipReason::NullKey, 1, 7);
+        a.merge(b);
+        assert_eq!(a.count(SkipReason::Tombstone), 9);
+        assert_eq!(a.count(SkipReason::NullKey), 1);
+    }
+}

@@ -1,0 +1,309 @@
+//! The translator: folds checkpoint records into the latest checkpoint per
+//! (group, topic, partition), deciding each distinct group once and decoding the value only for
+//! selected groups.
+//!
+//! One [`Accumulator`] serves one offset range of one checkpoints-topic partition, so workers
+//! never share state; [`Accumulator::merge_later`] combines ranges in log order.
+
+use rustc_hash::FxHashMap;
+
+use super::groups::GroupSelector;
+use super::report::{SkipCounts, SkipReason};
+use crate::mm2::checkpoint;
+
+/// Distinct byte strings numbered in order of first sight. Looking up a borrowed slice does not
+/// allocate; only a new name is copied.
+#[derive(Default)]
+pub(crate) struct Interner {
+    ids: FxHashMap<Box<[u8]>, u32>,
+    names: Vec<Box<[u8]>>,
+}
+
+impl Interner {
+    fn get_or_insert(&mut self, name: &[u8]) -> (u32, bool) {
+        if let Some(&id) = self.ids.get(name) {
+            return (id, false);
+        }
+        let id = self.names.len() as u32;
+        let owned: Box<[u8]> = name.into();
+        self.names.push(owned.clone());
+        self.ids.insert(owned, id);
+        (id, true)
+    }
+
+    pub(crate) fn name(&self, id: u32) -> &[u8] {
+        &self.names[id as usize]
+    }
+}
+
+/// The latest checkpoint for one key, or the tombstone that deleted it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Slot {
+    /// `None` when a tombstone deleted the key; kept so a later range's tombstone can delete an
+    /// earlier range's checkpoint during the merge.
+    pub(crate) checkpoint: Option<Checkpointed>,
+    /// Record timestamp and log position of the winning record.
+    pub(crate) timestamp: i64,
+    pub(crate) partition: i32,
+    pub(crate) offset: i64,
+}
+
+/// The values of a winning checkpoint record.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Checkpointed {
+    pub(crate) upstream_offset: i64,
+    pub(crate) downstream_offset: i64,
+    pub(crate) metadata: Box<[u8]>,
+}
+
+/// Key of the result map: (group id, topic id, partition), ids from the accumulator's interners.
+type Key = (u32, u32, i32);
+
+/// One worker's partial translation.
+pub(crate) struct Accumulator<'a> {
+    selector: &'a GroupSelector,
+    groups: Interner,
+    /// Per interned group: selected or not, decided once.
+    selected: Vec<bool>,
+    /// The previous record's group, to skip the hash lookup for runs of one group (MM2 writes a
+    /// group's partitions together).
+    last_group: Option<(Box<[u8]>, u32)>,
+    topics: Interner,
+    pub(crate) slots: FxHashMap<Key, Slot>,
+    pub(crate) skipped: SkipCounts,
+    pub(crate) records: u64,
+}
+
+impl<'a> Accumulator<'a> {
+    pub(crate) fn new(selector: &'a GroupSelector) -> Self {
+        Accumulator {
+            selector,
+            groups: Interner::default(),
+            selected: Vec::new(),
+            last_group: None,
+            topics: Interner::default(),
+            slots: FxHashMap::default(),
+            skipped: SkipCounts::default(),
+            records: 0,
+        }
+    }
+
+    fn group_id(&mut self, group: &[u8]) -> (u32, bool) {
+        if let Some((name, id)) = &self.last_group {
+            if name.as_ref() == group {
+                return (*id, self.selected[*id as usize]);
+            }
+        }
+        let (id, new) = self.groups.get_or_insert(group);
+        if new {
+            // Java decodes group ids leniently (invalid UTF-8 becomes U+FFFD); so do we, once
+            // per distinct group.
+            let name = String::from_utf8_lossy(group);
+            self.selected.push(self.selector.matches(&name));
+        }
+        match &mut self.last_group {
+            Some((name, last)) if name.len() == group.len() => {
+                name.copy_from_slice(group);
+                *last = id;
+            }
+            slot => *slot = Some((group.into(), id)),
+        }
+        (id, self.selected[id as usize])
+    }
+
+    /// Folds in one record of checkpoints partition `partition` at `offset`.
+    pub(crate) fn add(
+        &mut self,
+        partition: i32,
+        offset: i64,
+        timestamp: i64,
+        key: Option<&[u8]>,
+        value: Option<&[u8]>,
+    ) {
+        self.records += 1;
+        let Some(key) = key else {
+            self.skipped.add(SkipReason::NullKey, partition, offset);
+            return;
+        };
+        let Ok(key) = checkpoint::decode_key(key) else {
+            self.skipped.add(SkipReason::UndecodableKey, partition, offset);
+            return;
+        };
+        let (group, selected) = self.group_id(key.group);
+        let Some(value) = value else {
+            self.skipped.add(SkipReason::Tombstone, partition, offset);
+            if selected {
+                let (topic, _) = self.topics.get_or_insert(key.topic);
+                self.slots.insert(
+                    (group, topic, key.partition),
+                    Slot {
+                        checkpoint: None,
+                        timestamp,
+                        partition,
+                        offset,
+                    },
+                );
+            }
+            return;
+        };
+        if !selected {
+            return;
+        }
+        let Ok(value) = checkpoint::decode_value(value) else {
+            self.skipped.add(SkipReason::UndecodableValue, partition, offset);
+            return;
+        };
+        if value.version != 0 {
+            self.skipped.add(SkipReason::NonZeroVersion, partition, offset);
+        }
+        if value.downstream_offset < 0 {
+            self.skipped.add(SkipReason::NegativeDownstreamOffset, partition, offset);
+            return;
+        }
+        let (topic, _) = self.topics.get_or_insert(key.topic);
+        let slot = self
+            .slots
+            .entry((group, topic, key.partition))
+            .or_insert_with(|| Slot {
+                checkpoint: None,
+                timestamp,
+                partition,
+                offset,
+            });
+        slot.timestamp = timestamp;
+        slot.partition = partition;
+        slot.offset = offset;
+        match &mut slot.checkpoint {
+            // Reuse the stored metadata when it did not change, which is the common case: a
+            // newer checkpoint of the same group then costs no allocation.
+            Some(c) => {
+                c.upstream_offset = value.upstream_offset;
+                c.downstream_offset = value.downstream_offset;
+                if c.metadata.as_ref() != value.metadata {
+                    c.metadata = value.metadata.into();
+                }
+            }
+            empty => {
+                *empty = Some(Checkpointed {
+                    upstream_offset: value.upstream_offset,
+                    downstream_offset: value.downstream_offset,
+                    metadata: value.metadata.into(),
+                })
+            }
+        }
+    }
+
+    /// Resolves interned ids to names and returns the slots, for merging across workers.
+    pub(crate) fn into_named(self) -> (Vec<NamedSlot>, SkipCounts, u64) {
+        let groups = self.groups;
+        let topics = self.topics;
+        let slots = self
+            .slots
+            .into_iter()
+            .map(|((g, t, p), slot)| NamedSlot {
+                group: String::from_utf8_lossy(groups.name(g)).into_owned(),
+                topic: String::from_utf8_lossy(topics.name(t)).into_owned(),
+                partition: p,
+                slot,
+            })
+            .collect();
+        (slots, self.skipped, self.records)
+    }
+}
+
+/// A slot with its key resolved to strings.
+#[derive(Clone, Debug)]
+pub(crate) struct NamedSlot {
+    pub(crate) group: String,
+    pub(crate) topic: String,
+    pub(crate) partition: i32,
+    pub(crate) slot: Slot,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(group: &str, topic: &str, partition: i32) -> Vec<u8> {
+        checkpoint::encode_key(group, topic, partition)
+    }
+
+    fn value(upstream: i64, downstream: i64, metadata: &str) -> Vec<u8> {
+        checkpoint::encode_value(upstream, downstream, metadata)
+    }
+
+    fn result(acc: Accumulator<'_>) -> Vec<(String, String, i32, Option<i64>)> {
+        let (slots, _, _) = acc.into_named();
+        let mut out: Vec<_> = slots
+            .into_iter()
+            .map(|s| {
+                (
+                    s.group,
+                    s.topic,
+                    s.partition,
+                    s.slot.checkpoint.map(|c| c.downstream_offset),
+                )
+            })
+            .collect();
+        out.sort();
+        out
+    }
+
+    #[test]
+    fn last_record_wins_without_monotonicity() {
+        let selector = GroupSelector::all();
+        let mut acc = Accumulator::new(&selector);
+        acc.add(0, 0, 1, Some(&key("g", "t", 0)), Some(&value(10, 20, "")));
+        acc.add(0, 1, 2, Some(&key("g", "t", 0)), Some(&value(5, 7, "m")));
+        assert_eq!(result(acc), vec![("g".into(), "t".into(), 0, Some(7))]);
+    }
+
+    #[test]
+    fn unselected_groups_are_not_decoded_or_kept() {
+        let selector = GroupSelector::new(["keep"], Vec::<String>::new()).unwrap();
+        let mut acc = Accumulator::new(&selector);
+        acc.add(0, 0, 1, Some(&key("keep", "t", 0)), Some(&value(1, 2, "")));
+        // A garbage value for an unselected group is never looked at.
+        acc.add(0, 1, 1, Some(&key("drop", "t", 0)), Some(b"\x00"));
+        assert_eq!(acc.skipped.count(SkipReason::UndecodableValue), 0);
+        assert_eq!(result(acc), vec![("keep".into(), "t".into(), 0, Some(2))]);
+    }
+
+    #[test]
+    fn tombstones_delete_and_bad_records_are_counted() {
+        let selector = GroupSelector::all();
+        let mut acc = Accumulator::new(&selector);
+        acc.add(0, 0, 1, Some(&key("g", "t", 0)), Some(&value(1, 2, "")));
+        acc.add(0, 1, 1, Some(&key("g", "t", 0)), None);
+        acc.add(0, 2, 1, None, Some(&value(1, 2, "")));
+        acc.add(0, 3, 1, Some(b"\x00\x05ab"), Some(&value(1, 2, "")));
+        acc.add(0, 4, 1, Some(&key("g", "t", 1)), Some(&value(1, -3, "")));
+        acc.add(0, 5, 1, Some(&key("g", "t", 2)), Some(b"\x00\x00\x00"));
+        assert_eq!(acc.skipped.count(SkipReason::Tombstone), 1);
+        assert_eq!(acc.skipped.count(SkipReason::NullKey), 1);
+        assert_eq!(acc.skipped.count(SkipReason::UndecodableKey), 1);
+        assert_eq!(acc.skipped.count(SkipReason::NegativeDownstreamOffset), 1);
+        assert_eq!(acc.skipped.count(SkipReason::UndecodableValue), 1);
+        assert_eq!(acc.records, 6);
+        assert_eq!(result(acc), vec![("g".into(), "t".into(), 0, None)]);
+    }
+
+    #[test]
+    fn a_checkpoint_after_a_tombstone_revives_the_key() {
+        let selector = GroupSelector::all();
+        let mut acc = Accumulator::new(&selector);
+        acc.add(0, 0, 1, Some(&key("g", "t", 0)), None);
+        acc.add(0, 1, 1, Some(&key("g", "t", 0)), Some(&value(3, 4, "x")));
+        assert_eq!(result(acc), vec![("g".into(), "t".into(), 0, Some(4))]);
+    }
+
+    #[test]
+    fn invalid_utf8_group_ids_are_matched_lossily() {
+        let selector = GroupSelector::new(["a\u{fffd}"], Vec::<String>::new()).unwrap();
+        let mut acc = Accumulator::new(&selector);
+        let mut raw_key = vec![0x00, 0x02, b'a', 0xff];
+        raw_key.extend_from_slice(&[0x00, 0x01, b't', 0, 0, 0, 0]);
+        acc.add(0, 0, 1, Some(&raw_key), Some(&value(1, 2, "")));
+        assert_eq!(result(acc), vec![("a\u{fffd}".into(), "t".into(), 0, Some(2))]);
+    }
+}
