@@ -4,3 +4,4 @@
 //! bounds-checked decoders ([`decode`]), because bytes from the network are untrusted.
 
 pub mod decode;
+pub mod responses;

@@ -1,0 +1,109 @@
+//! Bounded, zero-copy decoders for the response bodies the client consumes.
+//!
+//! `kafka-protocol` encodes our requests, but its response decoders pre-allocate whatever element
+//! count the wire claims and copy byte fields. A hostile or corrupt response could therefore force
+//! a huge allocation, and a Fetch response would be copied record by record. These decoders read
+//! with [`Decoder`], which caps every count by the bytes left, and hand out byte fields (Fetch
+//! records) as zero-copy slices of the response frame.
+//!
+//! Each decoder takes the response *body* (the frame after the response header) and the API
+//! version the request was sent with, accepts exactly the versions listed in the `*_VERSIONS`
+//! constants here, and rejects trailing bytes: a body that is longer than its schema means we
+//! disagree with the broker about the version, and guessing would misread every field.
+//!
+//! # References
+//! - <https://kafka.apache.org/protocol#protocol_messages>
+//! - KIP-482 (flexible versions, tagged fields)
+
+use std::ops::RangeInclusive;
+
+use bytes::Bytes;
+
+use super::decode::{DecodeError, Decoder};
+
+pub mod fetch;
+pub mod list_offsets;
+pub mod metadata;
+#[cfg(test)]
+mod test_support;
+
+pub use fetch::FetchResponse;
+pub use list_offsets::ListOffsetsResponse;
+pub use metadata::MetadataResponse;
+
+/// Metadata (API key 3) versions we can send with `kafka-protocol` and decode here.
+pub const METADATA_VERSIONS: RangeInclusive<i16> = 0..=13;
+
+/// ListOffsets (API key 2) versions we can send and decode. v0 (old-style offsets) is not
+/// defined by `kafka-protocol` 0.18, so we start at v1.
+pub const LIST_OFFSETS_VERSIONS: RangeInclusive<i16> = 1..=10;
+
+/// Fetch (API key 1) versions we can send and decode. `kafka-protocol` 0.18 defines v4 onwards.
+pub const FETCH_VERSIONS: RangeInclusive<i16> = 4..=18;
+
+/// Starts decoding `body` as a `what` response at `version`, rejecting unsupported versions.
+fn start(
+    body: Bytes,
+    what: &'static str,
+    version: i16,
+    supported: &RangeInclusive<i16>,
+) -> Result<Decoder, DecodeError> {
+    let d = Decoder::new(body, what, version);
+    if !supported.contains(&version) {
+        return Err(d.error(format!(
+            "version {version} is not supported: this client decodes {what} v{} to v{}; \
+             pick the request version from that range (intersected with the broker's ApiVersions)",
+            supported.start(),
+            supported.end()
+        )));
+    }
+    Ok(d)
+}
+
+/// Fails if anything is left after the body's last field.
+fn finish(d: &Decoder) -> Result<(), DecodeError> {
+    match d.remaining() {
+        0 => Ok(()),
+        n => Err(d.error(format!(
+            "{n} trailing bytes after the end of the body; the broker may have answered with \
+             a different version than the one requested"
+        ))),
+    }
+}
+
+/// Reads an array whose elements each take at least `min_element_size` bytes on the wire. The
+/// count is bounded by the bytes left before anything is allocated.
+fn array<T>(
+    d: &mut Decoder,
+    flexible: bool,
+    min_element_size: usize,
+    mut read: impl FnMut(&mut Decoder) -> Result<T, DecodeError>,
+) -> Result<Vec<T>, DecodeError> {
+    let n = d.array_len(flexible, min_element_size)?;
+    let mut out = Vec::with_capacity(n);
+    for _ in 0..n {
+        out.push(read(d)?);
+    }
+    Ok(out)
+}
+
+/// Reads an array of INT32 (broker ids).
+fn i32_array(d: &mut Decoder, flexible: bool) -> Result<Vec<i32>, DecodeError> {
+    array(d, flexible, 4, Decoder::i32)
+}
+
+/// Smallest encoding of a string or array length prefix: a one-byte varint in flexible
+/// versions, else INT16 for strings and INT32 for arrays and bytes.
+const fn string_len_size(flexible: bool) -> usize {
+    if flexible { 1 } else { 2 }
+}
+
+/// See [`string_len_size`].
+const fn array_len_size(flexible: bool) -> usize {
+    if flexible { 1 } else { 4 }
+}
+
+/// Smallest tagged-field section: one byte (count 0) in flexible versions, absent otherwise.
+const fn tags_size(flexible: bool) -> usize {
+    if flexible { 1 } else { 0 }
+}
