@@ -1,2 +1,293 @@
-//! The `cli` layer (see the crate docs).
-pub fn main() -> i32 { 0 }
+//! The `cli` layer: the `mm2-offsets` command. It parses arguments, builds the client settings,
+//! runs the library, prints results and maps outcomes to exit codes.
+
+mod args;
+mod connection;
+pub mod output;
+mod progress;
+
+pub use args::{Cli, Command, ConnectionArgs, OutputFormat, TopologyArgs, TranslateArgs};
+
+use std::io::Write;
+use std::sync::Arc;
+
+use clap::Parser;
+
+use crate::client::{Deadline, IsolationLevel};
+use crate::mm2::topology;
+use crate::translate::{
+    GroupSelector, MirrorClient, ReadProgress, TranslateError, TranslateRequest, Translation,
+};
+
+/// Exit code: every requested partition was read to its end.
+pub const EXIT_OK: i32 = 0;
+/// Exit code: an error; nothing or nothing trustworthy was printed.
+pub const EXIT_ERROR: i32 = 1;
+/// Exit code: wrong usage (clap's own code).
+pub const EXIT_USAGE: i32 = 2;
+/// Exit code: an incomplete result was printed because `--allow-partial` was given.
+pub const EXIT_INCOMPLETE: i32 = 3;
+
+/// Runs the command line and returns the process exit code.
+pub fn main() -> i32 {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            return if e.use_stderr() { EXIT_USAGE } else { EXIT_OK };
+        }
+    };
+    init_logging(cli.verbose);
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return EXIT_ERROR;
+        }
+    };
+    let outcome = runtime.block_on(run(cli.command));
+    match outcome {
+        Ok(code) => code,
+        Err(message) => {
+            eprintln!("error: {message}");
+            EXIT_ERROR
+        }
+    }
+}
+
+fn init_logging(verbose: u8) {
+    let default = match verbose {
+        0 => "warn",
+        1 => "mm2_offsets=info",
+        2 => "mm2_offsets=debug",
+        _ => "mm2_offsets=trace",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
+}
+
+async fn run(command: Command) -> Result<i32, String> {
+    match command {
+        Command::Translate(args) => run_translate(args).await,
+        Command::Topics(args) => run_topics(args).await,
+        Command::Upstream(args) => run_upstream(args).await,
+    }
+}
+
+fn group_selector(args: &TranslateArgs) -> Result<GroupSelector, String> {
+    if args.all_groups {
+        return Ok(GroupSelector::all());
+    }
+    let mut ids = args.groups.clone();
+    if let Some(path) = &args.groups_file {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("cannot read --groups-file {}: {e}", path.display()))?;
+        ids.extend(
+            text.lines()
+                .map(str::trim)
+                .filter(|l| !l.is_empty() && !l.starts_with('#'))
+                .map(str::to_string),
+        );
+    }
+    if ids.is_empty() && args.group_regexes.is_empty() {
+        return Err(
+            "no groups selected: pass --group, --group-regex, --groups-file or --all-groups"
+                .to_string(),
+        );
+    }
+    GroupSelector::new(ids, &args.group_regexes).map_err(|e| e.to_string())
+}
+
+async fn run_translate(args: TranslateArgs) -> Result<i32, String> {
+    let groups = group_selector(&args)?;
+    let settings = connection::settings(&args.connection)?;
+    let client = MirrorClient::connect(settings.client, settings.policy)
+        .await
+        .map_err(|e| e.to_string())?;
+    let sources = if args.sources.is_empty() {
+        discover_sources(&client, args.timeout).await?
+    } else {
+        args.sources.clone()
+    };
+    let progress = Arc::new(ReadProgress::default());
+    let request = TranslateRequest {
+        sources,
+        groups,
+        isolation: match args.isolation {
+            args::Isolation::ReadUncommitted => IsolationLevel::ReadUncommitted,
+            args::Isolation::ReadCommitted => IsolationLevel::ReadCommitted,
+        },
+        timeout: args.timeout,
+        parallelism: usize::from(args.parallelism),
+        allow_partial: args.allow_partial,
+        max_bytes_per_fetch: args.max_fetch_bytes,
+        progress: Some(progress.clone()),
+    };
+    let translation = {
+        let _line = progress::ProgressLine::start(progress, !args.no_progress);
+        client.translate(&request).await
+    };
+    let translation = match translation {
+        Ok(t) => t,
+        Err(e @ TranslateError::Incomplete { .. }) => return Err(e.to_string()),
+        Err(e) => return Err(e.to_string()),
+    };
+    print_translation(&args, &translation)?;
+    summarize(&translation);
+    Ok(if translation.report.complete {
+        EXIT_OK
+    } else {
+        EXIT_INCOMPLETE
+    })
+}
+
+/// Every source alias with a checkpoints topic on the cluster, when --source is not given.
+async fn discover_sources(
+    client: &MirrorClient,
+    timeout: std::time::Duration,
+) -> Result<Vec<String>, String> {
+    let deadline = Deadline::after(timeout);
+    let topics = client
+        .list_topics(&deadline)
+        .await
+        .map_err(|e| e.to_string())?;
+    let policy = client.replication_policy();
+    let sources: Vec<String> = topology::checkpoint_topics(policy, &topics)
+        .into_iter()
+        .filter_map(|t| policy.checkpoints_topic_source(&t))
+        .collect();
+    if sources.is_empty() {
+        return Err("no checkpoints topics on this cluster: is MirrorMaker 2 writing checkpoints here (emit.checkpoints.enabled), and is this the target cluster? Pass --source ALIAS to name one".to_string());
+    }
+    Ok(sources)
+}
+
+fn print_translation(args: &TranslateArgs, translation: &Translation) -> Result<(), String> {
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    let written = match args.output {
+        OutputFormat::Table => output::write_table(&mut out, translation),
+        OutputFormat::Json => output::write_json(&mut out, translation),
+        OutputFormat::Csv => output::write_csv(&mut out, translation),
+        OutputFormat::ResetCsv => {
+            let files = output::write_reset_files(&args.output_dir, translation)
+                .map_err(|e| format!("cannot write reset files in {}: {e}", args.output_dir.display()))?;
+            files.iter().try_for_each(|(group, path)| {
+                writeln!(out, "{group}\t{}", path.display())
+            })
+        }
+    };
+    written
+        .and_then(|_| out.flush())
+        .map_err(|e| format!("cannot write the output: {e}"))
+}
+
+fn summarize(translation: &Translation) {
+    let report = &translation.report;
+    let skipped: Vec<String> = report
+        .skipped
+        .0
+        .iter()
+        .map(|(reason, count)| format!("{reason:?}={}", count.count))
+        .collect();
+    eprintln!(
+        "{} groups, {} partitions translated from {} checkpoint records ({} batches, {:.1} MiB) in {:.0} ms; {}{}",
+        translation.groups().len(),
+        translation.offsets.len(),
+        report.records,
+        report.batches,
+        report.bytes as f64 / (1024.0 * 1024.0),
+        report.elapsed.as_secs_f64() * 1000.0,
+        if report.complete { "complete" } else { "INCOMPLETE: not every partition was read to its end" },
+        if skipped.is_empty() { String::new() } else { format!("; skipped/flagged: {}", skipped.join(", ")) },
+    );
+}
+
+async fn run_topics(args: TopologyArgs) -> Result<i32, String> {
+    let settings = connection::settings(&args.connection)?;
+    let client = MirrorClient::connect(settings.client, settings.policy)
+        .await
+        .map_err(|e| e.to_string())?;
+    let deadline = Deadline::after(args.timeout);
+    let topics = client.list_topics(&deadline).await.map_err(|e| e.to_string())?;
+    let policy = client.replication_policy();
+    let mut rows: Vec<(&str, String)> = Vec::new();
+    rows.extend(topology::checkpoint_topics(policy, &topics).into_iter().map(|t| ("checkpoints", t)));
+    rows.extend(topology::heartbeat_topics(policy, &topics).into_iter().map(|t| ("heartbeats", t)));
+    rows.extend(topology::remote_topics(policy, &topics).into_iter().map(|t| ("remote", t)));
+    let mut out = std::io::stdout().lock();
+    let result = match args.output {
+        OutputFormat::Json => {
+            let mut doc = serde_json::Map::new();
+            for kind in ["checkpoints", "heartbeats", "remote"] {
+                let names: Vec<&str> = rows.iter().filter(|(k, _)| *k == kind).map(|(_, t)| t.as_str()).collect();
+                doc.insert(format!("{kind}_topics"), serde_json::json!(names));
+            }
+            writeln!(out, "{}", serde_json::Value::Object(doc))
+        }
+        OutputFormat::Csv | OutputFormat::ResetCsv => {
+            let mut r = writeln!(out, "kind,topic");
+            for (kind, topic) in &rows {
+                r = r.and_then(|_| writeln!(out, "{kind},{}", output::csv_field(topic)));
+            }
+            r
+        }
+        OutputFormat::Table => {
+            let mut r = writeln!(out, "KIND         TOPIC");
+            for (kind, topic) in &rows {
+                r = r.and_then(|_| writeln!(out, "{kind:<12} {topic}"));
+            }
+            r
+        }
+    };
+    result.map_err(|e| format!("cannot write the output: {e}"))?;
+    Ok(EXIT_OK)
+}
+
+async fn run_upstream(args: TopologyArgs) -> Result<i32, String> {
+    let settings = connection::settings(&args.connection)?;
+    let client = MirrorClient::connect(settings.client, settings.policy)
+        .await
+        .map_err(|e| e.to_string())?;
+    let deadline = Deadline::after(args.timeout);
+    let topics = client.list_topics(&deadline).await.map_err(|e| e.to_string())?;
+    let policy = client.replication_policy();
+    let clusters = topology::upstream_clusters(policy, &topics);
+    let rows: Vec<(String, i32)> = clusters
+        .into_iter()
+        .map(|alias| {
+            let hops = topology::replication_hops(policy, &topics, &alias);
+            (alias, hops)
+        })
+        .collect();
+    let mut out = std::io::stdout().lock();
+    let result = match args.output {
+        OutputFormat::Json => {
+            let doc: serde_json::Map<String, serde_json::Value> = rows
+                .iter()
+                .map(|(alias, hops)| (alias.clone(), serde_json::json!(hops)))
+                .collect();
+            writeln!(out, "{}", serde_json::json!({ "upstream_clusters": doc }))
+        }
+        OutputFormat::Csv | OutputFormat::ResetCsv => {
+            let mut r = writeln!(out, "cluster,hops");
+            for (alias, hops) in &rows {
+                r = r.and_then(|_| writeln!(out, "{},{hops}", output::csv_field(alias)));
+            }
+            r
+        }
+        OutputFormat::Table => {
+            let mut r = writeln!(out, "CLUSTER              HOPS");
+            for (alias, hops) in &rows {
+                r = r.and_then(|_| writeln!(out, "{alias:<20} {hops}"));
+            }
+            r
+        }
+    };
+    result.map_err(|e| format!("cannot write the output: {e}"))?;
+    Ok(EXIT_OK)
+}

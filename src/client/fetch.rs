@@ -18,19 +18,12 @@ use super::cluster::{IsolationLevel, KafkaClient, broker_error, deadline_error};
 use super::deadline::{Backoff, Deadline};
 use super::error::{ClientError, Retry};
 use super::metadata::SharedTopic;
-use crate::wire::responses::{self, fetch::FetchResponse};
+use crate::wire::responses::{self, fetch::FetchResponse, fetch::TopicRef};
 
 /// Fetch v13 replaced topic names with topic ids (KIP-516).
 const FIRST_FETCH_VERSION_WITH_TOPIC_IDS: i16 = 13;
 
-/// An aborted transaction reported by a read_committed Fetch.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct AbortedTransaction {
-    /// The producer whose transaction was aborted.
-    pub producer_id: i64,
-    /// The first offset of the aborted transaction.
-    pub first_offset: i64,
-}
+pub use crate::wire::responses::fetch::AbortedTransaction;
 
 /// The record batches one Fetch returned for one partition.
 #[derive(Clone, Debug)]
@@ -154,7 +147,7 @@ impl KafkaClient {
                 .with_partition_max_bytes(options.max_bytes),
         ]);
         if version >= FIRST_FETCH_VERSION_WITH_TOPIC_IDS {
-            fetch_topic = fetch_topic.with_topic_id(kafka_protocol::protocol::types::Uuid::from_bytes(topic.topic_id));
+            fetch_topic = fetch_topic.with_topic_id(uuid::Uuid::from_bytes(topic.topic_id));
         } else {
             fetch_topic = fetch_topic.with_topic(TopicName(StrBytes::from_string(topic.name.clone())));
         }
@@ -180,12 +173,9 @@ impl KafkaClient {
         let answer = response
             .responses
             .into_iter()
-            .filter(|t| {
-                if version >= FIRST_FETCH_VERSION_WITH_TOPIC_IDS {
-                    t.topic_id == topic.topic_id
-                } else {
-                    t.topic.as_deref() == Some(topic.name.as_str())
-                }
+            .filter(|t| match &t.topic {
+                TopicRef::Id(id) => *id == topic.topic_id,
+                TopicRef::Name(name) => *name == topic.name,
             })
             .flat_map(|t| t.partitions.into_iter())
             .find(|p| p.partition_index == partition)
@@ -214,14 +204,7 @@ impl KafkaClient {
             high_watermark: answer.high_watermark,
             last_stable_offset: answer.last_stable_offset,
             log_start_offset: answer.log_start_offset,
-            aborted_transactions: answer
-                .aborted_transactions
-                .iter()
-                .map(|&(producer_id, first_offset)| AbortedTransaction {
-                    producer_id,
-                    first_offset,
-                })
-                .collect(),
+            aborted_transactions: answer.aborted_transactions,
         })
     }
 

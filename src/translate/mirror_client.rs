@@ -104,6 +104,9 @@ impl MirrorClient {
             bounds.extend(self.snapshot_bounds(source, request, &deadline).await?);
         }
         let ranges = plan_ranges(&bounds, request.parallelism);
+        if let Some(progress) = &request.progress {
+            progress.set_total(bounds.iter().map(|b| (b.end - b.start).max(0) as u64).sum());
+        }
         let options = ReadOptions {
             isolation: request.isolation,
             max_bytes: request.max_bytes_per_fetch,
@@ -116,6 +119,7 @@ impl MirrorClient {
             options,
             request.parallelism,
             deadline,
+            request.progress.clone(),
         )
         .await
         .map_err(|e| TranslateError::Read(e.to_string()))?;

@@ -12,12 +12,14 @@
 mod groups;
 mod mirror_client;
 mod plan;
+mod progress;
 mod read;
 mod report;
 mod translator;
 
 pub use groups::{GroupSelector, InvalidGroupPattern};
 pub use mirror_client::{MirrorClient, OffsetAndMetadata};
+pub use progress::ReadProgress;
 pub use plan::{MIN_SPLIT_OFFSETS, PartitionBounds, ReadRange, plan_ranges};
 pub use report::{PartitionProgress, ReadReport, SkipCount, SkipCounts, SkipReason};
 
@@ -44,6 +46,8 @@ pub struct TranslateRequest {
     pub allow_partial: bool,
     /// Upper bound on one Fetch's bytes per partition.
     pub max_bytes_per_fetch: i32,
+    /// Counters to follow the read as it goes, if wanted.
+    pub progress: Option<std::sync::Arc<ReadProgress>>,
 }
 
 impl TranslateRequest {
@@ -58,6 +62,7 @@ impl TranslateRequest {
             parallelism: 4,
             allow_partial: false,
             max_bytes_per_fetch: 8 * 1024 * 1024,
+            progress: None,
         }
     }
 }

@@ -8,6 +8,7 @@ use tokio::task::JoinSet;
 
 use super::groups::GroupSelector;
 use super::plan::ReadRange;
+use super::progress::ReadProgress;
 use super::report::SkipCounts;
 use super::translator::{Accumulator, NamedSlot};
 use crate::client::{ClientError, Deadline, KafkaClient, ReadOptions};
@@ -53,6 +54,7 @@ pub(crate) async fn read_ranges(
     options: ReadOptions,
     parallelism: usize,
     deadline: Deadline,
+    progress: Option<Arc<ReadProgress>>,
 ) -> Result<Vec<RangeOutcome>, RangeError> {
     let mut pending = ranges.into_iter().enumerate();
     let mut running = JoinSet::new();
@@ -61,11 +63,12 @@ pub(crate) async fn read_ranges(
         if let Some((index, range)) = pending.next() {
             let client = client.clone();
             let selector = selector.clone();
+            let progress = progress.clone();
             let mut options = options.clone();
             // Spread workers over the pooled connections to each leader.
             options.lane = index;
             running.spawn(async move {
-                (index, read_one(client, range, selector, options, deadline).await)
+                (index, read_one(client, range, selector, options, deadline, progress).await)
             });
         }
     };
@@ -87,6 +90,7 @@ async fn read_one(
     selector: Arc<GroupSelector>,
     options: ReadOptions,
     deadline: Deadline,
+    progress: Option<Arc<ReadProgress>>,
 ) -> Result<RangeOutcome, RangeError> {
     let mut stream = client.read_range(
         range.topic.clone(),
@@ -119,6 +123,7 @@ async fn read_one(
             }
         };
         bytes += chunk.records.len() as u64;
+        let chunk_start = read_to;
         let mut aborted = AbortedFilter::new(&chunk.aborted_transactions);
         let records_error = |source| RangeError::Records {
             topic: range.topic.name.clone(),
@@ -158,6 +163,10 @@ async fn read_one(
         // Chunks end on batch boundaries, so the fetch position is also where we got to,
         // including past control batches and batches of aborted transactions.
         read_to = read_to.max(chunk.next_offset);
+        if let Some(progress) = &progress {
+            let covered = read_to.min(range.end) - chunk_start.min(range.end);
+            progress.advance(covered.max(0) as u64, chunk.records.len() as u64);
+        }
     }
     if !timed_out && read_to < range.end {
         // The stream ended early without an error only if it was cut by the deadline.

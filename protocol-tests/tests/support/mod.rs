@@ -1,0 +1,161 @@
+//! Shared plumbing for the integration tests: where the harness's brokers are, client settings
+//! for each listener, and the Java data writer.
+//!
+//! The brokers are started by `protocol-tests/harness/up.sh` (`.ci/run` does it). A test that
+//! cannot find or reach its broker FAILS with a message saying how to start the harness; it
+//! never passes by skipping.
+#![allow(dead_code)]
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use mm2_offsets::config::{
+    ClientConfig, PemSource, SaslMechanism, SaslSettings, Secret, SecurityProtocol, TlsSettings,
+};
+
+/// The harness's work directory.
+pub fn work_dir() -> PathBuf {
+    match std::env::var_os("MM2O_WORK_DIR") {
+        Some(dir) => PathBuf::from(dir),
+        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("protocol-tests/work"),
+    }
+}
+
+/// One broker started by the harness, as described by its `env` file.
+#[derive(Clone, Debug)]
+pub struct Cluster {
+    pub name: String,
+    vars: HashMap<String, String>,
+}
+
+/// The cluster the harness started under `name` (`k4`, `k39`, `tansu`, ...).
+pub fn cluster(name: &str) -> Cluster {
+    let path = work_dir().join(name).join("env");
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| {
+        panic!(
+            "cluster {name} is not running ({}: {e}); start the brokers with protocol-tests/harness/up.sh",
+            path.display()
+        )
+    });
+    let vars = text
+        .lines()
+        .filter_map(|l| l.split_once('='))
+        .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
+        .collect();
+    Cluster {
+        name: name.to_string(),
+        vars,
+    }
+}
+
+impl Cluster {
+    /// A variable of the env file; panics (failing the test) when absent.
+    pub fn var(&self, key: &str) -> &str {
+        self.vars
+            .get(key)
+            .unwrap_or_else(|| panic!("{} env file has no {key}", self.name))
+    }
+
+    /// Whether this is a Tansu broker.
+    pub fn is_tansu(&self) -> bool {
+        self.vars.get("KIND").map(String::as_str) == Some("tansu")
+    }
+
+    fn base(&self, listener: &str, protocol: SecurityProtocol) -> ClientConfig {
+        ClientConfig {
+            bootstrap_servers: vec![self.var(listener).to_string()],
+            security_protocol: protocol,
+            request_timeout: Duration::from_secs(20),
+            connection_setup_timeout: Duration::from_secs(10),
+            ..ClientConfig::default()
+        }
+    }
+
+    fn trust(&self) -> TlsSettings {
+        TlsSettings {
+            trusted_certificates: Some(PemSource::File(self.var("CA_PEM").into())),
+            ..TlsSettings::default()
+        }
+    }
+
+    pub fn plaintext(&self) -> ClientConfig {
+        self.base("PLAINTEXT", SecurityProtocol::Plaintext)
+    }
+
+    pub fn ssl(&self) -> ClientConfig {
+        ClientConfig {
+            tls: self.trust(),
+            ..self.base("SSL", SecurityProtocol::Ssl)
+        }
+    }
+
+    pub fn mtls(&self) -> ClientConfig {
+        ClientConfig {
+            tls: TlsSettings {
+                client_certificate_chain: Some(PemSource::File(self.var("CLIENT_CERT_PEM").into())),
+                client_key: Some(PemSource::File(self.var("CLIENT_KEY_PEM").into())),
+                ..self.trust()
+            },
+            ..self.base("MTLS", SecurityProtocol::Ssl)
+        }
+    }
+
+    pub fn sasl_ssl(&self, mechanism: SaslMechanism) -> ClientConfig {
+        let (user, password) = match mechanism {
+            SaslMechanism::Plain => (self.var("PLAIN_USER"), self.var("PLAIN_PASSWORD")),
+            _ => (self.var("SCRAM_USER"), self.var("SCRAM_PASSWORD")),
+        };
+        ClientConfig {
+            tls: self.trust(),
+            sasl: Some(SaslSettings {
+                mechanism,
+                username: user.to_string(),
+                password: Secret::new(password),
+            }),
+            ..self.base("SASL_SSL", SecurityProtocol::SaslSsl)
+        }
+    }
+
+    pub fn sasl_plaintext(&self, mechanism: SaslMechanism) -> ClientConfig {
+        ClientConfig {
+            security_protocol: SecurityProtocol::SaslPlaintext,
+            tls: TlsSettings::default(),
+            bootstrap_servers: vec![self.var("SASL_PLAINTEXT").to_string()],
+            ..self.sasl_ssl(mechanism)
+        }
+    }
+}
+
+/// A topic name unique to this test run, so reruns against the same brokers never collide.
+pub fn unique_topic(prefix: &str) -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    format!("{prefix}-{}-{nanos}", std::process::id())
+}
+
+/// Runs the harness's Java data writer against `cluster` and returns its JSON summary.
+pub fn data_writer(cluster: &Cluster, args: &[&str]) -> serde_json::Value {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("protocol-tests/harness/datawriter.sh");
+    let output = Command::new("bash")
+        .arg(&script)
+        .arg(cluster.var("PLAINTEXT"))
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {}: {e}", script.display()));
+    assert!(
+        output.status.success(),
+        "data writer {args:?} failed on {}: {}",
+        cluster.name,
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).unwrap_or_else(|e| {
+        panic!(
+            "data writer printed no JSON ({e}): {}",
+            String::from_utf8_lossy(&output.stdout)
+        )
+    })
+}
