@@ -6,11 +6,17 @@
 //! # References
 //! - <https://kafka.apache.org/protocol>
 
+mod api_versions;
 pub mod decode;
 mod error;
 mod frame;
 mod header;
+mod mux;
 mod tls;
 
+#[cfg(test)]
+pub(crate) mod testing;
+
+pub use api_versions::ApiVersionTable;
 pub use error::WireError;
 pub use tls::tls_client_config;
