@@ -53,6 +53,11 @@ impl Decoder {
         self.buf.len()
     }
 
+    /// Consumes the decoder and returns the bytes not read yet, as a zero-copy slice.
+    pub fn into_rest(self) -> Bytes {
+        self.buf
+    }
+
     /// Builds an error at the current position.
     pub fn error(&self, problem: impl Into<String>) -> DecodeError {
         DecodeError {

@@ -1,7 +1,28 @@
 //! The `wire` layer: framing, correlation ids, ApiVersions negotiation, TLS and SASL.
 //!
-//! Requests are encoded with the `kafka-protocol` crate. Responses are decoded by our own
-//! bounds-checked decoders ([`decode`]), because bytes from the network are untrusted.
+//! [`BrokerConnection`] is the entry point: it connects (TCP, TLS, ApiVersions, SASL), then sends
+//! requests encoded with the `kafka-protocol` crate and hands back each response body as a
+//! zero-copy [`bytes::Bytes`]. Responses are decoded by our own bounds-checked decoders
+//! ([`decode`]), because bytes from the network are untrusted.
+//!
+//! # References
+//! - <https://kafka.apache.org/protocol>
 
+mod api_versions;
+mod connection;
 pub mod decode;
+mod error;
+mod frame;
+mod header;
+mod mux;
 pub mod responses;
+mod sasl;
+mod tls;
+
+#[cfg(test)]
+pub(crate) mod testing;
+
+pub use api_versions::ApiVersionTable;
+pub use connection::{BrokerConnection, Connector};
+pub use error::WireError;
+pub use tls::tls_client_config;

@@ -1,0 +1,329 @@
+//! The one error type of the `wire` layer, and the one place that decides whether retrying helps.
+
+use std::ops::RangeInclusive;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::decode::DecodeError;
+
+/// Why talking to a broker failed. Every variant names the broker (`host:port`) it concerns, and
+/// requests are named with their API and version (e.g. `Fetch v12`).
+///
+/// Use [`WireError::is_retriable`] to decide whether a new attempt (usually on a new connection)
+/// can help.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum WireError {
+    /// The address is not `host:port`.
+    #[error("invalid broker address {address:?}: {reason}")]
+    InvalidAddress {
+        /// The address as given.
+        address: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+
+    /// The settings cannot work (e.g. SASL requested without credentials).
+    #[error("invalid client configuration: {message}")]
+    Config {
+        /// What is wrong and how to fix it.
+        message: String,
+    },
+
+    /// An I/O error on the socket.
+    #[error("{operation} {broker} failed: {source}")]
+    Io {
+        /// The broker.
+        broker: String,
+        /// What we were doing, e.g. "TCP connect to".
+        operation: String,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+
+    /// The broker closed the connection.
+    #[error("{broker} closed the connection {context}")]
+    Closed {
+        /// The broker.
+        broker: String,
+        /// When it happened, e.g. "in the middle of a response frame (got 10 of 100 bytes)".
+        context: String,
+    },
+
+    /// Something took longer than its deadline.
+    #[error("timed out after {after:?} waiting for {operation} from {broker}")]
+    Timeout {
+        /// The broker.
+        broker: String,
+        /// What we waited for, e.g. "the response to Fetch v12".
+        operation: String,
+        /// The deadline that passed.
+        after: Duration,
+    },
+
+    /// The connection failed earlier; this request, and every later one, gets the cause.
+    #[error("connection to {broker} is broken: {cause}")]
+    ConnectionBroken {
+        /// The broker.
+        broker: String,
+        /// What broke it.
+        cause: Arc<WireError>,
+    },
+
+    /// A response frame announced more bytes than `max_response_size` allows. Nothing was
+    /// allocated for it.
+    #[error(
+        "{broker} announced a response frame of {size} bytes, more than the limit of {max} bytes \
+         (max_response_size){hint}"
+    )]
+    FrameTooLarge {
+        /// The broker.
+        broker: String,
+        /// The announced size.
+        size: u64,
+        /// The configured limit.
+        max: usize,
+        /// A guess at the cause when the size looks like text or TLS, else empty.
+        hint: &'static str,
+    },
+
+    /// A response frame is malformed (negative size, too short, unknown correlation id).
+    #[error("malformed response from {broker}: {problem}")]
+    MalformedFrame {
+        /// The broker.
+        broker: String,
+        /// What was wrong.
+        problem: String,
+    },
+
+    /// A response body could not be decoded.
+    #[error("could not decode a response from {broker}: {source}")]
+    Decode {
+        /// The broker.
+        broker: String,
+        /// Where and why decoding failed.
+        #[source]
+        source: DecodeError,
+    },
+
+    /// A request could not be encoded (a bug, or a version the message type does not have).
+    #[error("could not encode {request} request: {message}")]
+    Encode {
+        /// The request, e.g. "Fetch v12".
+        request: String,
+        /// Why.
+        message: String,
+    },
+
+    /// The broker and we share no version of an API.
+    #[error("{broker} {}; we support {api} versions {}..={}", broker_support(.api, .broker_range), .ours.start(), .ours.end())]
+    UnsupportedVersion {
+        /// The broker.
+        broker: String,
+        /// The API, e.g. "Fetch".
+        api: String,
+        /// What the broker supports, `None` if it does not list the API at all.
+        broker_range: Option<RangeInclusive<i16>>,
+        /// What we support.
+        ours: RangeInclusive<i16>,
+    },
+
+    /// The broker answered with an error code where the wire layer needs success (ApiVersions).
+    #[error("{broker} answered {request} with error {code} ({}){}", error_name(*.code), message_suffix(.message))]
+    BrokerError {
+        /// The broker.
+        broker: String,
+        /// The request, e.g. "ApiVersions v3".
+        request: String,
+        /// Kafka's error code.
+        code: i16,
+        /// The broker's message, if any.
+        message: Option<String>,
+    },
+
+    /// TLS could not be set up from the settings (certificate or key files).
+    #[error("TLS configuration error: {message}")]
+    TlsConfig {
+        /// What is wrong, naming the file or setting.
+        message: String,
+    },
+
+    /// TLS failed: in the handshake (certificate not trusted, wrong host name, ...) or through a
+    /// fatal alert from the broker (e.g. it rejected or missed our client certificate, which
+    /// TLS 1.3 reports only after the handshake).
+    #[error("TLS with {broker} failed: {message}")]
+    Tls {
+        /// The broker.
+        broker: String,
+        /// Why, with a hint when one helps.
+        message: String,
+    },
+
+    /// SASL authentication failed. Retrying with the same credentials fails again.
+    #[error("{mechanism} authentication with {broker} failed: {message}")]
+    Authentication {
+        /// The broker.
+        broker: String,
+        /// The mechanism, e.g. "SCRAM-SHA-512".
+        mechanism: &'static str,
+        /// The broker's message or what went wrong in the exchange. Never holds the password.
+        message: String,
+    },
+}
+
+fn broker_support(api: &str, range: &Option<RangeInclusive<i16>>) -> String {
+    match range {
+        Some(r) => format!(
+            "supports {api} versions {}..={}, none of which we support",
+            r.start(),
+            r.end()
+        ),
+        None => format!("does not support {api} at all"),
+    }
+}
+
+/// Kafka's name for an error code, e.g. `UnsupportedVersion` for 35.
+pub(crate) fn error_name(code: i16) -> String {
+    match kafka_protocol::error::ResponseError::try_from_code(code) {
+        Some(kafka_protocol::error::ResponseError::Unknown(_)) => "unknown error code".to_string(),
+        Some(known) => known.to_string(),
+        None => "no error".to_string(),
+    }
+}
+
+fn message_suffix(message: &Option<String>) -> String {
+    match message {
+        Some(m) if !m.is_empty() => format!(": {m}"),
+        _ => String::new(),
+    }
+}
+
+impl WireError {
+    /// Whether a new attempt, typically on a new connection, can succeed: yes for I/O errors,
+    /// closed connections and timeouts; no for authentication, TLS, configuration, oversized or
+    /// malformed frames, decoding and unsupported versions, which would fail the same way again.
+    ///
+    /// ```
+    /// use mm2_offsets::wire::WireError;
+    /// let timeout = WireError::Timeout {
+    ///     broker: "b1:9092".into(),
+    ///     operation: "the response to Metadata v12".into(),
+    ///     after: std::time::Duration::from_secs(30),
+    /// };
+    /// assert!(timeout.is_retriable());
+    /// ```
+    pub fn is_retriable(&self) -> bool {
+        match self {
+            WireError::Io { .. } | WireError::Closed { .. } | WireError::Timeout { .. } => true,
+            // A broken connection is as retriable as what broke it.
+            WireError::ConnectionBroken { cause, .. } => cause.is_retriable(),
+            WireError::InvalidAddress { .. }
+            | WireError::Config { .. }
+            | WireError::FrameTooLarge { .. }
+            | WireError::MalformedFrame { .. }
+            | WireError::Decode { .. }
+            | WireError::Encode { .. }
+            | WireError::UnsupportedVersion { .. }
+            | WireError::BrokerError { .. }
+            | WireError::TlsConfig { .. }
+            | WireError::Tls { .. }
+            | WireError::Authentication { .. } => false,
+        }
+    }
+
+    /// The broker this error concerns, when it concerns one.
+    pub fn broker(&self) -> Option<&str> {
+        match self {
+            WireError::Io { broker, .. }
+            | WireError::Closed { broker, .. }
+            | WireError::Timeout { broker, .. }
+            | WireError::ConnectionBroken { broker, .. }
+            | WireError::FrameTooLarge { broker, .. }
+            | WireError::MalformedFrame { broker, .. }
+            | WireError::Decode { broker, .. }
+            | WireError::UnsupportedVersion { broker, .. }
+            | WireError::BrokerError { broker, .. }
+            | WireError::Tls { broker, .. }
+            | WireError::Authentication { broker, .. } => Some(broker),
+            WireError::InvalidAddress { address, .. } => Some(address),
+            WireError::Config { .. } | WireError::TlsConfig { .. } | WireError::Encode { .. } => {
+                None
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn io(kind: std::io::ErrorKind) -> WireError {
+        WireError::Io {
+            broker: "b:1".into(),
+            operation: "reading from".into(),
+            source: std::io::Error::from(kind),
+        }
+    }
+
+    #[test]
+    fn classifier_separates_transient_from_permanent() {
+        assert!(io(std::io::ErrorKind::ConnectionReset).is_retriable());
+        let auth = WireError::Authentication {
+            broker: "b:1".into(),
+            mechanism: "PLAIN",
+            message: "bad credentials".into(),
+        };
+        assert!(!auth.is_retriable());
+        let too_large = WireError::FrameTooLarge {
+            broker: "b:1".into(),
+            size: 1 << 30,
+            max: 100,
+            hint: "",
+        };
+        assert!(!too_large.is_retriable());
+    }
+
+    #[test]
+    fn broken_connection_inherits_the_cause_classification() {
+        let transient = WireError::ConnectionBroken {
+            broker: "b:1".into(),
+            cause: Arc::new(io(std::io::ErrorKind::UnexpectedEof)),
+        };
+        assert!(transient.is_retriable());
+        let permanent = WireError::ConnectionBroken {
+            broker: "b:1".into(),
+            cause: Arc::new(WireError::MalformedFrame {
+                broker: "b:1".into(),
+                problem: "negative frame size -1".into(),
+            }),
+        };
+        assert!(!permanent.is_retriable());
+        assert!(permanent.to_string().contains("negative frame size -1"));
+    }
+
+    #[test]
+    fn unsupported_version_names_both_ranges() {
+        let err = WireError::UnsupportedVersion {
+            broker: "b:1".into(),
+            api: "Fetch".into(),
+            broker_range: Some(4..=17),
+            ours: 0..=3,
+        };
+        assert_eq!(
+            err.to_string(),
+            "b:1 supports Fetch versions 4..=17, none of which we support; we support Fetch versions 0..=3"
+        );
+        let missing = WireError::UnsupportedVersion {
+            broker: "b:1".into(),
+            api: "ListOffsets".into(),
+            broker_range: None,
+            ours: 1..=9,
+        };
+        assert!(
+            missing
+                .to_string()
+                .contains("does not support ListOffsets at all")
+        );
+    }
+}

@@ -1,0 +1,431 @@
+//! TLS with rustls (ring provider), from [`TlsSettings`].
+//!
+//! Trust comes from the configured CA certificates (PEM file or inline), or else the system's
+//! roots. Client certificates enable mutual TLS. The broker's certificate chain is always
+//! verified; `verify_hostname = false` skips only the check that the certificate names the host
+//! (Java's empty `ssl.endpoint.identification.algorithm`).
+//!
+//! # References
+//! - <https://kafka.apache.org/documentation/#security_ssl>
+//! - KIP-651 (PEM certificates and keys: `ssl.truststore.certificates`, `ssl.keystore.key`)
+//! - KIP-294 (host name verification on by default)
+
+use std::sync::Arc;
+
+use rustls::client::WebPkiServerVerifier;
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::{
+    AlertDescription, CertificateError, DigitallySignedStruct, RootCertStore, SignatureScheme,
+};
+use rustls_pki_types::pem::PemObject;
+use rustls_pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
+
+use super::WireError;
+use crate::config::{PemSource, TlsSettings};
+
+/// Builds a rustls client configuration from `settings`. Build it once and share it: loading the
+/// system roots reads the whole system store.
+///
+/// ```no_run
+/// use mm2_offsets::config::{PemSource, TlsSettings};
+///
+/// let settings = TlsSettings {
+///     trusted_certificates: Some(PemSource::File("/etc/kafka/ca.pem".into())),
+///     ..TlsSettings::default()
+/// };
+/// let config = mm2_offsets::wire::tls_client_config(&settings)?;
+/// # Ok::<(), mm2_offsets::wire::WireError>(())
+/// ```
+pub fn tls_client_config(settings: &TlsSettings) -> Result<Arc<rustls::ClientConfig>, WireError> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let roots = Arc::new(root_store(settings.trusted_certificates.as_ref())?);
+    let webpki = WebPkiServerVerifier::builder_with_provider(roots, provider.clone())
+        .build()
+        .map_err(|e| config_error(format!("cannot build the certificate verifier: {e}")))?;
+    let verifier: Arc<dyn ServerCertVerifier> = if settings.verify_hostname {
+        webpki
+    } else {
+        Arc::new(SkipHostnameCheck(webpki))
+    };
+    let builder = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| config_error(format!("no usable TLS protocol version: {e}")))?
+        .dangerous()
+        .with_custom_certificate_verifier(verifier);
+    let config = match (&settings.client_certificate_chain, &settings.client_key) {
+        (None, None) => builder.with_no_client_auth(),
+        (Some(chain), Some(key)) => {
+            let chain_certs = certificates(chain, "client certificate chain")?;
+            let key = private_key(key)?;
+            builder
+                .with_client_auth_cert(chain_certs, key)
+                .map_err(|e| {
+                    config_error(format!(
+                        "cannot use the client certificate {} with its key: {e}",
+                        describe(chain)
+                    ))
+                })?
+        }
+        (Some(_), None) => {
+            return Err(config_error(
+                "a client certificate chain is set but no client key (ssl.keystore.key)",
+            ));
+        }
+        (None, Some(_)) => {
+            return Err(config_error(
+                "a client key is set but no client certificate chain \
+                 (ssl.keystore.certificate.chain)",
+            ));
+        }
+    };
+    Ok(Arc::new(config))
+}
+
+/// The name to verify and send as SNI: a DNS name, or an IP address (checked against the
+/// certificate's IP SANs; no SNI is sent for addresses).
+pub(crate) fn server_name(host: &str) -> Result<ServerName<'static>, WireError> {
+    ServerName::try_from(host.to_string())
+        .map_err(|e| config_error(format!("cannot use {host:?} as a TLS server name: {e}")))
+}
+
+/// Turns a failed handshake into an error that says what to change.
+pub(crate) fn handshake_error(broker: &str, error: std::io::Error) -> WireError {
+    // A plaintext listener reads our ClientHello as an absurd frame size and hangs up.
+    if matches!(
+        error.kind(),
+        std::io::ErrorKind::UnexpectedEof | std::io::ErrorKind::ConnectionReset
+    ) {
+        return WireError::Closed {
+            broker: broker.to_string(),
+            context: "during the TLS handshake (is this listener TLS? check security.protocol)"
+                .to_string(),
+        };
+    }
+    io_error(broker, "TLS handshake with", error)
+}
+
+/// An I/O error on a (possibly TLS) stream: [`WireError::Tls`] when rustls is what failed,
+/// with a hint at the setting to change, else [`WireError::Io`].
+pub(crate) fn io_error(broker: &str, operation: &str, error: std::io::Error) -> WireError {
+    let Some(tls) = error
+        .get_ref()
+        .and_then(|inner| inner.downcast_ref::<rustls::Error>())
+    else {
+        return WireError::Io {
+            broker: broker.to_string(),
+            operation: operation.to_string(),
+            source: error,
+        };
+    };
+    let hint = match tls {
+        rustls::Error::InvalidCertificate(
+            CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. },
+        ) => {
+            "; connect with a name the certificate lists, or set \
+             ssl.endpoint.identification.algorithm= (empty) to skip the host name check"
+        }
+        rustls::Error::InvalidCertificate(CertificateError::UnknownIssuer) => {
+            "; trust the broker's CA with ssl.truststore.certificates or \
+             ssl.truststore.location (PEM)"
+        }
+        rustls::Error::AlertReceived(
+            AlertDescription::CertificateRequired
+            | AlertDescription::BadCertificate
+            | AlertDescription::UnknownCA
+            | AlertDescription::CertificateUnknown,
+        ) => {
+            "; the broker wants a client certificate it trusts: set \
+             ssl.keystore.certificate.chain and ssl.keystore.key"
+        }
+        rustls::Error::InvalidMessage(_) | rustls::Error::InappropriateMessage { .. } => {
+            "; is this listener TLS? check security.protocol"
+        }
+        _ => "",
+    };
+    WireError::Tls {
+        broker: broker.to_string(),
+        message: format!("{tls}{hint}"),
+    }
+}
+
+fn config_error(message: impl Into<String>) -> WireError {
+    WireError::TlsConfig {
+        message: message.into(),
+    }
+}
+
+fn describe(source: &PemSource) -> String {
+    match source {
+        PemSource::File(path) => path.display().to_string(),
+        PemSource::Inline(_) => "(inline PEM)".to_string(),
+    }
+}
+
+/// Reads a PEM source's bytes; inline text is used as is.
+fn pem_bytes(source: &PemSource, what: &str) -> Result<Vec<u8>, WireError> {
+    match source {
+        PemSource::Inline(text) => Ok(text.as_bytes().to_vec()),
+        PemSource::File(path) => std::fs::read(path).map_err(|e| {
+            config_error(format!(
+                "cannot read the {what} file {}: {e}",
+                path.display()
+            ))
+        }),
+    }
+}
+
+/// Every certificate in a PEM source; at least one.
+fn certificates(source: &PemSource, what: &str) -> Result<Vec<CertificateDer<'static>>, WireError> {
+    let pem = pem_bytes(source, what)?;
+    let certs = CertificateDer::pem_slice_iter(&pem)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| config_error(format!("invalid PEM in {}: {e}", describe(source))))?;
+    if certs.is_empty() {
+        return Err(config_error(format!(
+            "no certificates found in {} (expected -----BEGIN CERTIFICATE----- blocks)",
+            describe(source)
+        )));
+    }
+    Ok(certs)
+}
+
+/// The private key in a PEM source (PKCS#8, PKCS#1 or SEC1). Its bytes never reach a message.
+fn private_key(source: &PemSource) -> Result<PrivateKeyDer<'static>, WireError> {
+    let pem = pem_bytes(source, "client key")?;
+    PrivateKeyDer::from_pem_slice(&pem).map_err(|e| {
+        let hint = if pem.windows(9).any(|w| w == b"ENCRYPTED") {
+            "; encrypted keys are not supported: decrypt it first \
+             (openssl pkcs8 -in key.pem -out plain.pem)"
+        } else {
+            ""
+        };
+        match e {
+            rustls_pki_types::pem::Error::NoItemsFound => config_error(format!(
+                "no private key found in {} (expected PKCS#8, PKCS#1 or SEC1 PEM){hint}",
+                describe(source)
+            )),
+            other => config_error(format!(
+                "invalid private key PEM in {}: {other}{hint}",
+                describe(source)
+            )),
+        }
+    })
+}
+
+fn root_store(trusted: Option<&PemSource>) -> Result<RootCertStore, WireError> {
+    let mut roots = RootCertStore::empty();
+    match trusted {
+        Some(source) => {
+            for (index, cert) in certificates(source, "trusted certificates")?
+                .into_iter()
+                .enumerate()
+            {
+                roots.add(cert).map_err(|e| {
+                    config_error(format!(
+                        "certificate {} in {} cannot be used as a trust anchor: {e}",
+                        index + 1,
+                        describe(source)
+                    ))
+                })?;
+            }
+        }
+        None => {
+            let loaded = rustls_native_certs::load_native_certs();
+            for error in &loaded.errors {
+                tracing::warn!(%error, "problem loading a system CA certificate");
+            }
+            let (added, _ignored) = roots.add_parsable_certificates(loaded.certs);
+            if added == 0 {
+                return Err(config_error(
+                    "no system CA certificates could be loaded; give the broker's CA with \
+                     ssl.truststore.certificates or ssl.truststore.location (PEM)",
+                ));
+            }
+        }
+    }
+    Ok(roots)
+}
+
+/// Full chain verification, without the host name check.
+///
+/// webpki checks the chain, validity and usage first and the name last, so a name error means
+/// everything else passed. Only that error is forgiven.
+#[derive(Debug)]
+struct SkipHostnameCheck(Arc<WebPkiServerVerifier>);
+
+impl ServerCertVerifier for SkipHostnameCheck {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &ServerName<'_>,
+        ocsp_response: &[u8],
+        now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        match self
+            .0
+            .verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now)
+        {
+            Err(rustls::Error::InvalidCertificate(
+                CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. },
+            )) => Ok(ServerCertVerified::assertion()),
+            other => other,
+        }
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.0.verify_tls12_signature(message, cert, dss)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.0.verify_tls13_signature(message, cert, dss)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.0.supported_verify_schemes()
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use std::io::Write;
+
+    pub(crate) const CA: &str = include_str!("testdata/ca.pem");
+    pub(crate) const OTHER_CA: &str = include_str!("testdata/other-ca.pem");
+    pub(crate) const SERVER_CERT: &str = include_str!("testdata/server.pem");
+    pub(crate) const SERVER_KEY: &str = include_str!("testdata/server.key");
+    pub(crate) const CLIENT_CERT: &str = include_str!("testdata/client.pem");
+    pub(crate) const CLIENT_KEY: &str = include_str!("testdata/client.key");
+
+    fn inline(text: &str) -> Option<PemSource> {
+        Some(PemSource::Inline(text.to_string()))
+    }
+
+    fn settings(trusted: Option<PemSource>) -> TlsSettings {
+        TlsSettings {
+            trusted_certificates: trusted,
+            ..TlsSettings::default()
+        }
+    }
+
+    #[test]
+    fn builds_from_inline_and_file_pem() {
+        tls_client_config(&settings(inline(CA))).unwrap();
+        let mut file = tempfile::NamedTempFile::new().unwrap();
+        file.write_all(CA.as_bytes()).unwrap();
+        let from_file = TlsSettings {
+            trusted_certificates: Some(PemSource::File(file.path().to_path_buf())),
+            client_certificate_chain: inline(CLIENT_CERT),
+            client_key: inline(CLIENT_KEY),
+            verify_hostname: false,
+        };
+        tls_client_config(&from_file).unwrap();
+    }
+
+    #[test]
+    fn missing_file_is_named() {
+        let err = tls_client_config(&settings(Some(PemSource::File("/x/ca.pem".into()))))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("cannot read the trusted certificates file /x/ca.pem"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn pem_without_certificates_is_an_error() {
+        let mut file = tempfile::NamedTempFile::new().unwrap();
+        file.write_all(b"not a certificate\n").unwrap();
+        let path = file.path().to_path_buf();
+        let err = tls_client_config(&settings(Some(PemSource::File(path.clone()))))
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            err,
+            format!(
+                "TLS configuration error: no certificates found in {} \
+                 (expected -----BEGIN CERTIFICATE----- blocks)",
+                path.display()
+            )
+        );
+        // A key where certificates are expected: no certificate either.
+        let err = tls_client_config(&settings(inline(SERVER_KEY))).unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("no certificates found in (inline PEM)"),
+            "{err}"
+        );
+        assert!(!err.is_retriable());
+    }
+
+    #[test]
+    fn key_problems_are_reported_without_the_key() {
+        let no_key = TlsSettings {
+            client_certificate_chain: inline(CLIENT_CERT),
+            client_key: inline(CA),
+            ..settings(inline(CA))
+        };
+        let err = tls_client_config(&no_key).unwrap_err().to_string();
+        assert!(
+            err.contains("no private key found in (inline PEM)"),
+            "{err}"
+        );
+
+        let mismatched = TlsSettings {
+            client_certificate_chain: inline(CLIENT_CERT),
+            client_key: inline(SERVER_KEY),
+            ..settings(inline(CA))
+        };
+        let err = tls_client_config(&mismatched).unwrap_err().to_string();
+        assert!(err.contains("cannot use the client certificate"), "{err}");
+        assert!(!err.contains("PRIVATE KEY"), "{err}");
+
+        let encrypted =
+            "-----BEGIN ENCRYPTED PRIVATE KEY-----\nAAAA\n-----END ENCRYPTED PRIVATE KEY-----\n";
+        let err = tls_client_config(&TlsSettings {
+            client_certificate_chain: inline(CLIENT_CERT),
+            client_key: inline(encrypted),
+            ..settings(inline(CA))
+        })
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("encrypted keys are not supported"), "{err}");
+
+        let half = TlsSettings {
+            client_certificate_chain: inline(CLIENT_CERT),
+            ..settings(inline(CA))
+        };
+        assert!(
+            tls_client_config(&half)
+                .unwrap_err()
+                .to_string()
+                .contains("no client key")
+        );
+    }
+
+    #[test]
+    fn server_names_accept_hosts_and_addresses() {
+        assert!(matches!(
+            server_name("localhost"),
+            Ok(ServerName::DnsName(_))
+        ));
+        assert!(matches!(
+            server_name("127.0.0.1"),
+            Ok(ServerName::IpAddress(_))
+        ));
+        assert!(matches!(server_name("::1"), Ok(ServerName::IpAddress(_))));
+        assert!(server_name("bad host").is_err());
+    }
+}
