@@ -204,7 +204,7 @@ impl MirrorClient {
                     .filter(|t| self.policy.is_checkpoints_topic(t))
                     .collect();
                 return Err(TranslateError::MissingCheckpointsTopic {
-                    source: source.to_string(),
+                    source_alias: source.to_string(),
                     topic: topic_name,
                     existing,
                 });

@@ -122,10 +122,10 @@ impl Translation {
 #[non_exhaustive]
 pub enum TranslateError {
     /// The checkpoints topic for a source does not exist. It is never auto-created.
-    #[error("checkpoints topic {topic:?} for source {source:?} does not exist on the target cluster; {}", existing_hint(.existing))]
+    #[error("checkpoints topic {topic:?} for source {source_alias:?} does not exist on the target cluster; {}", existing_hint(.existing))]
     MissingCheckpointsTopic {
         /// The source alias.
-        source: String,
+        source_alias: String,
         /// The topic the replication policy names.
         topic: String,
         /// The checkpoints topics that do exist.
