@@ -271,3 +271,6 @@ fn read_partition_tags(d: &mut Decoder) -> Result<Option<LeaderIdAndEpoch>, Deco
     }
     Ok(current_leader)
 }
+
+#[cfg(test)]
+mod tests;

@@ -109,3 +109,6 @@ fn read_partition(d: &mut Decoder) -> Result<ListOffsetsPartition, DecodeError> 
         leader_epoch,
     })
 }
+
+#[cfg(test)]
+mod tests;
