@@ -1,2 +1,3 @@
 //! The `cli` layer (see the crate docs).
+/// Entry point.
 pub fn main() -> i32 { 0 }
