@@ -1,0 +1,286 @@
+//! Records inside a batch: an iterator that borrows keys and values from the batch bytes.
+//!
+//! ```text
+//! length: varint              (bytes after this field)
+//! attributes: int8            (unused)
+//! timestampDelta: varlong
+//! offsetDelta: varint
+//! keyLength: varint           (negative = null key)
+//! key: byte[keyLength]
+//! valueLength: varint         (negative = null value)
+//! value: byte[valueLength]
+//! headerCount: varint
+//! headers: [headerKeyLength: varint, key, headerValueLength: varint, value] * headerCount
+//! ```
+//!
+//! As in Java's `DefaultRecord`, any negative key or value length means null, a record's fields
+//! must take exactly its declared length, and after `recordCount` records no bytes may remain.
+//!
+//! # References
+//! - <https://kafka.apache.org/documentation/#record>
+//! - Kafka `DefaultRecord.readFrom`, `DefaultRecordBatch.RecordIterator`
+
+use super::varint::{VarintError, read_varint, read_varlong};
+use super::{BatchHeader, RecordProblem, RecordsError, TimestampType};
+
+/// One record, borrowed from the batch (or from the [`Scratch`](super::Scratch) it was
+/// decompressed into).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Record<'a> {
+    /// Absolute offset: `base_offset + offsetDelta`.
+    pub offset: i64,
+    /// Absolute timestamp: `base_timestamp + timestampDelta`, or the batch's `max_timestamp`
+    /// for `LogAppendTime` batches.
+    pub timestamp: i64,
+    /// The key, `None` when null.
+    pub key: Option<&'a [u8]>,
+    /// The value, `None` when null (a tombstone).
+    pub value: Option<&'a [u8]>,
+}
+
+/// Iterator over the records of one batch. Yields at most `record_count` items and stops after
+/// the first error.
+#[derive(Clone, Debug)]
+pub struct Records<'a> {
+    data: &'a [u8],
+    pos: usize,
+    declared: i32,
+    read: u32,
+    base_offset: i64,
+    base_timestamp: i64,
+    log_append_time: Option<i64>,
+    done: bool,
+}
+
+impl<'a> Records<'a> {
+    /// Iterates the uncompressed records section `data` of the batch described by `header`.
+    pub(crate) fn new(header: &BatchHeader, data: &'a [u8]) -> Result<Records<'a>, RecordsError> {
+        if header.record_count < 0 {
+            return Err(RecordsError::NegativeRecordCount {
+                base_offset: header.base_offset,
+                count: header.record_count,
+            });
+        }
+        Ok(Records {
+            data,
+            pos: 0,
+            declared: header.record_count,
+            read: 0,
+            base_offset: header.base_offset,
+            base_timestamp: header.base_timestamp,
+            log_append_time: match header.timestamp_type() {
+                TimestampType::LogAppendTime => Some(header.max_timestamp),
+                TimestampType::CreateTime => None,
+            },
+            done: header.record_count == 0,
+        })
+    }
+
+    /// An iterator that yields nothing (a batch with `record_count` 0, read without
+    /// decompressing, as Java does).
+    pub(crate) fn empty(header: &BatchHeader) -> Records<'a> {
+        Records {
+            data: &[],
+            pos: 0,
+            declared: 0,
+            read: 0,
+            base_offset: header.base_offset,
+            base_timestamp: header.base_timestamp,
+            log_append_time: None,
+            done: true,
+        }
+    }
+
+    /// Records read so far.
+    pub fn read_count(&self) -> u32 {
+        self.read
+    }
+
+    fn fail(&mut self, err: RecordsError) -> Option<Result<Record<'a>, RecordsError>> {
+        self.done = true;
+        Some(Err(err))
+    }
+
+    fn record_error(&self, problem: RecordProblem) -> RecordsError {
+        RecordsError::Record {
+            base_offset: self.base_offset,
+            index: self.read,
+            problem,
+        }
+    }
+
+    /// Parses one record starting at `self.pos`; on success `self.pos` is past it.
+    #[inline(always)]
+    fn parse(&mut self) -> Result<Record<'a>, RecordProblem> {
+        let data = self.data;
+        let mut pos = self.pos;
+        let length = read_varint(data, &mut pos).map_err(|e| varint_problem(e, "record length"))?;
+        let length = usize::try_from(length).map_err(|_| RecordProblem::NegativeLength {
+            field: "record length",
+            value: length,
+        })?;
+        let end = pos
+            .checked_add(length)
+            .filter(|&end| end <= data.len())
+            .ok_or(RecordProblem::FieldOverrun {
+                field: "record body",
+                needed: length,
+                remaining: data.len() - pos,
+            })?;
+        // Every field below is read from the record's own bytes only.
+        let body = &data[..end];
+
+        // Attributes: one byte, unused by format v2.
+        if pos >= end {
+            return Err(RecordProblem::FieldOverrun {
+                field: "attributes",
+                needed: 1,
+                remaining: 0,
+            });
+        }
+        pos += 1;
+        let timestamp_delta =
+            read_varlong(body, &mut pos).map_err(|e| varint_problem(e, "timestamp delta"))?;
+        let offset_delta =
+            read_varint(body, &mut pos).map_err(|e| varint_problem(e, "offset delta"))?;
+        let key = read_nullable_bytes(body, &mut pos, "key")?;
+        let value = read_nullable_bytes(body, &mut pos, "value")?;
+        let header_count =
+            read_varint(body, &mut pos).map_err(|e| varint_problem(e, "header count"))?;
+        if header_count < 0 {
+            return Err(RecordProblem::NegativeLength {
+                field: "header count",
+                value: header_count,
+            });
+        }
+        // Each header takes at least two bytes, so this loop is bounded by the record's size.
+        for _ in 0..header_count {
+            let key_len =
+                read_varint(body, &mut pos).map_err(|e| varint_problem(e, "header key length"))?;
+            if key_len < 0 {
+                return Err(RecordProblem::NegativeLength {
+                    field: "header key length",
+                    value: key_len,
+                });
+            }
+            skip(body, &mut pos, key_len as usize, "header key")?;
+            read_nullable_bytes(body, &mut pos, "header value")?;
+        }
+        if pos != end {
+            return Err(RecordProblem::LengthMismatch {
+                declared: length,
+                used: length - (end - pos),
+            });
+        }
+
+        let offset = self
+            .base_offset
+            .checked_add(i64::from(offset_delta))
+            .ok_or(RecordProblem::OffsetOverflow { offset_delta })?;
+        let timestamp = match self.log_append_time {
+            Some(t) => t,
+            // Java adds without overflow checks; do the same rather than reject the record.
+            None => self.base_timestamp.wrapping_add(timestamp_delta),
+        };
+        self.pos = end;
+        Ok(Record {
+            offset,
+            timestamp,
+            key,
+            value,
+        })
+    }
+}
+
+impl<'a> Iterator for Records<'a> {
+    type Item = Result<Record<'a>, RecordsError>;
+
+    #[inline]
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.done {
+            return None;
+        }
+        if self.pos >= self.data.len() {
+            let err = RecordsError::MissingRecords {
+                base_offset: self.base_offset,
+                declared: self.declared,
+                found: self.read,
+            };
+            return self.fail(err);
+        }
+        let record = match self.parse() {
+            Ok(r) => r,
+            Err(problem) => {
+                let err = self.record_error(problem);
+                return self.fail(err);
+            }
+        };
+        self.read += 1;
+        if i64::from(self.read) == i64::from(self.declared) {
+            self.done = true;
+            // Like Java, the last record is refused if bytes are left over: the declared
+            // count and the data disagree, so neither can be trusted.
+            if self.pos != self.data.len() {
+                return Some(Err(RecordsError::TrailingBytes {
+                    base_offset: self.base_offset,
+                    declared: self.declared,
+                    trailing: self.data.len() - self.pos,
+                }));
+            }
+        }
+        Some(Ok(record))
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        if self.done {
+            return (0, Some(0));
+        }
+        let left = (i64::from(self.declared) - i64::from(self.read)).max(0);
+        // Each record takes at least 7 bytes, so the data also bounds what can come.
+        let by_bytes = (self.data.len() - self.pos) / 7 + 1;
+        (0, Some((left as usize).min(by_bytes)))
+    }
+}
+
+impl std::iter::FusedIterator for Records<'_> {}
+
+fn varint_problem(e: VarintError, field: &'static str) -> RecordProblem {
+    match e {
+        VarintError::Truncated => RecordProblem::TruncatedVarint { field },
+        VarintError::TooLong => RecordProblem::VarintTooLong { field },
+    }
+}
+
+#[inline(always)]
+fn skip(
+    body: &[u8],
+    pos: &mut usize,
+    len: usize,
+    field: &'static str,
+) -> Result<(), RecordProblem> {
+    let remaining = body.len() - *pos;
+    if len > remaining {
+        return Err(RecordProblem::FieldOverrun {
+            field,
+            needed: len,
+            remaining,
+        });
+    }
+    *pos += len;
+    Ok(())
+}
+
+#[inline(always)]
+fn read_nullable_bytes<'a>(
+    body: &'a [u8],
+    pos: &mut usize,
+    field: &'static str,
+) -> Result<Option<&'a [u8]>, RecordProblem> {
+    let len = read_varint(body, pos).map_err(|e| varint_problem(e, field))?;
+    if len < 0 {
+        return Ok(None);
+    }
+    let start = *pos;
+    skip(body, pos, len as usize, field)?;
+    Ok(Some(&body[start..*pos]))
+}
