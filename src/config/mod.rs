@@ -3,9 +3,12 @@
 //! The types here are plain data. [`properties`] turns Java client `.properties` files (the same
 //! keys `kafka-consumer-groups.sh --command-config` reads) into a [`ClientConfig`].
 
+mod error;
 pub mod properties;
 mod secret;
 
+pub use error::ConfigError;
+pub use properties::Properties;
 pub use secret::Secret;
 
 use std::path::PathBuf;
@@ -33,7 +36,10 @@ impl SecurityProtocol {
 
     /// Whether the connection authenticates with SASL after connecting.
     pub fn uses_sasl(self) -> bool {
-        matches!(self, SecurityProtocol::SaslPlaintext | SecurityProtocol::SaslSsl)
+        matches!(
+            self,
+            SecurityProtocol::SaslPlaintext | SecurityProtocol::SaslSsl
+        )
     }
 }
 
