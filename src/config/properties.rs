@@ -108,6 +108,14 @@ impl Properties {
         self.index.get(key).map(|&i| self.entries[i].1.as_str())
     }
 
+    /// The stored key and its value, if `key` is set.
+    pub fn get_key_value(&self, key: &str) -> Option<(&str, &str)> {
+        self.index.get(key).map(|&i| {
+            let (k, v) = &self.entries[i];
+            (k.as_str(), v.as_str())
+        })
+    }
+
     /// Whether `key` is set (possibly to the empty string).
     pub fn contains_key(&self, key: &str) -> bool {
         self.index.contains_key(key)
