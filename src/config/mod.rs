@@ -1,11 +1,48 @@
 //! Client settings: where the brokers are, how to secure the connection, and how long to wait.
 //!
-//! The types here are plain data. [`properties`] turns Java client `.properties` files (the same
-//! keys `kafka-consumer-groups.sh --command-config` reads) into a [`ClientConfig`].
+//! The types here are plain data. Reading them from Java-style settings goes:
+//!
+//! 1. [`Properties`]: parse a `.properties` file (the same files `kafka-consumer-groups.sh
+//!    --command-config` reads), or take one cluster's settings from a MirrorMaker 2 file with
+//!    [`mm2_client_properties`];
+//! 2. [`layered`]: let command-line flags override the file, and `MM2_OFFSETS_*` environment
+//!    variables override both;
+//! 3. [`ClientConfig::from_properties`]: validate into a [`ClientConfig`], with warnings for keys
+//!    that are ignored. The same properties give the replication policy
+//!    ([`ReplicationPolicy::from_properties`](crate::mm2::ReplicationPolicy::from_properties)).
+//!
+//! ```no_run
+//! use mm2_offsets::config::{layered, ClientConfig, Properties};
+//!
+//! let file = Properties::from_file("client.properties")?;
+//! let cli: Properties = [("bootstrap.servers", "broker:9092")].into_iter().collect();
+//! let props = layered(file, cli, std::env::vars());
+//! let (config, warnings) = ClientConfig::from_properties(&props)?;
+//! for warning in warnings {
+//!     eprintln!("warning: {warning}");
+//! }
+//! # let _ = config;
+//! # Ok::<(), mm2_offsets::config::ConfigError>(())
+//! ```
+//!
+//! Secrets (passwords, JAAS strings, private keys) never appear in `Debug` output, errors or
+//! warnings.
 
+mod client_props;
+mod error;
+mod jaas;
+pub mod keys;
+mod layers;
+mod mm2_props;
 pub mod properties;
+mod sasl_props;
 mod secret;
+mod tls_props;
 
+pub use error::ConfigError;
+pub use layers::{ENV_KEYS, ENV_PREFIX, env_properties, env_var_name, layered, overlay};
+pub use mm2_props::{mm2_client_properties, mm2_cluster_aliases};
+pub use properties::Properties;
 pub use secret::Secret;
 
 use std::path::PathBuf;
@@ -33,7 +70,10 @@ impl SecurityProtocol {
 
     /// Whether the connection authenticates with SASL after connecting.
     pub fn uses_sasl(self) -> bool {
-        matches!(self, SecurityProtocol::SaslPlaintext | SecurityProtocol::SaslSsl)
+        matches!(
+            self,
+            SecurityProtocol::SaslPlaintext | SecurityProtocol::SaslSsl
+        )
     }
 }
 

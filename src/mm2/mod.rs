@@ -1,1 +1,36 @@
-//! The `mm2` layer (see the crate docs).
+//! The `mm2` layer: MirrorMaker 2's internal record formats and topic-naming rules, as pure
+//! functions over bytes and names (no sockets).
+//!
+//! | module | what it mirrors in Kafka's `connect/mirror-client` |
+//! |---|---|
+//! | [`checkpoint`] | `Checkpoint`: the records of `<alias>.checkpoints.internal` |
+//! | [`heartbeat`] | `Heartbeat`: the records of `heartbeats` |
+//! | [`offset_sync`] | `OffsetSync`: the records of `mm2-offset-syncs.<alias>.internal` |
+//! | [`policy`] | `ReplicationPolicy`, `DefaultReplicationPolicy`, `IdentityReplicationPolicy` |
+//! | [`topology`] | the pure parts of `MirrorClient` (heartbeat and checkpoint topics, hops, remote topics) |
+//! | [`utf8`] | Java's lenient UTF-8 decoding, for copying names out of records |
+//!
+//! Decoders borrow from the record bytes and never allocate, so the translator can look at every
+//! record of a large checkpoints topic and copy out only the ones it keeps.
+//!
+//! # References
+//! - KIP-382 (MirrorMaker 2.0):
+//!   <https://cwiki.apache.org/confluence/display/KAFKA/KIP-382%3A+MirrorMaker+2.0>
+//! - KIP-690 (custom separator for internal topics):
+//!   <https://cwiki.apache.org/confluence/display/KAFKA/KIP-690%3A+Add+additional+configuration+to+control+MirrorMaker+2+internal+topics+naming+convention>
+//! - KIP-949 (`replication.policy.internal.topic.separator.enabled`):
+//!   <https://cwiki.apache.org/confluence/display/KAFKA/KIP-949%3A+Add+flag+to+enable+the+usage+of+topic+separator+in+MM2+DefaultReplicationPolicy>
+//! - Kafka source: `connect/mirror-client/src/main/java/org/apache/kafka/connect/mirror/`
+
+pub mod checkpoint;
+mod codec;
+mod error;
+pub mod heartbeat;
+pub mod offset_sync;
+pub mod policy;
+pub mod topology;
+pub mod utf8;
+
+pub use codec::{DecodeError, DecodeFailure};
+pub use error::Mm2Error;
+pub use policy::ReplicationPolicy;

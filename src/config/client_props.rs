@@ -1,0 +1,293 @@
+//! [`ClientConfig::from_properties`]: Java client properties to a [`ClientConfig`].
+//!
+//! Keys are read as Java's `MirrorClientConfig` reads them for its consumer: a `consumer.`-prefixed
+//! key overrides the unprefixed one. Unlike Java, which keeps only connection keys
+//! (`bootstrap.servers`, `security.protocol`, `ssl.*`, `sasl.*`) and silently drops the rest, we
+//! also honour `client.id` and the two timeouts, prefixed or not. `admin.`/`producer.`-prefixed
+//! keys are accepted without effect: one connection setting serves every request, and a warning
+//! says so when such a key differs from the setting in use.
+//!
+//! Keys we do not use produce warnings, not errors, so a file written for Kafka's tools works as
+//! is. Warnings and errors name keys, never the values of keys that may hold secrets.
+
+use super::keys::*;
+use super::properties::{is_sensitive_key, printable_key};
+use super::{ClientConfig, ConfigError, Properties, SecurityProtocol};
+use std::collections::HashSet;
+use std::time::Duration;
+
+impl ClientConfig {
+    /// Reads client settings from Java-style properties, as given to Kafka's tools with
+    /// `--command-config` (or as built by [`layered`](super::layered) and
+    /// [`mm2_client_properties`](super::mm2_client_properties)).
+    ///
+    /// Returns the configuration and warnings (one line each) about keys that were ignored.
+    ///
+    /// Supported: `bootstrap.servers` (required), `client.id`, `security.protocol`,
+    /// `request.timeout.ms`, `socket.connection.setup.timeout.ms`; SASL `PLAIN` and `SCRAM-SHA-256/512`
+    /// with `sasl.jaas.config` or our `sasl.username` + `sasl.password` / `sasl.password.file`;
+    /// TLS with PEM trust and key stores (`ssl.truststore.location` or
+    /// `ssl.truststore.certificates`; `ssl.keystore.location`, one file with the key and its chain,
+    /// or `ssl.keystore.certificate.chain` + `ssl.keystore.key`) and
+    /// `ssl.endpoint.identification.algorithm`.
+    ///
+    /// ```
+    /// use mm2_offsets::config::{ClientConfig, Properties, SaslMechanism, SecurityProtocol};
+    ///
+    /// let props = Properties::parse(
+    ///     "bootstrap.servers=b1:9093,b2:9093\n\
+    ///      security.protocol=sasl_ssl\n\
+    ///      sasl.mechanism=SCRAM-SHA-512\n\
+    ///      sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required \\\n\
+    ///        username=\"alice\" password=\"alice-secret\";\n\
+    ///      ssl.truststore.type=PEM\n\
+    ///      ssl.truststore.location=/etc/kafka/ca.pem\n\
+    ///      linger.ms=5\n",
+    /// )?;
+    /// let (config, warnings) = ClientConfig::from_properties(&props)?;
+    /// assert_eq!(config.security_protocol, SecurityProtocol::SaslSsl);
+    /// let sasl = config.sasl.as_ref().unwrap();
+    /// assert_eq!((sasl.mechanism, sasl.username.as_str()), (SaslMechanism::ScramSha512, "alice"));
+    /// assert_eq!(warnings, ["`linger.ms` is not used by mm2-offsets; ignored"]);
+    /// assert!(!format!("{config:?}").contains("alice-secret"));
+    /// # Ok::<(), mm2_offsets::config::ConfigError>(())
+    /// ```
+    ///
+    /// # Errors
+    /// A [`ConfigError`] naming the key for a missing `bootstrap.servers`, an invalid value, a
+    /// Java feature we do not support (JKS/PKCS12 stores, encrypted keys, GSSAPI/OAUTHBEARER) with
+    /// what to do instead, contradicting keys, or an unreadable `sasl.password.file`.
+    pub fn from_properties(props: &Properties) -> Result<(ClientConfig, Vec<String>), ConfigError> {
+        let mut s = Settings::new(props);
+        let mut config = ClientConfig::default();
+
+        let servers = s
+            .get(BOOTSTRAP_SERVERS)
+            .ok_or_else(|| ConfigError::Missing {
+                key: BOOTSTRAP_SERVERS.into(),
+                hint: "give the brokers to connect to, as host:port[,host:port…]".into(),
+            })?;
+        config.bootstrap_servers = parse_bootstrap_servers(servers)?;
+        if let Some(id) = s.get(CLIENT_ID) {
+            config.client_id = id.value.to_string();
+        }
+        if let Some(protocol) = s.get(SECURITY_PROTOCOL) {
+            config.security_protocol = parse_security_protocol(protocol)?;
+        }
+        if let Some(ms) = s.get(REQUEST_TIMEOUT_MS) {
+            config.request_timeout = parse_millis(ms)?;
+        }
+        if let Some(ms) = s.get(SOCKET_CONNECTION_SETUP_TIMEOUT_MS) {
+            config.connection_setup_timeout = parse_millis(ms)?;
+        }
+        config.tls = super::tls_props::read(&mut s, config.security_protocol)?;
+        config.sasl = super::sasl_props::read(&mut s, config.security_protocol)?;
+        Ok((config, s.finish()))
+    }
+}
+
+/// A value and the key it came from (`consumer.x` or `x`).
+#[derive(Clone, Copy)]
+pub(crate) struct Setting<'a> {
+    pub(crate) key: &'a str,
+    pub(crate) value: &'a str,
+}
+
+impl Setting<'_> {
+    /// The value quoted for a message, or a placeholder if the key may hold a secret.
+    pub(crate) fn shown(&self) -> String {
+        if is_sensitive_key(self.key) {
+            "<redacted>".to_string()
+        } else {
+            format!("`{}`", self.value.escape_debug())
+        }
+    }
+}
+
+/// Reads settings with `consumer.` overrides, remembers what was read, and collects warnings.
+pub(crate) struct Settings<'a> {
+    props: &'a Properties,
+    /// Keys looked at, in use or not.
+    read: HashSet<&'static str>,
+    /// Keys looked at but not in use (`ssl.*` without TLS, `sasl.*` without SASL).
+    unused: HashSet<&'static str>,
+    warnings: Vec<String>,
+}
+
+impl<'a> Settings<'a> {
+    fn new(props: &'a Properties) -> Self {
+        Settings {
+            props,
+            read: HashSet::new(),
+            unused: HashSet::new(),
+            warnings: Vec::new(),
+        }
+    }
+
+    fn lookup(&self, key: &str) -> Option<Setting<'a>> {
+        let props = self.props;
+        props
+            .get_key_value(&format!("{CONSUMER_PREFIX}{key}"))
+            .or_else(|| props.get_key_value(key))
+            .map(|(key, value)| Setting { key, value })
+    }
+
+    /// The effective value of `key`, marking it as read.
+    pub(crate) fn get(&mut self, key: &'static str) -> Option<Setting<'a>> {
+        self.read.insert(key);
+        let setting = self.lookup(key)?;
+        if setting.value.contains("${") && setting.value.contains('}') {
+            self.warn(format!(
+                "{} looks like a Java config provider reference (${{provider:path:key}}); \
+                 mm2-offsets does not resolve those and uses the text as is",
+                printable_key(setting.key)
+            ));
+        }
+        Some(setting)
+    }
+
+    /// Marks every present key starting with `prefix` as read, and warns once that they are
+    /// ignored because of `why`.
+    pub(crate) fn ignore_family(&mut self, prefix: &str, why: &str) {
+        let mut present = Vec::new();
+        for key in CLIENT_KEYS.iter().filter(|k| k.starts_with(prefix)) {
+            self.read.insert(key);
+            self.unused.insert(key);
+            if let Some(setting) = self.lookup(key) {
+                present.push(printable_key(setting.key));
+            }
+        }
+        if !present.is_empty() {
+            self.warn(format!("{} ignored: {why}", present.join(", ")));
+        }
+    }
+
+    pub(crate) fn warn(&mut self, warning: String) {
+        self.warnings.push(warning);
+    }
+
+    /// Warnings, including one for each key nobody read.
+    fn finish(mut self) -> Vec<String> {
+        for (key, value) in self.props.iter() {
+            if let Some(warning) = self.unused_key_warning(key, value) {
+                self.warnings.push(warning);
+            }
+        }
+        self.warnings
+    }
+
+    fn unused_key_warning(&self, key: &str, value: &str) -> Option<String> {
+        let plain = key.strip_prefix(CONSUMER_PREFIX).unwrap_or(key);
+        if self.read.contains(plain) {
+            return None;
+        }
+        if key == FORWARDING_ADMIN_CLASS {
+            return (value.trim() != DEFAULT_FORWARDING_ADMIN_CLASS).then(|| {
+                format!("{FORWARDING_ADMIN_CLASS} is a Java class and cannot be used; ignored")
+            });
+        }
+        if MIRROR_CLIENT_KEYS.contains(&key) {
+            return None;
+        }
+        if let Some(other) = OTHER_CLIENT_PREFIXES
+            .iter()
+            .find_map(|prefix| key.strip_prefix(prefix))
+        {
+            // Settings for MirrorClient's admin or producer: harmless unless they contradict ours.
+            let differs = self.read.contains(other)
+                && !self.unused.contains(other)
+                && self.lookup(other).map(|s| s.value) != Some(value);
+            return differs.then(|| {
+                format!(
+                    "{} differs from the setting in use; mm2-offsets uses one connection \
+                     setting for every request (the unprefixed or `consumer.` key), so it is \
+                     ignored",
+                    printable_key(key)
+                )
+            });
+        }
+        let mut warning = format!("{} is not used by mm2-offsets; ignored", printable_key(key));
+        if matches!(key, "username" | "password") || key.ends_with("LoginModule") {
+            warning.push_str(
+                " (a sasl.jaas.config spread over several lines needs a backslash at the end of \
+                 each line but the last)",
+            );
+        }
+        Some(warning)
+    }
+}
+
+/// `host:port` entries, comma separated; blanks around entries and empty entries are skipped, as
+/// Java does.
+fn parse_bootstrap_servers(setting: Setting<'_>) -> Result<Vec<String>, ConfigError> {
+    let mut servers = Vec::new();
+    for entry in setting
+        .value
+        .split(',')
+        .map(str::trim)
+        .filter(|e| !e.is_empty())
+    {
+        let port = entry
+            .rsplit_once(':')
+            .filter(|(host, _)| !host.is_empty() && *host != "[]")
+            .and_then(|(_, port)| port.parse::<u16>().ok());
+        if port.is_none() {
+            return Err(ConfigError::invalid(
+                setting.key,
+                format!(
+                    "`{}` is not host:port (IPv6 addresses go in brackets: [::1]:9092)",
+                    entry.escape_debug()
+                ),
+            ));
+        }
+        servers.push(entry.to_string());
+    }
+    if servers.is_empty() {
+        return Err(ConfigError::Missing {
+            key: setting.key.to_string(),
+            hint: "it is empty; give the brokers to connect to, as host:port[,host:port…]".into(),
+        });
+    }
+    Ok(servers)
+}
+
+fn parse_security_protocol(setting: Setting<'_>) -> Result<SecurityProtocol, ConfigError> {
+    let value = setting.value.trim();
+    let protocols = [
+        ("PLAINTEXT", SecurityProtocol::Plaintext),
+        ("SSL", SecurityProtocol::Ssl),
+        ("SASL_PLAINTEXT", SecurityProtocol::SaslPlaintext),
+        ("SASL_SSL", SecurityProtocol::SaslSsl),
+    ];
+    protocols
+        .iter()
+        .find(|(name, _)| value.eq_ignore_ascii_case(name))
+        .map(|&(_, protocol)| protocol)
+        .ok_or_else(|| {
+            ConfigError::invalid(
+                setting.key,
+                format!(
+                    "{} is not one of PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL",
+                    setting.shown()
+                ),
+            )
+        })
+}
+
+/// A positive number of milliseconds.
+fn parse_millis(setting: Setting<'_>) -> Result<Duration, ConfigError> {
+    match setting.value.trim().parse::<u64>() {
+        Ok(ms) if ms > 0 => Ok(Duration::from_millis(ms)),
+        _ => Err(ConfigError::invalid(
+            setting.key,
+            format!(
+                "{} is not a positive number of milliseconds",
+                setting.shown()
+            ),
+        )),
+    }
+}
+
+#[cfg(test)]
+#[path = "client_props_tests.rs"]
+mod tests;

@@ -1,0 +1,458 @@
+use super::*;
+use crate::config::{PemSource, SaslMechanism};
+use std::path::PathBuf;
+
+const PLAIN: &str = "org.apache.kafka.common.security.plain.PlainLoginModule";
+const SCRAM: &str = "org.apache.kafka.common.security.scram.ScramLoginModule";
+
+fn read(text: &str) -> Result<(ClientConfig, Vec<String>), ConfigError> {
+    ClientConfig::from_properties(&Properties::parse(text).unwrap())
+}
+
+fn ok(text: &str) -> (ClientConfig, Vec<String>) {
+    read(text).unwrap_or_else(|e| panic!("{text:?}: {e}"))
+}
+
+fn err(text: &str) -> ConfigError {
+    match read(text) {
+        Ok((config, _)) => panic!("{text:?} was accepted: {config:?}"),
+        Err(e) => e,
+    }
+}
+
+fn assert_contains(haystack: &str, needles: &[&str]) {
+    for needle in needles {
+        assert!(haystack.contains(needle), "{needle:?} not in {haystack:?}");
+    }
+}
+
+#[test]
+fn minimal_plaintext() {
+    let (config, warnings) = ok("bootstrap.servers=localhost:9092");
+    assert_eq!(config.bootstrap_servers, ["localhost:9092"]);
+    assert_eq!(config.security_protocol, SecurityProtocol::Plaintext);
+    assert_eq!(config.client_id, "mm2-offsets");
+    assert!(config.sasl.is_none());
+    assert!(warnings.is_empty(), "{warnings:?}");
+}
+
+#[test]
+fn bootstrap_servers_are_required_and_checked() {
+    assert!(matches!(err("client.id=x"), ConfigError::Missing { .. }));
+    assert!(matches!(
+        err("bootstrap.servers= , "),
+        ConfigError::Missing { .. }
+    ));
+    assert_contains(
+        &err("bootstrap.servers=a:9092,b").to_string(),
+        &["`b`", "host:port"],
+    );
+    assert_contains(
+        &err("bootstrap.servers=a:99999").to_string(),
+        &["`a:99999`"],
+    );
+    assert_contains(&err("bootstrap.servers=:9092").to_string(), &["`:9092`"]);
+    let (config, _) = ok("bootstrap.servers= a:1 ,, [::1]:9092 ,b.example.com:9093");
+    assert_eq!(
+        config.bootstrap_servers,
+        ["a:1", "[::1]:9092", "b.example.com:9093"]
+    );
+}
+
+#[test]
+fn protocol_client_id_and_timeouts() {
+    let (config, warnings) = ok(
+        "bootstrap.servers=a:1\nsecurity.protocol= ssl \nclient.id=me\n\
+         request.timeout.ms=1500\nsocket.connection.setup.timeout.ms=250",
+    );
+    assert_eq!(config.security_protocol, SecurityProtocol::Ssl);
+    assert_eq!(config.client_id, "me");
+    assert_eq!(config.request_timeout, Duration::from_millis(1500));
+    assert_eq!(config.connection_setup_timeout, Duration::from_millis(250));
+    assert!(warnings.is_empty(), "{warnings:?}");
+    assert_contains(
+        &err("bootstrap.servers=a:1\nsecurity.protocol=TLS").to_string(),
+        &["security.protocol", "`TLS`", "SASL_SSL"],
+    );
+    for bad in ["0", "-5", "10s", ""] {
+        let e = err(&format!("bootstrap.servers=a:1\nrequest.timeout.ms={bad}"));
+        assert_contains(&e.to_string(), &["request.timeout.ms", "milliseconds"]);
+    }
+}
+
+#[test]
+fn consumer_prefix_overrides_like_mirror_client_config() {
+    let (config, warnings) = ok(
+        "bootstrap.servers=plain:1\nconsumer.bootstrap.servers=consumer:1\n\
+         client.id=plain\nconsumer.client.id=consumer\nconsumer.security.protocol=SSL\n\
+         ssl.endpoint.identification.algorithm=",
+    );
+    assert_eq!(config.bootstrap_servers, ["consumer:1"]);
+    assert_eq!(config.client_id, "consumer");
+    assert_eq!(config.security_protocol, SecurityProtocol::Ssl);
+    assert!(!config.tls.verify_hostname);
+    assert!(warnings.is_empty(), "{warnings:?}");
+}
+
+#[test]
+fn errors_name_the_prefixed_key_the_value_came_from() {
+    let e = err("bootstrap.servers=a:1\nconsumer.security.protocol=bogus");
+    assert_contains(&e.to_string(), &["consumer.security.protocol"]);
+}
+
+#[test]
+fn sasl_plain_from_jaas() {
+    let (config, warnings) = ok(&format!(
+        "bootstrap.servers=a:1\nsecurity.protocol=SASL_SSL\nsasl.mechanism=PLAIN\n\
+         sasl.jaas.config={PLAIN} required username=\"alice\" password=\"alice-pw\";"
+    ));
+    let sasl = config.sasl.unwrap();
+    assert_eq!(sasl.mechanism, SaslMechanism::Plain);
+    assert_eq!(sasl.username, "alice");
+    assert_eq!(sasl.password.expose(), "alice-pw");
+    assert!(warnings.is_empty(), "{warnings:?}");
+}
+
+#[test]
+fn sasl_scram_and_mechanism_checks() {
+    let base = "bootstrap.servers=a:1\nsecurity.protocol=SASL_PLAINTEXT\n";
+    let jaas = format!("sasl.jaas.config={SCRAM} required username=u password=p;");
+    let (config, _) = ok(&format!("{base}sasl.mechanism=scram-sha-256\n{jaas}"));
+    assert_eq!(config.sasl.unwrap().mechanism, SaslMechanism::ScramSha256);
+
+    let e = err(&format!("{base}{jaas}"));
+    assert!(matches!(e, ConfigError::Missing { .. }));
+    assert_contains(&e.to_string(), &["sasl.mechanism", "GSSAPI"]);
+    let e = err(&format!("{base}sasl.mechanism=OAUTHBEARER\n{jaas}"));
+    assert!(matches!(e, ConfigError::Unsupported { .. }));
+    assert_contains(&e.to_string(), &["`OAUTHBEARER`", "SCRAM-SHA-512"]);
+    let e = err(&format!("{base}sasl.mechanism=PLAIN\n{jaas}"));
+    assert_contains(&e.to_string(), &["ScramLoginModule", "PLAIN", PLAIN]);
+    let e = err(&format!(
+        "{base}sasl.mechanism=PLAIN\n\
+         sasl.jaas.config=com.sun.security.auth.module.Krb5LoginModule required;"
+    ));
+    assert_contains(&e.to_string(), &["Krb5LoginModule", "not supported"]);
+    let e = err(&format!(
+        "{base}sasl.mechanism=SCRAM-SHA-512\n\
+         sasl.jaas.config={SCRAM} required username=u password=p tokenauth=true;"
+    ));
+    assert_contains(&e.to_string(), &["tokenauth"]);
+}
+
+#[test]
+fn unknown_login_module_options_warn() {
+    let (_, warnings) = ok(&format!(
+        "bootstrap.servers=a:1\nsecurity.protocol=SASL_SSL\nsasl.mechanism=PLAIN\n\
+         sasl.jaas.config={PLAIN} required username=u password=p serviceName=kafka;"
+    ));
+    assert_eq!(
+        warnings,
+        ["sasl.jaas.config: 1 login module option(s) other than username and password ignored"]
+    );
+}
+
+#[test]
+fn our_credential_keys_override_jaas() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("pw");
+    std::fs::write(&file, "from-file\r\n\n").unwrap();
+    let base = format!(
+        "bootstrap.servers=a:1\nsecurity.protocol=SASL_SSL\nsasl.mechanism=PLAIN\n\
+         sasl.jaas.config={PLAIN} required username=\"jaas-user\" password=\"jaas-pw\";\n"
+    );
+    let (config, _) = ok(&format!("{base}sasl.username=user\nsasl.password=pw"));
+    let sasl = config.sasl.unwrap();
+    assert_eq!(
+        (sasl.username.as_str(), sasl.password.expose()),
+        ("user", "pw")
+    );
+
+    let (config, _) = ok(&format!("{base}sasl.password.file={}", file.display()));
+    let sasl = config.sasl.unwrap();
+    assert_eq!(
+        (sasl.username.as_str(), sasl.password.expose()),
+        ("jaas-user", "from-file")
+    );
+
+    // Without any JAAS configuration at all.
+    let (config, warnings) = ok(&format!(
+        "bootstrap.servers=a:1\nsecurity.protocol=SASL_SSL\nsasl.mechanism=SCRAM-SHA-512\n\
+         sasl.username=u\nsasl.password.file={}",
+        file.display()
+    ));
+    assert_eq!(config.sasl.unwrap().password.expose(), "from-file");
+    assert!(warnings.is_empty(), "{warnings:?}");
+
+    let e = err(&format!(
+        "{base}sasl.password=x\nsasl.password.file={}",
+        file.display()
+    ));
+    assert!(matches!(e, ConfigError::Conflict { .. }), "{e}");
+    let e = err(&format!(
+        "{base}sasl.password.file={}/missing",
+        dir.path().display()
+    ));
+    assert!(matches!(e, ConfigError::Io { .. }), "{e}");
+    assert_contains(&e.to_string(), &["missing"]);
+}
+
+#[test]
+fn missing_credentials_say_how_to_give_them() {
+    let base = "bootstrap.servers=a:1\nsecurity.protocol=SASL_SSL\nsasl.mechanism=PLAIN\n";
+    let e = err(base);
+    assert_contains(
+        &e.to_string(),
+        &["user name", "sasl.jaas.config", "MM2_OFFSETS_SASL_PASSWORD"],
+    );
+    let e = err(&format!("{base}sasl.username=u"));
+    assert_contains(&e.to_string(), &["password", "sasl.password.file"]);
+}
+
+#[test]
+fn sasl_and_ssl_keys_without_the_protocol_only_warn() {
+    let (config, warnings) = ok(
+        "bootstrap.servers=a:1\nsasl.mechanism=PLAIN\nsasl.password=hunter2\n\
+         ssl.truststore.location=/ca.pem\nconsumer.ssl.key.password=hunter3",
+    );
+    assert!(config.sasl.is_none());
+    assert!(config.tls.trusted_certificates.is_none());
+    assert_eq!(warnings.len(), 2, "{warnings:?}");
+    let all = warnings.join("\n");
+    assert_contains(
+        &all,
+        &[
+            "sasl.mechanism",
+            "sasl.password",
+            "ssl.truststore.location",
+            "consumer.ssl.key.password",
+        ],
+    );
+    assert!(!all.contains("hunter"), "{all}");
+}
+
+#[test]
+fn truststore() {
+    let base = "bootstrap.servers=a:1\nsecurity.protocol=SSL\n";
+    let (config, _) = ok(&format!(
+        "{base}ssl.truststore.type=pem\nssl.truststore.location= /etc/ca.pem "
+    ));
+    assert_eq!(
+        config.tls.trusted_certificates,
+        Some(PemSource::File(PathBuf::from("/etc/ca.pem")))
+    );
+    assert!(config.tls.verify_hostname);
+    let (config, _) = ok(&format!(
+        "{base}ssl.truststore.certificates=-----BEGIN CERTIFICATE-----\\n...\\n-----END CERTIFICATE-----"
+    ));
+    assert!(
+        matches!(config.tls.trusted_certificates, Some(PemSource::Inline(ref pem)) if pem.contains('\n'))
+    );
+    let (config, _) = ok(base);
+    assert_eq!(config.tls.trusted_certificates, None);
+
+    let e = err(&format!("{base}ssl.truststore.location=/etc/ca.jks"));
+    assert!(matches!(e, ConfigError::Missing { .. }), "{e}");
+    assert_contains(
+        &e.to_string(),
+        &["ssl.truststore.type", "JKS", "PEM", "keytool"],
+    );
+    for kind in ["JKS", "PKCS12"] {
+        let e = err(&format!(
+            "{base}ssl.truststore.type={kind}\nssl.truststore.location=/ts\nssl.truststore.password=hunter2"
+        ));
+        assert!(matches!(e, ConfigError::Unsupported { .. }), "{e}");
+        assert_contains(&e.to_string(), &[kind, "keytool", "openssl pkcs12"]);
+        assert!(!e.to_string().contains("hunter2"));
+    }
+    let e = err(&format!(
+        "{base}ssl.truststore.type=PEM\nssl.truststore.location=/a\nssl.truststore.certificates=x"
+    ));
+    assert!(matches!(e, ConfigError::Conflict { .. }), "{e}");
+    let e = err(&format!(
+        "{base}ssl.truststore.type=PEM\nssl.truststore.location=/a\nssl.truststore.password=hunter2"
+    ));
+    assert_contains(&e.to_string(), &["ssl.truststore.password", "remove"]);
+    assert!(!e.to_string().contains("hunter2"));
+}
+
+#[test]
+fn keystore() {
+    let base = "bootstrap.servers=a:1\nsecurity.protocol=SASL_SSL\nsasl.mechanism=PLAIN\n\
+                sasl.username=u\nsasl.password=p\n";
+    let (config, _) = ok(&format!(
+        "{base}ssl.keystore.type=PEM\nssl.keystore.location=/etc/client.pem"
+    ));
+    let file = Some(PemSource::File(PathBuf::from("/etc/client.pem")));
+    assert_eq!(config.tls.client_certificate_chain, file);
+    assert_eq!(config.tls.client_key, file);
+
+    let (config, _) = ok(&format!(
+        "{base}ssl.keystore.certificate.chain=CHAIN\nssl.keystore.key=KEY"
+    ));
+    assert_eq!(
+        config.tls.client_certificate_chain,
+        Some(PemSource::Inline("CHAIN".into()))
+    );
+    assert_eq!(config.tls.client_key, Some(PemSource::Inline("KEY".into())));
+
+    let e = err(&format!("{base}ssl.keystore.certificate.chain=CHAIN"));
+    assert_contains(&e.to_string(), &["ssl.keystore.key"]);
+    let e = err(&format!("{base}ssl.keystore.key=hunter2"));
+    assert_contains(&e.to_string(), &["ssl.keystore.certificate.chain"]);
+    assert!(!e.to_string().contains("hunter2"));
+    let e = err(&format!(
+        "{base}ssl.keystore.type=PEM\nssl.keystore.location=/c.pem\nssl.keystore.key=hunter2"
+    ));
+    assert!(matches!(e, ConfigError::Conflict { .. }), "{e}");
+    let e = err(&format!(
+        "{base}ssl.keystore.location=/ks.jks\nssl.keystore.password=hunter2"
+    ));
+    assert_contains(&e.to_string(), &["ssl.keystore.type", "openssl pkcs12"]);
+    let e = err(&format!(
+        "{base}ssl.keystore.type=JKS\nssl.keystore.location=/ks.jks\nssl.keystore.password=hunter2"
+    ));
+    assert!(matches!(e, ConfigError::Unsupported { .. }), "{e}");
+    assert_contains(
+        &e.to_string(),
+        &["keytool -importkeystore", "openssl pkcs12", "-nodes"],
+    );
+    let e = err(&format!(
+        "{base}ssl.keystore.type=PEM\nssl.keystore.location=/c.pem\nssl.key.password=hunter2"
+    ));
+    assert!(matches!(e, ConfigError::Unsupported { .. }), "{e}");
+    assert_contains(&e.to_string(), &["encrypted", "openssl pkcs8", "-nocrypt"]);
+    assert!(!e.to_string().contains("hunter2"));
+    let e = err(&format!(
+        "{base}ssl.keystore.type=PEM\nssl.keystore.location=/c.pem\nssl.keystore.password=hunter2"
+    ));
+    assert_contains(&e.to_string(), &["ssl.keystore.password", "remove"]);
+}
+
+#[test]
+fn endpoint_identification() {
+    let base = "bootstrap.servers=a:1\nsecurity.protocol=SSL\n";
+    assert!(ok(base).0.tls.verify_hostname);
+    assert!(
+        ok(&format!(
+            "{base}ssl.endpoint.identification.algorithm=HTTPS"
+        ))
+        .0
+        .tls
+        .verify_hostname
+    );
+    assert!(
+        !ok(&format!("{base}ssl.endpoint.identification.algorithm="))
+            .0
+            .tls
+            .verify_hostname
+    );
+    assert!(
+        !ok(&format!("{base}ssl.endpoint.identification.algorithm=  "))
+            .0
+            .tls
+            .verify_hostname
+    );
+    let e = err(&format!(
+        "{base}ssl.endpoint.identification.algorithm=ldaps"
+    ));
+    assert_contains(&e.to_string(), &["`ldaps`", "https"]);
+}
+
+#[test]
+fn warnings_for_keys_we_do_not_use() {
+    let (_, warnings) = ok("bootstrap.servers=a:1\n\
+         group.id=g\n\
+         consumer.isolation.level=read_committed\n\
+         replication.policy.class=org.apache.kafka.connect.mirror.DefaultReplicationPolicy\n\
+         replication.policy.separator=_\n\
+         replication.policy.internal.topic.separator.enabled=false\n\
+         source.cluster.alias=A\n\
+         forwarding.admin.class=org.apache.kafka.clients.admin.ForwardingAdmin\n\
+         admin.bootstrap.servers=a:1\n\
+         admin.request.timeout.ms=5\n\
+         producer.ssl.truststore.location=/x\n\
+         admin.client.id=other\n");
+    assert_eq!(
+        warnings,
+        [
+            "`group.id` is not used by mm2-offsets; ignored",
+            "`consumer.isolation.level` is not used by mm2-offsets; ignored",
+            "`admin.request.timeout.ms` differs from the setting in use; mm2-offsets uses one \
+             connection setting for every request (the unprefixed or `consumer.` key), so it is \
+             ignored",
+            "`admin.client.id` differs from the setting in use; mm2-offsets uses one connection \
+             setting for every request (the unprefixed or `consumer.` key), so it is ignored",
+        ]
+    );
+    let (_, warnings) = ok("bootstrap.servers=a:1\nforwarding.admin.class=com.example.Admin");
+    assert_contains(&warnings.join("\n"), &["forwarding.admin.class"]);
+}
+
+#[test]
+fn a_broken_multiline_jaas_config_gets_a_hint() {
+    let text = format!(
+        "bootstrap.servers=a:1\nsecurity.protocol=SASL_SSL\nsasl.mechanism=PLAIN\n\
+         sasl.jaas.config={PLAIN} required\n  username=\"u\"\n  password=\"hunter2\";\n"
+    );
+    let e = err(&text);
+    assert_contains(&e.to_string(), &["sasl.jaas.config", "semicolon"]);
+    assert!(!e.to_string().contains("hunter2"));
+    // With credentials from elsewhere it parses, and the stray lines are explained.
+    let text = text.replace(" required\n", " required;\n") + "sasl.username=x\nsasl.password=y\n";
+    let props = Properties::parse(&text).unwrap();
+    let (_, warnings) = ClientConfig::from_properties(&props).unwrap();
+    let all = warnings.join("\n");
+    assert_contains(&all, &["`username`", "`password`", "backslash"]);
+    assert!(!all.contains("hunter2"), "{all}");
+}
+
+#[test]
+fn config_provider_references_are_flagged() {
+    let (_, warnings) = ok("bootstrap.servers=a:1\nclient.id=${file:/etc/x.properties:id}");
+    assert_contains(&warnings.join("\n"), &["client.id", "config provider"]);
+}
+
+#[test]
+fn secrets_never_show() {
+    let dir = tempfile::tempdir().unwrap();
+    let pw_file = dir.path().join("pw");
+    std::fs::write(&pw_file, "secret-from-file").unwrap();
+    let text = format!(
+        "bootstrap.servers=a:1\nsecurity.protocol=SASL_SSL\nsasl.mechanism=SCRAM-SHA-256\n\
+         sasl.jaas.config={SCRAM} required username=u password=\"secret-jaas\" extra=\"secret-opt\";\n\
+         sasl.password.file={}\n\
+         ssl.keystore.certificate.chain=secret-chain\nssl.keystore.key=secret-key\n\
+         ssl.truststore.certificates=secret-ca\n\
+         consumer.sasl.jaas.config.unused=secret-other\n\
+         admin.sasl.password=secret-admin\n\
+         producer.ssl.key.password=secret-producer\n\
+         sasl.login.callback.handler.class=${{file:/x:handler}}\n",
+        pw_file.display()
+    );
+    let props = Properties::parse(&text).unwrap();
+    let (config, warnings) = ClientConfig::from_properties(&props).unwrap();
+    let shown = format!("{config:?}\n{props:?}\n{}", warnings.join("\n"));
+    assert!(!shown.contains("secret-"), "{shown}");
+    assert_eq!(
+        config.sasl.as_ref().unwrap().password.expose(),
+        "secret-from-file"
+    );
+
+    // Failures that involve secret-bearing keys.
+    for extra in [
+        "ssl.key.password=secret-kp",
+        "ssl.keystore.password=secret-ksp",
+        "sasl.password=secret-both",
+        "sasl.jaas.config=secret-broken",
+        "sasl.jaas.config=secret-module required;",
+        "sasl.jaas.config=x required secret-opt;",
+        "sasl.jaas.config=x required a=\"b\" secret-opt=;",
+    ] {
+        let e =
+            ClientConfig::from_properties(&Properties::parse(&format!("{text}{extra}\n")).unwrap())
+                .unwrap_err();
+        let message = format!("{e}\n{e:?}");
+        assert!(!message.contains("secret-"), "{message}");
+    }
+}

@@ -1,0 +1,122 @@
+//! The property keys mm2-offsets understands, and how they group.
+//!
+//! Most are Kafka's client keys (`CommonClientConfigs`, `SslConfigs`, `SaslConfigs`); three are
+//! ours ([`SASL_USERNAME`], [`SASL_PASSWORD`], [`SASL_PASSWORD_FILE`]) so a password can come from
+//! a file or the environment instead of a command line or a JAAS string.
+
+/// `bootstrap.servers`: comma-separated `host:port` pairs.
+pub const BOOTSTRAP_SERVERS: &str = "bootstrap.servers";
+/// `client.id`.
+pub const CLIENT_ID: &str = "client.id";
+/// `security.protocol`: `PLAINTEXT`, `SSL`, `SASL_PLAINTEXT` or `SASL_SSL` (any case).
+pub const SECURITY_PROTOCOL: &str = "security.protocol";
+/// `request.timeout.ms`.
+pub const REQUEST_TIMEOUT_MS: &str = "request.timeout.ms";
+/// `socket.connection.setup.timeout.ms`.
+pub const SOCKET_CONNECTION_SETUP_TIMEOUT_MS: &str = "socket.connection.setup.timeout.ms";
+
+/// `sasl.mechanism`: `PLAIN`, `SCRAM-SHA-256` or `SCRAM-SHA-512`.
+pub const SASL_MECHANISM: &str = "sasl.mechanism";
+/// `sasl.jaas.config`: a `PlainLoginModule` or `ScramLoginModule` entry with `username` and
+/// `password` options.
+pub const SASL_JAAS_CONFIG: &str = "sasl.jaas.config";
+/// Ours: the SASL user name; overrides the JAAS `username` option.
+pub const SASL_USERNAME: &str = "sasl.username";
+/// Ours: the SASL password; overrides the JAAS `password` option. Prefer
+/// [`SASL_PASSWORD_FILE`] or the `MM2_OFFSETS_SASL_PASSWORD` environment variable to a command
+/// line, where other users of the machine can read it.
+pub const SASL_PASSWORD: &str = "sasl.password";
+/// Ours: a file whose content (without trailing line breaks) is the SASL password.
+pub const SASL_PASSWORD_FILE: &str = "sasl.password.file";
+
+/// `ssl.truststore.type`: only `PEM` is supported.
+pub const SSL_TRUSTSTORE_TYPE: &str = "ssl.truststore.type";
+/// `ssl.truststore.location`: a PEM file of CA certificates.
+pub const SSL_TRUSTSTORE_LOCATION: &str = "ssl.truststore.location";
+/// `ssl.truststore.certificates`: CA certificates as inline PEM.
+pub const SSL_TRUSTSTORE_CERTIFICATES: &str = "ssl.truststore.certificates";
+/// `ssl.truststore.password`: not used with PEM (Java rejects it too).
+pub const SSL_TRUSTSTORE_PASSWORD: &str = "ssl.truststore.password";
+/// `ssl.keystore.type`: only `PEM` is supported.
+pub const SSL_KEYSTORE_TYPE: &str = "ssl.keystore.type";
+/// `ssl.keystore.location`: one PEM file holding the private key and the certificate chain.
+pub const SSL_KEYSTORE_LOCATION: &str = "ssl.keystore.location";
+/// `ssl.keystore.certificate.chain`: the client certificate chain as inline PEM.
+pub const SSL_KEYSTORE_CERTIFICATE_CHAIN: &str = "ssl.keystore.certificate.chain";
+/// `ssl.keystore.key`: the client private key as inline PEM.
+pub const SSL_KEYSTORE_KEY: &str = "ssl.keystore.key";
+/// `ssl.keystore.password`: not used with PEM (Java rejects it too).
+pub const SSL_KEYSTORE_PASSWORD: &str = "ssl.keystore.password";
+/// `ssl.key.password`: decrypts an encrypted private key; not supported.
+pub const SSL_KEY_PASSWORD: &str = "ssl.key.password";
+/// `ssl.endpoint.identification.algorithm`: `https` (the default) or empty to skip host name
+/// verification.
+pub const SSL_ENDPOINT_IDENTIFICATION_ALGORITHM: &str = "ssl.endpoint.identification.algorithm";
+
+/// `forwarding.admin.class` (a `MirrorClientConfig` key; only Kafka's default is honoured).
+pub const FORWARDING_ADMIN_CLASS: &str = "forwarding.admin.class";
+/// The default `forwarding.admin.class`.
+pub const DEFAULT_FORWARDING_ADMIN_CLASS: &str = "org.apache.kafka.clients.admin.ForwardingAdmin";
+
+/// Every key [`ClientConfig::from_properties`](super::ClientConfig::from_properties) reads.
+pub const CLIENT_KEYS: &[&str] = &[
+    BOOTSTRAP_SERVERS,
+    CLIENT_ID,
+    SECURITY_PROTOCOL,
+    REQUEST_TIMEOUT_MS,
+    SOCKET_CONNECTION_SETUP_TIMEOUT_MS,
+    SASL_MECHANISM,
+    SASL_JAAS_CONFIG,
+    SASL_USERNAME,
+    SASL_PASSWORD,
+    SASL_PASSWORD_FILE,
+    SSL_TRUSTSTORE_TYPE,
+    SSL_TRUSTSTORE_LOCATION,
+    SSL_TRUSTSTORE_CERTIFICATES,
+    SSL_TRUSTSTORE_PASSWORD,
+    SSL_KEYSTORE_TYPE,
+    SSL_KEYSTORE_LOCATION,
+    SSL_KEYSTORE_CERTIFICATE_CHAIN,
+    SSL_KEYSTORE_KEY,
+    SSL_KEYSTORE_PASSWORD,
+    SSL_KEY_PASSWORD,
+    SSL_ENDPOINT_IDENTIFICATION_ALGORITHM,
+];
+
+/// `MirrorClientConfig` keys that are not client settings: the replication policy's and the
+/// forwarding admin's. They never draw a warning.
+pub const MIRROR_CLIENT_KEYS: &[&str] = &[
+    crate::mm2::policy::CLASS_CONFIG,
+    crate::mm2::policy::SEPARATOR_CONFIG,
+    crate::mm2::policy::INTERNAL_TOPIC_SEPARATOR_ENABLED_CONFIG,
+    crate::mm2::policy::SOURCE_CLUSTER_ALIAS_CONFIG,
+    FORWARDING_ADMIN_CLASS,
+];
+
+/// The prefix whose keys override unprefixed ones for our connection, as `MirrorClientConfig`
+/// builds its consumer's settings.
+pub const CONSUMER_PREFIX: &str = "consumer.";
+/// `MirrorClientConfig`'s other client prefixes. mm2-offsets uses one connection setting for
+/// every request, so these are accepted but not used.
+pub const OTHER_CLIENT_PREFIXES: &[&str] = &["admin.", "producer."];
+
+/// Whether `key` is a connection setting in `MirrorClientConfig`'s sense (its `CLIENT_CONFIG_DEF`:
+/// `bootstrap.servers`, `security.protocol`, `ssl.*`, `sasl.*`), the keys it passes to its
+/// clients and MirrorMaker copies to each cluster's clients.
+pub fn is_connection_key(key: &str) -> bool {
+    key == BOOTSTRAP_SERVERS
+        || key == SECURITY_PROTOCOL
+        || key.starts_with("ssl.")
+        || key.starts_with("sasl.")
+}
+
+/// Settings that are alternatives to each other: setting one in a higher layer (see
+/// [`layered`](super::layered)) drops the others from the lower layers.
+pub(crate) const ALTERNATIVES: &[&[&[&str]]] = &[
+    &[&[SASL_PASSWORD], &[SASL_PASSWORD_FILE]],
+    &[&[SSL_TRUSTSTORE_LOCATION], &[SSL_TRUSTSTORE_CERTIFICATES]],
+    &[
+        &[SSL_KEYSTORE_LOCATION],
+        &[SSL_KEYSTORE_KEY, SSL_KEYSTORE_CERTIFICATE_CHAIN],
+    ],
+];

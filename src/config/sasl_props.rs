@@ -1,0 +1,168 @@
+//! The `sasl.*` keys: mechanism and credentials.
+//!
+//! Credentials come from `sasl.jaas.config`, as for Kafka's tools, and can be overridden by our
+//! own keys: `sasl.username`, and `sasl.password` or `sasl.password.file` (the file's content
+//! without trailing line breaks). These keys let a password come from a file or from the
+//! `MM2_OFFSETS_SASL_PASSWORD` environment variable instead of a command line.
+//!
+//! Java's `sasl.mechanism` defaults to GSSAPI (Kerberos), which we do not speak, so the mechanism
+//! must be given.
+//!
+//! # References
+//! - RFC 4616 (PLAIN), RFC 5802 and RFC 7677 (SCRAM)
+//! - KIP-85 (`sasl.jaas.config`): <https://cwiki.apache.org/confluence/display/KAFKA/KIP-85%3A+Dynamic+JAAS+configuration+for+Kafka+clients>
+
+use super::client_props::Settings;
+use super::keys::*;
+use super::{ConfigError, SaslMechanism, SaslSettings, Secret, SecurityProtocol, jaas};
+
+const PLAIN_MODULE: &str = "org.apache.kafka.common.security.plain.PlainLoginModule";
+const SCRAM_MODULE: &str = "org.apache.kafka.common.security.scram.ScramLoginModule";
+
+const CREDENTIALS_HINT: &str = "set sasl.jaas.config as for Kafka's tools, or sasl.username with \
+     sasl.password.file (or the MM2_OFFSETS_SASL_PASSWORD environment variable)";
+
+/// Reads the SASL settings: `None` when the protocol does not use SASL (then `sasl.*` keys only
+/// draw a warning).
+pub(crate) fn read(
+    s: &mut Settings<'_>,
+    protocol: SecurityProtocol,
+) -> Result<Option<SaslSettings>, ConfigError> {
+    if !protocol.uses_sasl() {
+        s.ignore_family(
+            "sasl.",
+            &format!("security.protocol is {protocol:?}, which does not use SASL"),
+        );
+        return Ok(None);
+    }
+    let mechanism = mechanism(s)?;
+    let (mut username, mut password) = (None, None);
+    if let Some(setting) = s.get(SASL_JAAS_CONFIG) {
+        let entry = jaas::parse(setting.value)
+            .map_err(|reason| ConfigError::invalid(setting.key, reason))?;
+        check_login_module(setting.key, &entry.login_module, mechanism)?;
+        let mut ignored = 0;
+        for (option, value) in &entry.options {
+            match option.as_str() {
+                "username" | "password" => {}
+                "tokenauth" if value.expose().eq_ignore_ascii_case("true") => {
+                    return Err(ConfigError::unsupported(
+                        setting.key,
+                        "delegation-token authentication (tokenauth=true) is not supported",
+                    ));
+                }
+                _ => ignored += 1,
+            }
+        }
+        if ignored > 0 {
+            // Not named: in a mangled entry an option name may be part of a password.
+            s.warn(format!(
+                "{}: {ignored} login module option(s) other than username and password ignored",
+                setting.key
+            ));
+        }
+        username = entry.option("username").map(|u| u.expose().to_string());
+        password = entry.option("password").cloned();
+    }
+    if let Some(setting) = s.get(SASL_USERNAME) {
+        username = Some(setting.value.to_string());
+    }
+    match (s.get(SASL_PASSWORD), s.get(SASL_PASSWORD_FILE)) {
+        (Some(p), Some(f)) => {
+            return Err(ConfigError::conflict(
+                p.key,
+                f.key,
+                "give the password one way only (sasl.password.file is the safer)",
+            ));
+        }
+        (Some(p), None) => password = Some(Secret::new(p.value)),
+        (None, Some(f)) => password = Some(read_password_file(f.value.trim())?),
+        (None, None) => {}
+    }
+    let username = username.ok_or_else(|| ConfigError::Missing {
+        key: "SASL user name".into(),
+        hint: CREDENTIALS_HINT.into(),
+    })?;
+    let password = password.ok_or_else(|| ConfigError::Missing {
+        key: "SASL password".into(),
+        hint: CREDENTIALS_HINT.into(),
+    })?;
+    Ok(Some(SaslSettings {
+        mechanism,
+        username,
+        password,
+    }))
+}
+
+fn mechanism(s: &mut Settings<'_>) -> Result<SaslMechanism, ConfigError> {
+    let Some(setting) = s.get(SASL_MECHANISM) else {
+        return Err(ConfigError::Missing {
+            key: SASL_MECHANISM.into(),
+            hint: "Java's default, GSSAPI (Kerberos), is not supported; set PLAIN, \
+                   SCRAM-SHA-256 or SCRAM-SHA-512"
+                .into(),
+        });
+    };
+    let value = setting.value.trim();
+    [
+        SaslMechanism::Plain,
+        SaslMechanism::ScramSha256,
+        SaslMechanism::ScramSha512,
+    ]
+    .into_iter()
+    .find(|m| value.eq_ignore_ascii_case(m.name()))
+    .ok_or_else(|| {
+        ConfigError::unsupported(
+            setting.key,
+            format!(
+                "{} is not supported; use PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512",
+                setting.shown()
+            ),
+        )
+    })
+}
+
+fn check_login_module(
+    key: &str,
+    module: &str,
+    mechanism: SaslMechanism,
+) -> Result<(), ConfigError> {
+    let expected = match mechanism {
+        SaslMechanism::Plain => PLAIN_MODULE,
+        SaslMechanism::ScramSha256 | SaslMechanism::ScramSha512 => SCRAM_MODULE,
+    };
+    if module == expected {
+        return Ok(());
+    }
+    let reason = if module == PLAIN_MODULE || module == SCRAM_MODULE {
+        format!(
+            "{module} does not go with sasl.mechanism={}; use {expected}",
+            mechanism.name()
+        )
+    } else {
+        // Name the class only if it looks like one: a mangled value may put a password here.
+        let looks_like_class = module.ends_with("LoginModule")
+            && module
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '$'));
+        let named = if looks_like_class {
+            format!("login module {module}")
+        } else {
+            "the login module".to_string()
+        };
+        format!(
+            "{named} is not supported; use {PLAIN_MODULE} (PLAIN) or {SCRAM_MODULE} \
+             (SCRAM-SHA-256/512)"
+        )
+    };
+    Err(ConfigError::unsupported(key, reason))
+}
+
+/// The password file's content without trailing line breaks.
+fn read_password_file(path: &str) -> Result<Secret, ConfigError> {
+    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Io {
+        path: path.into(),
+        source,
+    })?;
+    Ok(Secret::new(text.trim_end_matches(['\r', '\n'])))
+}
