@@ -38,7 +38,10 @@ pub fn main() -> i32 {
         }
     };
     init_logging(cli.verbose);
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
         Ok(runtime) => runtime,
         Err(e) => {
             eprintln!("error: cannot start the async runtime: {e}");
@@ -156,10 +159,12 @@ async fn discover_sources(
         .await
         .map_err(|e| e.to_string())?;
     let policy = client.replication_policy();
-    let sources: Vec<String> = topology::checkpoint_topics(policy, &topics)
-        .into_iter()
-        .filter_map(|t| policy.checkpoints_topic_source(&t))
-        .collect();
+    let sources: Vec<String> =
+        topology::checkpoint_topics(policy, topics.iter().map(String::as_str))
+            .into_iter()
+            .filter_map(|t| policy.checkpoints_topic_alias(t))
+            .map(str::to_string)
+            .collect();
     if sources.is_empty() {
         return Err("no checkpoints topics on this cluster: is MirrorMaker 2 writing checkpoints here (emit.checkpoints.enabled), and is this the target cluster? Pass --source ALIAS to name one".to_string());
     }
@@ -174,11 +179,15 @@ fn print_translation(args: &TranslateArgs, translation: &Translation) -> Result<
         OutputFormat::Json => output::write_json(&mut out, translation),
         OutputFormat::Csv => output::write_csv(&mut out, translation),
         OutputFormat::ResetCsv => {
-            let files = output::write_reset_files(&args.output_dir, translation)
-                .map_err(|e| format!("cannot write reset files in {}: {e}", args.output_dir.display()))?;
-            files.iter().try_for_each(|(group, path)| {
-                writeln!(out, "{group}\t{}", path.display())
-            })
+            let files = output::write_reset_files(&args.output_dir, translation).map_err(|e| {
+                format!(
+                    "cannot write reset files in {}: {e}",
+                    args.output_dir.display()
+                )
+            })?;
+            files
+                .iter()
+                .try_for_each(|(group, path)| writeln!(out, "{group}\t{}", path.display()))
         }
     };
     written
@@ -202,8 +211,16 @@ fn summarize(translation: &Translation) {
         report.batches,
         report.bytes as f64 / (1024.0 * 1024.0),
         report.elapsed.as_secs_f64() * 1000.0,
-        if report.complete { "complete" } else { "INCOMPLETE: not every partition was read to its end" },
-        if skipped.is_empty() { String::new() } else { format!("; skipped/flagged: {}", skipped.join(", ")) },
+        if report.complete {
+            "complete"
+        } else {
+            "INCOMPLETE: not every partition was read to its end"
+        },
+        if skipped.is_empty() {
+            String::new()
+        } else {
+            format!("; skipped/flagged: {}", skipped.join(", "))
+        },
     );
 }
 
@@ -213,18 +230,38 @@ async fn run_topics(args: TopologyArgs) -> Result<i32, String> {
         .await
         .map_err(|e| e.to_string())?;
     let deadline = Deadline::after(args.timeout);
-    let topics = client.list_topics(&deadline).await.map_err(|e| e.to_string())?;
+    let topics = client
+        .list_topics(&deadline)
+        .await
+        .map_err(|e| e.to_string())?;
     let policy = client.replication_policy();
-    let mut rows: Vec<(&str, String)> = Vec::new();
-    rows.extend(topology::checkpoint_topics(policy, &topics).into_iter().map(|t| ("checkpoints", t)));
-    rows.extend(topology::heartbeat_topics(policy, &topics).into_iter().map(|t| ("heartbeats", t)));
-    rows.extend(topology::remote_topics(policy, &topics).into_iter().map(|t| ("remote", t)));
+    let names = || topics.iter().map(String::as_str);
+    let mut rows: Vec<(&str, &str)> = Vec::new();
+    rows.extend(
+        topology::checkpoint_topics(policy, names())
+            .into_iter()
+            .map(|t| ("checkpoints", t)),
+    );
+    rows.extend(
+        topology::heartbeat_topics(policy, names())
+            .into_iter()
+            .map(|t| ("heartbeats", t)),
+    );
+    rows.extend(
+        topology::remote_topics(policy, names())
+            .into_iter()
+            .map(|t| ("remote", t)),
+    );
     let mut out = std::io::stdout().lock();
     let result = match args.output {
         OutputFormat::Json => {
             let mut doc = serde_json::Map::new();
             for kind in ["checkpoints", "heartbeats", "remote"] {
-                let names: Vec<&str> = rows.iter().filter(|(k, _)| *k == kind).map(|(_, t)| t.as_str()).collect();
+                let names: Vec<&str> = rows
+                    .iter()
+                    .filter(|(k, _)| *k == kind)
+                    .map(|(_, t)| *t)
+                    .collect();
                 doc.insert(format!("{kind}_topics"), serde_json::json!(names));
             }
             writeln!(out, "{}", serde_json::Value::Object(doc))
@@ -254,14 +291,18 @@ async fn run_upstream(args: TopologyArgs) -> Result<i32, String> {
         .await
         .map_err(|e| e.to_string())?;
     let deadline = Deadline::after(args.timeout);
-    let topics = client.list_topics(&deadline).await.map_err(|e| e.to_string())?;
+    let topics = client
+        .list_topics(&deadline)
+        .await
+        .map_err(|e| e.to_string())?;
     let policy = client.replication_policy();
-    let clusters = topology::upstream_clusters(policy, &topics);
-    let rows: Vec<(String, i32)> = clusters
+    let names = || topics.iter().map(String::as_str);
+    // Java reports an unreachable cluster as -1 hops; so do we, for parity.
+    let rows: Vec<(String, i64)> = topology::upstream_clusters(policy, names())
         .into_iter()
         .map(|alias| {
-            let hops = topology::replication_hops(policy, &topics, &alias);
-            (alias, hops)
+            let hops = topology::replication_hops(policy, names(), alias);
+            (alias.to_string(), hops.map_or(-1, i64::from))
         })
         .collect();
     let mut out = std::io::stdout().lock();

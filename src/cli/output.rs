@@ -71,7 +71,14 @@ pub fn write_table(out: &mut dyn Write, translation: &Translation) -> io::Result
         .windows(2)
         .any(|w| w[0].source != w[1].source);
     let mut rows: Vec<Vec<String>> = Vec::with_capacity(translation.offsets.len() + 1);
-    let mut header = vec!["GROUP", "TOPIC", "PARTITION", "OFFSET", "UPSTREAM", "METADATA"];
+    let mut header = vec![
+        "GROUP",
+        "TOPIC",
+        "PARTITION",
+        "OFFSET",
+        "UPSTREAM",
+        "METADATA",
+    ];
     if multi_source {
         header.insert(0, "SOURCE");
     }
@@ -130,7 +137,10 @@ pub fn reset_file_name(group: &str) -> String {
 
 /// Writes `<dir>/<group>.csv` per group, each line `topic,partition,offset` as
 /// `kafka-consumer-groups.sh --reset-offsets --from-file` reads it. Returns (group, file) pairs.
-pub fn write_reset_files(dir: &Path, translation: &Translation) -> io::Result<Vec<(String, PathBuf)>> {
+pub fn write_reset_files(
+    dir: &Path,
+    translation: &Translation,
+) -> io::Result<Vec<(String, PathBuf)>> {
     std::fs::create_dir_all(dir)?;
     let mut written = Vec::new();
     for group in translation.groups() {
@@ -149,7 +159,13 @@ pub fn write_reset_files(dir: &Path, translation: &Translation) -> io::Result<Ve
 mod tests {
     use super::*;
 
-    fn offset(group: &str, topic: &str, partition: i32, offset: i64, metadata: &str) -> TranslatedOffset {
+    fn offset(
+        group: &str,
+        topic: &str,
+        partition: i32,
+        offset: i64,
+        metadata: &str,
+    ) -> TranslatedOffset {
         TranslatedOffset {
             source: "primary".into(),
             group: group.into(),
@@ -185,7 +201,10 @@ mod tests {
         let text = String::from_utf8(out).unwrap();
         let lines: Vec<_> = text.lines().collect();
         assert_eq!(lines.len(), 4);
-        assert_eq!(lines[2], "primary,app,primary.orders,1,7,107,\"a,\"\"b\"\"\",1700000000000");
+        assert_eq!(
+            lines[2],
+            "primary,app,primary.orders,1,7,107,\"a,\"\"b\"\"\",1700000000000"
+        );
     }
 
     #[test]

@@ -32,7 +32,11 @@ impl ProgressLine {
 fn draw(progress: &ReadProgress, elapsed: Duration) {
     let total = progress.total_offsets();
     let done = progress.done_offsets();
-    let percent = if total == 0 { 100.0 } else { done as f64 * 100.0 / total as f64 };
+    let percent = if total == 0 {
+        100.0
+    } else {
+        done as f64 * 100.0 / total as f64
+    };
     let mib = progress.bytes() as f64 / (1024.0 * 1024.0);
     let mut err = std::io::stderr().lock();
     let _ = write!(

@@ -140,15 +140,16 @@ impl KafkaClient {
             None => Err(ClientError::Protocol {
                 broker: format!("node {node_id}"),
                 request: "Metadata",
-                problem: format!("broker {node_id} is a partition leader but not in the broker list"),
+                problem: format!(
+                    "broker {node_id} is a partition leader but not in the broker list"
+                ),
             }),
         }
     }
 
     /// Any working connection: a known broker first, else each bootstrap server in turn.
     async fn any_connection(&self) -> Result<BrokerConnection, ClientError> {
-        let mut candidates: Vec<String> =
-            self.brokers().iter().map(BrokerInfo::address).collect();
+        let mut candidates: Vec<String> = self.brokers().iter().map(BrokerInfo::address).collect();
         candidates.extend(self.config().bootstrap_servers.iter().cloned());
         let mut last = None;
         for address in &candidates {
@@ -197,7 +198,10 @@ impl KafkaClient {
         }
     }
 
-    async fn metadata_once(&self, topics: Option<&[&str]>) -> Result<MetadataResponse, ClientError> {
+    async fn metadata_once(
+        &self,
+        topics: Option<&[&str]>,
+    ) -> Result<MetadataResponse, ClientError> {
         let conn = self.any_connection().await?;
         let version = conn.negotiate(ApiKey::Metadata, responses::METADATA_VERSIONS)?;
         let request = MetadataRequest::default()
@@ -219,9 +223,18 @@ impl KafkaClient {
                 source,
             })?;
         if response.error_code != 0 {
-            return Err(broker_error("Metadata", "the cluster", conn.address(), response.error_code));
+            return Err(broker_error(
+                "Metadata",
+                "the cluster",
+                conn.address(),
+                response.error_code,
+            ));
         }
-        let mut brokers = self.inner.brokers.write().unwrap_or_else(|e| e.into_inner());
+        let mut brokers = self
+            .inner
+            .brokers
+            .write()
+            .unwrap_or_else(|e| e.into_inner());
         brokers.clear();
         for b in &response.brokers {
             brokers.insert(
@@ -244,9 +257,7 @@ impl KafkaClient {
             .topics
             .iter()
             .filter(|t| t.error_code == 0)
-            .filter_map(|t| {
-                t.name.as_ref().map(|name| topic_info(name, t))
-            })
+            .filter_map(|t| t.name.as_ref().map(|name| topic_info(name, t)))
             .collect();
         topics.sort_by(|a, b| a.name.cmp(&b.name));
         Ok(topics)
@@ -314,10 +325,12 @@ impl KafkaClient {
         loop {
             let mut by_leader: BTreeMap<i32, Vec<PartitionInfo>> = BTreeMap::new();
             for &p in &pending {
-                let info = current.partition(p).ok_or_else(|| ClientError::UnknownPartition {
-                    topic: topic.name.clone(),
-                    partition: p,
-                })?;
+                let info = current
+                    .partition(p)
+                    .ok_or_else(|| ClientError::UnknownPartition {
+                        topic: topic.name.clone(),
+                        partition: p,
+                    })?;
                 by_leader.entry(info.leader).or_default().push(*info);
             }
             let mut failed = Vec::new();
@@ -384,20 +397,27 @@ impl KafkaClient {
         let request = ListOffsetsRequest::default()
             .with_replica_id(kafka_protocol::messages::BrokerId(-1))
             .with_isolation_level(isolation.wire_value())
-            .with_timeout_ms(self.config().request_timeout.as_millis().min(i32::MAX as u128) as i32)
-            .with_topics(vec![ListOffsetsTopic::default()
-                .with_name(TopicName(StrBytes::from_string(topic.name.clone())))
-                .with_partitions(
-                    partitions
-                        .iter()
-                        .map(|p| {
-                            ListOffsetsPartition::default()
-                                .with_partition_index(p.partition)
-                                .with_current_leader_epoch(p.leader_epoch)
-                                .with_timestamp(spec.timestamp())
-                        })
-                        .collect(),
-                )]);
+            .with_timeout_ms(
+                self.config()
+                    .request_timeout
+                    .as_millis()
+                    .min(i32::MAX as u128) as i32,
+            )
+            .with_topics(vec![
+                ListOffsetsTopic::default()
+                    .with_name(TopicName(StrBytes::from_string(topic.name.clone())))
+                    .with_partitions(
+                        partitions
+                            .iter()
+                            .map(|p| {
+                                ListOffsetsPartition::default()
+                                    .with_partition_index(p.partition)
+                                    .with_current_leader_epoch(p.leader_epoch)
+                                    .with_timestamp(spec.timestamp())
+                            })
+                            .collect(),
+                    ),
+            ]);
         let body = conn.send(&request, version).await?;
         let response =
             ListOffsetsResponse::decode(body, version).map_err(|source| ClientError::Decode {
@@ -467,7 +487,11 @@ pub(crate) fn broker_error(
     }
 }
 
-pub(crate) fn deadline_error(operation: &str, deadline: &Deadline, last: &ClientError) -> ClientError {
+pub(crate) fn deadline_error(
+    operation: &str,
+    deadline: &Deadline,
+    last: &ClientError,
+) -> ClientError {
     ClientError::DeadlineExceeded {
         operation: operation.to_string(),
         timeout: deadline.budget(),

@@ -12,7 +12,9 @@ use crate::wire::decode::DecodeError;
 #[non_exhaustive]
 pub enum ClientError {
     /// No bootstrap server could be reached.
-    #[error("could not reach any bootstrap server ({servers}): {last}; check --bootstrap-server and that the brokers are running")]
+    #[error(
+        "could not reach any bootstrap server ({servers}): {last}; check --bootstrap-server and that the brokers are running"
+    )]
     Bootstrap {
         /// The servers tried, comma-separated.
         servers: String,
@@ -20,7 +22,9 @@ pub enum ClientError {
         last: Box<WireError>,
     },
     /// The configuration lists no bootstrap server.
-    #[error("no bootstrap servers configured; pass --bootstrap-server HOST:PORT or set bootstrap.servers")]
+    #[error(
+        "no bootstrap servers configured; pass --bootstrap-server HOST:PORT or set bootstrap.servers"
+    )]
     NoBootstrapServers,
     /// A transport-level failure.
     #[error(transparent)]
@@ -64,7 +68,9 @@ pub enum ClientError {
         partition: i32,
     },
     /// A partition has no leader in the metadata we hold, even after refreshing.
-    #[error("partition {topic}-{partition} has no leader (broker id {leader}) in the cluster metadata")]
+    #[error(
+        "partition {topic}-{partition} has no leader (broker id {leader}) in the cluster metadata"
+    )]
     NoLeader {
         /// The topic.
         topic: String,
@@ -74,7 +80,9 @@ pub enum ClientError {
         leader: i32,
     },
     /// The requested offset is outside the partition's log (e.g. deleted by retention).
-    #[error("offset {offset} is out of range for {topic}-{partition}; the log may have been truncated or deleted by retention while reading; retry the read")]
+    #[error(
+        "offset {offset} is out of range for {topic}-{partition}; the log may have been truncated or deleted by retention while reading; retry the read"
+    )]
     OffsetOutOfRange {
         /// The topic.
         topic: String,

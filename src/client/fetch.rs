@@ -99,7 +99,9 @@ pub fn complete_batches(records: &[u8]) -> (usize, Option<i64>) {
         let magic = header[16];
         let next_offset = if magic >= 2 && total >= 27 {
             let delta = i32::from_be_bytes(header[23..27].try_into().unwrap_or([0; 4]));
-            base_offset.saturating_add(i64::from(delta)).saturating_add(1)
+            base_offset
+                .saturating_add(i64::from(delta))
+                .saturating_add(1)
         } else {
             // Magic 0/1 entries carry the offset of their (last) message.
             base_offset.saturating_add(1)
@@ -149,7 +151,8 @@ impl KafkaClient {
         if version >= FIRST_FETCH_VERSION_WITH_TOPIC_IDS {
             fetch_topic = fetch_topic.with_topic_id(uuid::Uuid::from_bytes(topic.topic_id));
         } else {
-            fetch_topic = fetch_topic.with_topic(TopicName(StrBytes::from_string(topic.name.clone())));
+            fetch_topic =
+                fetch_topic.with_topic(TopicName(StrBytes::from_string(topic.name.clone())));
         }
         let request = FetchRequest::default()
             .with_replica_id(BrokerId(-1))
@@ -162,13 +165,19 @@ impl KafkaClient {
             .with_session_epoch(-1)
             .with_topics(vec![fetch_topic]);
         let body = conn.send(&request, version).await?;
-        let response = FetchResponse::decode(body, version).map_err(|source| ClientError::Decode {
-            broker: conn.address().to_string(),
-            source,
-        })?;
+        let response =
+            FetchResponse::decode(body, version).map_err(|source| ClientError::Decode {
+                broker: conn.address().to_string(),
+                source,
+            })?;
         let resource = format!("{}-{}", topic.name, partition);
         if response.error_code != 0 {
-            return Err(broker_error("Fetch", &resource, conn.address(), response.error_code));
+            return Err(broker_error(
+                "Fetch",
+                &resource,
+                conn.address(),
+                response.error_code,
+            ));
         }
         let answer = response
             .responses

@@ -47,10 +47,8 @@ impl ConnectionPool {
         // Holding the slot's async lock while connecting makes concurrent callers share one
         // connection attempt instead of racing to open several.
         let mut guard = slot.lock().await;
-        if let Some(conn) = guard.as_ref() {
-            if !conn.is_broken() {
-                return Ok(conn.clone());
-            }
+        if let Some(conn) = guard.as_ref().filter(|c| !c.is_broken()) {
+            return Ok(conn.clone());
         }
         let conn = BrokerConnection::connect(address, &self.config).await?;
         *guard = Some(conn.clone());

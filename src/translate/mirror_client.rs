@@ -12,7 +12,7 @@ use super::report::{PartitionProgress, ReadReport, SkipCounts};
 use super::{GroupSelector, TranslateError, TranslateRequest, TranslatedOffset, Translation};
 use crate::client::{ClientError, Deadline, KafkaClient, OffsetSpec, ReadOptions};
 use crate::config::ClientConfig;
-use crate::mm2::policy::ReplicationPolicy;
+use crate::mm2::ReplicationPolicy;
 
 /// A translated offset as Java's `OffsetAndMetadata` (without a leader epoch, as MM2 writes none).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -67,7 +67,10 @@ impl MirrorClient {
         config: ClientConfig,
         policy: ReplicationPolicy,
     ) -> Result<Self, ClientError> {
-        Ok(MirrorClient::new(KafkaClient::connect(config).await?, policy))
+        Ok(MirrorClient::new(
+            KafkaClient::connect(config).await?,
+            policy,
+        ))
     }
 
     /// The underlying Kafka client.
@@ -96,7 +99,10 @@ impl MirrorClient {
     /// checkpoints topic. Fails with [`TranslateError::Incomplete`] if the deadline passes before
     /// the snapshotted end of every partition, unless `allow_partial` is set, in which case the
     /// report says `complete: false`.
-    pub async fn translate(&self, request: &TranslateRequest) -> Result<Translation, TranslateError> {
+    pub async fn translate(
+        &self,
+        request: &TranslateRequest,
+    ) -> Result<Translation, TranslateError> {
         let started = Instant::now();
         let deadline = Deadline::after(request.timeout);
         let mut bounds = Vec::new();
@@ -138,10 +144,9 @@ impl MirrorClient {
             .map(|b| {
                 // A partition got as far as its ranges did without a gap.
                 let mut read_to = b.start.max(if b.end <= b.start { b.end } else { b.start });
-                for o in outcomes
-                    .iter()
-                    .filter(|o| o.range.topic.name == b.topic.name && o.range.partition == b.partition)
-                {
+                for o in outcomes.iter().filter(|o| {
+                    o.range.topic.name == b.topic.name && o.range.partition == b.partition
+                }) {
                     if o.range.start <= read_to {
                         read_to = read_to.max(o.read_to);
                     }
@@ -214,11 +219,23 @@ impl MirrorClient {
         let partitions: Vec<i32> = topic.partitions.iter().map(|p| p.partition).collect();
         let starts = self
             .client
-            .list_offsets(&topic, &partitions, OffsetSpec::Earliest, request.isolation, deadline)
+            .list_offsets(
+                &topic,
+                &partitions,
+                OffsetSpec::Earliest,
+                request.isolation,
+                deadline,
+            )
             .await?;
         let ends = self
             .client
-            .list_offsets(&topic, &partitions, OffsetSpec::Latest, request.isolation, deadline)
+            .list_offsets(
+                &topic,
+                &partitions,
+                OffsetSpec::Latest,
+                request.isolation,
+                deadline,
+            )
             .await?;
         Ok(partitions
             .iter()
@@ -241,8 +258,8 @@ impl MirrorClient {
         remote_cluster_alias: &str,
         timeout: std::time::Duration,
     ) -> Result<BTreeMap<(String, i32), OffsetAndMetadata>, TranslateError> {
-        let selector = GroupSelector::new([group_id], Vec::<String>::new())
-            .expect("no patterns to compile");
+        let selector =
+            GroupSelector::new([group_id], Vec::<String>::new()).expect("no patterns to compile");
         let mut request = TranslateRequest::new(remote_cluster_alias, selector);
         request.timeout = timeout;
         let translation = self.translate(&request).await?;
@@ -256,15 +273,20 @@ impl MirrorClient {
         pattern: &str,
         remote_cluster_alias: &str,
         timeout: std::time::Duration,
-    ) -> Result<BTreeMap<String, BTreeMap<(String, i32), OffsetAndMetadata>>, Box<dyn std::error::Error + Send + Sync>>
-    {
+    ) -> Result<
+        BTreeMap<String, BTreeMap<(String, i32), OffsetAndMetadata>>,
+        Box<dyn std::error::Error + Send + Sync>,
+    > {
         let selector = GroupSelector::new(Vec::<String>::new(), [pattern])?;
         let mut request = TranslateRequest::new(remote_cluster_alias, selector);
         request.timeout = timeout;
         let translation = self.translate(&request).await?;
         let mut out = BTreeMap::new();
         for group in translation.groups() {
-            out.insert(group.to_string(), by_topic_partition(translation.group(group)));
+            out.insert(
+                group.to_string(),
+                by_topic_partition(translation.group(group)),
+            );
         }
         Ok(out)
     }

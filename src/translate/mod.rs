@@ -19,8 +19,8 @@ mod translator;
 
 pub use groups::{GroupSelector, InvalidGroupPattern};
 pub use mirror_client::{MirrorClient, OffsetAndMetadata};
-pub use progress::ReadProgress;
 pub use plan::{MIN_SPLIT_OFFSETS, PartitionBounds, ReadRange, plan_ranges};
+pub use progress::ReadProgress;
 pub use report::{PartitionProgress, ReadReport, SkipCount, SkipCounts, SkipReason};
 
 use std::time::Duration;

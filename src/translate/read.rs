@@ -11,7 +11,7 @@ use super::plan::ReadRange;
 use super::progress::ReadProgress;
 use super::report::SkipCounts;
 use super::translator::{Accumulator, NamedSlot};
-use crate::client::{ClientError, Deadline, KafkaClient, ReadOptions};
+use crate::client::{ClientError, Deadline, IsolationLevel, KafkaClient, ReadOptions};
 use crate::records::{AbortedFilter, Batches, Scratch};
 
 /// What one range's worker produced.
@@ -68,7 +68,10 @@ pub(crate) async fn read_ranges(
             // Spread workers over the pooled connections to each leader.
             options.lane = index;
             running.spawn(async move {
-                (index, read_one(client, range, selector, options, deadline, progress).await)
+                (
+                    index,
+                    read_one(client, range, selector, options, deadline, progress).await,
+                )
             });
         }
     };
@@ -92,6 +95,7 @@ async fn read_one(
     deadline: Deadline,
     progress: Option<Arc<ReadProgress>>,
 ) -> Result<RangeOutcome, RangeError> {
+    let options_isolation = options.isolation;
     let mut stream = client.read_range(
         range.topic.clone(),
         range.partition,
@@ -101,7 +105,7 @@ async fn read_one(
         deadline,
     );
     let mut acc = Accumulator::new(&selector);
-    let mut scratch = Scratch::default();
+    let mut scratch = Scratch::new();
     let mut batches = 0u64;
     let mut bytes = 0u64;
     let mut read_to = range.start;
@@ -124,7 +128,16 @@ async fn read_one(
         };
         bytes += chunk.records.len() as u64;
         let chunk_start = read_to;
-        let mut aborted = AbortedFilter::new(&chunk.aborted_transactions);
+        // Java's consumer keeps this state per fetch response too (CompletedFetch).
+        let mut filter = match options_isolation {
+            IsolationLevel::ReadCommitted => AbortedFilter::read_committed(
+                chunk
+                    .aborted_transactions
+                    .iter()
+                    .map(|a| (a.producer_id, a.first_offset)),
+            ),
+            IsolationLevel::ReadUncommitted => AbortedFilter::read_uncommitted(),
+        };
         let records_error = |source| RangeError::Records {
             topic: range.topic.name.clone(),
             partition: range.partition,
@@ -132,18 +145,19 @@ async fn read_one(
         };
         for batch in Batches::new(&chunk.records) {
             let batch = batch.map_err(records_error)?;
-            let header = batch.header();
             // A batch belongs to the range holding its base offset. The partition's first range
             // also takes a batch that straddles the log start, dropping the records below it.
-            if header.base_offset >= range.end {
+            if batch.base_offset() >= range.end {
                 break;
             }
-            if header.base_offset < range.start && !range.first {
+            // Every batch passes the filter, owned or not, so transaction markers are seen.
+            let verdict = filter.check(&batch, &mut scratch).map_err(records_error)?;
+            if batch.base_offset() < range.start && !range.first {
                 continue;
             }
             batches += 1;
-            read_to = read_to.max(header.next_offset());
-            if aborted.skip(&batch) || header.is_control() {
+            read_to = read_to.max(batch.next_offset());
+            if !verdict.is_deliver() {
                 continue;
             }
             for record in batch.records(&mut scratch).map_err(records_error)? {

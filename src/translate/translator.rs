@@ -89,10 +89,10 @@ impl<'a> Accumulator<'a> {
     }
 
     fn group_id(&mut self, group: &[u8]) -> (u32, bool) {
-        if let Some((name, id)) = &self.last_group {
-            if name.as_ref() == group {
-                return (*id, self.selected[*id as usize]);
-            }
+        if let Some((name, id)) = &self.last_group
+            && name.as_ref() == group
+        {
+            return (*id, self.selected[*id as usize]);
         }
         let (id, new) = self.groups.get_or_insert(group);
         if new {
@@ -126,7 +126,8 @@ impl<'a> Accumulator<'a> {
             return;
         };
         let Ok(key) = checkpoint::decode_key(key) else {
-            self.skipped.add(SkipReason::UndecodableKey, partition, offset);
+            self.skipped
+                .add(SkipReason::UndecodableKey, partition, offset);
             return;
         };
         let (group, selected) = self.group_id(key.group);
@@ -150,14 +151,17 @@ impl<'a> Accumulator<'a> {
             return;
         }
         let Ok(value) = checkpoint::decode_value(value) else {
-            self.skipped.add(SkipReason::UndecodableValue, partition, offset);
+            self.skipped
+                .add(SkipReason::UndecodableValue, partition, offset);
             return;
         };
         if value.version != 0 {
-            self.skipped.add(SkipReason::NonZeroVersion, partition, offset);
+            self.skipped
+                .add(SkipReason::NonZeroVersion, partition, offset);
         }
         if value.downstream_offset < 0 {
-            self.skipped.add(SkipReason::NegativeDownstreamOffset, partition, offset);
+            self.skipped
+                .add(SkipReason::NegativeDownstreamOffset, partition, offset);
             return;
         }
         let (topic, _) = self.topics.get_or_insert(key.topic);
@@ -225,11 +229,22 @@ mod tests {
     use super::*;
 
     fn key(group: &str, topic: &str, partition: i32) -> Vec<u8> {
-        checkpoint::encode_key(group, topic, partition)
+        checkpoint::encode_key(&checkpoint::CheckpointKey {
+            group: group.as_bytes(),
+            topic: topic.as_bytes(),
+            partition,
+        })
+        .unwrap()
     }
 
     fn value(upstream: i64, downstream: i64, metadata: &str) -> Vec<u8> {
-        checkpoint::encode_value(upstream, downstream, metadata)
+        checkpoint::encode_value(&checkpoint::CheckpointValue {
+            version: 0,
+            upstream_offset: upstream,
+            downstream_offset: downstream,
+            metadata: metadata.as_bytes(),
+        })
+        .unwrap()
     }
 
     fn result(acc: Accumulator<'_>) -> Vec<(String, String, i32, Option<i64>)> {
@@ -304,6 +319,9 @@ mod tests {
         let mut raw_key = vec![0x00, 0x02, b'a', 0xff];
         raw_key.extend_from_slice(&[0x00, 0x01, b't', 0, 0, 0, 0]);
         acc.add(0, 0, 1, Some(&raw_key), Some(&value(1, 2, "")));
-        assert_eq!(result(acc), vec![("a\u{fffd}".into(), "t".into(), 0, Some(2))]);
+        assert_eq!(
+            result(acc),
+            vec![("a\u{fffd}".into(), "t".into(), 0, Some(2))]
+        );
     }
 }
