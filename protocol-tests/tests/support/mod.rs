@@ -23,6 +23,14 @@ pub fn work_dir() -> PathBuf {
     }
 }
 
+/// The harness scripts (overridable to run the tests against another checkout's brokers).
+pub fn harness_dir() -> PathBuf {
+    match std::env::var_os("MM2O_HARNESS_DIR") {
+        Some(dir) => PathBuf::from(dir),
+        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("protocol-tests/harness"),
+    }
+}
+
 /// One broker started by the harness, as described by its `env` file.
 #[derive(Clone, Debug)]
 pub struct Cluster {
@@ -137,25 +145,105 @@ pub fn unique_topic(prefix: &str) -> String {
     format!("{prefix}-{}-{nanos}", std::process::id())
 }
 
-/// Runs the harness's Java data writer against `cluster` and returns its JSON summary.
-pub fn data_writer(cluster: &Cluster, args: &[&str]) -> serde_json::Value {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("protocol-tests/harness/datawriter.sh");
+/// Runs the harness's Java data writer (`protocol-tests/java/DataWriter.java`, a real Java
+/// producer and consumer) against `cluster` and returns what it printed on stdout.
+fn run_data_writer(cluster: &Cluster, command: &str, args: &[&str]) -> String {
+    let script = harness_dir().join("datawriter.sh");
     let output = Command::new("bash")
         .arg(&script)
+        .arg(command)
+        .arg("--bootstrap")
         .arg(cluster.var("PLAINTEXT"))
         .args(args)
         .output()
         .unwrap_or_else(|e| panic!("cannot run {}: {e}", script.display()));
     assert!(
         output.status.success(),
-        "data writer {args:?} failed on {}: {}",
+        "data writer {command} {args:?} failed on {}: {}",
         cluster.name,
         String::from_utf8_lossy(&output.stderr)
     );
-    serde_json::from_slice(&output.stdout).unwrap_or_else(|e| {
-        panic!(
-            "data writer printed no JSON ({e}): {}",
-            String::from_utf8_lossy(&output.stdout)
-        )
-    })
+    String::from_utf8(output.stdout).expect("data writer prints UTF-8 JSON")
+}
+
+/// Writes data with the Java producer and returns its JSON summary.
+pub fn data_writer(cluster: &Cluster, command: &str, args: &[&str]) -> serde_json::Value {
+    let out = run_data_writer(cluster, command, args);
+    serde_json::from_str(&out)
+        .unwrap_or_else(|e| panic!("data writer printed no JSON ({e}): {out}"))
+}
+
+/// One record as the Java consumer saw it.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct SeenRecord {
+    pub partition: i32,
+    pub offset: i64,
+    pub key: Option<Vec<u8>>,
+    pub value: Option<Vec<u8>>,
+}
+
+fn unhex(value: &serde_json::Value) -> Option<Vec<u8>> {
+    let text = value.as_str()?;
+    Some(
+        (0..text.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&text[i..i + 2], 16).expect("hex from the data writer"))
+            .collect(),
+    )
+}
+
+/// Reads a whole topic with the Java consumer: the independent oracle for what we decode.
+pub fn java_consume(cluster: &Cluster, topic: &str, isolation: &str) -> Vec<SeenRecord> {
+    let out = run_data_writer(cluster, "consume", &["--topic", topic, "--isolation", isolation]);
+    let mut records: Vec<SeenRecord> = out
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|line| {
+            let v: serde_json::Value = serde_json::from_str(line)
+                .unwrap_or_else(|e| panic!("consume printed a bad line ({e}): {line}"));
+            SeenRecord {
+                partition: v["partition"].as_i64().expect("partition") as i32,
+                offset: v["offset"].as_i64().expect("offset"),
+                key: unhex(&v["key_hex"]),
+                value: unhex(&v["value_hex"]),
+            }
+        })
+        .collect();
+    records.sort();
+    records
+}
+
+/// Writes `lines` ("PARTITION KEYHEX|- VALUEHEX|-") with the Java producer.
+pub fn write_raw(
+    cluster: &Cluster,
+    topic: &str,
+    partitions: u32,
+    compression: &str,
+    lines: &[String],
+    extra: &[&str],
+) -> serde_json::Value {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let file = dir.path().join("records.txt");
+    std::fs::write(&file, lines.join("\n") + "\n").expect("write records file");
+    let partitions = partitions.to_string();
+    let mut args = vec![
+        "--topic",
+        topic,
+        "--partitions",
+        &partitions,
+        "--compression",
+        compression,
+        "--file",
+        file.to_str().expect("utf-8 path"),
+    ];
+    args.extend_from_slice(extra);
+    data_writer(cluster, "raw", &args)
+}
+
+/// Hex of bytes, or "-" for null, as the data writer's raw format wants.
+pub fn hex_or_dash(bytes: Option<&[u8]>) -> String {
+    match bytes {
+        None => "-".to_string(),
+        Some(b) => b.iter().map(|x| format!("{x:02x}")).collect(),
+    }
 }
