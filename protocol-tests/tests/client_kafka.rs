@@ -84,19 +84,36 @@ async fn codecs_read_back_like_the_java_consumer(name: &str) {
             &c,
             "records",
             &[
-                "--topic", &topic_name, "--partitions", "3", "--count", "600", "--compression",
-                codec, "--batch-size", "4096",
+                "--topic",
+                &topic_name,
+                "--partitions",
+                "3",
+                "--count",
+                "600",
+                "--compression",
+                codec,
+                "--batch-size",
+                "4096",
             ],
         );
         assert_eq!(summary["records"], 603, "{summary}");
-        let topic = client.describe_topic(&topic_name, &deadline()).await.unwrap();
+        let topic = client
+            .describe_topic(&topic_name, &deadline())
+            .await
+            .unwrap();
         assert_eq!(topic.partitions.len(), 3);
         // A small fetch size forces many fetches and batches cut at response ends.
         let ours = read_all(&client, &topic, IsolationLevel::ReadUncommitted, 3000).await;
         let java = java_consume(&c, &topic_name, "read_uncommitted");
         assert_eq!(ours.len(), 603, "{name} {codec}");
-        assert_eq!(ours, java, "{name} {codec}: our records differ from the Java consumer's");
-        assert!(ours.iter().any(|r| r.value.is_none()), "null values survive");
+        assert_eq!(
+            ours, java,
+            "{name} {codec}: our records differ from the Java consumer's"
+        );
+        assert!(
+            ours.iter().any(|r| r.value.is_none()),
+            "null values survive"
+        );
     }
 }
 
@@ -122,9 +139,19 @@ async fn transactions_follow_the_isolation_level(name: &str) {
     data_writer(
         &c,
         "transactions",
-        &["--topic", &topic_name, "--partitions", "2", "--plan", "commit,abort,commit,abort,commit"],
+        &[
+            "--topic",
+            &topic_name,
+            "--partitions",
+            "2",
+            "--plan",
+            "commit,abort,commit,abort,commit",
+        ],
     );
-    let topic = client.describe_topic(&topic_name, &deadline()).await.unwrap();
+    let topic = client
+        .describe_topic(&topic_name, &deadline())
+        .await
+        .unwrap();
     for (isolation, java_isolation) in [
         (IsolationLevel::ReadUncommitted, "read_uncommitted"),
         (IsolationLevel::ReadCommitted, "read_committed"),
@@ -135,7 +162,10 @@ async fn transactions_follow_the_isolation_level(name: &str) {
     }
     let committed = read_all(&client, &topic, IsolationLevel::ReadCommitted, 1 << 20).await;
     let uncommitted = read_all(&client, &topic, IsolationLevel::ReadUncommitted, 1 << 20).await;
-    assert!(committed.len() < uncommitted.len(), "aborted records are filtered");
+    assert!(
+        committed.len() < uncommitted.len(),
+        "aborted records are filtered"
+    );
 }
 
 #[tokio::test]
@@ -165,7 +195,11 @@ async fn metadata_and_versions(c: &Cluster) {
         .into_iter()
         .map(|t| t.name)
         .collect();
-    assert!(!names.contains(&missing), "{} auto-created {missing}", c.name);
+    assert!(
+        !names.contains(&missing),
+        "{} auto-created {missing}",
+        c.name
+    );
 }
 
 #[tokio::test]
@@ -181,13 +215,19 @@ async fn offset_out_of_range_is_reported_not_retried() {
     let client = KafkaClient::connect(c.plaintext()).await.unwrap();
     let topic_name = unique_topic("oor");
     data_writer(&c, "records", &["--topic", &topic_name, "--count", "10"]);
-    let topic: SharedTopic = client.describe_topic(&topic_name, &deadline()).await.unwrap();
+    let topic: SharedTopic = client
+        .describe_topic(&topic_name, &deadline())
+        .await
+        .unwrap();
     let started = std::time::Instant::now();
     let error = client
         .fetch(&topic, 0, 1_000_000, &ReadOptions::default())
         .await
         .expect_err("past the end");
-    assert!(matches!(error, ClientError::OffsetOutOfRange { .. }), "{error}");
+    assert!(
+        matches!(error, ClientError::OffsetOutOfRange { .. }),
+        "{error}"
+    );
     assert!(started.elapsed() < Duration::from_secs(5));
 }
 
@@ -198,7 +238,10 @@ async fn fetch_uses_topic_ids_on_kafka4_and_names_on_kafka39() {
         let client = KafkaClient::connect(c.plaintext()).await.unwrap();
         let topic_name = unique_topic("ids");
         data_writer(&c, "records", &["--topic", &topic_name, "--count", "5"]);
-        let topic = client.describe_topic(&topic_name, &deadline()).await.unwrap();
+        let topic = client
+            .describe_topic(&topic_name, &deadline())
+            .await
+            .unwrap();
         assert!(topic.has_topic_id(), "{name}: KRaft topics have ids");
         let chunk = client
             .fetch(&topic, 0, 0, &ReadOptions::default())

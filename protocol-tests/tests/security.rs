@@ -18,7 +18,11 @@ async fn assert_connects(cluster: &Cluster, what: &str, config: ClientConfig) {
         .list_topics(&Deadline::after(Duration::from_secs(20)))
         .await
         .unwrap_or_else(|e| panic!("{} {what}: listing topics: {e}", cluster.name));
-    assert!(!client.brokers().is_empty(), "{} {what}: no brokers", cluster.name);
+    assert!(
+        !client.brokers().is_empty(),
+        "{} {what}: no brokers",
+        cluster.name
+    );
     let _ = topics;
 }
 
@@ -45,7 +49,12 @@ async fn every_mode_connects(name: &str) {
         SaslMechanism::ScramSha256,
         SaslMechanism::Plain,
     ] {
-        assert_connects(&c, &format!("SASL_SSL {mechanism:?}"), c.sasl_ssl(mechanism)).await;
+        assert_connects(
+            &c,
+            &format!("SASL_SSL {mechanism:?}"),
+            c.sasl_ssl(mechanism),
+        )
+        .await;
     }
     assert_connects(
         &c,

@@ -171,21 +171,7 @@ impl MirrorClient {
         }
         let offsets = merge(&mut outcomes)
             .into_iter()
-            .filter_map(|((source, group, topic, partition), named)| {
-                let slot = named.slot;
-                slot.checkpoint.map(|c| TranslatedOffset {
-                    source,
-                    group,
-                    topic,
-                    partition,
-                    offset: c.downstream_offset,
-                    metadata: String::from_utf8_lossy(&c.metadata).into_owned(),
-                    upstream_offset: c.upstream_offset,
-                    checkpoint_timestamp: slot.timestamp,
-                    checkpoint_partition: slot.partition,
-                    checkpoint_offset: slot.offset,
-                })
-            })
+            .filter_map(|((source, ..), named)| named.into_translated(source))
             .collect();
         Ok(Translation { offsets, report })
     }

@@ -11,6 +11,7 @@
 
 mod groups;
 mod mirror_client;
+mod offline;
 mod plan;
 mod progress;
 mod read;
@@ -19,6 +20,7 @@ mod translator;
 
 pub use groups::{GroupSelector, InvalidGroupPattern};
 pub use mirror_client::{MirrorClient, OffsetAndMetadata};
+pub use offline::BatchTranslator;
 pub use plan::{MIN_SPLIT_OFFSETS, PartitionBounds, ReadRange, plan_ranges};
 pub use progress::ReadProgress;
 pub use report::{PartitionProgress, ReadReport, SkipCount, SkipCounts, SkipReason};

@@ -160,19 +160,8 @@ async fn read_one(
             if !verdict.is_deliver() {
                 continue;
             }
-            for record in batch.records(&mut scratch).map_err(records_error)? {
-                let record = record.map_err(records_error)?;
-                if record.offset < range.start {
-                    continue;
-                }
-                acc.add(
-                    range.partition,
-                    record.offset,
-                    record.timestamp,
-                    record.key,
-                    record.value,
-                );
-            }
+            acc.add_batch(range.partition, &batch, &mut scratch, range.start)
+                .map_err(records_error)?;
         }
         // Chunks end on batch boundaries, so the fetch position is also where we got to,
         // including past control batches and batches of aborted transactions.

@@ -10,6 +10,7 @@ use rustc_hash::FxHashMap;
 use super::groups::GroupSelector;
 use super::report::{SkipCounts, SkipReason};
 use crate::mm2::checkpoint;
+use crate::records::{Batch, RecordsError, Scratch};
 
 /// Distinct byte strings numbered in order of first sight. Looking up a borrowed slice does not
 /// allocate; only a new name is copied.
@@ -197,6 +198,30 @@ impl<'a> Accumulator<'a> {
         }
     }
 
+    /// Folds in the records of one data batch of checkpoints partition `partition`, ignoring
+    /// records below `min_offset` (a batch may straddle the log start).
+    pub(crate) fn add_batch(
+        &mut self,
+        partition: i32,
+        batch: &Batch<'_>,
+        scratch: &mut Scratch,
+        min_offset: i64,
+    ) -> Result<(), RecordsError> {
+        for record in batch.records(scratch)? {
+            let record = record?;
+            if record.offset >= min_offset {
+                self.add(
+                    partition,
+                    record.offset,
+                    record.timestamp,
+                    record.key,
+                    record.value,
+                );
+            }
+        }
+        Ok(())
+    }
+
     /// Resolves interned ids to names and returns the slots, for merging across workers.
     pub(crate) fn into_named(self) -> (Vec<NamedSlot>, SkipCounts, u64) {
         let groups = self.groups;
@@ -222,6 +247,26 @@ pub(crate) struct NamedSlot {
     pub(crate) topic: String,
     pub(crate) partition: i32,
     pub(crate) slot: Slot,
+}
+
+impl NamedSlot {
+    /// The translated offset this slot holds for `source`, or `None` after a tombstone.
+    pub(crate) fn into_translated(self, source: String) -> Option<super::TranslatedOffset> {
+        let slot = self.slot;
+        let checkpoint = slot.checkpoint?;
+        Some(super::TranslatedOffset {
+            source,
+            group: self.group,
+            topic: self.topic,
+            partition: self.partition,
+            offset: checkpoint.downstream_offset,
+            metadata: String::from_utf8_lossy(&checkpoint.metadata).into_owned(),
+            upstream_offset: checkpoint.upstream_offset,
+            checkpoint_timestamp: slot.timestamp,
+            checkpoint_partition: slot.partition,
+            checkpoint_offset: slot.offset,
+        })
+    }
 }
 
 #[cfg(test)]

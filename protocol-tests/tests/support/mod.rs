@@ -194,7 +194,11 @@ fn unhex(value: &serde_json::Value) -> Option<Vec<u8>> {
 
 /// Reads a whole topic with the Java consumer: the independent oracle for what we decode.
 pub fn java_consume(cluster: &Cluster, topic: &str, isolation: &str) -> Vec<SeenRecord> {
-    let out = run_data_writer(cluster, "consume", &["--topic", topic, "--isolation", isolation]);
+    let out = run_data_writer(
+        cluster,
+        "consume",
+        &["--topic", topic, "--isolation", isolation],
+    );
     let mut records: Vec<SeenRecord> = out
         .lines()
         .filter(|l| !l.trim().is_empty())

@@ -1,0 +1,73 @@
+//! Translating from record-batch bytes already in hand (a captured log segment, a test fixture,
+//! a benchmark), with the same decoder and translator the network read uses.
+
+use super::TranslatedOffset;
+use super::groups::GroupSelector;
+use super::translator::Accumulator;
+use crate::records::{AbortedFilter, Batches, RecordsError, Scratch};
+
+/// Folds record batches of a checkpoints topic into translated offsets, read_uncommitted
+/// (control batches skipped), last record in log order winning.
+///
+/// ```
+/// use mm2_offsets::mm2::checkpoint::{self, CheckpointKey, CheckpointValue};
+/// use mm2_offsets::records::builder::BatchBuilder;
+/// use mm2_offsets::translate::{BatchTranslator, GroupSelector};
+///
+/// let key = checkpoint::encode_key(&CheckpointKey { group: b"app", topic: b"primary.orders", partition: 0 }).unwrap();
+/// let value = checkpoint::encode_value(&CheckpointValue {
+///     version: 0, upstream_offset: 120, downstream_offset: 100, metadata: b"",
+/// }).unwrap();
+/// let batches = BatchBuilder::new(0).record(Some(&key), Some(&value)).build();
+///
+/// let selector = GroupSelector::all();
+/// let mut translator = BatchTranslator::new(&selector);
+/// translator.add_batches(0, &batches).unwrap();
+/// let offsets = translator.finish("primary");
+/// assert_eq!(offsets[0].offset, 100);
+/// ```
+pub struct BatchTranslator<'a> {
+    acc: Accumulator<'a>,
+    scratch: Scratch,
+}
+
+impl<'a> BatchTranslator<'a> {
+    /// A translator for the groups `selector` selects.
+    pub fn new(selector: &'a GroupSelector) -> Self {
+        BatchTranslator {
+            acc: Accumulator::new(selector),
+            scratch: Scratch::new(),
+        }
+    }
+
+    /// Folds in the batches of checkpoints partition `partition`, in log order.
+    pub fn add_batches(&mut self, partition: i32, bytes: &[u8]) -> Result<(), RecordsError> {
+        let mut filter = AbortedFilter::read_uncommitted();
+        for batch in Batches::new(bytes) {
+            let batch = batch?;
+            if filter.check(&batch, &mut self.scratch)?.is_deliver() {
+                self.acc
+                    .add_batch(partition, &batch, &mut self.scratch, i64::MIN)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Records folded in so far.
+    pub fn records(&self) -> u64 {
+        self.acc.records
+    }
+
+    /// The translated offsets, sorted by group, topic, partition, attributed to `source`.
+    pub fn finish(self, source: &str) -> Vec<TranslatedOffset> {
+        let (slots, _, _) = self.acc.into_named();
+        let mut offsets: Vec<TranslatedOffset> = slots
+            .into_iter()
+            .filter_map(|s| s.into_translated(source.to_string()))
+            .collect();
+        offsets.sort_by(|a, b| {
+            (&a.group, &a.topic, a.partition).cmp(&(&b.group, &b.topic, b.partition))
+        });
+        offsets
+    }
+}
