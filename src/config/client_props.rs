@@ -31,6 +31,16 @@ impl ClientConfig {
     /// or `ssl.keystore.certificate.chain` + `ssl.keystore.key`) and
     /// `ssl.endpoint.identification.algorithm`.
     ///
+    /// As in Java, `ssl.keystore.location` names one PEM file holding both the private key and its
+    /// certificate chain. [`TlsSettings`](super::TlsSettings) keeps the chain and the key as
+    /// separate [`PemSource`](super::PemSource)s, so both point at that same file; the wire layer
+    /// reads the certificates and the key from it separately.
+    ///
+    /// Where we differ from Java on purpose: `client.id` and the timeouts are honoured (Java's
+    /// `MirrorClient` drops them); `ssl.*store.type` is matched in any case; a store location
+    /// without a type is an error rather than a JKS store; and `sasl.mechanism` has no default
+    /// (Java's is GSSAPI).
+    ///
     /// ```
     /// use mm2_offsets::config::{ClientConfig, Properties, SaslMechanism, SecurityProtocol};
     ///

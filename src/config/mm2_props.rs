@@ -183,6 +183,41 @@ mod tests {
         assert!(warnings.is_empty(), "{warnings:?}");
     }
 
+    /// 300 random MirrorMaker 2 configurations (connection keys and the separator under the
+    /// prefixes `consumer.`, `A.`, `A.consumer.`, `B.`, `admin.`, …) and what Kafka 4.3.1's
+    /// `MirrorMakerConfig.clientConfig("A")` made of them: its consumer's settings and its policy's
+    /// `formatRemoteTopic("x", "y")`. Printed by `testdata/Mm2Vectors.java`.
+    #[test]
+    fn agrees_with_mirror_maker_config() {
+        let mut checked = 0;
+        for line in include_str!("testdata/mm2_vectors.tsv").lines() {
+            let [input, expected, remote] = line.split('\t').collect::<Vec<_>>()[..] else {
+                panic!("bad line {line:?}");
+            };
+            let mm2: Properties = input
+                .split(';')
+                .filter(|kv| !kv.is_empty())
+                .map(|kv| kv.split_once('=').unwrap())
+                .collect();
+            let client = mm2_client_properties(&mm2, "A");
+            for kv in expected.split(';').filter(|kv| !kv.is_empty()) {
+                let (key, want) = kv.split_once('=').unwrap();
+                // Java fills in its defaults; we leave keys out.
+                let default = match key {
+                    "security.protocol" => "PLAINTEXT",
+                    "sasl.mechanism" => "GSSAPI",
+                    _ => "\\N",
+                };
+                let got = client.get(key).unwrap_or(default);
+                assert_eq!(got, want, "{key} for {input}");
+            }
+            let policy = crate::mm2::ReplicationPolicy::from_properties(&client).unwrap();
+            assert_eq!(policy.format_remote_topic("x", "y"), remote, "{input}");
+            checked += 1;
+        }
+        assert_eq!(checked, 300);
+    }
+
     #[test]
     fn aliases() {
         assert_eq!(

@@ -89,6 +89,27 @@ pub fn decode_value(bytes: &[u8]) -> Result<CheckpointValue<'_>, DecodeError> {
     })
 }
 
+/// Decodes a whole checkpoint record in Java's order (value header, value body, then key), so a
+/// record broken in both halves is reported for its value, as `Checkpoint.deserializeRecord`
+/// would fail on it.
+///
+/// ```
+/// use mm2_offsets::mm2::{checkpoint, DecodeFailure};
+///
+/// let err = checkpoint::decode(&[0, 1], &[0]).unwrap_err();
+/// assert_eq!(err.reason, DecodeFailure::ValueTruncated);
+/// ```
+///
+/// # Errors
+/// As [`decode_value`], then [`decode_key`].
+pub fn decode<'k, 'v>(
+    key: &'k [u8],
+    value: &'v [u8],
+) -> Result<(CheckpointKey<'k>, CheckpointValue<'v>), DecodeError> {
+    let value = decode_value(value)?;
+    Ok((decode_key(key)?, value))
+}
+
 /// Encodes a checkpoint key as MirrorMaker 2 writes it. For tests, fixtures and benchmarks.
 ///
 /// # Errors
@@ -169,6 +190,20 @@ mod tests {
         };
         assert_eq!(encode_key(&key).unwrap(), KEY);
         assert_eq!(encode_value(&value).unwrap(), VALUE);
+    }
+
+    #[test]
+    fn whole_records_decode_value_first() {
+        let (key, value) = decode(&KEY, &VALUE).unwrap();
+        assert_eq!((key.group, value.downstream_offset), (&b"g"[..], 8));
+        assert_eq!(
+            decode(&[], &[]).unwrap_err().reason,
+            DecodeFailure::ValueTruncated
+        );
+        assert_eq!(
+            decode(&[], &VALUE).unwrap_err().reason,
+            DecodeFailure::KeyTruncated
+        );
     }
 
     #[test]
