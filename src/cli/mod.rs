@@ -129,6 +129,7 @@ async fn run_translate(args: TranslateArgs) -> Result<i32, String> {
         allow_partial: args.allow_partial,
         max_bytes_per_fetch: args.max_fetch_bytes,
         progress: Some(progress.clone()),
+        min_split_offsets: crate::translate::MIN_SPLIT_OFFSETS,
     };
     let translation = {
         let _line = progress::ProgressLine::start(progress, !args.no_progress);

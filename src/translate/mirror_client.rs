@@ -109,7 +109,7 @@ impl MirrorClient {
         for source in &request.sources {
             bounds.extend(self.snapshot_bounds(source, request, &deadline).await?);
         }
-        let ranges = plan_ranges(&bounds, request.parallelism);
+        let ranges = plan_ranges(&bounds, request.parallelism, request.min_split_offsets);
         if let Some(progress) = &request.progress {
             progress.set_total(bounds.iter().map(|b| (b.end - b.start).max(0) as u64).sum());
         }

@@ -50,6 +50,9 @@ pub struct TranslateRequest {
     pub max_bytes_per_fetch: i32,
     /// Counters to follow the read as it goes, if wanted.
     pub progress: Option<std::sync::Arc<ReadProgress>>,
+    /// A partition is split into several ranges only when each piece has at least this many
+    /// offsets ([`MIN_SPLIT_OFFSETS`] by default).
+    pub min_split_offsets: i64,
 }
 
 impl TranslateRequest {
@@ -65,6 +68,7 @@ impl TranslateRequest {
             allow_partial: false,
             max_bytes_per_fetch: 8 * 1024 * 1024,
             progress: None,
+            min_split_offsets: MIN_SPLIT_OFFSETS,
         }
     }
 }

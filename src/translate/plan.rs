@@ -40,8 +40,13 @@ pub struct PartitionBounds {
 }
 
 /// Splits partitions into at most about `parallelism` ranges, largest partitions split first,
-/// none smaller than [`MIN_SPLIT_OFFSETS`]. Empty partitions get no range.
-pub fn plan_ranges(partitions: &[PartitionBounds], parallelism: usize) -> Vec<ReadRange> {
+/// no piece smaller than `min_split` offsets (see [`MIN_SPLIT_OFFSETS`]). Empty partitions get
+/// no range.
+pub fn plan_ranges(
+    partitions: &[PartitionBounds],
+    parallelism: usize,
+    min_split: i64,
+) -> Vec<ReadRange> {
     let parallelism = parallelism.max(1);
     let non_empty: Vec<&PartitionBounds> = partitions.iter().filter(|p| p.end > p.start).collect();
     let mut pieces: Vec<usize> = vec![1; non_empty.len()];
@@ -52,7 +57,7 @@ pub fn plan_ranges(partitions: &[PartitionBounds], parallelism: usize) -> Vec<Re
             .iter()
             .enumerate()
             .map(|(i, p)| (i, (p.end - p.start) / (pieces[i] as i64 + 1)))
-            .filter(|&(_, piece)| piece >= MIN_SPLIT_OFFSETS)
+            .filter(|&(_, piece)| piece >= min_split.max(1))
             .max_by_key(|&(_, piece)| piece);
         match best {
             Some((i, _)) => {
@@ -109,7 +114,7 @@ mod tests {
     #[test]
     fn ranges_cover_each_partition_exactly_once() {
         let parts = [bounds(0, 10, 1_000_010), bounds(1, 0, 0), bounds(2, 5, 300)];
-        let ranges = plan_ranges(&parts, 4);
+        let ranges = plan_ranges(&parts, 4, MIN_SPLIT_OFFSETS);
         assert_eq!(ranges.len(), 4);
         let p0: Vec<_> = ranges.iter().filter(|r| r.partition == 0).collect();
         assert_eq!(p0.len(), 3);
@@ -124,7 +129,7 @@ mod tests {
 
     #[test]
     fn small_partitions_are_not_split() {
-        let ranges = plan_ranges(&[bounds(0, 0, 1000)], 8);
+        let ranges = plan_ranges(&[bounds(0, 0, 1000)], 8, MIN_SPLIT_OFFSETS);
         assert_eq!(ranges.len(), 1);
     }
 }

@@ -99,7 +99,7 @@ impl<'a> Accumulator<'a> {
         if new {
             // Java decodes group ids leniently (invalid UTF-8 becomes U+FFFD); so do we, once
             // per distinct group.
-            let name = String::from_utf8_lossy(group);
+            let name = crate::mm2::utf8::lossy(group);
             self.selected.push(self.selector.matches(&name));
         }
         match &mut self.last_group {
@@ -230,8 +230,8 @@ impl<'a> Accumulator<'a> {
             .slots
             .into_iter()
             .map(|((g, t, p), slot)| NamedSlot {
-                group: String::from_utf8_lossy(groups.name(g)).into_owned(),
-                topic: String::from_utf8_lossy(topics.name(t)).into_owned(),
+                group: crate::mm2::utf8::lossy(groups.name(g)).into_owned(),
+                topic: crate::mm2::utf8::lossy(topics.name(t)).into_owned(),
                 partition: p,
                 slot,
             })
@@ -260,7 +260,7 @@ impl NamedSlot {
             topic: self.topic,
             partition: self.partition,
             offset: checkpoint.downstream_offset,
-            metadata: String::from_utf8_lossy(&checkpoint.metadata).into_owned(),
+            metadata: crate::mm2::utf8::lossy(&checkpoint.metadata).into_owned(),
             upstream_offset: checkpoint.upstream_offset,
             checkpoint_timestamp: slot.timestamp,
             checkpoint_partition: slot.partition,

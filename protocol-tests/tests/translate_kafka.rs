@@ -1,0 +1,426 @@
+//! Offset translation against real brokers: checkpoint topics written by the Java producer (mixed
+//! codecs in one partition, several partitions, tombstones, garbage, 10,000 groups), translated
+//! by mm2-offsets and compared with a straightforward implementation over what the Java consumer
+//! reads from the same topic.
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use mm2_offsets::config::ClientConfig;
+use mm2_offsets::mm2::ReplicationPolicy;
+use mm2_offsets::translate::{
+    GroupSelector, MirrorClient, SkipReason, TranslateError, TranslateRequest, Translation,
+};
+use support::{SeenRecord, cluster, hex_or_dash, java_consume, unique_topic, write_raw};
+
+const CHECKPOINT_PARTITIONS: u32 = 3;
+
+// ---------------------------------------------------------------------------------------------
+// An independent encoder and decoder of MM2 checkpoints, written from the format description
+// (int16-length strings, big-endian), sharing no code with the library.
+
+fn put_str(out: &mut Vec<u8>, s: &[u8]) {
+    out.extend_from_slice(&(s.len() as i16).to_be_bytes());
+    out.extend_from_slice(s);
+}
+
+fn key_bytes(group: &[u8], topic: &str, partition: i32) -> Vec<u8> {
+    let mut k = Vec::new();
+    put_str(&mut k, group);
+    put_str(&mut k, topic.as_bytes());
+    k.extend_from_slice(&partition.to_be_bytes());
+    k
+}
+
+fn value_bytes(version: i16, upstream: i64, downstream: i64, metadata: &str) -> Vec<u8> {
+    let mut v = version.to_be_bytes().to_vec();
+    v.extend_from_slice(&upstream.to_be_bytes());
+    v.extend_from_slice(&downstream.to_be_bytes());
+    put_str(&mut v, metadata.as_bytes());
+    v
+}
+
+fn take_str<'a>(b: &'a [u8], pos: &mut usize) -> Option<&'a [u8]> {
+    let len = i16::from_be_bytes(b.get(*pos..*pos + 2)?.try_into().ok()?);
+    *pos += 2;
+    let len = usize::try_from(len).ok()?;
+    let s = b.get(*pos..*pos + len)?;
+    *pos += len;
+    Some(s)
+}
+
+fn take_i64(b: &[u8], pos: &mut usize) -> Option<i64> {
+    let v = i64::from_be_bytes(b.get(*pos..*pos + 8)?.try_into().ok()?);
+    *pos += 8;
+    Some(v)
+}
+
+type Expected = BTreeMap<(String, String, i32), (i64, String, i64)>;
+
+/// Java's documented semantics, done the plain way: in log order per partition, the last
+/// checkpoint wins, a tombstone deletes, undecodable or negative records are skipped.
+fn oracle(records: &[SeenRecord], selected: impl Fn(&str) -> bool) -> Expected {
+    let mut out = Expected::new();
+    for r in records {
+        let Some(key) = &r.key else { continue };
+        let mut pos = 0;
+        let (Some(group), Some(topic)) = (take_str(key, &mut pos), take_str(key, &mut pos)) else {
+            continue;
+        };
+        let Some(partition) = key.get(pos..pos + 4) else { continue };
+        let partition = i32::from_be_bytes(partition.try_into().unwrap());
+        let group = String::from_utf8_lossy(group).into_owned();
+        if !selected(&group) {
+            continue;
+        }
+        let id = (group, String::from_utf8_lossy(topic).into_owned(), partition);
+        let Some(value) = &r.value else {
+            out.remove(&id);
+            continue;
+        };
+        let mut pos = 2; // version, decoded as v0 whatever it says
+        let (Some(upstream), Some(downstream)) = (take_i64(value, &mut pos), take_i64(value, &mut pos))
+        else {
+            continue;
+        };
+        let Some(metadata) = take_str(value, &mut pos) else { continue };
+        if downstream < 0 {
+            continue;
+        }
+        out.insert(
+            id,
+            (downstream, String::from_utf8_lossy(metadata).into_owned(), upstream),
+        );
+    }
+    out
+}
+
+fn ours(translation: &Translation) -> Expected {
+    translation
+        .offsets
+        .iter()
+        .map(|o| {
+            (
+                (o.group.clone(), o.topic.clone(), o.partition),
+                (o.offset, o.metadata.clone(), o.upstream_offset),
+            )
+        })
+        .collect()
+}
+
+// ---------------------------------------------------------------------------------------------
+// The fixture: one checkpoints topic per cluster, written once per test binary.
+
+struct Fixture {
+    source: String,
+    records: Vec<SeenRecord>,
+    tombstones: u64,
+}
+
+fn partition_for(key: &[u8]) -> u32 {
+    key.iter().map(|&b| u32::from(b)).sum::<u32>() % CHECKPOINT_PARTITIONS
+}
+
+fn line(key: Option<&[u8]>, value: Option<&[u8]>) -> String {
+    let p = key.map_or(0, partition_for);
+    format!("{p} {} {}", hex_or_dash(key), hex_or_dash(value))
+}
+
+fn build_fixture(name: &str) -> Fixture {
+    let c = cluster(name);
+    let source = unique_topic("src");
+    let topic = format!("{source}.checkpoints.internal");
+    let topics = [("primary.orders", 4), ("primary.payments", 2)];
+    let mut groups: Vec<Vec<u8>> = (0..120).map(|i| format!("app-{i}").into_bytes()).collect();
+    groups.push(b"meta-group".to_vec());
+    groups.push(b"bad\xffgroup".to_vec());
+    let mut tombstones = 0;
+    let codecs = ["gzip", "snappy", "zstd"];
+    for (round, codec) in codecs.iter().enumerate() {
+        let round = round as i64;
+        let mut lines = Vec::new();
+        for (g, group) in groups.iter().enumerate() {
+            for (topic_name, partitions) in topics {
+                for p in 0..partitions {
+                    let key = key_bytes(group, topic_name, p);
+                    let g = g as i64;
+                    // Deletions: tombstoned in round 1 and never rewritten, or rewritten in 2.
+                    if round == 1 && topic_name == "primary.payments" && p == 1 && g % 10 < 2 {
+                        lines.push(line(Some(&key), None));
+                        tombstones += 1;
+                        continue;
+                    }
+                    if round == 2 && topic_name == "primary.payments" && p == 1 && g % 10 == 0 {
+                        continue;
+                    }
+                    let metadata = if group == b"meta-group" { "commit, \"meta\" \u{e9}" } else { "" };
+                    // Round 2 moves some groups BACK: the last record wins regardless.
+                    let downstream = if round == 2 && g % 7 == 3 { 5 + g } else { round * 900 + g * 3 + i64::from(p) };
+                    let version = if round == 2 && g == 11 { 1 } else { 0 };
+                    let value = value_bytes(version, round * 1000 + g, downstream, metadata);
+                    lines.push(line(Some(&key), Some(&value)));
+                }
+            }
+        }
+        write_raw(&c, &topic, CHECKPOINT_PARTITIONS, codec, &lines, if round == 0 { &[] } else { &["--no-create"] });
+    }
+    // Garbage, uncompressed and lz4, after the rounds.
+    let app3 = key_bytes(b"app-3", "primary.orders", 0);
+    let garbage = vec![
+        line(None, Some(&value_bytes(0, 1, 2, ""))),
+        format!("0 0005616263 {}", hex_or_dash(Some(&value_bytes(0, 1, 2, "")))),
+        line(Some(&key_bytes(b"app-4", "primary.orders", 1)), Some(b"\x00\x00\x01")),
+        line(Some(&app3), Some(&value_bytes(0, 7, -5, ""))),
+    ];
+    write_raw(&c, &topic, CHECKPOINT_PARTITIONS, "lz4", &garbage, &["--no-create"]);
+    write_raw(&c, &topic, CHECKPOINT_PARTITIONS, "none", &garbage[..1], &["--no-create"]);
+    let records = java_consume(&c, &topic, "read_uncommitted");
+    Fixture {
+        source,
+        records,
+        tombstones,
+    }
+}
+
+fn fixture(name: &str) -> &'static Fixture {
+    static K4: OnceLock<Fixture> = OnceLock::new();
+    static TANSU: OnceLock<Fixture> = OnceLock::new();
+    match name {
+        "k4" => K4.get_or_init(|| build_fixture("k4")),
+        "tansu" => TANSU.get_or_init(|| build_fixture("tansu")),
+        other => panic!("no fixture for {other}"),
+    }
+}
+
+async fn mirror_client(config: ClientConfig) -> MirrorClient {
+    MirrorClient::connect(config, ReplicationPolicy::default())
+        .await
+        .expect("connect")
+}
+
+async fn translate(name: &str, request: TranslateRequest) -> Result<Translation, TranslateError> {
+    let client = mirror_client(cluster(name).plaintext()).await;
+    client.translate(&request).await
+}
+
+async fn all_groups_match_the_oracle(name: &str) {
+    let f = fixture(name);
+    let mut request = TranslateRequest::new(f.source.clone(), GroupSelector::all());
+    request.timeout = Duration::from_secs(60);
+    let t = translate(name, request).await.unwrap();
+    assert!(t.report.complete);
+    let expected = oracle(&f.records, |_| true);
+    assert_eq!(ours(&t), expected);
+    // 122 groups x 6 partitions, less 24 deleted keys.
+    assert_eq!(expected.len(), 122 * 6 - 12);
+    assert!(expected.contains_key(&("bad\u{fffd}group".into(), "primary.orders".into(), 0)));
+    let skipped = &t.report.skipped;
+    assert_eq!(skipped.count(SkipReason::Tombstone), f.tombstones);
+    assert_eq!(skipped.count(SkipReason::NullKey), 2);
+    assert_eq!(skipped.count(SkipReason::UndecodableKey), 1);
+    assert_eq!(skipped.count(SkipReason::UndecodableValue), 1);
+    assert_eq!(skipped.count(SkipReason::NegativeDownstreamOffset), 1);
+    assert_eq!(skipped.count(SkipReason::NonZeroVersion), 6);
+    assert_eq!(t.report.records as usize, f.records.len());
+    assert_eq!(t.report.partitions.len(), CHECKPOINT_PARTITIONS as usize);
+}
+
+#[tokio::test]
+async fn kafka4_all_groups_match_the_oracle() {
+    all_groups_match_the_oracle("k4").await;
+}
+
+#[tokio::test]
+async fn tansu_all_groups_match_the_oracle() {
+    all_groups_match_the_oracle("tansu").await;
+}
+
+#[tokio::test]
+async fn exact_ids_and_full_match_regexes_select_like_java() {
+    let f = fixture("k4");
+    let selector = GroupSelector::new(["app-1", "meta-group", "nope"], ["app-1[0-9]"]).unwrap();
+    let t = translate("k4", TranslateRequest::new(f.source.clone(), selector.clone()))
+        .await
+        .unwrap();
+    let expected = oracle(&f.records, |g| selector.matches(g));
+    assert_eq!(ours(&t), expected);
+    let groups = t.groups();
+    assert!(groups.contains(&"app-15") && groups.contains(&"meta-group"));
+    // Full match: "app-1[0-9]" must not select app-100..app-119.
+    assert!(!groups.contains(&"app-100"), "{groups:?}");
+    let meta = t.group("meta-group").next().unwrap();
+    assert_eq!(meta.metadata, "commit, \"meta\" \u{e9}");
+}
+
+#[tokio::test]
+async fn ranges_split_across_workers_merge_in_log_order() {
+    let f = fixture("k4");
+    let mut request = TranslateRequest::new(f.source.clone(), GroupSelector::all());
+    request.parallelism = 9;
+    // Force several ranges per partition so range boundaries and the merge are exercised.
+    request.min_split_offsets = 50;
+    request.max_bytes_per_fetch = 1024;
+    let t = translate("k4", request).await.unwrap();
+    assert!(t.report.complete);
+    assert_eq!(ours(&t), oracle(&f.records, |_| true));
+}
+
+#[tokio::test]
+async fn ten_thousand_groups_in_one_read() {
+    let c = cluster("k4");
+    let source = unique_topic("many");
+    let topic = format!("{source}.checkpoints.internal");
+    let lines: Vec<String> = (0..10_000)
+        .flat_map(|g| {
+            (0..2).map(move |p| {
+                let key = key_bytes(format!("group-{g:05}").as_bytes(), "primary.events", p);
+                line(Some(&key), Some(&value_bytes(0, g * 10, g * 10 + i64::from(p), "")))
+            })
+        })
+        .collect();
+    write_raw(&c, &topic, CHECKPOINT_PARTITIONS, "lz4", &lines, &[]);
+    let records = java_consume(&c, &topic, "read_uncommitted");
+    let t = translate("k4", TranslateRequest::new(source, GroupSelector::all()))
+        .await
+        .unwrap();
+    assert_eq!(t.groups().len(), 10_000);
+    assert_eq!(ours(&t), oracle(&records, |_| true));
+}
+
+#[tokio::test]
+async fn a_missing_checkpoints_topic_is_named_and_never_created() {
+    let f = fixture("k4");
+    let client = mirror_client(cluster("k4").plaintext()).await;
+    let missing = unique_topic("nosuchsource");
+    let error = client
+        .translate(&TranslateRequest::new(missing.clone(), GroupSelector::all()))
+        .await
+        .expect_err("no such topic");
+    let text = error.to_string();
+    assert!(matches!(error, TranslateError::MissingCheckpointsTopic { .. }), "{text}");
+    assert!(text.contains(&format!("{missing}.checkpoints.internal")), "{text}");
+    // The existing checkpoints topics are listed to help the user.
+    assert!(text.contains(&format!("{}.checkpoints.internal", f.source)), "{text}");
+    let deadline = mm2_offsets::client::Deadline::after(Duration::from_secs(10));
+    let topics = client.list_topics(&deadline).await.unwrap();
+    assert!(!topics.iter().any(|t| t.starts_with(&missing)), "it was auto-created");
+}
+
+#[tokio::test]
+async fn a_deadline_fails_the_read_or_marks_it_incomplete() {
+    let c = cluster("k4");
+    let source = unique_topic("slow");
+    let topic = format!("{source}.checkpoints.internal");
+    let lines: Vec<String> = (0..6000)
+        .map(|g| {
+            let key = key_bytes(format!("g{g}").as_bytes(), "primary.t", 0);
+            format!("0 {} {}", hex_or_dash(Some(&key)), hex_or_dash(Some(&value_bytes(0, 1, 2, ""))))
+        })
+        .collect();
+    // Tiny producer batches: thousands of Fetch round trips to read it all.
+    write_raw(&c, &topic, 1, "none", &lines, &["--batch-size", "64", "--linger-ms", "0"]);
+    let mut request = TranslateRequest::new(source, GroupSelector::all());
+    request.parallelism = 1;
+    request.max_bytes_per_fetch = 64;
+    request.timeout = Duration::from_millis(700);
+    let error = translate("k4", request.clone()).await.expect_err("too slow on purpose");
+    let text = error.to_string();
+    assert!(matches!(error, TranslateError::Incomplete { .. }), "{text}");
+    assert!(text.contains("read to offset"), "{text}");
+    assert!(text.contains("--allow-partial"), "{text}");
+
+    request.allow_partial = true;
+    let partial = translate("k4", request).await.unwrap();
+    assert!(!partial.report.complete);
+    let p = &partial.report.partitions[0];
+    assert!(p.read_to < p.end, "{p:?}");
+    assert!(partial.offsets.len() < 6000);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The command line, run as a user would.
+
+fn cli(args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_mm2-offsets"))
+        .args(args)
+        .output()
+        .expect("run mm2-offsets")
+}
+
+#[tokio::test]
+async fn cli_outputs_agree_with_the_library() {
+    let f = fixture("k4");
+    let bootstrap = cluster("k4").var("PLAINTEXT").to_string();
+    let base = ["translate", "--bootstrap-server", &bootstrap, "--source", &f.source, "--all-groups"];
+    let expected = oracle(&f.records, |_| true);
+
+    let json = cli(&[&base[..], &["-o", "json"]].concat());
+    assert!(json.status.success(), "{}", String::from_utf8_lossy(&json.stderr));
+    let doc: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(doc["schema_version"], 1);
+    assert_eq!(doc["complete"], true);
+    let from_json: Expected = doc["offsets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| {
+            (
+                (
+                    o["group"].as_str().unwrap().to_string(),
+                    o["topic"].as_str().unwrap().to_string(),
+                    o["partition"].as_i64().unwrap() as i32,
+                ),
+                (
+                    o["offset"].as_i64().unwrap(),
+                    o["metadata"].as_str().unwrap().to_string(),
+                    o["upstream_offset"].as_i64().unwrap(),
+                ),
+            )
+        })
+        .collect();
+    assert_eq!(from_json, expected);
+
+    let csv = cli(&[&base[..], &["-o", "csv"]].concat());
+    assert!(csv.status.success());
+    let text = String::from_utf8(csv.stdout).unwrap();
+    assert_eq!(text.lines().count(), expected.len() + 1);
+    assert!(text.contains("\"commit, \"\"meta\"\" \u{e9}\""), "metadata is CSV-quoted");
+
+    let table = cli(&[&base[..], &["-o", "table"]].concat());
+    let text = String::from_utf8(table.stdout).unwrap();
+    assert!(text.starts_with("GROUP"), "{text}");
+    assert!(String::from_utf8_lossy(&table.stderr).contains("complete"));
+
+    let dir = tempfile::tempdir().unwrap();
+    let out_dir = dir.path().to_str().unwrap();
+    let reset = cli(&[&base[..], &["-o", "reset-csv", "--output-dir", out_dir]].concat());
+    assert!(reset.status.success());
+    let app7 = std::fs::read_to_string(dir.path().join("app-7.csv")).unwrap();
+    let mut want: Vec<String> = expected
+        .iter()
+        .filter(|((g, _, _), _)| g == "app-7")
+        .map(|((_, t, p), (o, _, _))| format!("{t},{p},{o}"))
+        .collect();
+    want.sort();
+    let mut got: Vec<String> = app7.lines().map(str::to_string).collect();
+    got.sort();
+    assert_eq!(got, want);
+}
+
+#[tokio::test]
+async fn cli_exit_codes_say_what_happened() {
+    let bootstrap = cluster("k4").var("PLAINTEXT").to_string();
+    let missing = cli(&["translate", "--bootstrap-server", &bootstrap, "--source", "no-such-alias-x", "--all-groups"]);
+    assert_eq!(missing.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("no-such-alias-x.checkpoints.internal"));
+
+    let usage = cli(&["translate", "--all-groups", "--group", "g"]);
+    assert_eq!(usage.status.code(), Some(2));
+
+    let unreachable = cli(&["translate", "--bootstrap-server", "127.0.0.1:1", "--source", "x", "--all-groups", "--timeout", "3s"]);
+    assert_eq!(unreachable.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&unreachable.stderr).contains("127.0.0.1:1"));
+}
