@@ -11,6 +11,8 @@
 //! - <https://kafka.apache.org/protocol#protocol_message_sets> (partial messages at the end)
 //! - Kafka `ByteBufferLogInputStream.nextBatch`, `DefaultRecordBatch.ensureValid`
 
+use std::fmt;
+
 use super::header::{ATTRIBUTES_OFFSET, MAGIC_OFFSET};
 use super::{
     BatchHeader, Compression, HEADER_LEN, LOG_OVERHEAD, MAGIC_V2, MIN_BATCH_LENGTH, Records,
@@ -18,7 +20,7 @@ use super::{
 };
 
 /// One complete, CRC-checked record batch, borrowed from the fetched bytes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, PartialEq, Eq)]
 pub struct Batch<'a> {
     header: BatchHeader,
     bytes: &'a [u8],
@@ -84,6 +86,16 @@ impl<'a> Batch<'a> {
     }
 }
 
+// Debug shows sizes, not the bytes: a fetched section can be megabytes.
+impl fmt::Debug for Batch<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Batch")
+            .field("header", &self.header)
+            .field("len", &self.bytes.len())
+            .finish()
+    }
+}
+
 /// Iterator over the batches of a fetched records section.
 ///
 /// Yields every complete batch, control batches included (their offsets still advance the
@@ -106,7 +118,7 @@ impl<'a> Batch<'a> {
 /// assert!(batches.truncated_tail());
 /// assert_eq!(batches.next_offset(), Some(11));
 /// ```
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct Batches<'a> {
     data: &'a [u8],
     pos: usize,
@@ -222,3 +234,16 @@ impl<'a> Iterator for Batches<'a> {
 }
 
 impl std::iter::FusedIterator for Batches<'_> {}
+
+impl fmt::Debug for Batches<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Batches")
+            .field("len", &self.data.len())
+            .field("consumed", &self.pos)
+            .field("check_crc", &self.check_crc)
+            .field("finished", &self.finished)
+            .field("truncated", &self.truncated)
+            .field("next_offset", &self.next_offset)
+            .finish()
+    }
+}

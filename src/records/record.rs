@@ -40,7 +40,7 @@ pub struct Record<'a> {
 
 /// Iterator over the records of one batch. Yields at most `record_count` items and stops after
 /// the first error.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct Records<'a> {
     data: &'a [u8],
     pos: usize,
@@ -243,6 +243,19 @@ impl<'a> Iterator for Records<'a> {
 }
 
 impl std::iter::FusedIterator for Records<'_> {}
+
+// Debug shows positions, not the (possibly large) records section.
+impl std::fmt::Debug for Records<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Records")
+            .field("base_offset", &self.base_offset)
+            .field("declared", &self.declared)
+            .field("read", &self.read)
+            .field("pos", &self.pos)
+            .field("len", &self.data.len())
+            .finish()
+    }
+}
 
 fn varint_problem(e: VarintError, field: &'static str) -> RecordProblem {
     match e {
