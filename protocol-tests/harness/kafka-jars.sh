@@ -18,9 +18,13 @@ lib="$base/lib"
 mkdir -p "$base"
 
 # Profiles already resolved into lib/ are listed in lib/.profiles (written last,
-# so a half-copied lib/ never counts as complete).
+# so a half-copied lib/ never counts as complete); lib/.pom-sha256 names the pom
+# they came from, so editing the pom re-resolves.
+pom="$HARNESS_DIR/maven/pom.xml"
+pom_sha="$(sha256sum "$pom" | cut -d' ' -f1)"
 have_all() {
   [[ -f "$lib/.profiles" ]] || return 1
+  [[ "$(cat "$lib/.pom-sha256" 2>/dev/null)" == "$pom_sha" ]] || return 1
   local p
   for p in ${profiles//,/ }; do
     grep -qx "$p" "$lib/.profiles" || return 1
@@ -31,17 +35,18 @@ exec 9>"$base/.lock"
 flock 9
 if ! have_all; then
   union="$profiles"
-  if [[ -f "$lib/.profiles" ]]; then
+  if [[ -f "$lib/.profiles" && "$(cat "$lib/.pom-sha256" 2>/dev/null)" == "$pom_sha" ]]; then
     union="$(sort -u <(tr ',' '\n' <<<"$profiles") "$lib/.profiles" | paste -sd, -)"
   fi
   tmp="$(mktemp -d "$base/lib.tmp.XXXXXX")"
   log "resolving Kafka $version jars (profiles $union) with Maven"
-  if ! mvn -B -q -f "$HARNESS_DIR/maven/pom.xml" -Dkafka.version="$version" -P "$union" \
+  if ! mvn -B -q -f "$pom" -Dkafka.version="$version" -P "$union" \
     dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory="$tmp" >"$base/mvn.log" 2>&1; then
     rm -rf "$tmp"
     tail -n 30 "$base/mvn.log" >&2
     die "Maven could not resolve Kafka $version with profiles $union (full log: $base/mvn.log)"
   fi
+  echo "$pom_sha" >"$tmp/.pom-sha256"
   tr ',' '\n' <<<"$union" >"$tmp/.profiles"
   rm -rf "$lib"
   mv "$tmp" "$lib"

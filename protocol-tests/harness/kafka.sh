@@ -156,11 +156,16 @@ attempt_start() {
   log "$name: formatted in $(($(now_ms) - t0)) ms"
 
   log="$dir/broker.log"
+  # Empty the old log here, not in the background job's redirection: that one runs
+  # in the child, and the readiness grep below could still see the previous run's
+  # "Kafka Server started".
+  rm -f "$log"
+  : >"$log"
   t0="$(now_ms)"
   java -Xms256m -Xmx512m -XX:+UseG1GC -XX:MaxGCPauseMillis=20 -XX:+ExitOnOutOfMemoryError \
     -XX:+UseStringDeduplication -Djava.awt.headless=true -Djava.io.tmpdir="$dir/tmp" \
     "${logging[@]}" -cp "$lib/*" kafka.Kafka "$dir/server.properties" \
-    </dev/null >"$log" 2>&1 &
+    </dev/null >>"$log" 2>&1 &
   pid=$!
   echo "$pid" >"$dir/pid"
 
@@ -184,7 +189,7 @@ attempt_start() {
   if ! grep -q 'Kafka Server started' "$log"; then
     tail -n 30 "$log" >&2
     stop_pid "$pid" 10
-    log "$name: broker not ready after ${START_TIMEOUT_S}s (log: $log)"
+    log "$name: broker not ready after ${START_TIMEOUT_S}s (waited $((SECONDS - deadline + START_TIMEOUT_S))s; log: $log)"
     return 1
   fi
   if ! probe_listeners "$dir" "$version" "$p_plain" "$p_ssl" "$p_mtls" "$p_sasl_ssl" "$p_sasl_plain"; then

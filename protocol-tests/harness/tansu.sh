@@ -41,12 +41,14 @@ start() {
   port="$(free_ports 1)"
   addr="127.0.0.1:$port"
   log="$dir/broker.log"
+  rm -f "$log"
+  : >"$log"
   t0="$(now_ms)"
   # The binary's cmdline does not name the work dir, so stop_cluster could not tell
   # our process from a stranger's: run it through exec -a with a tagged argv[0].
   (exec -a "$dir/tansu" "$bin" broker --cluster-id "mm2o-$name" \
     --listener-url "tcp://$addr" --advertised-listener-url "tcp://$addr" \
-    --storage-engine "memory://tansu/" </dev/null >"$log" 2>&1) &
+    --storage-engine "memory://tansu/" </dev/null >>"$log" 2>&1) &
   pid=$!
   echo "$pid" >"$dir/pid"
   deadline=$((SECONDS + START_TIMEOUT_S))
