@@ -152,8 +152,9 @@ fn run_data_writer(cluster: &Cluster, command: &str, args: &[&str]) -> String {
     let output = Command::new("bash")
         .arg(&script)
         .arg(command)
-        .arg("--bootstrap")
-        .arg(cluster.var("PLAINTEXT"))
+        // The harness picks the right client jars per cluster (Tansu needs an older client).
+        .arg("--cluster")
+        .arg(&cluster.name)
         .args(args)
         .output()
         .unwrap_or_else(|e| panic!("cannot run {}: {e}", script.display()));
