@@ -111,8 +111,28 @@ pub enum Isolation {
     ReadCommitted,
 }
 
+/// Examples shown at the end of `translate --help`.
+pub const TRANSLATE_EXAMPLES: &str = "Examples:
+  # every group that MirrorMaker 2 checkpointed from cluster 'primary' into this cluster
+  mm2-offsets translate --bootstrap-server backup:9092 --source primary --all-groups
+
+  # two groups and a family, as JSON
+  mm2-offsets translate --bootstrap-server backup:9092 --source primary \\
+      --group orders-app --group billing --group-regex 'reporting-.*' -o json
+
+  # SASL_SSL with the password in a file; one reset file per group for kafka-consumer-groups.sh
+  mm2-offsets translate --bootstrap-server backup:9093 --security-protocol SASL_SSL \\
+      --sasl-mechanism SCRAM-SHA-512 --sasl-username ops --sasl-password-file ~/.kafka-pass \\
+      --ssl-ca ca.pem --source primary --groups-file groups.txt -o reset-csv --output-dir resets
+  kafka-consumer-groups.sh --bootstrap-server backup:9093 --command-config client.properties \\
+      --reset-offsets --group orders-app --from-file resets/orders-app.csv --execute
+
+  # the backup cluster's settings from the MirrorMaker 2 config
+  mm2-offsets translate --mm2-config mm2.properties --target backup --source primary --all-groups";
+
 /// `mm2-offsets translate`.
 #[derive(Debug, Args)]
+#[command(after_help = TRANSLATE_EXAMPLES)]
 pub struct TranslateArgs {
     /// Connection.
     #[command(flatten)]
