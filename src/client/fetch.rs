@@ -302,9 +302,13 @@ impl RangeReader {
                 }
                 Ok(chunk) => {
                     // No complete batch. With records present, a single batch is larger than
-                    // the broker was willing to send (some brokers cap responses): ask for more.
-                    if !chunk.records.is_empty() || self.options.max_bytes < i32::MAX / 2 {
-                        self.options.max_bytes = self.options.max_bytes.saturating_mul(2);
+                    // the broker was willing to send (some brokers cap responses): ask for more,
+                    // up to the largest response we accept. An empty answer below the end is
+                    // transient (e.g. a leader catching up): wait and ask again.
+                    if !chunk.records.is_empty() {
+                        let cap = i32::try_from(self.client.config().max_response_size)
+                            .unwrap_or(i32::MAX);
+                        self.options.max_bytes = self.options.max_bytes.saturating_mul(2).min(cap);
                     }
                     if !backoff.wait(&self.deadline).await {
                         let _ = tx

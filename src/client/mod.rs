@@ -4,6 +4,41 @@
 //! It knows nothing of MirrorMaker 2: any tool that needs "read this partition range, fast" can
 //! embed it.
 //!
+//! ```no_run
+//! # async fn example() -> Result<(), Box<dyn std::error::Error>> {
+//! use std::time::Duration;
+//! use mm2_offsets::client::{Deadline, IsolationLevel, KafkaClient, OffsetSpec, ReadOptions};
+//! use mm2_offsets::config::ClientConfig;
+//! use mm2_offsets::records::{AbortedFilter, Batches, Scratch};
+//!
+//! let client = KafkaClient::connect(ClientConfig::plaintext(["127.0.0.1:9092"])).await?;
+//! let deadline = Deadline::after(Duration::from_secs(30));
+//! let topic = client.describe_topic("orders", &deadline).await?;
+//! let isolation = IsolationLevel::ReadUncommitted;
+//! let start = client.list_offsets(&topic, &[0], OffsetSpec::Earliest, isolation, &deadline).await?[&0];
+//! let end = client.list_offsets(&topic, &[0], OffsetSpec::Latest, isolation, &deadline).await?[&0];
+//!
+//! // Fetches run ahead of this loop; each chunk's records are a zero-copy slice of a response.
+//! let mut stream = client.read_range(topic, 0, start, end, ReadOptions::default(), deadline);
+//! let mut scratch = Scratch::new();
+//! while let Some(chunk) = stream.next_chunk().await {
+//!     let chunk = chunk?;
+//!     let mut filter = AbortedFilter::read_uncommitted();
+//!     for batch in Batches::new(&chunk.records) {
+//!         let batch = batch?;
+//!         if !filter.check(&batch, &mut scratch)?.is_deliver() {
+//!             continue;
+//!         }
+//!         for record in batch.records(&mut scratch)? {
+//!             let record = record?;
+//!             println!("{} {:?}", record.offset, record.value.map(<[u8]>::len));
+//!         }
+//!     }
+//! }
+//! # Ok(())
+//! # }
+//! ```
+//!
 //! # References
 //! - <https://kafka.apache.org/protocol>
 //! - KIP-74 (fetch size limits), KIP-227 (fetch sessions), KIP-320 (leader epochs),

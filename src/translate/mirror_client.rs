@@ -107,7 +107,21 @@ impl MirrorClient {
         let deadline = Deadline::after(request.timeout);
         let mut bounds = Vec::new();
         for source in &request.sources {
-            bounds.extend(self.snapshot_bounds(source, request, &deadline).await?);
+            // One request may wait up to request.timeout.ms; the whole read must not outlast
+            // its own budget because of that.
+            let snapshot = tokio::time::timeout(
+                deadline.remaining(),
+                self.snapshot_bounds(source, request, &deadline),
+            )
+            .await
+            .map_err(|_| {
+                TranslateError::Client(ClientError::DeadlineExceeded {
+                    operation: format!("reading the metadata and offsets of source {source}"),
+                    timeout: request.timeout,
+                    last: String::new(),
+                })
+            })?;
+            bounds.extend(snapshot?);
         }
         let ranges = plan_ranges(&bounds, request.parallelism, request.min_split_offsets);
         if let Some(progress) = &request.progress {
