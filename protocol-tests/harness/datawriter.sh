@@ -14,22 +14,26 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 src="$REPO_ROOT/protocol-tests/java/DataWriter.java"
-classes="$WORK_DIR/classes"
+jar="$WORK_DIR/datawriter.jar"
 
 build() {
-  if [[ -f "$classes/DataWriter.class" && "$classes/DataWriter.class" -nt "$src" ]]; then
+  if [[ -f "$jar" && "$jar" -nt "$src" ]]; then
     return 0
   fi
   local lib tmp
   lib="$("$HARNESS_DIR/kafka-jars.sh" "$KAFKA4_VERSION" kafka4)"
-  # Compile into a fresh directory and swap it in, so a parallel run never sees half the classes.
+  # A jar, not a class directory: class-data sharing refuses non-empty directories
+  # on the classpath. Built aside and renamed, so a parallel run never sees half of it.
   tmp="$(mktemp -d "$WORK_DIR/classes.tmp.XXXXXX")"
   if ! javac --release 17 -Xlint:all -Werror -cp "$lib/*" -d "$tmp" "$src" >&2; then
     rm -rf "$tmp"
     die "javac failed on $src"
   fi
-  rm -rf "$classes"
-  mv "$tmp" "$classes"
+  jar --create --file "$tmp.jar" -C "$tmp" .
+  rm -rf "$tmp"
+  mv -f "$tmp.jar" "$jar"
+  # Class-data archives name the jar's size and time; drop those of the old jar.
+  rm -f "$WORK_DIR"/datawriter-*.jsa
 }
 
 [[ $# -ge 1 ]] || die "usage: datawriter.sh build | datawriter.sh COMMAND ARGS..."
@@ -65,6 +69,16 @@ else
   lib="$("$HARNESS_DIR/kafka-jars.sh" "$client" kafka3)"
   logging="-Dlog4j.configuration=file:$HARNESS_DIR/config/log4j-tool.properties"
 fi
-# Short-lived client JVM: C1 only and serial GC start fastest.
-exec java -Xmx256m -XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Djava.awt.headless=true "$logging" \
-  -cp "$classes:$lib/*" DataWriter "${args[@]}"
+archive="$WORK_DIR/datawriter-$client.jsa"
+archive_tmp="$WORK_DIR/datawriter-$client.jsa.tmp.$$"
+mapfile -t cds < <(cds_flags "$archive" "$archive_tmp")
+# Short-lived client JVM: C1 only and serial GC start fastest. JVM warnings (for
+# example about class-data sharing) go to stderr: stdout is DataWriter's JSON only.
+rc=0
+java -Xmx256m -XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Djava.awt.headless=true \
+  -Xlog:disable -Xlog:all=warning:stderr -Xlog:cds*=error:stderr ${cds[@]+"${cds[@]}"} "$logging" \
+  -cp "$jar:$lib/*" DataWriter "${args[@]}" || rc=$?
+if [[ "${cds[0]:-}" == -XX:ArchiveClassesAtExit=* ]]; then
+  if ((rc == 0)); then cds_promote "$archive_tmp" "$archive" "$jar:$lib/*"; else rm -f "$archive_tmp"; fi
+fi
+exit "$rc"

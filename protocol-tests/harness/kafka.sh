@@ -143,6 +143,12 @@ attempt_start() {
   # Short-lived tool JVM: C1 only and serial GC start fastest.
   local -a tool_jvm=(java -Xmx256m -XX:TieredStopAtLevel=1 -XX:+UseSerialGC "${logging[@]}" -cp "$lib/*")
 
+  local -a tool_cds
+  local tool_archive="$lib/storage-tool.jsa" tool_archive_tmp="$dir/storage-tool.jsa.tmp"
+  rm -f "$tool_archive_tmp"
+  mapfile -t tool_cds < <(cds_flags "$tool_archive" "$tool_archive_tmp")
+  tool_jvm+=(${tool_cds[@]+"${tool_cds[@]}"})
+
   cid="$(random_cluster_id)"
   t0="$(now_ms)"
   if ! "${tool_jvm[@]}" kafka.tools.StorageTool format -t "$cid" -c "$dir/server.properties" --standalone \
@@ -153,6 +159,9 @@ attempt_start() {
     log "$name: formatting the storage failed (log: $dir/format.log)"
     return 1
   fi
+  if [[ "${tool_cds[0]:-}" == -XX:ArchiveClassesAtExit=* ]]; then
+    cds_promote "$tool_archive_tmp" "$tool_archive" "$lib/*"
+  fi
   log "$name: formatted in $(($(now_ms) - t0)) ms"
 
   log="$dir/broker.log"
@@ -162,9 +171,19 @@ attempt_start() {
   rm -f "$log"
   : >"$log"
   t0="$(now_ms)"
+  # MM2O_KAFKA_JVM_OPTS: extra broker JVM flags (word-split), for experiments.
+  local -a extra cds
+  read -r -a extra <<<"${MM2O_KAFKA_JVM_OPTS:-}"
+  local archive="$lib/broker.jsa" archive_tmp="$dir/broker.jsa.tmp"
+  rm -f "$archive_tmp" "$dir/cds-pending"
+  mapfile -t cds < <(cds_flags "$archive" "$archive_tmp")
+  if [[ "${cds[0]:-}" == -XX:ArchiveClassesAtExit=* ]]; then
+    # stop_cluster promotes the archive once this broker has exited cleanly.
+    echo "$archive_tmp $archive $lib/*" >"$dir/cds-pending"
+  fi
   java -Xms256m -Xmx512m -XX:+UseG1GC -XX:MaxGCPauseMillis=20 -XX:+ExitOnOutOfMemoryError \
     -XX:+UseStringDeduplication -Djava.awt.headless=true -Djava.io.tmpdir="$dir/tmp" \
-    "${logging[@]}" -cp "$lib/*" kafka.Kafka "$dir/server.properties" \
+    "${logging[@]}" ${cds[@]+"${cds[@]}"} ${extra[@]+"${extra[@]}"} -cp "$lib/*" kafka.Kafka "$dir/server.properties" \
     </dev/null >>"$log" 2>&1 &
   pid=$!
   echo "$pid" >"$dir/pid"
@@ -176,6 +195,12 @@ attempt_start() {
       tail -n 30 "$log" >&2
       if grep -q -e 'BindException' -e 'Address already in use' "$log"; then
         log "$name: a port was taken meanwhile; retrying on new ports"
+        rm -f "$dir/cds-pending" "$archive_tmp"
+        return 2
+      fi
+      if [[ "${cds[0]:-}" == -XX:SharedArchiveFile=* ]]; then
+        log "$name: broker died at startup with class-data archive $archive; retrying without it"
+        rm -f "$archive"
         return 2
       fi
       log "$name: broker exited during startup (log: $log)"
@@ -188,16 +213,22 @@ attempt_start() {
   done
   if ! grep -q 'Kafka Server started' "$log"; then
     tail -n 30 "$log" >&2
-    stop_pid "$pid" 10
+    stop_pid "$pid" 10 || true
     log "$name: broker not ready after ${START_TIMEOUT_S}s (waited $((SECONDS - deadline + START_TIMEOUT_S))s; log: $log)"
     return 1
   fi
   if ! probe_listeners "$dir" "$version" "$p_plain" "$p_ssl" "$p_mtls" "$p_sasl_ssl" "$p_sasl_plain"; then
-    stop_pid "$pid" 10
+    stop_pid "$pid" 10 || true
     log "$name: broker started but a listener failed the kcat probe (log: $log)"
     return 1
   fi
-  log "$name: Kafka $version ready in $(($(now_ms) - t0)) ms (pid $pid)"
+  if grep -q 'Unable to use shared archive' "$log"; then
+    log "$name: class-data archive $archive is stale (other jars or JDK); it is rebuilt on the next start"
+    rm -f "$archive"
+  fi
+  local ticks
+  ticks="$(awk '{print $14 + $15}' "/proc/$pid/stat" 2>/dev/null || echo '?')"
+  log "$name: Kafka $version ready in $(($(now_ms) - t0)) ms, $ticks CPU ticks (pid $pid)"
 
   local c="$dir/certs" h=127.0.0.1
   cat >"$dir/env.tmp" <<ENV

@@ -51,6 +51,7 @@ PY
 }
 
 # Stops a process by pid: SIGTERM, wait up to $2 seconds, then SIGKILL.
+# Returns 0 if it exited on SIGTERM (or was gone), 1 if it had to be killed.
 stop_pid() {
   local pid="$1" grace="${2:-30}" i
   kill -0 "$pid" 2>/dev/null || return 0
@@ -62,9 +63,40 @@ stop_pid() {
   log "pid $pid ignored SIGTERM for ${grace}s; sending SIGKILL"
   kill -KILL "$pid" 2>/dev/null || true
   for ((i = 0; i < 50; i++)); do
-    kill -0 "$pid" 2>/dev/null || return 0
+    kill -0 "$pid" 2>/dev/null || return 1
     sleep 0.1
   done
+  return 1
+}
+
+# Class-data sharing (AppCDS) saves about a third of a JVM's startup CPU (NOTES.md).
+# The first JVM of a kind runs without an archive and dumps one at exit
+# (-XX:ArchiveClassesAtExit) into a temporary file; cds_promote puts it in place
+# only after a JVM has mapped it cleanly, because a half-written archive crashes
+# every JVM that maps it (SIGBUS). MM2O_NO_CDS=1 turns all of this off.
+# cds_flags ARCHIVE TMP: prints the JVM flags, one per line (none when disabled).
+cds_flags() {
+  [[ "${MM2O_NO_CDS:-0}" == 1 ]] && return 0
+  if [[ -s "$1" ]]; then
+    echo "-XX:SharedArchiveFile=$1"
+  else
+    echo "-XX:ArchiveClassesAtExit=$2"
+  fi
+}
+
+# cds_promote TMP ARCHIVE CLASSPATH: moves a freshly dumped archive into place if
+# a JVM with that classpath maps it (-Xshare:on fails on a bad one); else drops it.
+cds_promote() {
+  local tmp="$1" archive="$2" cp="$3" errs
+  [[ -s "$tmp" ]] || { rm -f "$tmp"; return 0; }
+  errs="$(dirname "$tmp")"
+  if java -Xshare:on -XX:SharedArchiveFile="$tmp" -XX:ErrorFile="$errs/hs_err_cds_%p.log" \
+    -cp "$cp" -version >/dev/null 2>&1; then
+    mv -f "$tmp" "$archive"
+  else
+    log "dropping class-data archive $tmp: a JVM cannot map it"
+    rm -f "$tmp" "$errs"/hs_err_cds_*.log
+  fi
 }
 
 # Reads KEY from an env file written by the harness (KEY=VALUE lines, no quoting).
@@ -92,9 +124,17 @@ stop_cluster() {
   if [[ -n "$pid" ]] && kill -0 "$pid" 2>/dev/null &&
     tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF "$WORK_DIR/$name/"; then
     log "$name: stopping pid $pid"
-    stop_pid "$pid" 30
+    local graceful=1 grace=30
+    # A JVM dumping its class-data archive at exit needs longer to go.
+    [[ -f "$WORK_DIR/$name/cds-pending" ]] && grace=90
+    stop_pid "$pid" "$grace" || graceful=0
+    if [[ -f "$WORK_DIR/$name/cds-pending" ]]; then
+      local tmp archive cp
+      read -r tmp archive cp <"$WORK_DIR/$name/cds-pending"
+      if ((graceful)); then cds_promote "$tmp" "$archive" "$cp"; else rm -f "$tmp"; fi
+    fi
   fi
-  rm -f "$env" "$WORK_DIR/$name/pid"
+  rm -f "$env" "$WORK_DIR/$name/pid" "$WORK_DIR/$name/cds-pending"
 }
 
 # One ApiVersions v0 round trip (the request every broker still accepts), with a

@@ -62,7 +62,7 @@ start() {
   done
   if ! api_versions_ok "$addr"; then
     tail -n 30 "$log" >&2
-    stop_pid "$pid" 5
+    stop_pid "$pid" 5 || true
     die "$name: Tansu not ready after ${START_TIMEOUT_S}s (log: $log)"
   fi
   log "$name: Tansu $version ready in $(($(now_ms) - t0)) ms (pid $pid)"

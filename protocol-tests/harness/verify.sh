@@ -19,6 +19,8 @@ DW="$HARNESS_DIR/datawriter.sh"
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 passed=0 failed=0
+# Topics get a per-run suffix: the brokers outlive a run, and counts must start at zero.
+run="$(date +%s)-$$"
 
 check() { # check DESCRIPTION expect(ok|fail) COMMAND...
   local what="$1" expect="$2" got
@@ -104,25 +106,25 @@ for name in k4 k39; do
   # SCRAM through the Java client, which is the reference for 4.x; a topic write
   # over SASL_SSL proves authentication and TLS together.
   jaas="org.apache.kafka.common.security.scram.ScramLoginModule required username=\"$scram_user\" password=\"$scram_password\";"
-  check "$name SASL_SSL SCRAM-SHA-512 (Java DataWriter)" ok "$DW" create --bootstrap "$sasl_ssl" --topic verify-scram \
+  check "$name SASL_SSL SCRAM-SHA-512 (Java DataWriter)" ok "$DW" create --bootstrap "$sasl_ssl" --topic "verify-scram-$run" \
     --config security.protocol=SASL_SSL --config ssl.truststore.type=PEM --config ssl.truststore.location="$ca_pem" \
     --config sasl.mechanism=SCRAM-SHA-512 --config "sasl.jaas.config=$jaas"
-  check "$name SASL_PLAINTEXT SCRAM-SHA-256 (Java DataWriter)" ok "$DW" create --bootstrap "$sasl_plaintext" --topic verify-scram \
+  check "$name SASL_PLAINTEXT SCRAM-SHA-256 (Java DataWriter)" ok "$DW" create --bootstrap "$sasl_plaintext" --topic "verify-scram-$run" \
     --config security.protocol=SASL_PLAINTEXT --config sasl.mechanism=SCRAM-SHA-256 --config "sasl.jaas.config=$jaas"
   badjaas="${jaas/password=\"$scram_password\"/password=\"wrong\"}"
-  check "$name SCRAM wrong password (Java DataWriter)" fail "$DW" create --bootstrap "$sasl_plaintext" --topic verify-scram \
+  check "$name SCRAM wrong password (Java DataWriter)" fail "$DW" create --bootstrap "$sasl_plaintext" --topic "verify-scram-$run" \
     --timeout-ms 8000 --config security.protocol=SASL_PLAINTEXT --config sasl.mechanism=SCRAM-SHA-256 --config "sasl.jaas.config=$badjaas"
 
   for c in none gzip snappy lz4 zstd; do
-    check "$name DataWriter records $c" ok "$DW" records --cluster "$name" --topic "verify-$c" --partitions 3 --count 50 --compression "$c"
-    check "$name kcat reads 53 records of verify-$c" ok kcat_count 53 "$plaintext" "verify-$c"
+    check "$name DataWriter records $c" ok "$DW" records --cluster "$name" --topic "verify-$c-$run" --partitions 3 --count 50 --compression "$c"
+    check "$name kcat reads 53 records of verify-$c" ok kcat_count 53 "$plaintext" "verify-$c-$run"
   done
-  check "$name DataWriter transactions" ok "$DW" transactions --cluster "$name" --topic verify-txn --partitions 2
-  check "$name kcat read_committed sees 20" ok kcat_count 20 "$plaintext" verify-txn -X isolation.level=read_committed
-  check "$name kcat read_uncommitted sees 30" ok kcat_count 30 "$plaintext" verify-txn -X isolation.level=read_uncommitted
+  check "$name DataWriter transactions" ok "$DW" transactions --cluster "$name" --topic "verify-txn-$run" --partitions 2
+  check "$name kcat read_committed sees 20" ok kcat_count 20 "$plaintext" "verify-txn-$run" -X isolation.level=read_committed
+  check "$name kcat read_uncommitted sees 30" ok kcat_count 30 "$plaintext" "verify-txn-$run" -X isolation.level=read_uncommitted
   printf '0 6b31 7631\n1 - 7632\n# comment\n\n0 6b33 -\n' >"$tmp/raw.txt"
-  check "$name DataWriter raw" ok "$DW" raw --cluster "$name" --topic verify-raw --partitions 2 --compression gzip --file "$tmp/raw.txt"
-  check "$name kcat reads 3 raw records" ok kcat_count 3 "$plaintext" verify-raw
+  check "$name DataWriter raw" ok "$DW" raw --cluster "$name" --topic "verify-raw-$run" --partitions 2 --compression gzip --file "$tmp/raw.txt"
+  check "$name kcat reads 3 raw records" ok kcat_count 3 "$plaintext" "verify-raw-$run"
 done
 
 env="$(env_get "$clusters" tansu)"
@@ -130,11 +132,11 @@ tansu_version="$(env_get "$env" TANSU_VERSION)"
 tansu_client="$(env_get "$env" DATAWRITER_CLIENT)"
 echo "== tansu (Tansu $tansu_version, client $tansu_client)"
 for c in none gzip snappy lz4 zstd; do
-  check "tansu DataWriter records $c" ok "$DW" records --cluster tansu --topic "verify-$c" --partitions 3 --count 50 --compression "$c"
-  check "tansu consume reads 53 of verify-$c" ok bash -c "'$DW' consume --cluster tansu --topic verify-$c >'$tmp/c.json' && $(declare -f json_count); json_count 53 '$tmp/c.json'"
+  check "tansu DataWriter records $c" ok "$DW" records --cluster tansu --topic "verify-$c-$run" --partitions 3 --count 50 --compression "$c"
+  check "tansu consume reads 53 of verify-$c" ok bash -c "'$DW' consume --cluster tansu --topic verify-$c-$run >'$tmp/c.json' && $(declare -f json_count); json_count 53 '$tmp/c.json'"
 done
-check "tansu DataWriter transactions" ok "$DW" transactions --cluster tansu --topic verify-txn --partitions 2
-check "tansu DataWriter raw" ok "$DW" raw --cluster tansu --topic verify-raw --partitions 2 --file "$tmp/raw.txt"
+check "tansu DataWriter transactions" ok "$DW" transactions --cluster tansu --topic "verify-txn-$run" --partitions 2
+check "tansu DataWriter raw" ok "$DW" raw --cluster tansu --topic "verify-raw-$run" --partitions 2 --file "$tmp/raw.txt"
 
 echo "$passed passed, $failed failed"
 ((failed == 0))
