@@ -122,8 +122,9 @@ while True:
         print(s); break'
 }
 
-# One attempt: format, launch, wait. Returns 2 when the ports were taken meanwhile
-# (the caller retries on fresh ports), 1 on any other failure.
+# One attempt: format, launch, wait. Returns 2 when a retry may help (ports taken
+# meanwhile, or a JVM died with a class-data archive, which is then deleted), 1 on
+# any other failure.
 attempt_start() {
   local name="$1" version="$2" lib="$3" dir="$4"
   local ports p_plain p_ssl p_mtls p_sasl_ssl p_sasl_plain p_ctrl cid log pid t0 deadline
@@ -156,6 +157,11 @@ attempt_start() {
     --add-scram "SCRAM-SHA-256=[name=$SCRAM_USER,password=$SCRAM_PASSWORD]" \
     >"$dir/format.log" 2>&1; then
     tail -n 20 "$dir/format.log" >&2
+    if [[ "${tool_cds[0]:-}" == -XX:SharedArchiveFile=* ]]; then
+      log "$name: format failed with class-data archive $tool_archive; retrying without it"
+      rm -f "$tool_archive"
+      return 2
+    fi
     log "$name: formatting the storage failed (log: $dir/format.log)"
     return 1
   fi

@@ -8,13 +8,15 @@
 #   tansu  Tansu, PLAINTEXT only
 # Then compiles DataWriter. Prints each phase's time. The two JVM brokers start one
 # after the other (MM2O_PARALLEL=1 starts them together; see NOTES.md for timings).
-# On failure everything already started is stopped again.
+# Clusters left running by an earlier up.sh are stopped first; on failure everything
+# already started is stopped again.
 set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 mkdir -p "$WORK_DIR"
-rm -f "$WORK_DIR/clusters.env"
+# Start from nothing: leftovers of an earlier run (same worktree) are stopped first.
+"$HARNESS_DIR/down.sh"
 trap '"$HARNESS_DIR/down.sh"' ERR
 t_all="$(now_ms)"
 
