@@ -18,18 +18,31 @@ use crate::records::{Batch, RecordsError, Scratch};
 pub(crate) struct Interner {
     ids: FxHashMap<Box<[u8]>, u32>,
     names: Vec<Box<[u8]>>,
+    /// The last name looked up: MM2 writes a group's checkpoints together and a topic's
+    /// partitions together, so most lookups repeat it and cost a compare instead of a hash.
+    last: Option<u32>,
 }
 
 impl Interner {
+    #[inline]
     fn get_or_insert(&mut self, name: &[u8]) -> (u32, bool) {
-        if let Some(&id) = self.ids.get(name) {
-            return (id, false);
+        if let Some(last) = self.last
+            && self.names[last as usize].as_ref() == name
+        {
+            return (last, false);
         }
-        let id = self.names.len() as u32;
-        let owned: Box<[u8]> = name.into();
-        self.names.push(owned.clone());
-        self.ids.insert(owned, id);
-        (id, true)
+        let (id, new) = match self.ids.get(name) {
+            Some(&id) => (id, false),
+            None => {
+                let id = self.names.len() as u32;
+                let owned: Box<[u8]> = name.into();
+                self.names.push(owned.clone());
+                self.ids.insert(owned, id);
+                (id, true)
+            }
+        };
+        self.last = Some(id);
+        (id, new)
     }
 
     pub(crate) fn name(&self, id: u32) -> &[u8] {
@@ -57,8 +70,8 @@ pub(crate) struct Checkpointed {
     pub(crate) metadata: Box<[u8]>,
 }
 
-/// Key of the result map: (group id, topic id, partition), ids from the accumulator's interners.
-type Key = (u32, u32, i32);
+/// Key of a group's slots: (topic id, partition), topic ids from the accumulator's interner.
+type Key = (u32, i32);
 
 /// One worker's partial translation.
 pub(crate) struct Accumulator<'a> {
@@ -66,11 +79,11 @@ pub(crate) struct Accumulator<'a> {
     groups: Interner,
     /// Per interned group: selected or not, decided once.
     selected: Vec<bool>,
-    /// The previous record's group, to skip the hash lookup for runs of one group (MM2 writes a
-    /// group's partitions together).
-    last_group: Option<(Box<[u8]>, u32)>,
+    /// Per interned group: its latest checkpoints. One small map per group rather than one map
+    /// keyed by (group, topic, partition): MM2 writes a group's checkpoints together, so the
+    /// group's map stays in cache for its run, where one big map costs a cache miss per record.
+    slots: Vec<FxHashMap<Key, Slot>>,
     topics: Interner,
-    pub(crate) slots: FxHashMap<Key, Slot>,
     pub(crate) skipped: SkipCounts,
     pub(crate) records: u64,
 }
@@ -81,33 +94,22 @@ impl<'a> Accumulator<'a> {
             selector,
             groups: Interner::default(),
             selected: Vec::new(),
-            last_group: None,
+            slots: Vec::new(),
             topics: Interner::default(),
-            slots: FxHashMap::default(),
             skipped: SkipCounts::default(),
             records: 0,
         }
     }
 
+    #[inline]
     fn group_id(&mut self, group: &[u8]) -> (u32, bool) {
-        if let Some((name, id)) = &self.last_group
-            && name.as_ref() == group
-        {
-            return (*id, self.selected[*id as usize]);
-        }
         let (id, new) = self.groups.get_or_insert(group);
         if new {
             // Java decodes group ids leniently (invalid UTF-8 becomes U+FFFD); so do we, once
             // per distinct group.
             let name = String::from_utf8_lossy(group);
             self.selected.push(self.selector.matches(&name));
-        }
-        match &mut self.last_group {
-            Some((name, last)) if name.len() == group.len() => {
-                name.copy_from_slice(group);
-                *last = id;
-            }
-            slot => *slot = Some((group.into(), id)),
+            self.slots.push(FxHashMap::default());
         }
         (id, self.selected[id as usize])
     }
@@ -136,8 +138,8 @@ impl<'a> Accumulator<'a> {
             self.skipped.add(SkipReason::Tombstone, partition, offset);
             if selected {
                 let (topic, _) = self.topics.get_or_insert(key.topic);
-                self.slots.insert(
-                    (group, topic, key.partition),
+                self.slots[group as usize].insert(
+                    (topic, key.partition),
                     Slot {
                         checkpoint: None,
                         timestamp,
@@ -166,9 +168,8 @@ impl<'a> Accumulator<'a> {
             return;
         }
         let (topic, _) = self.topics.get_or_insert(key.topic);
-        let slot = self
-            .slots
-            .entry((group, topic, key.partition))
+        let slot = self.slots[group as usize]
+            .entry((topic, key.partition))
             .or_insert_with(|| Slot {
                 checkpoint: None,
                 timestamp,
@@ -229,8 +230,10 @@ impl<'a> Accumulator<'a> {
         let slots = self
             .slots
             .into_iter()
-            .map(|((g, t, p), slot)| NamedSlot {
-                group: String::from_utf8_lossy(groups.name(g)).into_owned(),
+            .enumerate()
+            .flat_map(|(g, slots)| slots.into_iter().map(move |(key, slot)| (g, key, slot)))
+            .map(|(g, (t, p), slot)| NamedSlot {
+                group: String::from_utf8_lossy(groups.name(g as u32)).into_owned(),
                 topic: String::from_utf8_lossy(topics.name(t)).into_owned(),
                 partition: p,
                 slot,
@@ -355,6 +358,44 @@ mod tests {
         acc.add(0, 0, 1, Some(&key("g", "t", 0)), None);
         acc.add(0, 1, 1, Some(&key("g", "t", 0)), Some(&value(3, 4, "x")));
         assert_eq!(result(acc), vec![("g".into(), "t".into(), 0, Some(4))]);
+    }
+
+    #[test]
+    fn interleaved_groups_and_topics_keep_their_own_slots() {
+        let selector = GroupSelector::all();
+        let mut acc = Accumulator::new(&selector);
+        let mut offset = 0;
+        // Runs of one group and topic, then the same keys again after other groups: the
+        // last-seen caches and per-group maps must not mix keys up.
+        for round in 0..3i64 {
+            for group in ["a", "b", "a", "c"] {
+                for topic in ["t1", "t2", "t1"] {
+                    for partition in 0..3 {
+                        let down = round * 100 + partition as i64;
+                        let meta = if round == 1 { "m" } else { "" };
+                        acc.add(
+                            0,
+                            offset,
+                            offset,
+                            Some(&key(group, topic, partition)),
+                            Some(&value(down, down, meta)),
+                        );
+                        offset += 1;
+                    }
+                }
+            }
+        }
+        acc.add(0, offset, offset, Some(&key("b", "t2", 1)), None);
+        let result = result(acc);
+        assert_eq!(result.len(), 3 * 2 * 3);
+        for (group, topic, partition, down) in result {
+            let expected = if (group.as_str(), topic.as_str(), partition) == ("b", "t2", 1) {
+                None
+            } else {
+                Some(200 + i64::from(partition))
+            };
+            assert_eq!(down, expected, "{group} {topic} {partition}");
+        }
     }
 
     #[test]
