@@ -73,16 +73,40 @@ pub(crate) struct Checkpointed {
 /// Key of a group's slots: (topic id, partition), topic ids from the accumulator's interner.
 type Key = (u32, i32);
 
+/// `Entry::metadata` of a key whose metadata has always been empty.
+const NO_METADATA: u32 = u32::MAX;
+
+/// A [`Slot`] as the accumulator keeps it: plain data, 48 bytes, so a million of them grow,
+/// move and drop as one block. Non-empty metadata lives in `Accumulator::metadata`.
+#[derive(Clone, Copy)]
+struct Entry {
+    upstream_offset: i64,
+    downstream_offset: i64,
+    timestamp: i64,
+    offset: i64,
+    partition: i32,
+    /// Index in `Accumulator::metadata`, or [`NO_METADATA`]. Once a key has an index it keeps
+    /// it, so the table holds at most one string per key however often metadata changes.
+    metadata: u32,
+    /// False after a tombstone.
+    live: bool,
+}
+
 /// One worker's partial translation.
 pub(crate) struct Accumulator<'a> {
     selector: &'a GroupSelector,
     groups: Interner,
     /// Per interned group: selected or not, decided once.
     selected: Vec<bool>,
-    /// Per interned group: its latest checkpoints. One small map per group rather than one map
-    /// keyed by (group, topic, partition): MM2 writes a group's checkpoints together, so the
-    /// group's map stays in cache for its run, where one big map costs a cache miss per record.
-    slots: Vec<FxHashMap<Key, Slot>>,
+    /// Per interned group: where its keys' latest checkpoints are in `entries`. One small map
+    /// per group rather than one map keyed by (group, topic, partition): MM2 writes a group's
+    /// checkpoints together, so the group's map stays in cache for its run, where one big map
+    /// costs a cache miss per record.
+    slots: Vec<FxHashMap<Key, u32>>,
+    /// The latest checkpoint per key, in order of first sight.
+    entries: Vec<Entry>,
+    /// Non-empty commit metadata, indexed by `Entry::metadata`.
+    metadata: Vec<Box<[u8]>>,
     topics: Interner,
     pub(crate) skipped: SkipCounts,
     pub(crate) records: u64,
@@ -95,6 +119,8 @@ impl<'a> Accumulator<'a> {
             groups: Interner::default(),
             selected: Vec::new(),
             slots: Vec::new(),
+            entries: Vec::new(),
+            metadata: Vec::new(),
             topics: Interner::default(),
             skipped: SkipCounts::default(),
             records: 0,
@@ -138,15 +164,16 @@ impl<'a> Accumulator<'a> {
             self.skipped.add(SkipReason::Tombstone, partition, offset);
             if selected {
                 let (topic, _) = self.topics.get_or_insert(key.topic);
-                self.slots[group as usize].insert(
-                    (topic, key.partition),
-                    Slot {
-                        checkpoint: None,
-                        timestamp,
-                        partition,
-                        offset,
-                    },
-                );
+                let index = self.entry(group, (topic, key.partition));
+                let entry = &mut self.entries[index];
+                entry.timestamp = timestamp;
+                entry.partition = partition;
+                entry.offset = offset;
+                entry.live = false;
+                let index = entry.metadata;
+                if index != NO_METADATA {
+                    self.metadata[index as usize] = Box::default();
+                }
             }
             return;
         };
@@ -168,35 +195,48 @@ impl<'a> Accumulator<'a> {
             return;
         }
         let (topic, _) = self.topics.get_or_insert(key.topic);
-        let slot = self.slots[group as usize]
-            .entry((topic, key.partition))
-            .or_insert_with(|| Slot {
-                checkpoint: None,
-                timestamp,
-                partition,
-                offset,
-            });
-        slot.timestamp = timestamp;
-        slot.partition = partition;
-        slot.offset = offset;
-        match &mut slot.checkpoint {
-            // Reuse the stored metadata when it did not change, which is the common case: a
-            // newer checkpoint of the same group then costs no allocation.
-            Some(c) => {
-                c.upstream_offset = value.upstream_offset;
-                c.downstream_offset = value.downstream_offset;
-                if c.metadata.as_ref() != value.metadata {
-                    c.metadata = value.metadata.into();
-                }
+        let index = self.entry(group, (topic, key.partition));
+        let entry = &mut self.entries[index];
+        entry.upstream_offset = value.upstream_offset;
+        entry.downstream_offset = value.downstream_offset;
+        entry.timestamp = timestamp;
+        entry.partition = partition;
+        entry.offset = offset;
+        entry.live = true;
+        let index = entry.metadata;
+        // Reuse the stored metadata when it did not change, which is the common case: a newer
+        // checkpoint of the same group then costs no allocation.
+        if index != NO_METADATA {
+            let stored = &mut self.metadata[index as usize];
+            if stored.as_ref() != value.metadata {
+                *stored = value.metadata.into();
             }
-            empty => {
-                *empty = Some(Checkpointed {
-                    upstream_offset: value.upstream_offset,
-                    downstream_offset: value.downstream_offset,
-                    metadata: value.metadata.into(),
-                })
-            }
+        } else if !value.metadata.is_empty() {
+            entry.metadata = self.metadata.len() as u32;
+            self.metadata.push(value.metadata.into());
         }
+    }
+
+    /// The index in `entries` of `key` in `group`, created (dead, without metadata) on first
+    /// sight.
+    #[inline]
+    fn entry(&mut self, group: u32, key: Key) -> usize {
+        let entries = &mut self.entries;
+        let index = *self.slots[group as usize].entry(key).or_insert_with(|| {
+            // u32 indices: 2^32 distinct keys would take 200 GiB of entries first.
+            let index = entries.len() as u32;
+            entries.push(Entry {
+                upstream_offset: 0,
+                downstream_offset: 0,
+                timestamp: 0,
+                offset: 0,
+                partition: 0,
+                metadata: NO_METADATA,
+                live: false,
+            });
+            index
+        });
+        index as usize
     }
 
     /// Folds in the records of one data batch of checkpoints partition `partition`, ignoring
@@ -225,21 +265,44 @@ impl<'a> Accumulator<'a> {
 
     /// Resolves interned ids to names and returns the slots, for merging across workers.
     pub(crate) fn into_named(self) -> (Vec<NamedSlot>, SkipCounts, u64) {
-        let groups = self.groups;
-        let topics = self.topics;
-        let slots = self
-            .slots
+        let Accumulator {
+            groups,
+            topics,
+            slots,
+            entries,
+            mut metadata,
+            skipped,
+            records,
+            ..
+        } = self;
+        let named = slots
             .into_iter()
             .enumerate()
-            .flat_map(|(g, slots)| slots.into_iter().map(move |(key, slot)| (g, key, slot)))
-            .map(|(g, (t, p), slot)| NamedSlot {
-                group: String::from_utf8_lossy(groups.name(g as u32)).into_owned(),
-                topic: String::from_utf8_lossy(topics.name(t)).into_owned(),
-                partition: p,
-                slot,
+            .flat_map(|(g, slots)| slots.into_iter().map(move |(key, index)| (g, key, index)))
+            .map(|(g, (t, p), index)| {
+                let entry = entries[index as usize];
+                let checkpoint = entry.live.then(|| Checkpointed {
+                    upstream_offset: entry.upstream_offset,
+                    downstream_offset: entry.downstream_offset,
+                    metadata: match entry.metadata {
+                        NO_METADATA => Box::default(),
+                        i => std::mem::take(&mut metadata[i as usize]),
+                    },
+                });
+                NamedSlot {
+                    group: String::from_utf8_lossy(groups.name(g as u32)).into_owned(),
+                    topic: String::from_utf8_lossy(topics.name(t)).into_owned(),
+                    partition: p,
+                    slot: Slot {
+                        checkpoint,
+                        timestamp: entry.timestamp,
+                        partition: entry.partition,
+                        offset: entry.offset,
+                    },
+                }
             })
             .collect();
-        (slots, self.skipped, self.records)
+        (named, skipped, records)
     }
 }
 
@@ -396,6 +459,43 @@ mod tests {
             };
             assert_eq!(down, expected, "{group} {topic} {partition}");
         }
+    }
+
+    #[test]
+    fn metadata_follows_the_latest_record() {
+        let selector = GroupSelector::all();
+        let mut acc = Accumulator::new(&selector);
+        let steps: [(&str, Option<&str>); 6] = [
+            ("t", Some("a")),
+            ("t", Some("b")),
+            ("u", Some("")),
+            ("t", Some("")),
+            ("t", None),
+            ("t", Some("c")),
+        ];
+        for (offset, (topic, meta)) in steps.into_iter().enumerate() {
+            let value = meta.map(|m| value(1, 2, m));
+            acc.add(
+                0,
+                offset as i64,
+                0,
+                Some(&key("g", topic, 0)),
+                value.as_deref(),
+            );
+        }
+        let (slots, _, _) = acc.into_named();
+        let mut meta: Vec<(String, Option<Vec<u8>>)> = slots
+            .into_iter()
+            .map(|s| (s.topic, s.slot.checkpoint.map(|c| c.metadata.into_vec())))
+            .collect();
+        meta.sort();
+        assert_eq!(
+            meta,
+            vec![
+                ("t".to_string(), Some(b"c".to_vec())),
+                ("u".to_string(), Some(Vec::new()))
+            ]
+        );
     }
 
     #[test]
