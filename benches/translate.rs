@@ -11,6 +11,8 @@
 //!
 //! Cases (throughput in records/s):
 //! - `fold/<codec>`: every group selected, every batch folded in (the per-record hot path);
+//! - `fold_10_emits/none`: 1,000 groups emitted ten times over (100,000 keys), so most records
+//!   update a key already held: the per-record cost without the memory of a new key;
 //! - `fold_and_finish/none`: the same plus [`BatchTranslator::finish`], which builds and sorts
 //!   the 1,000,000 owned results;
 //! - `exact_1pct/none`, `regex_1pct/none`: 100 groups selected by exact id, and 99 by one
@@ -39,10 +41,11 @@ const RECORDS: usize = GROUPS * TOPICS * PARTITIONS_PER_TOPIC;
 /// Uncompressed records-section size at which a batch is closed (Java's `batch.size`).
 const BATCH_BYTES: usize = 16 * 1024;
 
-/// The checkpoint records in the order MirrorMaker 2 writes them: group by group.
-fn checkpoints() -> Vec<(Vec<u8>, Vec<u8>)> {
-    let mut out = Vec::with_capacity(RECORDS);
-    for g in 0..GROUPS {
+/// The checkpoint records of `groups` groups in the order MirrorMaker 2 writes them: group by
+/// group, `emits` times over (one pass per emit interval).
+fn checkpoints(groups: usize, emits: usize) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let mut out = Vec::with_capacity(groups * TOPICS * PARTITIONS_PER_TOPIC * emits);
+    for g in (0..emits).flat_map(|_| 0..groups) {
         let group = format!("app-team-{g}");
         for t in 0..TOPICS {
             let topic = format!("primary.orders-{t}");
@@ -123,7 +126,7 @@ fn selectors() -> (GroupSelector, GroupSelector, GroupSelector) {
 }
 
 fn translate<M: Measurement>(c: &mut Criterion<M>, name: &str) {
-    let records = checkpoints();
+    let records = checkpoints(GROUPS, 1);
     let (all, exact, regex) = selectors();
     let mut group = c.benchmark_group(name);
     group.throughput(Throughput::Elements(RECORDS as u64));
@@ -163,6 +166,14 @@ fn translate<M: Measurement>(c: &mut Criterion<M>, name: &str) {
             b.iter(|| fold(&data, &all))
         });
     }
+    // The same number of records over a tenth of the keys: what a record costs once its key's
+    // memory exists (a topic not yet compacted, read after ten emit intervals).
+    let mut repeated = None;
+    group.bench_function("fold_10_emits/none", |b| {
+        let data = repeated
+            .get_or_insert_with(|| batches(Compression::None, &checkpoints(GROUPS / 10, 10)));
+        b.iter(|| fold(data, &all))
+    });
     group.bench_function("fold_and_finish/none", |b| {
         let data = data(Compression::None);
         b.iter(|| {

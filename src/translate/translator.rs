@@ -263,7 +263,9 @@ impl<'a> Accumulator<'a> {
         Ok(())
     }
 
-    /// Resolves interned ids to names and returns the slots, for merging across workers.
+    /// Resolves interned ids to names and returns the slots, for merging across workers,
+    /// sorted by (group, topic, partition) as the names compare, so a caller sorting the
+    /// result again finds it already in order.
     pub(crate) fn into_named(self) -> (Vec<NamedSlot>, SkipCounts, u64) {
         let Accumulator {
             groups,
@@ -275,11 +277,34 @@ impl<'a> Accumulator<'a> {
             records,
             ..
         } = self;
-        let named = slots
+        // Names are decoded once per group and topic, not once per slot.
+        let topic_names: Vec<String> = (0..topics.names.len() as u32)
+            .map(|t| String::from_utf8_lossy(topics.name(t)).into_owned())
+            .collect();
+        let mut topic_rank = vec![0u32; topic_names.len()];
+        let mut by_name: Vec<usize> = (0..topic_names.len()).collect();
+        by_name.sort_by(|&a, &b| topic_names[a].cmp(&topic_names[b]));
+        for (rank, t) in by_name.into_iter().enumerate() {
+            topic_rank[t] = rank as u32;
+        }
+        let mut group_order: Vec<(String, FxHashMap<Key, u32>)> = slots
             .into_iter()
             .enumerate()
-            .flat_map(|(g, slots)| slots.into_iter().map(move |(key, index)| (g, key, index)))
-            .map(|(g, (t, p), index)| {
+            .filter(|(_, slots)| !slots.is_empty())
+            .map(|(g, slots)| {
+                let name = String::from_utf8_lossy(groups.name(g as u32)).into_owned();
+                (name, slots)
+            })
+            .collect();
+        group_order.sort_by(|a, b| a.0.cmp(&b.0));
+
+        let mut named = Vec::with_capacity(entries.len());
+        let mut keys: Vec<(u32, i32, u32)> = Vec::new();
+        for (group, slots) in group_order {
+            keys.clear();
+            keys.extend(slots.into_iter().map(|((t, p), index)| (t, p, index)));
+            keys.sort_unstable_by_key(|&(t, p, _)| (topic_rank[t as usize], p));
+            for &(t, p, index) in &keys {
                 let entry = entries[index as usize];
                 let checkpoint = entry.live.then(|| Checkpointed {
                     upstream_offset: entry.upstream_offset,
@@ -289,9 +314,9 @@ impl<'a> Accumulator<'a> {
                         i => std::mem::take(&mut metadata[i as usize]),
                     },
                 });
-                NamedSlot {
-                    group: String::from_utf8_lossy(groups.name(g as u32)).into_owned(),
-                    topic: String::from_utf8_lossy(topics.name(t)).into_owned(),
+                named.push(NamedSlot {
+                    group: group.clone(),
+                    topic: topic_names[t as usize].clone(),
                     partition: p,
                     slot: Slot {
                         checkpoint,
@@ -299,9 +324,9 @@ impl<'a> Accumulator<'a> {
                         partition: entry.partition,
                         offset: entry.offset,
                     },
-                }
-            })
-            .collect();
+                });
+            }
+        }
         (named, skipped, records)
     }
 }
@@ -496,6 +521,33 @@ mod tests {
                 ("u".to_string(), Some(Vec::new()))
             ]
         );
+    }
+
+    #[test]
+    fn named_slots_come_sorted_by_name_not_by_first_sight() {
+        let selector = GroupSelector::new(Vec::<String>::new(), ["[a-c]"]).unwrap();
+        let mut acc = Accumulator::new(&selector);
+        let mut offset = 0;
+        for group in ["b", "x", "a", "c"] {
+            for topic in ["z", "y"] {
+                for partition in [2, 10, 1] {
+                    let k = key(group, topic, partition);
+                    acc.add(0, offset, 0, Some(&k), Some(&value(1, 2, "")));
+                    offset += 1;
+                }
+            }
+        }
+        let (slots, _, _) = acc.into_named();
+        let got: Vec<(String, String, i32)> = slots
+            .into_iter()
+            .map(|s| (s.group, s.topic, s.partition))
+            .collect();
+        let mut expected = got.clone();
+        expected.sort();
+        assert_eq!(got, expected);
+        assert_eq!(got.len(), 3 * 2 * 3);
+        assert_eq!(got[0], ("a".into(), "y".into(), 1));
+        assert_eq!(got[2], ("a".into(), "y".into(), 10));
     }
 
     #[test]
