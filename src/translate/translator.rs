@@ -18,18 +18,31 @@ use crate::records::{Batch, RecordsError, Scratch};
 pub(crate) struct Interner {
     ids: FxHashMap<Box<[u8]>, u32>,
     names: Vec<Box<[u8]>>,
+    /// The last name looked up: MM2 writes a group's checkpoints together and a topic's
+    /// partitions together, so most lookups repeat it and cost a compare instead of a hash.
+    last: Option<u32>,
 }
 
 impl Interner {
+    #[inline]
     fn get_or_insert(&mut self, name: &[u8]) -> (u32, bool) {
-        if let Some(&id) = self.ids.get(name) {
-            return (id, false);
+        if let Some(last) = self.last
+            && self.names[last as usize].as_ref() == name
+        {
+            return (last, false);
         }
-        let id = self.names.len() as u32;
-        let owned: Box<[u8]> = name.into();
-        self.names.push(owned.clone());
-        self.ids.insert(owned, id);
-        (id, true)
+        let (id, new) = match self.ids.get(name) {
+            Some(&id) => (id, false),
+            None => {
+                let id = self.names.len() as u32;
+                let owned: Box<[u8]> = name.into();
+                self.names.push(owned.clone());
+                self.ids.insert(owned, id);
+                (id, true)
+            }
+        };
+        self.last = Some(id);
+        (id, new)
     }
 
     pub(crate) fn name(&self, id: u32) -> &[u8] {
@@ -57,8 +70,27 @@ pub(crate) struct Checkpointed {
     pub(crate) metadata: Box<[u8]>,
 }
 
-/// Key of the result map: (group id, topic id, partition), ids from the accumulator's interners.
-type Key = (u32, u32, i32);
+/// Key of a group's slots: (topic id, partition), topic ids from the accumulator's interner.
+type Key = (u32, i32);
+
+/// `Entry::metadata` of a key whose metadata has always been empty.
+const NO_METADATA: u32 = u32::MAX;
+
+/// A [`Slot`] as the accumulator keeps it: plain data, 48 bytes, so a million of them grow,
+/// move and drop as one block. Non-empty metadata lives in `Accumulator::metadata`.
+#[derive(Clone, Copy)]
+struct Entry {
+    upstream_offset: i64,
+    downstream_offset: i64,
+    timestamp: i64,
+    offset: i64,
+    partition: i32,
+    /// Index in `Accumulator::metadata`, or [`NO_METADATA`]. Once a key has an index it keeps
+    /// it, so the table holds at most one string per key however often metadata changes.
+    metadata: u32,
+    /// False after a tombstone.
+    live: bool,
+}
 
 /// One worker's partial translation.
 pub(crate) struct Accumulator<'a> {
@@ -66,11 +98,16 @@ pub(crate) struct Accumulator<'a> {
     groups: Interner,
     /// Per interned group: selected or not, decided once.
     selected: Vec<bool>,
-    /// The previous record's group, to skip the hash lookup for runs of one group (MM2 writes a
-    /// group's partitions together).
-    last_group: Option<(Box<[u8]>, u32)>,
+    /// Per interned group: where its keys' latest checkpoints are in `entries`. One small map
+    /// per group rather than one map keyed by (group, topic, partition): MM2 writes a group's
+    /// checkpoints together, so the group's map stays in cache for its run, where one big map
+    /// costs a cache miss per record.
+    slots: Vec<FxHashMap<Key, u32>>,
+    /// The latest checkpoint per key, in order of first sight.
+    entries: Vec<Entry>,
+    /// Non-empty commit metadata, indexed by `Entry::metadata`.
+    metadata: Vec<Box<[u8]>>,
     topics: Interner,
-    pub(crate) slots: FxHashMap<Key, Slot>,
     pub(crate) skipped: SkipCounts,
     pub(crate) records: u64,
 }
@@ -81,33 +118,24 @@ impl<'a> Accumulator<'a> {
             selector,
             groups: Interner::default(),
             selected: Vec::new(),
-            last_group: None,
+            slots: Vec::new(),
+            entries: Vec::new(),
+            metadata: Vec::new(),
             topics: Interner::default(),
-            slots: FxHashMap::default(),
             skipped: SkipCounts::default(),
             records: 0,
         }
     }
 
+    #[inline]
     fn group_id(&mut self, group: &[u8]) -> (u32, bool) {
-        if let Some((name, id)) = &self.last_group
-            && name.as_ref() == group
-        {
-            return (*id, self.selected[*id as usize]);
-        }
         let (id, new) = self.groups.get_or_insert(group);
         if new {
             // Java decodes group ids leniently (invalid UTF-8 becomes U+FFFD); so do we, once
             // per distinct group.
             let name = crate::mm2::utf8::lossy(group);
             self.selected.push(self.selector.matches(&name));
-        }
-        match &mut self.last_group {
-            Some((name, last)) if name.len() == group.len() => {
-                name.copy_from_slice(group);
-                *last = id;
-            }
-            slot => *slot = Some((group.into(), id)),
+            self.slots.push(FxHashMap::default());
         }
         (id, self.selected[id as usize])
     }
@@ -136,15 +164,16 @@ impl<'a> Accumulator<'a> {
             self.skipped.add(SkipReason::Tombstone, partition, offset);
             if selected {
                 let (topic, _) = self.topics.get_or_insert(key.topic);
-                self.slots.insert(
-                    (group, topic, key.partition),
-                    Slot {
-                        checkpoint: None,
-                        timestamp,
-                        partition,
-                        offset,
-                    },
-                );
+                let index = self.entry(group, (topic, key.partition));
+                let entry = &mut self.entries[index];
+                entry.timestamp = timestamp;
+                entry.partition = partition;
+                entry.offset = offset;
+                entry.live = false;
+                let index = entry.metadata;
+                if index != NO_METADATA {
+                    self.metadata[index as usize] = Box::default();
+                }
             }
             return;
         };
@@ -166,36 +195,48 @@ impl<'a> Accumulator<'a> {
             return;
         }
         let (topic, _) = self.topics.get_or_insert(key.topic);
-        let slot = self
-            .slots
-            .entry((group, topic, key.partition))
-            .or_insert_with(|| Slot {
-                checkpoint: None,
-                timestamp,
-                partition,
-                offset,
-            });
-        slot.timestamp = timestamp;
-        slot.partition = partition;
-        slot.offset = offset;
-        match &mut slot.checkpoint {
-            // Reuse the stored metadata when it did not change, which is the common case: a
-            // newer checkpoint of the same group then costs no allocation.
-            Some(c) => {
-                c.upstream_offset = value.upstream_offset;
-                c.downstream_offset = value.downstream_offset;
-                if c.metadata.as_ref() != value.metadata {
-                    c.metadata = value.metadata.into();
-                }
+        let index = self.entry(group, (topic, key.partition));
+        let entry = &mut self.entries[index];
+        entry.upstream_offset = value.upstream_offset;
+        entry.downstream_offset = value.downstream_offset;
+        entry.timestamp = timestamp;
+        entry.partition = partition;
+        entry.offset = offset;
+        entry.live = true;
+        let index = entry.metadata;
+        // Reuse the stored metadata when it did not change, which is the common case: a newer
+        // checkpoint of the same group then costs no allocation.
+        if index != NO_METADATA {
+            let stored = &mut self.metadata[index as usize];
+            if stored.as_ref() != value.metadata {
+                *stored = value.metadata.into();
             }
-            empty => {
-                *empty = Some(Checkpointed {
-                    upstream_offset: value.upstream_offset,
-                    downstream_offset: value.downstream_offset,
-                    metadata: value.metadata.into(),
-                })
-            }
+        } else if !value.metadata.is_empty() {
+            entry.metadata = self.metadata.len() as u32;
+            self.metadata.push(value.metadata.into());
         }
+    }
+
+    /// The index in `entries` of `key` in `group`, created (dead, without metadata) on first
+    /// sight.
+    #[inline]
+    fn entry(&mut self, group: u32, key: Key) -> usize {
+        let entries = &mut self.entries;
+        let index = *self.slots[group as usize].entry(key).or_insert_with(|| {
+            // u32 indices: 2^32 distinct keys would take 200 GiB of entries first.
+            let index = entries.len() as u32;
+            entries.push(Entry {
+                upstream_offset: 0,
+                downstream_offset: 0,
+                timestamp: 0,
+                offset: 0,
+                partition: 0,
+                metadata: NO_METADATA,
+                live: false,
+            });
+            index
+        });
+        index as usize
     }
 
     /// Folds in the records of one data batch of checkpoints partition `partition`, ignoring
@@ -222,21 +263,71 @@ impl<'a> Accumulator<'a> {
         Ok(())
     }
 
-    /// Resolves interned ids to names and returns the slots, for merging across workers.
+    /// Resolves interned ids to names and returns the slots, for merging across workers,
+    /// sorted by (group, topic, partition) as the names compare, so a caller sorting the
+    /// result again finds it already in order.
     pub(crate) fn into_named(self) -> (Vec<NamedSlot>, SkipCounts, u64) {
-        let groups = self.groups;
-        let topics = self.topics;
-        let slots = self
-            .slots
+        let Accumulator {
+            groups,
+            topics,
+            slots,
+            entries,
+            mut metadata,
+            skipped,
+            records,
+            ..
+        } = self;
+        // Names are decoded once per group and topic, not once per slot.
+        let topic_names: Vec<String> = (0..topics.names.len() as u32)
+            .map(|t| crate::mm2::utf8::lossy(topics.name(t)).into_owned())
+            .collect();
+        let mut topic_rank = vec![0u32; topic_names.len()];
+        let mut by_name: Vec<usize> = (0..topic_names.len()).collect();
+        by_name.sort_by(|&a, &b| topic_names[a].cmp(&topic_names[b]));
+        for (rank, t) in by_name.into_iter().enumerate() {
+            topic_rank[t] = rank as u32;
+        }
+        let mut group_order: Vec<(String, FxHashMap<Key, u32>)> = slots
             .into_iter()
-            .map(|((g, t, p), slot)| NamedSlot {
-                group: crate::mm2::utf8::lossy(groups.name(g)).into_owned(),
-                topic: crate::mm2::utf8::lossy(topics.name(t)).into_owned(),
-                partition: p,
-                slot,
+            .enumerate()
+            .filter(|(_, slots)| !slots.is_empty())
+            .map(|(g, slots)| {
+                let name = crate::mm2::utf8::lossy(groups.name(g as u32)).into_owned();
+                (name, slots)
             })
             .collect();
-        (slots, self.skipped, self.records)
+        group_order.sort_by(|a, b| a.0.cmp(&b.0));
+
+        let mut named = Vec::with_capacity(entries.len());
+        let mut keys: Vec<(u32, i32, u32)> = Vec::new();
+        for (group, slots) in group_order {
+            keys.clear();
+            keys.extend(slots.into_iter().map(|((t, p), index)| (t, p, index)));
+            keys.sort_unstable_by_key(|&(t, p, _)| (topic_rank[t as usize], p));
+            for &(t, p, index) in &keys {
+                let entry = entries[index as usize];
+                let checkpoint = entry.live.then(|| Checkpointed {
+                    upstream_offset: entry.upstream_offset,
+                    downstream_offset: entry.downstream_offset,
+                    metadata: match entry.metadata {
+                        NO_METADATA => Box::default(),
+                        i => std::mem::take(&mut metadata[i as usize]),
+                    },
+                });
+                named.push(NamedSlot {
+                    group: group.clone(),
+                    topic: topic_names[t as usize].clone(),
+                    partition: p,
+                    slot: Slot {
+                        checkpoint,
+                        timestamp: entry.timestamp,
+                        partition: entry.partition,
+                        offset: entry.offset,
+                    },
+                });
+            }
+        }
+        (named, skipped, records)
     }
 }
 
@@ -355,6 +446,108 @@ mod tests {
         acc.add(0, 0, 1, Some(&key("g", "t", 0)), None);
         acc.add(0, 1, 1, Some(&key("g", "t", 0)), Some(&value(3, 4, "x")));
         assert_eq!(result(acc), vec![("g".into(), "t".into(), 0, Some(4))]);
+    }
+
+    #[test]
+    fn interleaved_groups_and_topics_keep_their_own_slots() {
+        let selector = GroupSelector::all();
+        let mut acc = Accumulator::new(&selector);
+        let mut offset = 0;
+        // Runs of one group and topic, then the same keys again after other groups: the
+        // last-seen caches and per-group maps must not mix keys up.
+        for round in 0..3i64 {
+            for group in ["a", "b", "a", "c"] {
+                for topic in ["t1", "t2", "t1"] {
+                    for partition in 0..3 {
+                        let down = round * 100 + partition as i64;
+                        let meta = if round == 1 { "m" } else { "" };
+                        acc.add(
+                            0,
+                            offset,
+                            offset,
+                            Some(&key(group, topic, partition)),
+                            Some(&value(down, down, meta)),
+                        );
+                        offset += 1;
+                    }
+                }
+            }
+        }
+        acc.add(0, offset, offset, Some(&key("b", "t2", 1)), None);
+        let result = result(acc);
+        assert_eq!(result.len(), 3 * 2 * 3);
+        for (group, topic, partition, down) in result {
+            let expected = if (group.as_str(), topic.as_str(), partition) == ("b", "t2", 1) {
+                None
+            } else {
+                Some(200 + i64::from(partition))
+            };
+            assert_eq!(down, expected, "{group} {topic} {partition}");
+        }
+    }
+
+    #[test]
+    fn metadata_follows_the_latest_record() {
+        let selector = GroupSelector::all();
+        let mut acc = Accumulator::new(&selector);
+        let steps: [(&str, Option<&str>); 6] = [
+            ("t", Some("a")),
+            ("t", Some("b")),
+            ("u", Some("")),
+            ("t", Some("")),
+            ("t", None),
+            ("t", Some("c")),
+        ];
+        for (offset, (topic, meta)) in steps.into_iter().enumerate() {
+            let value = meta.map(|m| value(1, 2, m));
+            acc.add(
+                0,
+                offset as i64,
+                0,
+                Some(&key("g", topic, 0)),
+                value.as_deref(),
+            );
+        }
+        let (slots, _, _) = acc.into_named();
+        let mut meta: Vec<(String, Option<Vec<u8>>)> = slots
+            .into_iter()
+            .map(|s| (s.topic, s.slot.checkpoint.map(|c| c.metadata.into_vec())))
+            .collect();
+        meta.sort();
+        assert_eq!(
+            meta,
+            vec![
+                ("t".to_string(), Some(b"c".to_vec())),
+                ("u".to_string(), Some(Vec::new()))
+            ]
+        );
+    }
+
+    #[test]
+    fn named_slots_come_sorted_by_name_not_by_first_sight() {
+        let selector = GroupSelector::new(Vec::<String>::new(), ["[a-c]"]).unwrap();
+        let mut acc = Accumulator::new(&selector);
+        let mut offset = 0;
+        for group in ["b", "x", "a", "c"] {
+            for topic in ["z", "y"] {
+                for partition in [2, 10, 1] {
+                    let k = key(group, topic, partition);
+                    acc.add(0, offset, 0, Some(&k), Some(&value(1, 2, "")));
+                    offset += 1;
+                }
+            }
+        }
+        let (slots, _, _) = acc.into_named();
+        let got: Vec<(String, String, i32)> = slots
+            .into_iter()
+            .map(|s| (s.group, s.topic, s.partition))
+            .collect();
+        let mut expected = got.clone();
+        expected.sort();
+        assert_eq!(got, expected);
+        assert_eq!(got.len(), 3 * 2 * 3);
+        assert_eq!(got[0], ("a".into(), "y".into(), 1));
+        assert_eq!(got[2], ("a".into(), "y".into(), 10));
     }
 
     #[test]

@@ -1,0 +1,210 @@
+//! Throughput of the whole read path in memory: batch walk, CRC32C, decompression, record
+//! parse, checkpoint decode and translation, through [`BatchTranslator`] (the same code the
+//! network read runs per fetched chunk).
+//!
+//! The data is shaped like a real MirrorMaker 2 checkpoints topic: 10,000 consumer groups
+//! (`app-team-<n>`), each committing 100 partitions of 5 topics (`primary.orders-<k>`, 20
+//! partitions each), one record per (group, topic, partition): 1,000,000 records. Records of a
+//! group are written together, as `MirrorCheckpointTask` emits them group by group; 1 in 100
+//! carries commit metadata, the rest none. Batches hold ~16 KiB of uncompressed records, the
+//! Java producer's default `batch.size`, compressed with each codec as the Java client frames it.
+//!
+//! Cases (throughput in records/s):
+//! - `fold/<codec>`: every group selected, every batch folded in (the per-record hot path);
+//! - `fold_10_emits/none`: 1,000 groups emitted ten times over (100,000 keys), so most records
+//!   update a key already held: the per-record cost without the memory of a new key;
+//! - `fold_and_finish/none`: the same plus [`BatchTranslator::finish`], which builds and sorts
+//!   the 1,000,000 owned results;
+//! - `exact_1pct/none`, `regex_1pct/none`: 100 groups selected by exact id, and 99 by one
+//!   regex; values of the other groups are never decoded.
+//!
+//! Run: `cargo bench --bench translate -- --warm-up-time 1 --measurement-time 5`; with
+//! `BENCH_CLOCK=cpu` in the environment the benchmark thread's CPU time is measured instead of
+//! wall time (group `translate_1M_cpu`), for a machine shared with other work.
+
+mod support;
+
+use std::hint::black_box;
+use std::rc::Rc;
+
+use criterion::measurement::Measurement;
+use criterion::{Criterion, Throughput};
+use mm2_offsets::mm2::checkpoint::{self, CheckpointKey, CheckpointValue};
+use mm2_offsets::records::Compression;
+use mm2_offsets::records::builder::{BatchBuilder, RecordSpec};
+use mm2_offsets::translate::{BatchTranslator, GroupSelector};
+
+const GROUPS: usize = 10_000;
+const TOPICS: usize = 5;
+const PARTITIONS_PER_TOPIC: usize = 20;
+const RECORDS: usize = GROUPS * TOPICS * PARTITIONS_PER_TOPIC;
+/// Uncompressed records-section size at which a batch is closed (Java's `batch.size`).
+const BATCH_BYTES: usize = 16 * 1024;
+
+/// The checkpoint records of `groups` groups in the order MirrorMaker 2 writes them: group by
+/// group, `emits` times over (one pass per emit interval).
+fn checkpoints(groups: usize, emits: usize) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let mut out = Vec::with_capacity(groups * TOPICS * PARTITIONS_PER_TOPIC * emits);
+    for g in (0..emits).flat_map(|_| 0..groups) {
+        let group = format!("app-team-{g}");
+        for t in 0..TOPICS {
+            let topic = format!("primary.orders-{t}");
+            for p in 0..PARTITIONS_PER_TOPIC {
+                let n = out.len() as i64;
+                let metadata = if n % 100 == 7 {
+                    format!("{{\"commit\":{n}}}")
+                } else {
+                    String::new()
+                };
+                let key = checkpoint::encode_key(&CheckpointKey {
+                    group: group.as_bytes(),
+                    topic: topic.as_bytes(),
+                    partition: p as i32,
+                })
+                .expect("short names");
+                let value = checkpoint::encode_value(&CheckpointValue {
+                    version: 0,
+                    upstream_offset: 1_000_000 + n * 13,
+                    downstream_offset: 900_000 + n * 11,
+                    metadata: metadata.as_bytes(),
+                })
+                .expect("short metadata");
+                out.push((key, value));
+            }
+        }
+    }
+    out
+}
+
+/// Back-to-back batches of `records` in `codec`, each closed once its records reach
+/// [`BATCH_BYTES`] uncompressed.
+fn batches(codec: Compression, records: &[(Vec<u8>, Vec<u8>)]) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut batch = BatchBuilder::new(0).compression(codec);
+    let mut batch_bytes = 0;
+    let mut section = Vec::new();
+    for (offset, (key, value)) in records.iter().enumerate() {
+        let delta = offset as i64 - batch.base_offset;
+        let mut spec = RecordSpec::new(delta as i32, Some(key), Some(value));
+        // Checkpoints of one emit pass are a few milliseconds apart.
+        spec.timestamp_delta = delta / 50;
+        section.clear();
+        spec.encode(&mut section);
+        batch_bytes += section.len();
+        batch = batch.push(spec);
+        if batch_bytes >= BATCH_BYTES {
+            batch.write_to(&mut out);
+            batch = BatchBuilder::new(offset as i64 + 1).compression(codec);
+            batch_bytes = 0;
+        }
+    }
+    if !batch.records.is_empty() {
+        batch.write_to(&mut out);
+    }
+    out
+}
+
+/// Folds all batches; returns the records seen, which must be all of them.
+fn fold(data: &[u8], selector: &GroupSelector) -> u64 {
+    let mut translator = BatchTranslator::new(selector);
+    translator
+        .add_batches(0, black_box(data))
+        .expect("valid batches");
+    black_box(translator.records())
+}
+
+fn selectors() -> (GroupSelector, GroupSelector, GroupSelector) {
+    let all = GroupSelector::all();
+    let ids: Vec<String> = (0..GROUPS)
+        .step_by(100)
+        .map(|g| format!("app-team-{g}"))
+        .collect();
+    let exact = GroupSelector::new(ids, Vec::<String>::new()).expect("no patterns");
+    // app-team-100, -200, ... -9900: 99 groups.
+    let regex = GroupSelector::new(Vec::<String>::new(), ["app-team-[0-9]*00"]).expect("valid");
+    (all, exact, regex)
+}
+
+fn translate<M: Measurement>(c: &mut Criterion<M>, name: &str) {
+    let records = checkpoints(GROUPS, 1);
+    let (all, exact, regex) = selectors();
+    let mut group = c.benchmark_group(name);
+    group.throughput(Throughput::Elements(RECORDS as u64));
+    group.sample_size(10);
+
+    // Data is built on first use, so a filtered run (`-- fold/none`) builds only its own.
+    let mut built: [Option<Rc<[u8]>>; 5] = Default::default();
+    let mut data = |codec: Compression| -> Rc<[u8]> {
+        built[codec.id() as usize]
+            .get_or_insert_with(|| {
+                let data = batches(codec, &records);
+                assert_eq!(fold(&data, &all), RECORDS as u64);
+                eprintln!(
+                    "{codec}: {} bytes of batches for {RECORDS} records",
+                    data.len()
+                );
+                data.into()
+            })
+            .clone()
+    };
+    let mut checked = false;
+    let mut check_selectors = |data: &[u8]| {
+        if !checked {
+            checked = true;
+            let mut check = BatchTranslator::new(&exact);
+            check.add_batches(0, data).expect("valid");
+            assert_eq!(check.finish("primary").len(), 100 * 100);
+            let mut check = BatchTranslator::new(&regex);
+            check.add_batches(0, data).expect("valid");
+            assert_eq!(check.finish("primary").len(), 99 * 100);
+        }
+    };
+
+    for codec in Compression::ALL {
+        group.bench_function(format!("fold/{codec}"), |b| {
+            let data = data(codec);
+            b.iter(|| fold(&data, &all))
+        });
+    }
+    // The same number of records over a tenth of the keys: what a record costs once its key's
+    // memory exists (a topic not yet compacted, read after ten emit intervals).
+    let mut repeated = None;
+    group.bench_function("fold_10_emits/none", |b| {
+        let data = repeated
+            .get_or_insert_with(|| batches(Compression::None, &checkpoints(GROUPS / 10, 10)));
+        b.iter(|| fold(data, &all))
+    });
+    group.bench_function("fold_and_finish/none", |b| {
+        let data = data(Compression::None);
+        b.iter(|| {
+            let mut translator = BatchTranslator::new(&all);
+            translator.add_batches(0, black_box(&data)).expect("valid");
+            black_box(translator.finish("primary").len())
+        })
+    });
+    group.bench_function("exact_1pct/none", |b| {
+        let data = data(Compression::None);
+        check_selectors(&data);
+        b.iter(|| fold(&data, &exact))
+    });
+    group.bench_function("regex_1pct/none", |b| {
+        let data = data(Compression::None);
+        check_selectors(&data);
+        b.iter(|| fold(&data, &regex))
+    });
+    group.finish();
+}
+
+fn main() {
+    if support::cpu_clock_requested() {
+        let mut c = Criterion::default()
+            .with_measurement(support::ThreadCpuTime)
+            .configure_from_args();
+        translate(&mut c, "translate_1M_cpu");
+        c.final_summary();
+    } else {
+        let mut c = Criterion::default().configure_from_args();
+        translate(&mut c, "translate_1M");
+        c.final_summary();
+    }
+}
