@@ -165,11 +165,11 @@ flows = {
     "d": (d, "primary", ["-X", f"replication.policy.class={identity}"]),
 }
 want_topics = [
-    ("backup", backup, [], ["heartbeats", "primary.heartbeats", "primary.orders", "primary.payments"]),
-    ("c", c, [], ["heartbeats", "backup.heartbeats", "backup.primary.heartbeats", "backup.primary.orders", "backup.local"]),
-    ("c (_)", c, ["-X", "replication.policy.separator=_"], ["primary_heartbeats", "primary_orders"]),
+    ("topics@backup", backup, [], ["heartbeats", "primary.heartbeats", "primary.orders", "primary.payments"]),
+    ("topics@c", c, [], ["heartbeats", "backup.heartbeats", "backup.primary.heartbeats", "backup.primary.orders", "backup.local"]),
+    ("topics@c (_)", c, ["-X", "replication.policy.separator=_"], ["primary_heartbeats", "primary_orders"]),
     # Identity: orders/payments keep their names and are not "remote" without source.cluster.alias.
-    ("d", d, ["-X", f"replication.policy.class={identity}"], ["heartbeats", "primary.heartbeats"]),
+    ("topics@d", d, ["-X", f"replication.policy.class={identity}"], ["heartbeats", "primary.heartbeats"]),
 ]
 expected = {k: set(open(f"{data}/groups-{k}.txt").read().split()) for k in flows}
 
