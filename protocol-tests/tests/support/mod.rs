@@ -6,6 +6,8 @@
 //! never passes by skipping.
 #![allow(dead_code)]
 
+pub mod mm2;
+
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
