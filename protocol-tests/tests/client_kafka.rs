@@ -10,7 +10,7 @@ use std::time::Duration;
 use mm2_offsets::client::{
     ClientError, Deadline, IsolationLevel, KafkaClient, OffsetSpec, ReadOptions, SharedTopic,
 };
-use mm2_offsets::records::{AbortedFilter, Batches, Scratch};
+use mm2_offsets::records::{Batches, Scratch};
 use support::{Cluster, SeenRecord, cluster, data_writer, java_consume, unique_topic};
 
 fn deadline() -> Deadline {
@@ -45,15 +45,7 @@ async fn read_all(
         let mut stream = client.read_range(topic.clone(), p, starts[&p], ends[&p], options, d);
         while let Some(chunk) = stream.next_chunk().await {
             let chunk = chunk.unwrap_or_else(|e| panic!("reading {}-{p}: {e}", topic.name));
-            let mut filter = match isolation {
-                IsolationLevel::ReadCommitted => AbortedFilter::read_committed(
-                    chunk
-                        .aborted_transactions
-                        .iter()
-                        .map(|a| (a.producer_id, a.first_offset)),
-                ),
-                IsolationLevel::ReadUncommitted => AbortedFilter::read_uncommitted(),
-            };
+            let mut filter = chunk.aborted_filter(isolation);
             for batch in Batches::new(&chunk.records) {
                 let batch = batch.unwrap();
                 if !filter.check(&batch, &mut scratch).unwrap().is_deliver() {

@@ -253,36 +253,27 @@ async fn run_topics(args: TopologyArgs) -> Result<i32, String> {
             .into_iter()
             .map(|t| ("remote", t)),
     );
-    let mut out = std::io::stdout().lock();
-    let result = match args.output {
-        OutputFormat::Json => {
-            let mut doc = serde_json::Map::new();
-            for kind in ["checkpoints", "heartbeats", "remote"] {
-                let names: Vec<&str> = rows
-                    .iter()
-                    .filter(|(k, _)| *k == kind)
-                    .map(|(_, t)| *t)
-                    .collect();
-                doc.insert(format!("{kind}_topics"), serde_json::json!(names));
-            }
-            writeln!(out, "{}", serde_json::Value::Object(doc))
-        }
-        OutputFormat::Csv | OutputFormat::ResetCsv => {
-            let mut r = writeln!(out, "kind,topic");
-            for (kind, topic) in &rows {
-                r = r.and_then(|_| writeln!(out, "{kind},{}", output::csv_field(topic)));
-            }
-            r
-        }
-        OutputFormat::Table => {
-            let mut r = writeln!(out, "KIND         TOPIC");
-            for (kind, topic) in &rows {
-                r = r.and_then(|_| writeln!(out, "{kind:<12} {topic}"));
-            }
-            r
-        }
-    };
-    result.map_err(|e| format!("cannot write the output: {e}"))?;
+    let mut doc = serde_json::Map::new();
+    for kind in ["checkpoints", "heartbeats", "remote"] {
+        let names: Vec<&str> = rows
+            .iter()
+            .filter(|(k, _)| *k == kind)
+            .map(|(_, t)| *t)
+            .collect();
+        doc.insert(format!("{kind}_topics"), serde_json::json!(names));
+    }
+    let rows: Vec<(String, String)> = rows
+        .iter()
+        .map(|(kind, topic)| (kind.to_string(), topic.to_string()))
+        .collect();
+    output::write_listing(
+        &mut std::io::stdout().lock(),
+        args.output,
+        ["KIND", "TOPIC"],
+        &rows,
+        &serde_json::Value::Object(doc),
+    )
+    .map_err(|e| format!("cannot write the output: {e}"))?;
     Ok(EXIT_OK)
 }
 
@@ -306,30 +297,21 @@ async fn run_upstream(args: TopologyArgs) -> Result<i32, String> {
             (alias.to_string(), hops.map_or(-1, i64::from))
         })
         .collect();
-    let mut out = std::io::stdout().lock();
-    let result = match args.output {
-        OutputFormat::Json => {
-            let doc: serde_json::Map<String, serde_json::Value> = rows
-                .iter()
-                .map(|(alias, hops)| (alias.clone(), serde_json::json!(hops)))
-                .collect();
-            writeln!(out, "{}", serde_json::json!({ "upstream_clusters": doc }))
-        }
-        OutputFormat::Csv | OutputFormat::ResetCsv => {
-            let mut r = writeln!(out, "cluster,hops");
-            for (alias, hops) in &rows {
-                r = r.and_then(|_| writeln!(out, "{},{hops}", output::csv_field(alias)));
-            }
-            r
-        }
-        OutputFormat::Table => {
-            let mut r = writeln!(out, "CLUSTER              HOPS");
-            for (alias, hops) in &rows {
-                r = r.and_then(|_| writeln!(out, "{alias:<20} {hops}"));
-            }
-            r
-        }
-    };
-    result.map_err(|e| format!("cannot write the output: {e}"))?;
+    let doc: serde_json::Map<String, serde_json::Value> = rows
+        .iter()
+        .map(|(alias, hops)| (alias.clone(), serde_json::json!(hops)))
+        .collect();
+    let rows: Vec<(String, String)> = rows
+        .into_iter()
+        .map(|(alias, hops)| (alias, hops.to_string()))
+        .collect();
+    output::write_listing(
+        &mut std::io::stdout().lock(),
+        args.output,
+        ["CLUSTER", "HOPS"],
+        &rows,
+        &serde_json::json!({ "upstream_clusters": doc }),
+    )
+    .map_err(|e| format!("cannot write the output: {e}"))?;
     Ok(EXIT_OK)
 }

@@ -97,23 +97,59 @@ pub fn write_table(out: &mut dyn Write, translation: &Translation) -> io::Result
         }
         rows.push(row);
     }
-    let columns = rows[0].len();
+    write_aligned(out, &rows)
+}
+
+/// Writes rows (the first is the header) as columns padded to their widest cell.
+pub fn write_aligned(out: &mut dyn Write, rows: &[Vec<String>]) -> io::Result<()> {
+    let Some(columns) = rows.first().map(Vec::len) else {
+        return Ok(());
+    };
     let widths: Vec<usize> = (0..columns)
         .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
         .collect();
-    for row in &rows {
+    for row in rows {
         let mut line = String::new();
         for (c, cell) in row.iter().enumerate() {
-            if c + 1 == columns {
-                line.push_str(cell);
-            } else {
-                line.push_str(cell);
+            line.push_str(cell);
+            if c + 1 < columns {
                 line.push_str(&" ".repeat(widths[c] - cell.chars().count() + 2));
             }
         }
         writeln!(out, "{}", line.trim_end())?;
     }
     Ok(())
+}
+
+/// Writes a two-column listing (`topics`, `upstream`) as a table, CSV, or the given JSON document.
+pub fn write_listing(
+    out: &mut dyn Write,
+    format: super::OutputFormat,
+    header: [&str; 2],
+    rows: &[(String, String)],
+    json: &serde_json::Value,
+) -> io::Result<()> {
+    use super::OutputFormat;
+    match format {
+        OutputFormat::Json => writeln!(out, "{json}"),
+        OutputFormat::Csv | OutputFormat::ResetCsv => {
+            writeln!(
+                out,
+                "{},{}",
+                header[0].to_lowercase(),
+                header[1].to_lowercase()
+            )?;
+            for (a, b) in rows {
+                writeln!(out, "{},{}", csv_field(a), csv_field(b))?;
+            }
+            Ok(())
+        }
+        OutputFormat::Table => {
+            let mut table = vec![vec![header[0].to_string(), header[1].to_string()]];
+            table.extend(rows.iter().map(|(a, b)| vec![a.clone(), b.clone()]));
+            write_aligned(out, &table)
+        }
+    }
 }
 
 /// A file name for a group id: characters outside `[A-Za-z0-9._-]` are percent-encoded, so any

@@ -18,6 +18,7 @@ use super::cluster::{IsolationLevel, KafkaClient, broker_error, deadline_error};
 use super::deadline::{Backoff, Deadline};
 use super::error::{ClientError, Retry};
 use super::metadata::SharedTopic;
+use crate::records::AbortedFilter;
 use crate::wire::responses::{self, fetch::FetchResponse, fetch::TopicRef};
 
 /// Fetch v13 replaced topic names with topic ids (KIP-516).
@@ -110,6 +111,22 @@ pub fn complete_batches(records: &[u8]) -> (usize, Option<i64>) {
         pos += total;
     }
     (pos, next)
+}
+
+impl FetchedChunk {
+    /// The filter that decides which of this chunk's batches a reader at `isolation` sees: under
+    /// read_committed it drops the aborted transactions this response lists, as the Java
+    /// consumer does per fetch response.
+    pub fn aborted_filter(&self, isolation: IsolationLevel) -> AbortedFilter {
+        match isolation {
+            IsolationLevel::ReadCommitted => AbortedFilter::read_committed(
+                self.aborted_transactions
+                    .iter()
+                    .map(|a| (a.producer_id, a.first_offset)),
+            ),
+            IsolationLevel::ReadUncommitted => AbortedFilter::read_uncommitted(),
+        }
+    }
 }
 
 impl KafkaClient {

@@ -11,8 +11,8 @@ use super::plan::ReadRange;
 use super::progress::ReadProgress;
 use super::report::SkipCounts;
 use super::translator::{Accumulator, NamedSlot};
-use crate::client::{ClientError, Deadline, IsolationLevel, KafkaClient, ReadOptions};
-use crate::records::{AbortedFilter, Batches, Scratch};
+use crate::client::{ClientError, Deadline, KafkaClient, ReadOptions};
+use crate::records::{Batches, Scratch};
 
 /// What one range's worker produced.
 pub(crate) struct RangeOutcome {
@@ -128,16 +128,7 @@ async fn read_one(
         };
         bytes += chunk.records.len() as u64;
         let chunk_start = read_to;
-        // Java's consumer keeps this state per fetch response too (CompletedFetch).
-        let mut filter = match options_isolation {
-            IsolationLevel::ReadCommitted => AbortedFilter::read_committed(
-                chunk
-                    .aborted_transactions
-                    .iter()
-                    .map(|a| (a.producer_id, a.first_offset)),
-            ),
-            IsolationLevel::ReadUncommitted => AbortedFilter::read_uncommitted(),
-        };
+        let mut filter = chunk.aborted_filter(options_isolation);
         let records_error = |source| RangeError::Records {
             topic: range.topic.name.clone(),
             partition: range.partition,
