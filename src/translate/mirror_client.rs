@@ -185,7 +185,7 @@ impl MirrorClient {
         }
         let offsets = merge(&mut outcomes)
             .into_iter()
-            .filter_map(|((source, ..), named)| named.into_translated(source))
+            .filter_map(|(source, named)| named.into_translated(source))
             .collect();
         Ok(Translation { offsets, report })
     }
