@@ -13,6 +13,8 @@ mod connection;
 pub mod decode;
 mod error;
 mod frame;
+#[doc(hidden)]
+pub mod fuzzing;
 mod header;
 mod mux;
 pub mod responses;

@@ -10,7 +10,7 @@
 //! - Kafka's `SaslClientAuthenticator`
 
 mod plain;
-mod scram;
+pub(crate) mod scram;
 
 use std::time::Duration;
 
