@@ -156,8 +156,19 @@ impl<'a> Accumulator<'a> {
             // Java decodes group ids leniently (invalid UTF-8 becomes U+FFFD); so do we, once
             // per distinct group.
             let name = String::from_utf8_lossy(group);
-            self.selected.push(self.selector.matches(&name));
-            self.slots.push(FxHashMap::default());
+            let selected = self.selector.matches(&name);
+            self.selected.push(selected);
+            // Size a selected group's map like the previous group's: groups of one deployment
+            // tend to commit alike, and growing a map step by step rehashes it each time.
+            // Capped, so a large group followed by small ones wastes little.
+            let hint = match self.slots.last() {
+                Some(previous) if selected => previous.len().min(1024),
+                _ => 0,
+            };
+            self.slots.push(FxHashMap::with_capacity_and_hasher(
+                hint,
+                Default::default(),
+            ));
         }
         (id, self.selected[id as usize])
     }
