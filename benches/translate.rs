@@ -20,7 +20,9 @@
 //!
 //! Run: `cargo bench --bench translate -- --warm-up-time 1 --measurement-time 5`; with
 //! `BENCH_CLOCK=cpu` in the environment the benchmark thread's CPU time is measured instead of
-//! wall time (group `translate_1M_cpu`), for a machine shared with other work.
+//! wall time (group `translate_1M_cpu`), for a machine shared with other work. With
+//! `BENCH_RSS=fold/none` (or `fold_and_finish/none`, `fold/zstd`, ...) it runs that case once and
+//! prints the peak memory it added instead of benchmarking.
 
 mod support;
 
@@ -42,50 +44,46 @@ const RECORDS: usize = GROUPS * TOPICS * PARTITIONS_PER_TOPIC;
 const BATCH_BYTES: usize = 16 * 1024;
 
 /// The checkpoint records of `groups` groups in the order MirrorMaker 2 writes them: group by
-/// group, `emits` times over (one pass per emit interval).
-fn checkpoints(groups: usize, emits: usize) -> Vec<(Vec<u8>, Vec<u8>)> {
-    let mut out = Vec::with_capacity(groups * TOPICS * PARTITIONS_PER_TOPIC * emits);
-    for g in (0..emits).flat_map(|_| 0..groups) {
-        let group = format!("app-team-{g}");
-        for t in 0..TOPICS {
-            let topic = format!("primary.orders-{t}");
-            for p in 0..PARTITIONS_PER_TOPIC {
-                let n = out.len() as i64;
-                let metadata = if n % 100 == 7 {
-                    format!("{{\"commit\":{n}}}")
-                } else {
-                    String::new()
-                };
-                let key = checkpoint::encode_key(&CheckpointKey {
-                    group: group.as_bytes(),
-                    topic: topic.as_bytes(),
-                    partition: p as i32,
-                })
-                .expect("short names");
-                let value = checkpoint::encode_value(&CheckpointValue {
-                    version: 0,
-                    upstream_offset: 1_000_000 + n * 13,
-                    downstream_offset: 900_000 + n * 11,
-                    metadata: metadata.as_bytes(),
-                })
-                .expect("short metadata");
-                out.push((key, value));
-            }
-        }
-    }
-    out
+/// group, `emits` times over (one pass per emit interval). Generated as they are consumed, so
+/// building the input leaves no freed heap behind for the measured code to reuse.
+fn checkpoints(groups: usize, emits: usize) -> impl Iterator<Item = (Vec<u8>, Vec<u8>)> {
+    let per_group = TOPICS * PARTITIONS_PER_TOPIC;
+    (0..groups * per_group * emits).map(move |n| {
+        let group = format!("app-team-{}", (n / per_group) % groups);
+        let topic = format!("primary.orders-{}", (n / PARTITIONS_PER_TOPIC) % TOPICS);
+        let n = n as i64;
+        let metadata = if n % 100 == 7 {
+            format!("{{\"commit\":{n}}}")
+        } else {
+            String::new()
+        };
+        let key = checkpoint::encode_key(&CheckpointKey {
+            group: group.as_bytes(),
+            topic: topic.as_bytes(),
+            partition: (n % PARTITIONS_PER_TOPIC as i64) as i32,
+        })
+        .expect("short names");
+        let value = checkpoint::encode_value(&CheckpointValue {
+            version: 0,
+            upstream_offset: 1_000_000 + n * 13,
+            downstream_offset: 900_000 + n * 11,
+            metadata: metadata.as_bytes(),
+        })
+        .expect("short metadata");
+        (key, value)
+    })
 }
 
 /// Back-to-back batches of `records` in `codec`, each closed once its records reach
 /// [`BATCH_BYTES`] uncompressed.
-fn batches(codec: Compression, records: &[(Vec<u8>, Vec<u8>)]) -> Vec<u8> {
+fn batches(codec: Compression, records: impl IntoIterator<Item = (Vec<u8>, Vec<u8>)>) -> Vec<u8> {
     let mut out = Vec::new();
     let mut batch = BatchBuilder::new(0).compression(codec);
     let mut batch_bytes = 0;
     let mut section = Vec::new();
-    for (offset, (key, value)) in records.iter().enumerate() {
+    for (offset, (key, value)) in records.into_iter().enumerate() {
         let delta = offset as i64 - batch.base_offset;
-        let mut spec = RecordSpec::new(delta as i32, Some(key), Some(value));
+        let mut spec = RecordSpec::new(delta as i32, Some(&key), Some(&value));
         // Checkpoints of one emit pass are a few milliseconds apart.
         spec.timestamp_delta = delta / 50;
         section.clear();
@@ -126,7 +124,6 @@ fn selectors() -> (GroupSelector, GroupSelector, GroupSelector) {
 }
 
 fn translate<M: Measurement>(c: &mut Criterion<M>, name: &str) {
-    let records = checkpoints(GROUPS, 1);
     let (all, exact, regex) = selectors();
     let mut group = c.benchmark_group(name);
     group.throughput(Throughput::Elements(RECORDS as u64));
@@ -137,7 +134,7 @@ fn translate<M: Measurement>(c: &mut Criterion<M>, name: &str) {
     let mut data = |codec: Compression| -> Rc<[u8]> {
         built[codec.id() as usize]
             .get_or_insert_with(|| {
-                let data = batches(codec, &records);
+                let data = batches(codec, checkpoints(GROUPS, 1));
                 assert_eq!(fold(&data, &all), RECORDS as u64);
                 eprintln!(
                     "{codec}: {} bytes of batches for {RECORDS} records",
@@ -171,7 +168,7 @@ fn translate<M: Measurement>(c: &mut Criterion<M>, name: &str) {
     let mut repeated = None;
     group.bench_function("fold_10_emits/none", |b| {
         let data = repeated
-            .get_or_insert_with(|| batches(Compression::None, &checkpoints(GROUPS / 10, 10)));
+            .get_or_insert_with(|| batches(Compression::None, checkpoints(GROUPS / 10, 10)));
         b.iter(|| fold(data, &all))
     });
     group.bench_function("fold_and_finish/none", |b| {
@@ -195,8 +192,43 @@ fn translate<M: Measurement>(c: &mut Criterion<M>, name: &str) {
     group.finish();
 }
 
+/// `BENCH_RSS=<case>`: runs one case once, outside criterion, and prints the peak resident
+/// memory it added to the process (Linux `VmHWM`, reset after the input is built).
+/// Cases: `fold/<codec>`, `fold_and_finish/none`. One case per process.
+fn peak_memory(case: &str) {
+    let (kind, codec) = case
+        .split_once('/')
+        .expect("BENCH_RSS=fold/none or fold_and_finish/none");
+    let codec = Compression::ALL
+        .into_iter()
+        .find(|c| c.to_string() == codec)
+        .expect("a codec name: none, gzip, snappy, lz4, zstd");
+    let data = batches(codec, checkpoints(GROUPS, 1));
+    let all = GroupSelector::all();
+    let before = support::status_kib("VmRSS");
+    support::reset_peak_rss();
+    let (count, what) = match kind {
+        "fold" => (fold(&data, &all) as usize, "records folded"),
+        "fold_and_finish" => {
+            let mut translator = BatchTranslator::new(&all);
+            translator.add_batches(0, &data).expect("valid");
+            (translator.finish("primary").len(), "offsets")
+        }
+        other => panic!("unknown case {other}"),
+    };
+    let peak = support::status_kib("VmHWM");
+    println!(
+        "{case}: {count} {what}; peak RSS {} KiB above the {before} KiB held before \
+         (input: {} KiB of batches for {RECORDS} records)",
+        peak.saturating_sub(before),
+        data.len() / 1024
+    );
+}
+
 fn main() {
-    if support::cpu_clock_requested() {
+    if let Ok(case) = std::env::var("BENCH_RSS") {
+        peak_memory(&case);
+    } else if support::cpu_clock_requested() {
         let mut c = Criterion::default()
             .with_measurement(support::ThreadCpuTime)
             .configure_from_args();

@@ -103,3 +103,18 @@ impl ValueFormatter for CpuFormatter {
         "ns"
     }
 }
+
+/// A `/proc/self/status` field in KiB (e.g. `VmRSS`, `VmHWM`).
+pub fn status_kib(field: &str) -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").expect("Linux /proc/self/status");
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix(field)?.strip_prefix(':'))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or_else(|| panic!("no {field} in /proc/self/status"))
+}
+
+/// Resets the process's peak RSS (`VmHWM`) to its current RSS (Linux 4.0+).
+pub fn reset_peak_rss() {
+    std::fs::write("/proc/self/clear_refs", "5").expect("write /proc/self/clear_refs");
+}

@@ -24,13 +24,20 @@ pub(crate) struct Interner {
 }
 
 impl Interner {
-    #[inline]
+    /// The id of `name` and whether it is new. The check against the last name is inlined
+    /// into the record loop; the hash lookup is not.
+    #[inline(always)]
     fn get_or_insert(&mut self, name: &[u8]) -> (u32, bool) {
         if let Some(last) = self.last
-            && self.names[last as usize].as_ref() == name
+            && same_bytes(&self.names[last as usize], name)
         {
             return (last, false);
         }
+        self.lookup(name)
+    }
+
+    #[inline(never)]
+    fn lookup(&mut self, name: &[u8]) -> (u32, bool) {
         let (id, new) = match self.ids.get(name) {
             Some(&id) => (id, false),
             None => {
@@ -48,6 +55,21 @@ impl Interner {
     pub(crate) fn name(&self, id: u32) -> &[u8] {
         &self.names[id as usize]
     }
+}
+
+/// Whether two short byte strings are equal, compared eight bytes at a time in line: group and
+/// topic names are 10-40 bytes, where a call to libc's `memcmp` costs more than the compare.
+#[inline(always)]
+fn same_bytes(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    let (a8, a_rest) = a.as_chunks::<8>();
+    let (b8, b_rest) = b.as_chunks::<8>();
+    a8.iter()
+        .zip(b8)
+        .all(|(x, y)| u64::from_ne_bytes(*x) == u64::from_ne_bytes(*y))
+        && a_rest.iter().zip(b_rest).all(|(x, y)| x == y)
 }
 
 /// The latest checkpoint for one key, or the tombstone that deleted it.
@@ -134,8 +156,19 @@ impl<'a> Accumulator<'a> {
             // Java decodes group ids leniently (invalid UTF-8 becomes U+FFFD); so do we, once
             // per distinct group.
             let name = crate::mm2::utf8::lossy(group);
-            self.selected.push(self.selector.matches(&name));
-            self.slots.push(FxHashMap::default());
+            let selected = self.selector.matches(&name);
+            self.selected.push(selected);
+            // Size a selected group's map like the previous group's: groups of one deployment
+            // tend to commit alike, and growing a map step by step rehashes it each time.
+            // Capped, so a large group followed by small ones wastes little.
+            let hint = match self.slots.last() {
+                Some(previous) if selected => previous.len().min(1024),
+                _ => 0,
+            };
+            self.slots.push(FxHashMap::with_capacity_and_hasher(
+                hint,
+                Default::default(),
+            ));
         }
         (id, self.selected[id as usize])
     }
@@ -548,6 +581,20 @@ mod tests {
         assert_eq!(got.len(), 3 * 2 * 3);
         assert_eq!(got[0], ("a".into(), "y".into(), 1));
         assert_eq!(got[2], ("a".into(), "y".into(), 10));
+    }
+
+    #[test]
+    fn same_bytes_agrees_with_slice_equality() {
+        let a: Vec<u8> = (0..40).collect();
+        for len in 0..a.len() {
+            assert!(same_bytes(&a[..len], &a[..len]));
+            assert!(!same_bytes(&a[..len], &a[..len + 1]));
+            for at in 0..len {
+                let mut b = a[..len].to_vec();
+                b[at] ^= 0x80;
+                assert!(!same_bytes(&a[..len], &b), "len {len}, differs at {at}");
+            }
+        }
     }
 
     #[test]
