@@ -225,16 +225,21 @@ fn summarize(translation: &Translation) {
     );
 }
 
-async fn run_topics(args: TopologyArgs) -> Result<i32, String> {
+/// Connects and lists the cluster's topics, for the commands that work on topic names alone.
+async fn cluster_topics(args: &TopologyArgs) -> Result<(MirrorClient, Vec<String>), String> {
     let settings = connection::settings(&args.connection)?;
     let client = MirrorClient::connect(settings.client, settings.policy)
         .await
         .map_err(|e| e.to_string())?;
-    let deadline = Deadline::after(args.timeout);
     let topics = client
-        .list_topics(&deadline)
+        .list_topics(&Deadline::after(args.timeout))
         .await
         .map_err(|e| e.to_string())?;
+    Ok((client, topics))
+}
+
+async fn run_topics(args: TopologyArgs) -> Result<i32, String> {
+    let (client, topics) = cluster_topics(&args).await?;
     let policy = client.replication_policy();
     let names = || topics.iter().map(String::as_str);
     let mut rows: Vec<(&str, &str)> = Vec::new();
@@ -278,15 +283,7 @@ async fn run_topics(args: TopologyArgs) -> Result<i32, String> {
 }
 
 async fn run_upstream(args: TopologyArgs) -> Result<i32, String> {
-    let settings = connection::settings(&args.connection)?;
-    let client = MirrorClient::connect(settings.client, settings.policy)
-        .await
-        .map_err(|e| e.to_string())?;
-    let deadline = Deadline::after(args.timeout);
-    let topics = client
-        .list_topics(&deadline)
-        .await
-        .map_err(|e| e.to_string())?;
+    let (client, topics) = cluster_topics(&args).await?;
     let policy = client.replication_policy();
     let names = || topics.iter().map(String::as_str);
     // Java reports an unreachable cluster as -1 hops; so do we, for parity.
