@@ -40,11 +40,14 @@ fuzz_target!(|data: &[u8]| {
     let mut translator = BatchTranslator::new(&selector);
     let _ = translator.add_batches(0, &batches);
     let records = translator.records();
-    let offsets = translator.finish("src");
+    let offsets = translator.finish("src").to_owned_offsets();
     assert!(offsets.len() as u64 <= records, "more results than records");
     for pair in offsets.windows(2) {
         let (a, b) = (&pair[0], &pair[1]);
-        assert!((&a.group, &a.topic, a.partition) <= (&b.group, &b.topic, b.partition));
+        assert!(
+            (&a.group, &a.topic, a.partition) < (&b.group, &b.topic, b.partition),
+            "unsorted or repeated key"
+        );
     }
     for o in &offsets {
         assert!(o.offset >= 0, "negative translated offset");

@@ -32,10 +32,10 @@ fn flow(name: &str) -> Flow {
 
 fn shape(translation: &Translation) -> GroupOffsets {
     let mut out = GroupOffsets::new();
-    for o in &translation.offsets {
-        out.entry(o.group.clone()).or_default().insert(
-            (o.topic.clone(), o.partition),
-            (o.offset, o.metadata.clone()),
+    for o in translation.iter() {
+        out.entry(o.group.to_string()).or_default().insert(
+            (o.topic.to_string(), o.partition),
+            (o.offset, o.metadata.to_string()),
         );
     }
     out

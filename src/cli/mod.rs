@@ -207,7 +207,7 @@ fn summarize(translation: &Translation) {
     eprintln!(
         "{} groups, {} partitions translated from {} checkpoint records ({} batches, {:.1} MiB) in {:.0} ms; {}{}",
         translation.groups().len(),
-        translation.offsets.len(),
+        translation.len(),
         report.records,
         report.batches,
         report.bytes as f64 / (1024.0 * 1024.0),

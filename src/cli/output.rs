@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use crate::translate::{ReadReport, TranslatedOffset, Translation};
+use crate::translate::{OffsetRef, OffsetsJson, ReadReport, Translation};
 
 /// The version of the JSON document `-o json` writes. Fields are only ever added within a
 /// version; a rename or removal bumps it.
@@ -16,16 +16,17 @@ pub const JSON_SCHEMA_VERSION: u32 = 1;
 struct JsonDocument<'a> {
     schema_version: u32,
     complete: bool,
-    offsets: &'a [TranslatedOffset],
+    offsets: OffsetsJson<'a>,
     report: &'a ReadReport,
 }
 
-/// Writes the translation as one JSON document.
+/// Writes the translation as one JSON document, offset by offset as it goes (nothing is
+/// buffered but what `out` buffers).
 pub fn write_json(out: &mut dyn Write, translation: &Translation) -> io::Result<()> {
     let doc = JsonDocument {
         schema_version: JSON_SCHEMA_VERSION,
         complete: translation.report.complete,
-        offsets: &translation.offsets,
+        offsets: OffsetsJson(translation),
         report: &translation.report,
     };
     // Compact: a million offsets print in a third of the time pretty-printing takes; pipe to
@@ -49,31 +50,79 @@ pub fn write_csv(out: &mut dyn Write, translation: &Translation) -> io::Result<(
         out,
         "source,group,topic,partition,offset,upstream_offset,metadata,checkpoint_timestamp"
     )?;
-    for o in &translation.offsets {
+    for o in translation.iter() {
         writeln!(
             out,
             "{},{},{},{},{},{},{},{}",
-            csv_field(&o.source),
-            csv_field(&o.group),
-            csv_field(&o.topic),
+            csv_field(o.source),
+            csv_field(o.group),
+            csv_field(o.topic),
             o.partition,
             o.offset,
             o.upstream_offset,
-            csv_field(&o.metadata),
+            csv_field(o.metadata),
             o.checkpoint_timestamp
         )?;
     }
     Ok(())
 }
 
-/// Writes an aligned, human-readable table.
+/// One cell of the offsets table, formatted only when written: a million rows are measured and
+/// printed without a string per cell.
+enum Cell<'a> {
+    Text(&'a str),
+    Number(i64),
+    /// Commit metadata, escaped so a line break or control character cannot break the layout.
+    Escaped(&'a str),
+}
+
+impl Cell<'_> {
+    fn width(&self) -> usize {
+        match self {
+            Cell::Text(text) => text.chars().count(),
+            Cell::Number(n) => decimal_width(*n),
+            Cell::Escaped(text) => text.escape_debug().count(),
+        }
+    }
+
+    fn write(&self, out: &mut dyn Write) -> io::Result<()> {
+        match self {
+            Cell::Text(text) => out.write_all(text.as_bytes()),
+            Cell::Number(n) => write!(out, "{n}"),
+            Cell::Escaped(text) => write!(out, "{}", text.escape_debug()),
+        }
+    }
+}
+
+fn decimal_width(n: i64) -> usize {
+    let sign = usize::from(n < 0);
+    sign + n
+        .unsigned_abs()
+        .checked_ilog10()
+        .map_or(1, |digits| digits as usize + 1)
+}
+
+const TABLE_COLUMNS: usize = 7;
+
+fn table_cells<'a>(o: &OffsetRef<'a>) -> [Cell<'a>; TABLE_COLUMNS] {
+    [
+        Cell::Text(o.source),
+        Cell::Text(o.group),
+        Cell::Text(o.topic),
+        Cell::Number(o.partition.into()),
+        Cell::Number(o.offset),
+        Cell::Number(o.upstream_offset),
+        Cell::Escaped(o.metadata),
+    ]
+}
+
+/// Writes an aligned, human-readable table, with a SOURCE column when offsets come from more
+/// than one source. Two passes over the offsets: widths, then lines.
 pub fn write_table(out: &mut dyn Write, translation: &Translation) -> io::Result<()> {
-    let multi_source = translation
-        .offsets
-        .windows(2)
-        .any(|w| w[0].source != w[1].source);
-    let mut rows: Vec<Vec<String>> = Vec::with_capacity(translation.offsets.len() + 1);
-    let mut header = vec![
+    let first_source = translation.iter().next().map(|o| o.source);
+    let multi_source = translation.iter().any(|o| Some(o.source) != first_source);
+    let header = [
+        "SOURCE",
         "GROUP",
         "TOPIC",
         "PARTITION",
@@ -81,25 +130,32 @@ pub fn write_table(out: &mut dyn Write, translation: &Translation) -> io::Result
         "UPSTREAM",
         "METADATA",
     ];
-    if multi_source {
-        header.insert(0, "SOURCE");
-    }
-    rows.push(header.iter().map(|h| h.to_string()).collect());
-    for o in &translation.offsets {
-        let mut row = vec![
-            o.group.clone(),
-            o.topic.clone(),
-            o.partition.to_string(),
-            o.offset.to_string(),
-            o.upstream_offset.to_string(),
-            o.metadata.escape_debug().to_string(),
-        ];
-        if multi_source {
-            row.insert(0, o.source.clone());
+    let shown = usize::from(!multi_source)..TABLE_COLUMNS;
+    let mut widths = header.map(str::len);
+    for o in translation.iter() {
+        for (width, cell) in widths.iter_mut().zip(table_cells(&o)) {
+            *width = (*width).max(cell.width());
         }
-        rows.push(row);
     }
-    write_aligned(out, &rows)
+    let header_cells = header.map(Cell::Text);
+    write_padded_line(out, &header_cells[shown.clone()], &widths[shown.clone()])?;
+    for o in translation.iter() {
+        write_padded_line(out, &table_cells(&o)[shown.clone()], &widths[shown.clone()])?;
+    }
+    Ok(())
+}
+
+/// One line of cells, each padded to its column's width with two spaces between columns and
+/// nothing after the last non-empty cell.
+fn write_padded_line(out: &mut dyn Write, cells: &[Cell<'_>], widths: &[usize]) -> io::Result<()> {
+    let last = cells.iter().rposition(|cell| cell.width() > 0).unwrap_or(0);
+    for (c, (cell, width)) in cells.iter().zip(widths).enumerate().take(last + 1) {
+        cell.write(out)?;
+        if c < last {
+            write!(out, "{:pad$}", "", pad = width - cell.width() + 2)?;
+        }
+    }
+    writeln!(out)
 }
 
 /// Writes rows (the first is the header) as columns padded to their widest cell.
@@ -185,7 +241,7 @@ pub fn write_reset_files(
         let path = dir.join(reset_file_name(group));
         let mut file = io::BufWriter::new(std::fs::File::create(&path)?);
         for o in translation.group(group) {
-            writeln!(file, "{},{},{}", csv_field(&o.topic), o.partition, o.offset)?;
+            writeln!(file, "{},{},{}", csv_field(o.topic), o.partition, o.offset)?;
         }
         file.flush()?;
         written.push((group.to_string(), path));
@@ -197,39 +253,40 @@ pub fn write_reset_files(
 mod tests {
     use super::*;
 
-    fn offset(
-        group: &str,
-        topic: &str,
-        partition: i32,
-        offset: i64,
-        metadata: &str,
-    ) -> TranslatedOffset {
-        TranslatedOffset {
-            source: "primary".into(),
-            group: group.into(),
-            topic: topic.into(),
-            partition,
-            offset,
-            metadata: metadata.into(),
-            upstream_offset: offset + 100,
-            checkpoint_timestamp: 1_700_000_000_000,
-            checkpoint_partition: 0,
-            checkpoint_offset: 5,
-        }
-    }
-
+    /// A translation of three checkpoints of source "primary", each upstream offset 100 above
+    /// its translated one; the builder stamps record i at 1_700_000_000_000 + i ms.
     fn sample() -> Translation {
-        Translation {
-            offsets: vec![
-                offset("app", "primary.orders", 0, 42, ""),
-                offset("app", "primary.orders", 1, 7, "a,\"b\""),
-                offset("g/x", "primary.t", 0, 1, ""),
-            ],
-            report: ReadReport {
-                complete: true,
-                ..ReadReport::default()
-            },
+        use crate::mm2::checkpoint::{self, CheckpointKey, CheckpointValue};
+        use crate::records::builder::BatchBuilder;
+        use crate::translate::{BatchTranslator, GroupSelector};
+
+        let mut batch = BatchBuilder::new(0);
+        batch.base_timestamp = 1_700_000_000_000;
+        let rows = [
+            ("app", "primary.orders", 0, 42, ""),
+            ("app", "primary.orders", 1, 7, "a,\"b\""),
+            ("g/x", "primary.t", 0, 1, ""),
+        ];
+        for (group, topic, partition, offset, metadata) in rows {
+            let key = checkpoint::encode_key(&CheckpointKey {
+                group: group.as_bytes(),
+                topic: topic.as_bytes(),
+                partition,
+            })
+            .unwrap();
+            let value = checkpoint::encode_value(&CheckpointValue {
+                version: 0,
+                upstream_offset: offset + 100,
+                downstream_offset: offset,
+                metadata: metadata.as_bytes(),
+            })
+            .unwrap();
+            batch = batch.record(Some(&key), Some(&value));
         }
+        let selector = GroupSelector::all();
+        let mut translator = BatchTranslator::new(&selector);
+        translator.add_batches(0, &batch.build()).unwrap();
+        translator.finish("primary")
     }
 
     #[test]
@@ -241,7 +298,7 @@ mod tests {
         assert_eq!(lines.len(), 4);
         assert_eq!(
             lines[2],
-            "primary,app,primary.orders,1,7,107,\"a,\"\"b\"\"\",1700000000000"
+            "primary,app,primary.orders,1,7,107,\"a,\"\"b\"\"\",1700000000001"
         );
     }
 
@@ -262,9 +319,15 @@ mod tests {
         write_table(&mut out, &sample()).unwrap();
         let text = String::from_utf8(out).unwrap();
         let lines: Vec<_> = text.lines().collect();
+        assert_eq!(lines.len(), 4);
         assert!(lines[0].starts_with("GROUP  TOPIC"));
         let col = lines[0].find("PARTITION").unwrap();
         assert_eq!(&lines[1][col..col + 1], "0");
+        let col = lines[0].find("METADATA").unwrap();
+        // Escaped as written, and nothing trails the last cell.
+        assert_eq!(&lines[2][col..], "a,\\\"b\\\"");
+        assert_eq!(lines[1].len(), lines[1].trim_end().len());
+        assert!(!lines[0].contains("SOURCE"));
     }
 
     #[test]

@@ -7,9 +7,10 @@ use std::time::Instant;
 use serde::Serialize;
 
 use super::plan::{PartitionBounds, plan_ranges};
-use super::read::{merge, read_ranges};
+use super::read::read_ranges;
 use super::report::{PartitionProgress, ReadReport, SkipCounts};
-use super::{GroupSelector, TranslateError, TranslateRequest, TranslatedOffset, Translation};
+use super::table::OffsetTable;
+use super::{GroupSelector, OffsetRef, TranslateError, TranslateRequest, Translation};
 use crate::client::{ClientError, Deadline, KafkaClient, OffsetSpec, ReadOptions};
 use crate::config::ClientConfig;
 use crate::mm2::ReplicationPolicy;
@@ -183,11 +184,13 @@ impl MirrorClient {
                 partitions: report.partitions,
             });
         }
-        let offsets = merge(&mut outcomes)
-            .into_iter()
-            .filter_map(|(source, named)| named.into_translated(source))
-            .collect();
-        Ok(Translation { offsets, report })
+        let offsets = OffsetTable::build(
+            outcomes
+                .into_iter()
+                .map(|o| (o.range.source, o.folded))
+                .collect(),
+        );
+        Ok(Translation::new(offsets, report))
     }
 
     /// Each partition's log start and end offsets for one source's checkpoints topic, snapshotted
@@ -263,7 +266,7 @@ impl MirrorClient {
         let mut request = TranslateRequest::new(remote_cluster_alias, selector);
         request.timeout = timeout;
         let translation = self.translate(&request).await?;
-        Ok(by_topic_partition(translation.offsets.iter()))
+        Ok(by_topic_partition(translation.iter()))
     }
 
     /// Java 4.3's `remoteConsumerOffsets(Pattern, remoteClusterAlias, timeout)` (KIP-1239):
@@ -293,15 +296,15 @@ impl MirrorClient {
 }
 
 fn by_topic_partition<'a>(
-    offsets: impl Iterator<Item = &'a TranslatedOffset>,
+    offsets: impl Iterator<Item = OffsetRef<'a>>,
 ) -> BTreeMap<(String, i32), OffsetAndMetadata> {
     offsets
         .map(|o| {
             (
-                (o.topic.clone(), o.partition),
+                (o.topic.to_string(), o.partition),
                 OffsetAndMetadata {
                     offset: o.offset,
-                    metadata: o.metadata.clone(),
+                    metadata: o.metadata.to_string(),
                 },
             )
         })

@@ -16,6 +16,7 @@ mod plan;
 mod progress;
 mod read;
 mod report;
+mod table;
 mod translator;
 
 pub use groups::{GroupSelector, InvalidGroupPattern};
@@ -24,6 +25,7 @@ pub use offline::BatchTranslator;
 pub use plan::{MIN_SPLIT_OFFSETS, PartitionBounds, ReadRange, plan_ranges};
 pub use progress::ReadProgress;
 pub use report::{PartitionProgress, ReadReport, SkipCount, SkipCounts, SkipReason};
+pub use table::OffsetRef;
 
 use std::time::Duration;
 
@@ -99,27 +101,96 @@ pub struct TranslatedOffset {
 }
 
 /// The translated offsets of every selected group, and what the read did.
-#[derive(Clone, Debug, Serialize)]
+///
+/// The offsets are held compactly (each name once, a small row per offset) and read through
+/// [`iter`](Translation::iter), [`group`](Translation::group) or
+/// [`to_owned_offsets`](Translation::to_owned_offsets). It serializes as
+/// `{"offsets": [...], "report": {...}}`, each offset with [`TranslatedOffset`]'s fields.
+///
+/// ```
+/// use mm2_offsets::mm2::checkpoint::{self, CheckpointKey, CheckpointValue};
+/// use mm2_offsets::records::builder::BatchBuilder;
+/// use mm2_offsets::translate::{BatchTranslator, GroupSelector};
+///
+/// let record = |group: &str, partition, offset| {
+///     let key = CheckpointKey { group: group.as_bytes(), topic: b"primary.orders", partition };
+///     let value = CheckpointValue { version: 0, upstream_offset: offset + 20, downstream_offset: offset, metadata: b"" };
+///     (checkpoint::encode_key(&key).unwrap(), checkpoint::encode_value(&value).unwrap())
+/// };
+/// let (k1, v1) = record("billing", 0, 100);
+/// let (k2, v2) = record("audit", 1, 7);
+/// let batches = BatchBuilder::new(0).record(Some(&k1), Some(&v1)).record(Some(&k2), Some(&v2)).build();
+///
+/// let selector = GroupSelector::all();
+/// let mut translator = BatchTranslator::new(&selector);
+/// translator.add_batches(0, &batches).unwrap();
+/// let translation = translator.finish("primary");
+///
+/// assert_eq!(translation.len(), 2);
+/// assert_eq!(translation.groups(), ["audit", "billing"]); // sorted by name
+/// let billing: Vec<_> = translation.group("billing").collect();
+/// assert_eq!((billing[0].topic, billing[0].partition, billing[0].offset), ("primary.orders", 0, 100));
+/// ```
+#[derive(Clone, Debug)]
 pub struct Translation {
-    /// Sorted by source, group, topic, partition.
-    pub offsets: Vec<TranslatedOffset>,
+    offsets: table::OffsetTable,
     /// Volumes, skipped records, per-partition progress, completeness.
     pub report: ReadReport,
 }
 
 impl Translation {
-    /// The distinct groups with at least one translated offset, sorted.
-    pub fn groups(&self) -> Vec<&str> {
-        let mut groups: Vec<&str> = self.offsets.iter().map(|o| o.group.as_str()).collect();
-        groups.dedup();
-        groups.sort_unstable();
-        groups.dedup();
-        groups
+    fn new(offsets: table::OffsetTable, report: ReadReport) -> Self {
+        Translation { offsets, report }
     }
 
-    /// The offsets of one group (from any source).
-    pub fn group(&self, group: &str) -> impl Iterator<Item = &TranslatedOffset> {
-        self.offsets.iter().filter(move |o| o.group == group)
+    /// The number of translated offsets.
+    pub fn len(&self) -> usize {
+        self.offsets.len()
+    }
+
+    /// Whether no offset was translated.
+    pub fn is_empty(&self) -> bool {
+        self.offsets.len() == 0
+    }
+
+    /// Every translated offset, sorted by source, group, topic, partition.
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = OffsetRef<'_>> + '_ {
+        self.offsets.iter()
+    }
+
+    /// The distinct groups with at least one translated offset, sorted.
+    pub fn groups(&self) -> Vec<&str> {
+        self.offsets.groups()
+    }
+
+    /// The offsets of one group (from any source), sorted by source, topic, partition.
+    pub fn group<'a>(&'a self, group: &str) -> impl Iterator<Item = OffsetRef<'a>> + 'a {
+        self.offsets.group(group)
+    }
+
+    /// Every translated offset as an owned value, in [`iter`](Translation::iter)'s order.
+    pub fn to_owned_offsets(&self) -> Vec<TranslatedOffset> {
+        self.iter().map(|o| o.to_owned_offset()).collect()
+    }
+}
+
+impl Serialize for Translation {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut doc = serializer.serialize_struct("Translation", 2)?;
+        doc.serialize_field("offsets", &OffsetsJson(self))?;
+        doc.serialize_field("report", &self.report)?;
+        doc.end()
+    }
+}
+
+/// The offsets of a translation as a JSON array, written as they are iterated: a million
+/// offsets are never held twice.
+pub struct OffsetsJson<'a>(pub &'a Translation);
+
+impl Serialize for OffsetsJson<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.0.iter())
     }
 }
 

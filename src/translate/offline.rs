@@ -1,9 +1,10 @@
 //! Translating from record-batch bytes already in hand (a captured log segment, a test fixture,
 //! a benchmark), with the same decoder and translator the network read uses.
 
-use super::TranslatedOffset;
 use super::groups::GroupSelector;
+use super::table::OffsetTable;
 use super::translator::Accumulator;
+use super::{ReadReport, Translation};
 use crate::records::{AbortedFilter, Batches, RecordsError, Scratch};
 
 /// Folds record batches of a checkpoints topic into translated offsets, read_uncommitted
@@ -23,8 +24,8 @@ use crate::records::{AbortedFilter, Batches, RecordsError, Scratch};
 /// let selector = GroupSelector::all();
 /// let mut translator = BatchTranslator::new(&selector);
 /// translator.add_batches(0, &batches).unwrap();
-/// let offsets = translator.finish("primary");
-/// assert_eq!(offsets[0].offset, 100);
+/// let translation = translator.finish("primary");
+/// assert_eq!(translation.iter().next().unwrap().offset, 100);
 /// ```
 pub struct BatchTranslator<'a> {
     acc: Accumulator<'a>,
@@ -58,16 +59,19 @@ impl<'a> BatchTranslator<'a> {
         self.acc.records
     }
 
-    /// The translated offsets, sorted by group, topic, partition, attributed to `source`.
-    pub fn finish(self, source: &str) -> Vec<TranslatedOffset> {
-        let (slots, _, _) = self.acc.into_named();
-        let mut offsets: Vec<TranslatedOffset> = slots
-            .into_iter()
-            .filter_map(|s| s.into_translated(source.to_string()))
-            .collect();
-        offsets.sort_by(|a, b| {
-            (&a.group, &a.topic, a.partition).cmp(&(&b.group, &b.topic, b.partition))
-        });
-        offsets
+    /// The translated offsets, sorted by group, topic, partition, attributed to `source`. The
+    /// report counts records and skips; with no network read, it is always complete.
+    pub fn finish(self, source: &str) -> Translation {
+        let (folded, skipped, records) = self.acc.into_folded();
+        let report = ReadReport {
+            records,
+            skipped,
+            complete: true,
+            ..ReadReport::default()
+        };
+        Translation::new(
+            OffsetTable::build(vec![(source.to_string(), folded)]),
+            report,
+        )
     }
 }

@@ -1,5 +1,5 @@
-//! Running a planned read: one task per range, each folding its chunks into an accumulator,
-//! then a merge in log order.
+//! Running a planned read: one task per range, each folding its chunks into an accumulator.
+//! `table::OffsetTable::build` combines their outputs.
 
 use std::sync::Arc;
 
@@ -9,14 +9,14 @@ use super::groups::GroupSelector;
 use super::plan::ReadRange;
 use super::progress::ReadProgress;
 use super::report::SkipCounts;
-use super::translator::{Accumulator, NamedSlot};
+use super::translator::{Accumulator, Folded};
 use crate::client::{ClientError, Deadline, KafkaClient, ReadOptions};
 use crate::records::{Batches, Scratch};
 
 /// What one range's worker produced.
 pub(crate) struct RangeOutcome {
     pub(crate) range: ReadRange,
-    pub(crate) slots: Vec<NamedSlot>,
+    pub(crate) folded: Folded,
     pub(crate) skipped: SkipCounts,
     pub(crate) records: u64,
     pub(crate) batches: u64,
@@ -165,10 +165,10 @@ async fn read_one(
         // The stream ended early without an error only if it was cut by the deadline.
         timed_out = true;
     }
-    let (slots, skipped, records) = acc.into_named();
+    let (folded, skipped, records) = acc.into_folded();
     Ok(RangeOutcome {
         range,
-        slots,
+        folded,
         skipped,
         records,
         batches,
@@ -176,51 +176,4 @@ async fn read_one(
         read_to,
         timed_out,
     })
-}
-
-/// Whether `new` replaces `old` for the same (group, topic, partition). Within one checkpoints
-/// partition the later log position wins, as in Java. Across partitions (MM2 writes one, but a
-/// topic may have been given more) the later record timestamp wins, then the higher position.
-pub(crate) fn wins(new: &NamedSlot, old: &NamedSlot) -> bool {
-    let (n, o) = (&new.slot, &old.slot);
-    if n.partition == o.partition {
-        n.offset > o.offset
-    } else {
-        (n.timestamp, n.partition, n.offset) > (o.timestamp, o.partition, o.offset)
-    }
-}
-
-/// Merges range outcomes (in plan order) into one slot per (source, group, topic, partition),
-/// sorted by that key. Each outcome's slots arrive sorted and unique, so a single range needs no
-/// work; several are concatenated, stably sorted (plan order breaks ties) and folded with
-/// [`wins`]. No key is cloned: a million slots merge in a sort, not in map inserts.
-pub(crate) fn merge(outcomes: &mut [RangeOutcome]) -> Vec<(String, NamedSlot)> {
-    let mut all: Vec<(String, NamedSlot)> = Vec::new();
-    for outcome in outcomes.iter_mut() {
-        let source = &outcome.range.source;
-        all.extend(
-            std::mem::take(&mut outcome.slots)
-                .into_iter()
-                .map(|slot| (source.clone(), slot)),
-        );
-    }
-    if outcomes.len() <= 1 {
-        return all;
-    }
-    fn key((source, s): &(String, NamedSlot)) -> (&str, &str, &str, i32) {
-        (source, &s.group, &s.topic, s.partition)
-    }
-    all.sort_by(|a, b| key(a).cmp(&key(b)));
-    let mut merged: Vec<(String, NamedSlot)> = Vec::with_capacity(all.len());
-    for entry in all {
-        match merged.last_mut() {
-            Some(last) if key(last) == key(&entry) => {
-                if wins(&entry.1, &last.1) {
-                    *last = entry;
-                }
-            }
-            _ => merged.push(entry),
-        }
-    }
-    merged
 }

@@ -3,7 +3,7 @@
 //! selected groups.
 //!
 //! One [`Accumulator`] serves one offset range of one checkpoints-topic partition, so workers
-//! never share state; [`Accumulator::merge_later`] combines ranges in log order.
+//! never share state; `table::OffsetTable::build` combines their outputs.
 
 use rustc_hash::FxHashMap;
 
@@ -51,10 +51,6 @@ impl Interner {
         self.last = Some(id);
         (id, new)
     }
-
-    pub(crate) fn name(&self, id: u32) -> &[u8] {
-        &self.names[id as usize]
-    }
 }
 
 /// Whether two short byte strings are equal, compared eight bytes at a time in line: group and
@@ -72,46 +68,29 @@ fn same_bytes(a: &[u8], b: &[u8]) -> bool {
         && a_rest.iter().zip(b_rest).all(|(x, y)| x == y)
 }
 
-/// The latest checkpoint for one key, or the tombstone that deleted it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Slot {
-    /// `None` when a tombstone deleted the key; kept so a later range's tombstone can delete an
-    /// earlier range's checkpoint during the merge.
-    pub(crate) checkpoint: Option<Checkpointed>,
-    /// Record timestamp and log position of the winning record.
-    pub(crate) timestamp: i64,
-    pub(crate) partition: i32,
-    pub(crate) offset: i64,
-}
-
-/// The values of a winning checkpoint record.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Checkpointed {
-    pub(crate) upstream_offset: i64,
-    pub(crate) downstream_offset: i64,
-    pub(crate) metadata: Box<[u8]>,
-}
-
 /// Key of a group's slots: (topic id, partition), topic ids from the accumulator's interner.
-type Key = (u32, i32);
+pub(crate) type Key = (u32, i32);
 
 /// `Entry::metadata` of a key whose metadata has always been empty.
-const NO_METADATA: u32 = u32::MAX;
+pub(crate) const NO_METADATA: u32 = u32::MAX;
 
-/// A [`Slot`] as the accumulator keeps it: plain data, 48 bytes, so a million of them grow,
-/// move and drop as one block. Non-empty metadata lives in `Accumulator::metadata`.
-#[derive(Clone, Copy)]
-struct Entry {
-    upstream_offset: i64,
-    downstream_offset: i64,
-    timestamp: i64,
-    offset: i64,
-    partition: i32,
+/// The latest checkpoint of one key, or the tombstone that deleted it, as the accumulator keeps
+/// it: plain data, 48 bytes, so a million of them grow, move and drop as one block. Non-empty
+/// metadata lives in `Accumulator::metadata`.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Entry {
+    pub(crate) upstream_offset: i64,
+    pub(crate) downstream_offset: i64,
+    /// The winning record's timestamp, partition and offset in the checkpoints topic.
+    pub(crate) timestamp: i64,
+    pub(crate) offset: i64,
+    pub(crate) partition: i32,
     /// Index in `Accumulator::metadata`, or [`NO_METADATA`]. Once a key has an index it keeps
     /// it, so the table holds at most one string per key however often metadata changes.
-    metadata: u32,
-    /// False after a tombstone.
-    live: bool,
+    pub(crate) metadata: u32,
+    /// False after a tombstone; kept so a later range's tombstone can delete an earlier range's
+    /// checkpoint when ranges are combined.
+    pub(crate) live: bool,
 }
 
 /// One worker's partial translation.
@@ -296,106 +275,37 @@ impl<'a> Accumulator<'a> {
         Ok(())
     }
 
-    /// Resolves interned ids to names and returns the slots, for merging across workers,
-    /// sorted by (group, topic, partition) as the names compare, so a caller sorting the
-    /// result again finds it already in order.
-    pub(crate) fn into_named(self) -> (Vec<NamedSlot>, SkipCounts, u64) {
-        let Accumulator {
-            groups,
-            topics,
-            slots,
-            entries,
-            mut metadata,
-            skipped,
-            records,
-            ..
-        } = self;
-        // Names are decoded once per group and topic, not once per slot.
-        let topic_names: Vec<String> = (0..topics.names.len() as u32)
-            .map(|t| crate::mm2::utf8::lossy(topics.name(t)).into_owned())
-            .collect();
-        let mut topic_rank = vec![0u32; topic_names.len()];
-        let mut by_name: Vec<usize> = (0..topic_names.len()).collect();
-        by_name.sort_by(|&a, &b| topic_names[a].cmp(&topic_names[b]));
-        for (rank, t) in by_name.into_iter().enumerate() {
-            topic_rank[t] = rank as u32;
-        }
-        let mut group_order: Vec<(String, FxHashMap<Key, u32>)> = slots
-            .into_iter()
-            .enumerate()
-            .filter(|(_, slots)| !slots.is_empty())
-            .map(|(g, slots)| {
-                let name = crate::mm2::utf8::lossy(groups.name(g as u32)).into_owned();
-                (name, slots)
-            })
-            .collect();
-        group_order.sort_by(|a, b| a.0.cmp(&b.0));
-
-        let mut named = Vec::with_capacity(entries.len());
-        let mut keys: Vec<(u32, i32, u32)> = Vec::new();
-        for (group, slots) in group_order {
-            keys.clear();
-            keys.extend(slots.into_iter().map(|((t, p), index)| (t, p, index)));
-            keys.sort_unstable_by_key(|&(t, p, _)| (topic_rank[t as usize], p));
-            for &(t, p, index) in &keys {
-                let entry = entries[index as usize];
-                let checkpoint = entry.live.then(|| Checkpointed {
-                    upstream_offset: entry.upstream_offset,
-                    downstream_offset: entry.downstream_offset,
-                    metadata: match entry.metadata {
-                        NO_METADATA => Box::default(),
-                        i => std::mem::take(&mut metadata[i as usize]),
-                    },
-                });
-                named.push(NamedSlot {
-                    group: group.clone(),
-                    topic: topic_names[t as usize].clone(),
-                    partition: p,
-                    slot: Slot {
-                        checkpoint,
-                        timestamp: entry.timestamp,
-                        partition: entry.partition,
-                        offset: entry.offset,
-                    },
-                });
-            }
-        }
-        (named, skipped, records)
+    /// What was folded, for [`OffsetTable::build`](super::table::OffsetTable::build), with the
+    /// skip counts and the number of records seen.
+    pub(crate) fn into_folded(self) -> (Folded, SkipCounts, u64) {
+        let folded = Folded {
+            group_names: self.groups.names,
+            topic_names: self.topics.names,
+            slots: self.slots,
+            entries: self.entries,
+            metadata: self.metadata,
+        };
+        (folded, self.skipped, self.records)
     }
 }
 
-/// A slot with its key resolved to strings.
-#[derive(Clone, Debug)]
-pub(crate) struct NamedSlot {
-    pub(crate) group: String,
-    pub(crate) topic: String,
-    pub(crate) partition: i32,
-    pub(crate) slot: Slot,
-}
-
-impl NamedSlot {
-    /// The translated offset this slot holds for `source`, or `None` after a tombstone.
-    pub(crate) fn into_translated(self, source: String) -> Option<super::TranslatedOffset> {
-        let slot = self.slot;
-        let checkpoint = slot.checkpoint?;
-        Some(super::TranslatedOffset {
-            source,
-            group: self.group,
-            topic: self.topic,
-            partition: self.partition,
-            offset: checkpoint.downstream_offset,
-            metadata: crate::mm2::utf8::lossy(&checkpoint.metadata).into_owned(),
-            upstream_offset: checkpoint.upstream_offset,
-            checkpoint_timestamp: slot.timestamp,
-            checkpoint_partition: slot.partition,
-            checkpoint_offset: slot.offset,
-        })
-    }
+/// One accumulator's latest checkpoints, by interned group and topic ids.
+pub(crate) struct Folded {
+    /// Group names by id, as read (not yet decoded).
+    pub(crate) group_names: Vec<Box<[u8]>>,
+    /// Topic names by id, as read.
+    pub(crate) topic_names: Vec<Box<[u8]>>,
+    /// Per group id: (topic id, partition) -> index in `entries`. Empty for unselected groups.
+    pub(crate) slots: Vec<FxHashMap<Key, u32>>,
+    pub(crate) entries: Vec<Entry>,
+    /// Non-empty commit metadata, indexed by `Entry::metadata`.
+    pub(crate) metadata: Vec<Box<[u8]>>,
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::translate::table::OffsetTable;
 
     fn key(group: &str, topic: &str, partition: i32) -> Vec<u8> {
         checkpoint::encode_key(&checkpoint::CheckpointKey {
@@ -416,21 +326,17 @@ mod tests {
         .unwrap()
     }
 
-    fn result(acc: Accumulator<'_>) -> Vec<(String, String, i32, Option<i64>)> {
-        let (slots, _, _) = acc.into_named();
-        let mut out: Vec<_> = slots
-            .into_iter()
-            .map(|s| {
-                (
-                    s.group,
-                    s.topic,
-                    s.partition,
-                    s.slot.checkpoint.map(|c| c.downstream_offset),
-                )
-            })
-            .collect();
-        out.sort();
-        out
+    /// The live (group, topic, partition, downstream offset) rows, in the table's order.
+    fn result(acc: Accumulator<'_>) -> Vec<(String, String, i32, i64)> {
+        table(acc)
+            .iter()
+            .map(|o| (o.group.into(), o.topic.into(), o.partition, o.offset))
+            .collect()
+    }
+
+    fn table(acc: Accumulator<'_>) -> OffsetTable {
+        let (folded, _, _) = acc.into_folded();
+        OffsetTable::build(vec![("s".to_string(), folded)])
     }
 
     #[test]
@@ -439,7 +345,7 @@ mod tests {
         let mut acc = Accumulator::new(&selector);
         acc.add(0, 0, 1, Some(&key("g", "t", 0)), Some(&value(10, 20, "")));
         acc.add(0, 1, 2, Some(&key("g", "t", 0)), Some(&value(5, 7, "m")));
-        assert_eq!(result(acc), vec![("g".into(), "t".into(), 0, Some(7))]);
+        assert_eq!(result(acc), vec![("g".into(), "t".into(), 0, 7)]);
     }
 
     #[test]
@@ -450,7 +356,7 @@ mod tests {
         // A garbage value for an unselected group is never looked at.
         acc.add(0, 1, 1, Some(&key("drop", "t", 0)), Some(b"\x00"));
         assert_eq!(acc.skipped.count(SkipReason::UndecodableValue), 0);
-        assert_eq!(result(acc), vec![("keep".into(), "t".into(), 0, Some(2))]);
+        assert_eq!(result(acc), vec![("keep".into(), "t".into(), 0, 2)]);
     }
 
     #[test]
@@ -469,7 +375,8 @@ mod tests {
         assert_eq!(acc.skipped.count(SkipReason::NegativeDownstreamOffset), 1);
         assert_eq!(acc.skipped.count(SkipReason::UndecodableValue), 1);
         assert_eq!(acc.records, 6);
-        assert_eq!(result(acc), vec![("g".into(), "t".into(), 0, None)]);
+        // The tombstone deleted the only live key.
+        assert_eq!(result(acc), vec![]);
     }
 
     #[test]
@@ -478,7 +385,7 @@ mod tests {
         let mut acc = Accumulator::new(&selector);
         acc.add(0, 0, 1, Some(&key("g", "t", 0)), None);
         acc.add(0, 1, 1, Some(&key("g", "t", 0)), Some(&value(3, 4, "x")));
-        assert_eq!(result(acc), vec![("g".into(), "t".into(), 0, Some(4))]);
+        assert_eq!(result(acc), vec![("g".into(), "t".into(), 0, 4)]);
     }
 
     #[test]
@@ -508,14 +415,19 @@ mod tests {
         }
         acc.add(0, offset, offset, Some(&key("b", "t2", 1)), None);
         let result = result(acc);
-        assert_eq!(result.len(), 3 * 2 * 3);
+        // Every key of 3 groups x 2 topics x 3 partitions but the tombstoned one.
+        assert_eq!(result.len(), 3 * 2 * 3 - 1);
+        assert!(
+            !result
+                .iter()
+                .any(|(g, t, p, _)| (g.as_str(), t.as_str(), *p) == ("b", "t2", 1))
+        );
         for (group, topic, partition, down) in result {
-            let expected = if (group.as_str(), topic.as_str(), partition) == ("b", "t2", 1) {
-                None
-            } else {
-                Some(200 + i64::from(partition))
-            };
-            assert_eq!(down, expected, "{group} {topic} {partition}");
+            assert_eq!(
+                down,
+                200 + i64::from(partition),
+                "{group} {topic} {partition}"
+            );
         }
     }
 
@@ -541,23 +453,13 @@ mod tests {
                 value.as_deref(),
             );
         }
-        let (slots, _, _) = acc.into_named();
-        let mut meta: Vec<(String, Option<Vec<u8>>)> = slots
-            .into_iter()
-            .map(|s| (s.topic, s.slot.checkpoint.map(|c| c.metadata.into_vec())))
-            .collect();
-        meta.sort();
-        assert_eq!(
-            meta,
-            vec![
-                ("t".to_string(), Some(b"c".to_vec())),
-                ("u".to_string(), Some(Vec::new()))
-            ]
-        );
+        let table = table(acc);
+        let meta: Vec<(&str, &str)> = table.iter().map(|o| (o.topic, o.metadata)).collect();
+        assert_eq!(meta, vec![("t", "c"), ("u", "")]);
     }
 
     #[test]
-    fn named_slots_come_sorted_by_name_not_by_first_sight() {
+    fn offsets_come_sorted_by_name_not_by_first_sight() {
         let selector = GroupSelector::new(Vec::<String>::new(), ["[a-c]"]).unwrap();
         let mut acc = Accumulator::new(&selector);
         let mut offset = 0;
@@ -570,10 +472,9 @@ mod tests {
                 }
             }
         }
-        let (slots, _, _) = acc.into_named();
-        let got: Vec<(String, String, i32)> = slots
+        let got: Vec<(String, String, i32)> = result(acc)
             .into_iter()
-            .map(|s| (s.group, s.topic, s.partition))
+            .map(|(g, t, p, _)| (g, t, p))
             .collect();
         let mut expected = got.clone();
         expected.sort();
@@ -604,9 +505,6 @@ mod tests {
         let mut raw_key = vec![0x00, 0x02, b'a', 0xff];
         raw_key.extend_from_slice(&[0x00, 0x01, b't', 0, 0, 0, 0]);
         acc.add(0, 0, 1, Some(&raw_key), Some(&value(1, 2, "")));
-        assert_eq!(
-            result(acc),
-            vec![("a\u{fffd}".into(), "t".into(), 0, Some(2))]
-        );
+        assert_eq!(result(acc), vec![("a\u{fffd}".into(), "t".into(), 0, 2)]);
     }
 }
