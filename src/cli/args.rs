@@ -173,8 +173,8 @@ pub struct TranslateArgs {
     /// Directory for -o reset-csv files.
     #[arg(long, value_name = "DIR", default_value = "reset-offsets")]
     pub output_dir: PathBuf,
-    /// Largest Fetch response per partition, in bytes.
-    #[arg(long, default_value_t = 8 * 1024 * 1024, value_name = "BYTES")]
+    /// Largest Fetch response per partition, in bytes (a larger batch still comes whole).
+    #[arg(long, default_value_t = crate::client::DEFAULT_FETCH_MAX_BYTES, value_name = "BYTES")]
     pub max_fetch_bytes: i32,
     /// Do not draw the progress line on stderr even when it is a terminal.
     #[arg(long)]

@@ -2,6 +2,7 @@
 //! runs the library, prints results and maps outcomes to exit codes.
 
 mod args;
+mod chunked;
 mod connection;
 pub mod output;
 mod progress;

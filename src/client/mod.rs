@@ -54,5 +54,8 @@ mod pool;
 pub use cluster::{IsolationLevel, KafkaClient, OffsetSpec};
 pub use deadline::{Backoff, Deadline};
 pub use error::{ClientError, Retry, error_name, retry_for_code};
-pub use fetch::{AbortedTransaction, FetchedChunk, PartitionStream, ReadOptions, complete_batches};
+pub use fetch::{
+    AbortedTransaction, DEFAULT_FETCH_MAX_BYTES, FetchedChunk, PartitionStream, ReadOptions,
+    complete_batches,
+};
 pub use metadata::{BrokerInfo, PartitionInfo, SharedTopic, TopicInfo};

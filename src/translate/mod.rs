@@ -68,7 +68,7 @@ impl TranslateRequest {
             timeout: Duration::from_secs(60),
             parallelism: 4,
             allow_partial: false,
-            max_bytes_per_fetch: 8 * 1024 * 1024,
+            max_bytes_per_fetch: crate::client::DEFAULT_FETCH_MAX_BYTES,
             progress: None,
             min_split_offsets: MIN_SPLIT_OFFSETS,
         }
