@@ -154,7 +154,7 @@ impl Translation {
     }
 
     /// Every translated offset, sorted by source, group, topic, partition.
-    pub fn iter(&self) -> impl ExactSizeIterator<Item = OffsetRef<'_>> + '_ {
+    pub fn iter(&self) -> impl Iterator<Item = OffsetRef<'_>> + '_ {
         self.offsets.iter()
     }
 

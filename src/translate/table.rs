@@ -1,4 +1,4 @@
-//! The translated offsets of one read, kept compact: every name once, one 24-byte row per
+//! The translated offsets of one read, kept compact: every name once, one 16-byte row per
 //! offset pointing at the value its accumulator already holds.
 //!
 //! A million offsets used to be a million structs with four owned strings each, built, merged
@@ -60,30 +60,39 @@ impl OffsetRef<'_> {
 }
 
 /// One offset: ids into the table's sorted name lists, and where its value is. Ids are ranks in
-/// name order, so sorting rows by their ids sorts them by name.
+/// name order, so sorting rows by their ids sorts them by name. 16 bytes: the source is known
+/// from the block of rows it is in, the accumulator from the entry index.
 #[derive(Clone, Copy, Debug)]
 struct Row {
-    source: u32,
     group: u32,
     topic: u32,
     partition: i32,
-    /// Which accumulator holds the value, and where in its entries.
-    part: u32,
+    /// Index into the entries of all parts, numbered one part after the other.
     entry: u32,
 }
 
 impl Row {
-    fn key(&self) -> (u32, u32, u32, i32) {
-        (self.source, self.group, self.topic, self.partition)
+    fn key(&self) -> (u32, u32, i32) {
+        (self.group, self.topic, self.partition)
     }
 }
 
 /// The values one accumulator folded, kept for the rows that point into them.
 #[derive(Clone, Debug)]
 struct PartValues {
+    /// The number of entries of the parts before this one: this part's first global index.
+    first_entry: u32,
     entries: Vec<Entry>,
     /// Commit metadata, decoded as Java decodes it, indexed by `Entry::metadata`.
     metadata: Vec<Box<str>>,
+}
+
+/// The rows of one source: `rows[start..end]`.
+#[derive(Clone, Copy, Debug)]
+struct SourceBlock {
+    source: u32,
+    start: usize,
+    end: usize,
 }
 
 /// The translated offsets of a read: sorted by source, group, topic and partition, one per key,
@@ -94,13 +103,14 @@ pub(crate) struct OffsetTable {
     groups: Vec<Box<str>>,
     topics: Vec<Box<str>>,
     parts: Vec<PartValues>,
+    blocks: Vec<SourceBlock>,
     rows: Vec<Row>,
 }
 
 impl OffsetTable {
     /// Builds the table from each accumulator's output, given with its source alias, in plan
     /// order (the order does not decide winners: log position and timestamps do).
-    pub(crate) fn build(folded: Vec<(String, Folded)>) -> OffsetTable {
+    pub(crate) fn build(mut folded: Vec<(String, Folded)>) -> OffsetTable {
         let sources = sorted_unique(folded.iter().map(|(source, _)| source.as_str().into()));
         // Names are decoded leniently, as Java does, and compared decoded: two byte strings
         // that decode alike are one group to Java, and one here.
@@ -116,47 +126,55 @@ impl OffsetTable {
                 .iter()
                 .flat_map(|(_, f)| f.topic_names.iter().map(|name| decode(name))),
         );
+        // One source's parts together, in plan order within it.
+        folded.sort_by_cached_key(|(source, _)| rank(&sources, source));
 
-        let mut rows = Vec::with_capacity(folded.iter().map(|(_, f)| f.entries.len()).sum());
+        let total: usize = folded.iter().map(|(_, f)| f.entries.len()).sum();
+        let mut rows = Vec::with_capacity(total);
         let mut parts = Vec::with_capacity(folded.len());
-        for (part, (source, f)) in folded.into_iter().enumerate() {
+        let mut blocks: Vec<SourceBlock> = Vec::new();
+        let mut first_entry = 0u32;
+        for (source, mut f) in folded {
             let source = rank(&sources, &source);
-            let topic_ids: Vec<u32> = f
-                .topic_names
-                .iter()
-                .map(|name| rank(&topics, &decode(name)))
-                .collect();
-            for (name, slots) in f.group_names.iter().zip(f.slots) {
-                if slots.is_empty() {
-                    continue;
-                }
-                let group = rank(&groups, &decode(name));
-                // Each group's map is dropped as soon as its rows are out, so the maps and the
-                // rows are not all held at once.
-                rows.extend(slots.into_iter().map(|((topic, partition), entry)| Row {
+            match blocks.last_mut() {
+                Some(block) if block.source == source => {}
+                _ => blocks.push(SourceBlock {
                     source,
-                    group,
-                    topic: topic_ids[topic as usize],
-                    partition,
-                    part: part as u32,
-                    entry,
-                }));
+                    start: rows.len(),
+                    end: rows.len(),
+                }),
             }
+            let part_start = rows.len();
+            append_sorted_rows(&mut rows, &mut f, &groups, &topics, first_entry);
+            let block = blocks
+                .last_mut()
+                .unwrap_or_else(|| unreachable!("pushed above"));
+            if block.start < part_start {
+                // Several parts of one source: each part's rows are a sorted run, which the
+                // stable sort finds and merges instead of sorting from scratch.
+                rows[block.start..].sort_by_key(Row::key);
+            }
+            block.end = rows.len();
             parts.push(PartValues {
-                entries: f.entries,
+                first_entry,
                 metadata: f.metadata.iter().map(|m| decode(m).into()).collect(),
+                entries: f.entries,
             });
+            // u32 indices: 2^32 keys would take 200 GiB of entries first.
+            first_entry += parts
+                .last()
+                .map_or(0, |p: &PartValues| p.entries.len() as u32);
         }
-
-        rows.sort_unstable_by_key(Row::key);
-        let rows = keep_winners(rows, &parts);
-        OffsetTable {
+        let mut table = OffsetTable {
             sources,
             groups,
             topics,
             parts,
+            blocks,
             rows,
-        }
+        };
+        table.keep_winners();
+        table
     }
 
     /// The number of offsets.
@@ -165,15 +183,19 @@ impl OffsetTable {
     }
 
     /// Every offset, in order.
-    pub(crate) fn iter(&self) -> impl ExactSizeIterator<Item = OffsetRef<'_>> + '_ {
-        self.rows.iter().map(|row| self.view(row))
+    pub(crate) fn iter(&self) -> impl Iterator<Item = OffsetRef<'_>> + '_ {
+        self.blocks.iter().flat_map(move |block| {
+            self.rows[block.start..block.end]
+                .iter()
+                .map(move |row| self.view(block.source, row))
+        })
     }
 
     /// The distinct groups with at least one offset, sorted.
     pub(crate) fn groups(&self) -> Vec<&str> {
         let mut ids: Vec<u32> = self.rows.iter().map(|r| r.group).collect();
-        // Rows are grouped by source first, so one source needs no sort; several may.
-        if self.sources.len() > 1 {
+        // Each source's rows are sorted by group; several sources need a sort.
+        if self.blocks.len() > 1 {
             ids.sort_unstable();
         }
         ids.dedup();
@@ -186,23 +208,33 @@ impl OffsetTable {
     pub(crate) fn group<'t>(&'t self, group: &str) -> impl Iterator<Item = OffsetRef<'t>> + 't {
         let id = self.groups.binary_search_by(|g| (**g).cmp(group)).ok();
         // An unknown group has no rows in any source.
-        let sources = if id.is_some() { self.sources.len() } else { 0 };
+        let blocks = if id.is_some() { &self.blocks[..] } else { &[] };
         let id = id.unwrap_or_default() as u32;
-        let rows = &self.rows;
-        (0..sources as u32)
-            .flat_map(move |source| {
-                let start = rows.partition_point(|r| (r.source, r.group) < (source, id));
-                let end = rows.partition_point(|r| (r.source, r.group) <= (source, id));
-                rows[start..end].iter()
-            })
-            .map(move |row| self.view(row))
+        blocks.iter().flat_map(move |block| {
+            let rows = &self.rows[block.start..block.end];
+            let start = rows.partition_point(|r| r.group < id);
+            let end = rows.partition_point(|r| r.group <= id);
+            rows[start..end]
+                .iter()
+                .map(move |row| self.view(block.source, row))
+        })
     }
 
-    fn view(&self, row: &Row) -> OffsetRef<'_> {
-        let part = &self.parts[row.part as usize];
-        let entry = &part.entries[row.entry as usize];
+    fn part(&self, entry: u32) -> &PartValues {
+        let index = self.parts.partition_point(|p| p.first_entry <= entry) - 1;
+        &self.parts[index]
+    }
+
+    fn entry(&self, row: &Row) -> &Entry {
+        let part = self.part(row.entry);
+        &part.entries[(row.entry - part.first_entry) as usize]
+    }
+
+    fn view(&self, source: u32, row: &Row) -> OffsetRef<'_> {
+        let part = self.part(row.entry);
+        let entry = &part.entries[(row.entry - part.first_entry) as usize];
         OffsetRef {
-            source: &self.sources[row.source as usize],
+            source: &self.sources[source as usize],
             group: &self.groups[row.group as usize],
             topic: &self.topics[row.topic as usize],
             partition: row.partition,
@@ -217,32 +249,77 @@ impl OffsetTable {
             checkpoint_offset: entry.offset,
         }
     }
+
+    /// In each source's sorted rows, keeps the winner of each key, then drops keys whose
+    /// winner is a tombstone. A key has several rows when ranges of a partition, or
+    /// partitions, saw it.
+    fn keep_winners(&mut self) {
+        let mut kept = 0;
+        for b in 0..self.blocks.len() {
+            let SourceBlock { start, end, .. } = self.blocks[b];
+            self.blocks[b].start = kept;
+            let mut i = start;
+            while i < end {
+                let mut winner = self.rows[i];
+                let mut j = i + 1;
+                while j < end && self.rows[j].key() == winner.key() {
+                    if wins(self.entry(&self.rows[j]), self.entry(&winner)) {
+                        winner = self.rows[j];
+                    }
+                    j += 1;
+                }
+                if self.entry(&winner).live {
+                    self.rows[kept] = winner;
+                    kept += 1;
+                }
+                i = j;
+            }
+            self.blocks[b].end = kept;
+        }
+        self.rows.truncate(kept);
+        self.rows.shrink_to_fit();
+    }
 }
 
-/// Among sorted rows, keeps the winner of each key, then drops keys whose winner is a
-/// tombstone. A key has several rows when ranges of a partition, or partitions, saw it.
-fn keep_winners(mut rows: Vec<Row>, parts: &[PartValues]) -> Vec<Row> {
-    let entry = |row: &Row| &parts[row.part as usize].entries[row.entry as usize];
-    let mut kept = 0;
-    let mut i = 0;
-    while i < rows.len() {
-        let mut winner = rows[i];
-        let mut j = i + 1;
-        while j < rows.len() && rows[j].key() == winner.key() {
-            if wins(entry(&rows[j]), entry(&winner)) {
-                winner = rows[j];
-            }
-            j += 1;
+/// Appends one part's rows sorted by (group, topic, partition): groups in name order, each
+/// group's keys sorted on their own (a hundred keys, not a million), each group's map dropped
+/// as soon as its rows are out so the maps and the rows are not all held at once.
+fn append_sorted_rows(
+    rows: &mut Vec<Row>,
+    f: &mut Folded,
+    groups: &[Box<str>],
+    topics: &[Box<str>],
+    first_entry: u32,
+) {
+    let topic_ids: Vec<u32> = f
+        .topic_names
+        .iter()
+        .map(|name| rank(topics, &decode(name)))
+        .collect();
+    let mut order: Vec<(u32, usize)> = f
+        .group_names
+        .iter()
+        .zip(&f.slots)
+        .enumerate()
+        .filter(|(_, (_, slots))| !slots.is_empty())
+        .map(|(local, (name, _))| (rank(groups, &decode(name)), local))
+        .collect();
+    order.sort_unstable();
+    let mut group_start = rows.len();
+    for (i, &(group, local)) in order.iter().enumerate() {
+        let slots = std::mem::take(&mut f.slots[local]);
+        rows.extend(slots.into_iter().map(|((topic, partition), entry)| Row {
+            group,
+            topic: topic_ids[topic as usize],
+            partition,
+            entry: first_entry + entry,
+        }));
+        // Local groups that decode to the same name are sorted together.
+        if order.get(i + 1).is_none_or(|next| next.0 != group) {
+            rows[group_start..].sort_unstable_by_key(Row::key);
+            group_start = rows.len();
         }
-        if entry(&winner).live {
-            rows[kept] = winner;
-            kept += 1;
-        }
-        i = j;
     }
-    rows.truncate(kept);
-    rows.shrink_to_fit();
-    rows
 }
 
 /// Whether checkpoint `new` replaces `old` for the same key. Within one checkpoints partition
@@ -401,5 +478,53 @@ mod tests {
         assert_eq!(table.len(), 0);
         assert!(table.groups().is_empty());
         assert_eq!(table.group("g").count(), 0);
+    }
+
+    proptest::proptest! {
+        /// Ranges of one checkpoints partition per source, split at random points, give what a
+        /// plain last-record-wins fold over each source's whole log gives.
+        #[test]
+        fn ranges_and_sources_agree_with_a_plain_fold(
+            logs in proptest::collection::vec(
+                proptest::collection::vec((0u8..6, 0u8..3, 0i32..3, proptest::option::of(0i64..1000)), 0..60),
+                1..3,
+            ),
+            cuts in proptest::collection::vec(0usize..60, 0..4),
+        ) {
+            use std::collections::BTreeMap;
+            let names = ["g0", "g1", "g2", "g3", "g4", "g5"];
+            let topics = ["ta", "tb", "tc"];
+            let mut parts = Vec::new();
+            let mut expected = BTreeMap::new();
+            for (s, log) in logs.iter().enumerate() {
+                let source = format!("src{}", 1 - s as i32);
+                let records: Vec<Record<'_>> = log
+                    .iter()
+                    .map(|&(g, t, p, d)| (names[g as usize].as_bytes(), topics[t as usize], p, d, 0))
+                    .collect();
+                for &(g, t, p, d, _) in &records {
+                    let key = (source.clone(), String::from_utf8(g.to_vec()).unwrap(), t.to_string(), p);
+                    match d {
+                        Some(d) => { expected.insert(key, d); }
+                        None => { expected.remove(&key); }
+                    }
+                }
+                let mut bounds: Vec<usize> = cuts.iter().map(|c| c % (records.len() + 1)).collect();
+                bounds.push(0);
+                bounds.push(records.len());
+                bounds.sort_unstable();
+                bounds.dedup();
+                for w in bounds.windows(2) {
+                    parts.push((source.clone(), fold(0, w[0] as i64, &records[w[0]..w[1]])));
+                }
+            }
+            let table = OffsetTable::build(parts);
+            let got: Vec<((String, String, String, i32), i64)> = table
+                .iter()
+                .map(|o| ((o.source.into(), o.group.into(), o.topic.into(), o.partition), o.offset))
+                .collect();
+            let expected: Vec<_> = expected.into_iter().collect();
+            proptest::prop_assert_eq!(got, expected);
+        }
     }
 }
