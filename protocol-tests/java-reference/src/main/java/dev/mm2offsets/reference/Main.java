@@ -34,6 +34,9 @@ public final class Main {
         topology           [--alias A ...]
                            heartbeatTopics, checkpointTopics, upstreamClusters,
                            MirrorClient.remoteTopics(), replicationHops(props, A) per alias
+        consume            --topic T --timeout-ms N
+                           the Java consumer's bare read of every partition, start to end;
+                           prints the record count (the benchmarks' JVM peer of kcat)
         write-checkpoints  --topic T [--partition P] [--create-partitions N] --input FILE|-
                            test helper: produce hand-made checkpoint records (see README)
         version            Kafka client version in this jar and whether the Pattern overload exists
@@ -80,6 +83,7 @@ public final class Main {
             case "translate-pattern" -> Commands.translatePattern(rest);
             case "topology" -> Commands.topology(rest);
             case "write-checkpoints" -> CheckpointWriter.run(rest);
+            case "consume" -> Consume.run(rest);
             case "version" -> Commands.version(rest);
             case "help", "--help", "-h" -> {
               System.err.print(USAGE);
