@@ -1,10 +1,17 @@
 #!/usr/bin/env bash
 # Usage: datawriter.sh build                 compile protocol-tests/java/DataWriter.java
 #        datawriter.sh COMMAND ARGS...       run it (compiling first when the source changed)
+# COMMAND is create, records, transactions, raw or consume (DataWriter prints the options
+# of each on a usage error). raw writes a file of 'PARTITION KEYHEX|- VALUEHEX|-' lines;
+# '--plan plain:N,txn:N,commit|abort,...' splits its lines between a plain producer and
+# transactions ('--transactional-id ID'), and '--summary-only' leaves out the per-line
+# offsets (for files of millions of lines).
 # ARGS may name a harness cluster instead of an address: '--cluster NAME' becomes
 # '--bootstrap <PLAINTEXT of protocol-tests/work/NAME/env>' and picks the client jars
-# that cluster's env file asks for (DATAWRITER_CLIENT=). Without --cluster the client
-# is MM2O_DATAWRITER_CLIENT, default $KAFKA4_VERSION.
+# that cluster's env file asks for (DATAWRITER_CLIENT=). The env file is looked up in
+# MM2O_WORK_DIR when it is set, as the integration tests do, so a worktree can write to
+# the brokers of another checkout; the compiled jar stays in this checkout's work dir.
+# Without --cluster the client is MM2O_DATAWRITER_CLIENT, default $KAFKA4_VERSION.
 # DataWriter is compiled against the Kafka $KAFKA4_VERSION client. Tansu 0.6.0 cannot
 # serve the 4.4 client (it drops the connection on KIP-1242's ApiVersions v5), so
 # Tansu's env file asks for the $KAFKA3_VERSION client; see NOTES.md.
@@ -50,7 +57,7 @@ while [[ $# -gt 0 ]]; do
   if [[ "$1" == --cluster ]]; then
     [[ $# -ge 2 ]] || die "--cluster needs a NAME"
     check_name "$2"
-    env="$WORK_DIR/$2/env"
+    env="${MM2O_WORK_DIR:-$WORK_DIR}/$2/env"
     [[ -f "$env" ]] || die "cluster '$2' is not running (no $env)"
     args+=(--bootstrap "$(env_get "$env" PLAINTEXT)")
     c="$(env_get "$env" DATAWRITER_CLIENT)"

@@ -1,3 +1,5 @@
+import java.io.BufferedReader;
+import java.io.IOException;
 import java.nio.charset.CharacterCodingException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -51,6 +53,10 @@ public final class DataWriter {
           "                --flush-every K (0 = never) --idempotence true|false (true)",
           "  transactions  --txn-size N (10) --plan commit,abort,commit --transactional-id ID",
           "  raw           --file F   (lines: 'PARTITION KEYHEX|- VALUEHEX|-', '-' = null)",
+          "                --summary-only (no per-line offsets in the output)",
+          "                --plan STEP,... --transactional-id ID: STEP is plain:N (the next N lines",
+          "                through a plain producer), txn:N (through the open transaction, begun if",
+          "                none is), commit or abort (end it); the steps must cover every line",
           "  consume       --isolation read_committed|read_uncommitted (read_uncommitted)",
           "common options:",
           "  --partitions P (1)  --compact  --no-create  --compression none|gzip|snappy|lz4|zstd",
@@ -207,56 +213,248 @@ public final class DataWriter {
         + ",\"partitions\":" + endOffsetsJson() + "}";
   }
 
-  /** One record per line of --file: 'PARTITION KEYHEX|- VALUEHEX|-'. */
+  /**
+   * One record per line of --file: 'PARTITION KEYHEX|- VALUEHEX|-', sent in file order. The file is
+   * read twice, once to check every line (and the --plan) before anything is created or sent, then
+   * to send, so a file of millions of lines needs no more heap than one line.
+   */
   private String raw() throws Exception {
     Path file = Path.of(required("file"));
-    List<int[]> lines = new ArrayList<>();
-    List<ProducerRecord<byte[], byte[]>> records = new ArrayList<>();
-    int lineNo = 0;
-    for (String line : Files.readAllLines(file, StandardCharsets.UTF_8)) {
-      lineNo++;
-      String l = line.strip();
-      if (l.isEmpty() || l.startsWith("#")) {
-        continue;
+    boolean perLine = !flag("summary-only");
+    List<String[]> plan = opts.containsKey("plan") ? parseRawPlan(opt("plan", "")) : null;
+    if (plan == null && opts.containsKey("transactional-id")) {
+      throw new UsageException("--transactional-id needs a --plan");
+    }
+    int count = 0;
+    try (RawLines in = new RawLines(file)) {
+      while (in.next() != null) {
+        count++;
       }
-      String[] f = l.split("\\s+");
-      if (f.length != 3) {
-        throw new IllegalArgumentException(file + ":" + lineNo + ": want 'PARTITION KEYHEX|- VALUEHEX|-', got '" + l + "'");
+    }
+    if (plan != null) {
+      long planned = 0;
+      for (String[] step : plan) {
+        planned += step.length == 2 ? Long.parseLong(step[1]) : 0;
       }
-      int partition;
-      try {
-        partition = Integer.parseInt(f[0]);
-      } catch (NumberFormatException e) {
-        throw new IllegalArgumentException(file + ":" + lineNo + ": bad partition '" + f[0] + "'");
+      if (planned != count) {
+        throw new UsageException("--plan sends " + planned + " records but " + file + " holds " + count);
       }
-      if (partition < 0 || partition >= partitions) {
-        throw new IllegalArgumentException(
-            file + ":" + lineNo + ": partition " + partition + " outside 0.." + (partitions - 1) + " (see --partitions)");
-      }
-      records.add(new ProducerRecord<>(topic, partition, hex(f[1], file, lineNo), hex(f[2], file, lineNo)));
-      lines.add(new int[] {lineNo});
     }
     createTopicUnlessSkipped();
-    List<Future<RecordMetadata>> sent = new ArrayList<>();
-    try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(producerProps())) {
-      for (ProducerRecord<byte[], byte[]> r : records) {
-        sent.add(producer.send(r));
+    RawAcks acks = new RawAcks(perLine ? count : 0);
+    StringBuilder txns = new StringBuilder("[");
+    try (RawLines in = new RawLines(file);
+        KafkaProducer<byte[], byte[]> plain = new KafkaProducer<>(producerProps())) {
+      if (plan == null) {
+        sendLines(plain, in, count, acks, 0);
+      } else {
+        Properties tp = producerProps();
+        tp.put(ProducerConfig.TRANSACTIONAL_ID_CONFIG, opt("transactional-id", "mm2o-datawriter-raw-" + topic));
+        try (KafkaProducer<byte[], byte[]> txn = new KafkaProducer<>(tp)) {
+          txn.initTransactions();
+          int txnNo = 0;
+          int inTxn = 0;
+          for (String[] step : plan) {
+            switch (step[0]) {
+              case "plain":
+                sendLines(plain, in, Integer.parseInt(step[1]), acks, 0);
+                break;
+              case "txn":
+                if (inTxn == 0) {
+                  txn.beginTransaction();
+                  txnNo++;
+                }
+                int n = Integer.parseInt(step[1]);
+                sendLines(txn, in, n, acks, txnNo);
+                inTxn += n;
+                break;
+              default: // commit or abort; parseRawPlan checked that a transaction is open
+                if (step[0].equals("commit")) {
+                  txn.commitTransaction();
+                } else {
+                  txn.abortTransaction();
+                }
+                txns.append(txns.length() == 1 ? "" : ",").append("{\"txn\":").append(txnNo)
+                    .append(",\"outcome\":").append(q(step[0])).append(",\"records\":").append(inTxn).append('}');
+                inTxn = 0;
+            }
+          }
+        }
       }
-      producer.flush();
     }
-    Summary s = new Summary();
-    StringBuilder offsets = new StringBuilder("[");
-    for (int k = 0; k < sent.size(); k++) {
-      RecordMetadata m = sent.get(k).get();
-      s.add(m);
-      offsets.append(k == 0 ? "" : ",")
-          .append("{\"line\":").append(lines.get(k)[0])
-          .append(",\"partition\":").append(m.partition())
-          .append(",\"offset\":").append(m.offset()).append('}');
+    txns.append(']');
+    return "{\"command\":\"raw\",\"topic\":" + q(topic) + ",\"records\":" + count
+        + (perLine ? ",\"offsets\":" + acks.offsetsJson(plan != null) : "")
+        + (plan != null ? ",\"transactions\":" + txns : "")
+        + ",\"partitions\":" + acks.summary.json(endOffsets()) + "}";
+  }
+
+  /**
+   * --plan of raw: 'plain:N' (the next N lines through a plain producer), 'txn:N' (the next N lines
+   * in the open transaction, begun if none is), 'commit' and 'abort' (end it). Each returned step is
+   * {kind} or {kind, N}. A plain step may fall inside an open transaction: its records then sit in
+   * the log between that transaction's own.
+   */
+  private static List<String[]> parseRawPlan(String text) {
+    List<String[]> steps = new ArrayList<>();
+    boolean open = false;
+    for (String entry : text.split(",")) {
+      String[] step = entry.split(":", -1);
+      boolean counted = step.length == 2 && (step[0].equals("plain") || step[0].equals("txn"));
+      boolean ends = step.length == 1 && (step[0].equals("commit") || step[0].equals("abort"));
+      if (!counted && !ends) {
+        throw new UsageException("--plan entries are plain:N, txn:N, commit or abort, not '" + entry + "'");
+      }
+      if (counted) {
+        int n;
+        try {
+          n = Integer.parseInt(step[1]);
+        } catch (NumberFormatException e) {
+          n = -1;
+        }
+        if (n < 1) {
+          throw new UsageException("--plan entry '" + entry + "' needs a count of at least 1");
+        }
+        open |= step[0].equals("txn");
+      } else {
+        if (!open) {
+          throw new UsageException("--plan: '" + entry + "' with no transaction open");
+        }
+        open = false;
+      }
+      steps.add(step);
     }
-    offsets.append(']');
-    return "{\"command\":\"raw\",\"topic\":" + q(topic) + ",\"records\":" + sent.size() + ",\"offsets\":" + offsets
-        + ",\"partitions\":" + s.json(endOffsets()) + "}";
+    if (open) {
+      throw new UsageException("--plan leaves a transaction open; end it with commit or abort");
+    }
+    return steps;
+  }
+
+  /**
+   * Sends the next n lines through the producer and waits for their acknowledgements, so the log
+   * holds them before anything sent after (by this or the other producer). txn is the transaction
+   * number written in the per-line output, 0 outside a transaction.
+   */
+  private void sendLines(KafkaProducer<byte[], byte[]> producer, RawLines in, int n, RawAcks acks, int txn)
+      throws Exception {
+    for (int i = 0; i < n; i++) {
+      ProducerRecord<byte[], byte[]> r = in.next();
+      if (r == null) {
+        throw new IllegalStateException("the file changed while it was being sent");
+      }
+      int index = acks.expect(in.lineNo(), txn);
+      producer.send(r, (m, e) -> acks.done(index, m, e));
+    }
+    producer.flush();
+    acks.check();
+  }
+
+  /** Acknowledgements of raw's sends, recorded from the producers' I/O threads. */
+  private static final class RawAcks {
+    private final int[] lines;
+    private final int[] txns;
+    private final int[] ackPartitions;
+    private final long[] ackOffsets;
+    private final Summary summary = new Summary();
+    private int sent;
+    private Exception failure;
+
+    /** capacity: records whose line, partition and offset are kept for the output (0: none). */
+    RawAcks(int capacity) {
+      lines = new int[capacity];
+      txns = new int[capacity];
+      ackPartitions = new int[capacity];
+      ackOffsets = new long[capacity];
+    }
+
+    synchronized int expect(int line, int txn) {
+      if (sent < lines.length) {
+        lines[sent] = line;
+        txns[sent] = txn;
+      }
+      return sent++;
+    }
+
+    synchronized void done(int index, RecordMetadata m, Exception e) {
+      if (e != null) {
+        failure = failure == null ? e : failure;
+        return;
+      }
+      summary.add(m);
+      if (index < lines.length) {
+        ackPartitions[index] = m.partition();
+        ackOffsets[index] = m.offset();
+      }
+    }
+
+    synchronized void check() throws Exception {
+      if (failure != null) {
+        throw failure;
+      }
+    }
+
+    synchronized String offsetsJson(boolean withTxn) {
+      StringBuilder b = new StringBuilder("[");
+      for (int k = 0; k < sent; k++) {
+        b.append(k == 0 ? "" : ",").append("{\"line\":").append(lines[k])
+            .append(",\"partition\":").append(ackPartitions[k])
+            .append(",\"offset\":").append(ackOffsets[k]);
+        if (withTxn) {
+          b.append(",\"txn\":").append(txns[k] == 0 ? "null" : Integer.toString(txns[k]));
+        }
+        b.append('}');
+      }
+      return b.append(']').toString();
+    }
+  }
+
+  /** The records of a raw --file, parsed one line at a time. */
+  private final class RawLines implements AutoCloseable {
+    private final Path file;
+    private final BufferedReader reader;
+    private int lineNo;
+
+    RawLines(Path file) throws IOException {
+      this.file = file;
+      this.reader = Files.newBufferedReader(file, StandardCharsets.UTF_8);
+    }
+
+    int lineNo() {
+      return lineNo;
+    }
+
+    /** The next record, or null at the end of the file. */
+    ProducerRecord<byte[], byte[]> next() throws IOException {
+      String line;
+      while ((line = reader.readLine()) != null) {
+        lineNo++;
+        String l = line.strip();
+        if (l.isEmpty() || l.startsWith("#")) {
+          continue;
+        }
+        String[] f = l.split("\\s+");
+        if (f.length != 3) {
+          throw new IllegalArgumentException(file + ":" + lineNo + ": want 'PARTITION KEYHEX|- VALUEHEX|-', got '" + l + "'");
+        }
+        int partition;
+        try {
+          partition = Integer.parseInt(f[0]);
+        } catch (NumberFormatException e) {
+          throw new IllegalArgumentException(file + ":" + lineNo + ": bad partition '" + f[0] + "'");
+        }
+        if (partition < 0 || partition >= partitions) {
+          throw new IllegalArgumentException(
+              file + ":" + lineNo + ": partition " + partition + " outside 0.." + (partitions - 1) + " (see --partitions)");
+        }
+        return new ProducerRecord<>(topic, partition, hex(f[1], file, lineNo), hex(f[2], file, lineNo));
+      }
+      return null;
+    }
+
+    @Override
+    public void close() throws IOException {
+      reader.close();
+    }
   }
 
   /** Prints every record up to the end offsets as one JSON object per line. */
@@ -538,7 +736,7 @@ public final class DataWriter {
 
   // ---------------------------------------------------------------- argument parsing
 
-  private static final java.util.Set<String> FLAGS = java.util.Set.of("compact", "no-create", "headers");
+  private static final java.util.Set<String> FLAGS = java.util.Set.of("compact", "no-create", "headers", "summary-only");
 
   private static Map<String, List<String>> parse(String[] args) {
     Map<String, List<String>> m = new LinkedHashMap<>();

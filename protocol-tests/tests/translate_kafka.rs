@@ -1,7 +1,7 @@
 //! Offset translation against real brokers: checkpoint topics written by the Java producer (mixed
-//! codecs in one partition, several partitions, tombstones, garbage, 10,000 groups), translated
-//! by mm2-offsets and compared with a straightforward implementation over what the Java consumer
-//! reads from the same topic.
+//! codecs in one partition, several partitions, tombstones, garbage, 10,000 groups, committed and
+//! aborted transactions), translated by mm2-offsets and compared with a straightforward
+//! implementation over what the Java consumer reads from the same topic.
 
 mod support;
 
@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 use std::sync::OnceLock;
 use std::time::Duration;
 
+use mm2_offsets::client::IsolationLevel;
 use mm2_offsets::config::ClientConfig;
 use mm2_offsets::mm2::ReplicationPolicy;
 use mm2_offsets::translate::{
@@ -161,6 +162,15 @@ fn write_and_record(
     extra: &[&str],
 ) -> Vec<SeenRecord> {
     let summary = write_raw(c, topic, partitions, codec, lines, extra);
+    acked(&summary, lines)
+        .into_iter()
+        .map(|(record, _)| record)
+        .collect()
+}
+
+/// The records of a `raw` write as the broker acknowledged them, each with the number of the
+/// transaction it was sent in (`None` outside one).
+fn acked(summary: &serde_json::Value, lines: &[String]) -> Vec<(SeenRecord, Option<u64>)> {
     let acks = summary["offsets"]
         .as_array()
         .expect("raw prints each line's offset");
@@ -169,12 +179,13 @@ fn write_and_record(
         .map(|ack| {
             let n = ack["line"].as_u64().unwrap() as usize - 1;
             let fields: Vec<&str> = lines[n].split(' ').collect();
-            SeenRecord {
+            let record = SeenRecord {
                 partition: ack["partition"].as_i64().unwrap() as i32,
                 offset: ack["offset"].as_i64().unwrap(),
                 key: unhex(fields[1]),
                 value: unhex(fields[2]),
-            }
+            };
+            (record, ack["txn"].as_u64())
         })
         .collect()
 }
@@ -469,6 +480,197 @@ async fn a_deadline_fails_the_read_or_marks_it_incomplete() {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Checkpoints written in transactions. MirrorMaker 2 on a Connect cluster with exactly-once source
+// support (`exactly.once.source.support=enabled`) writes its checkpoint records in transactions,
+// and a task that fails or is fenced leaves aborted ones behind; plain writes of the same keys
+// (another MirrorMaker 2, or the same one before the switch) may land between them, even inside
+// an open transaction.
+
+/// Lines for `datawriter.sh raw` and the `--plan` that sends them.
+#[derive(Default)]
+struct TxnPlan {
+    lines: Vec<String>,
+    steps: Vec<String>,
+}
+
+impl TxnPlan {
+    /// One plan step (`plain` or `txn`) writing `keys` of primary.orders, with downstream offset
+    /// 1000 x `round` + partition (so every record of a key is told apart), or tombstones.
+    fn send(&mut self, kind: &str, round: i64, keys: &[(&str, i32)], tombstone: bool) {
+        for &(group, p) in keys {
+            let key = key_bytes(group.as_bytes(), "primary.orders", p);
+            let value =
+                (!tombstone).then(|| value_bytes(0, round, 1000 * round + i64::from(p), ""));
+            self.lines.push(line(Some(&key), value.as_deref()));
+        }
+        self.steps.push(format!("{kind}:{}", keys.len()));
+    }
+
+    /// Ends the open transaction: `commit` or `abort`.
+    fn end(&mut self, outcome: &str) {
+        self.steps.push(outcome.to_string());
+    }
+}
+
+/// Partitions 0, 1 and 2 of `group`.
+fn three(group: &str) -> Vec<(&str, i32)> {
+    (0..3).map(|p| (group, p)).collect()
+}
+
+#[tokio::test]
+async fn transactional_checkpoints_read_like_the_java_consumer_at_each_isolation() {
+    let c = cluster("k4");
+    let source = unique_topic("txn");
+    let topic = format!("{source}.checkpoints.internal");
+    let groups: Vec<String> = (0..8).map(|g| format!("txn-g{g}")).collect();
+    let g = |i: usize| groups[i].as_str();
+    let mut plan = TxnPlan::default();
+    // 1. Every key, plain.
+    let every: Vec<(&str, i32)> = groups.iter().flat_map(|name| three(name)).collect();
+    plan.send("plain", 1, &every, false);
+    // 2. A committed transaction with plain records inside it (g1 in both: the plain one is later).
+    plan.send("txn", 2, &[three(g(0)), three(g(1))].concat(), false);
+    plan.send("plain", 3, &[three(g(1)), three(g(2))].concat(), false);
+    plan.send("txn", 4, &three(g(3)), false);
+    plan.end("commit");
+    // 3. An aborted transaction: new offsets for g4 and g6, a tombstone for g5/0, and plain records
+    //    inside it, g4/1 among them, which the transaction then overwrites again.
+    plan.send("txn", 5, &[three(g(4)), three(g(6))].concat(), false);
+    plan.send("txn", 5, &[(g(5), 0)], true);
+    plan.send("plain", 6, &[three(g(7)), vec![(g(4), 1)]].concat(), false);
+    plan.send("txn", 7, &[(g(4), 1)], false);
+    plan.end("abort");
+    // 4. After the abort, a plain record for one of its keys.
+    plan.send("plain", 8, &[(g(6), 1)], false);
+    // 5. A committed tombstone and a group seen only in a committed transaction.
+    plan.send("txn", 9, &[(g(2), 2)], true);
+    plan.send("txn", 9, &three("txn-committed-only"), false);
+    plan.end("commit");
+    // 6. An aborted transaction: a group seen only there, and g0 again.
+    plan.send(
+        "txn",
+        10,
+        &[three("txn-aborted-only"), three(g(0))].concat(),
+        false,
+    );
+    plan.end("abort");
+    // 7. One last plain record, so the log does not end with a transaction marker.
+    plan.send("plain", 11, &[(g(3), 0)], false);
+
+    let steps = plan.steps.join(",");
+    let txn_id = unique_topic("txn-id");
+    let summary = write_raw(
+        &c,
+        &topic,
+        CHECKPOINT_PARTITIONS,
+        "zstd",
+        &plan.lines,
+        &["--plan", &steps, "--transactional-id", &txn_id],
+    );
+    let aborted: Vec<u64> = summary["transactions"]
+        .as_array()
+        .expect("raw --plan prints its transactions")
+        .iter()
+        .filter(|t| t["outcome"] == "abort")
+        .map(|t| t["txn"].as_u64().unwrap())
+        .collect();
+    assert_eq!(aborted.len(), 2, "{summary}");
+    let mut written = acked(&summary, &plan.lines);
+    written.sort();
+    let all_records: Vec<SeenRecord> = written.iter().map(|(r, _)| r.clone()).collect();
+    let committed_records: Vec<SeenRecord> = written
+        .iter()
+        .filter(|(_, txn)| !txn.is_some_and(|t| aborted.contains(&t)))
+        .map(|(r, _)| r.clone())
+        .collect();
+
+    let client = mirror_client(c.plaintext()).await;
+    let mut answers = Vec::new();
+    for (isolation, level, acked_visible) in [
+        (
+            "read_uncommitted",
+            IsolationLevel::ReadUncommitted,
+            &all_records,
+        ),
+        (
+            "read_committed",
+            IsolationLevel::ReadCommitted,
+            &committed_records,
+        ),
+    ] {
+        // The Java consumer sees exactly the records the plan makes visible at this level.
+        let java = java_consume(&c, &topic, isolation);
+        assert_eq!(&java, acked_visible, "{isolation}");
+        let expected = oracle(&java, |_| true);
+        let mut request = TranslateRequest::new(source.clone(), GroupSelector::all());
+        request.isolation = level;
+        request.timeout = Duration::from_secs(60);
+        let t = client.translate(&request).await.unwrap();
+        assert!(t.report.complete, "{isolation}");
+        assert_eq!(ours(&t), expected, "{isolation}");
+        answers.push(expected);
+    }
+    let (uncommitted, committed) = (&answers[0], &answers[1]);
+
+    // The two answers differ exactly on the keys whose last record in the log is an aborted one.
+    let mut last: BTreeMap<Vec<u8>, bool> = BTreeMap::new();
+    for (r, txn) in &written {
+        let in_aborted = txn.is_some_and(|t| aborted.contains(&t));
+        last.insert(r.key.clone().unwrap(), in_aborted);
+    }
+    let differ_expected: Vec<Vec<u8>> = last
+        .into_iter()
+        .filter_map(|(key, in_aborted)| in_aborted.then_some(key))
+        .collect();
+    let mut differ: Vec<Vec<u8>> = uncommitted
+        .keys()
+        .chain(committed.keys())
+        .filter(|k| uncommitted.get(*k) != committed.get(*k))
+        .map(|(g, t, p)| key_bytes(g.as_bytes(), t, *p))
+        .collect();
+    differ.sort();
+    differ.dedup();
+    assert_eq!(differ, differ_expected);
+    // Spot checks of what that means.
+    let id = |g: &str, p: i32| (g.to_string(), "primary.orders".to_string(), p);
+    // An aborted tombstone deletes only for read_uncommitted.
+    assert!(!uncommitted.contains_key(&id(g(5), 0)));
+    assert_eq!(committed[&id(g(5), 0)].0, 1000);
+    // A group checkpointed only in an aborted transaction exists only for read_uncommitted.
+    assert!(uncommitted.contains_key(&id("txn-aborted-only", 0)));
+    assert!(!committed.keys().any(|(g, _, _)| g == "txn-aborted-only"));
+    // A plain record inside an aborted transaction stays visible to read_committed, and the
+    // transaction's later record of the same key wins for read_uncommitted.
+    assert_eq!(committed[&id(g(4), 1)].0, 6001);
+    assert_eq!(uncommitted[&id(g(4), 1)].0, 7001);
+    // A committed tombstone deletes for both; a plain record after an abort wins for both.
+    assert!(!uncommitted.contains_key(&id(g(2), 2)) && !committed.contains_key(&id(g(2), 2)));
+    assert_eq!(committed[&id(g(6), 1)], uncommitted[&id(g(6), 1)]);
+
+    // The command line passes the isolation level on.
+    let bootstrap = c.var("PLAINTEXT").to_string();
+    let json = cli(&[
+        "translate",
+        "--bootstrap-server",
+        &bootstrap,
+        "--source",
+        &source,
+        "--all-groups",
+        "--isolation",
+        "read_committed",
+        "-o",
+        "json",
+    ]);
+    assert!(
+        json.status.success(),
+        "{}",
+        String::from_utf8_lossy(&json.stderr)
+    );
+    let doc: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(json_offsets(&doc), *committed);
+}
+
+// ---------------------------------------------------------------------------------------------
 // The command line, run as a user would.
 
 fn cli(args: &[&str]) -> std::process::Output {
@@ -476,6 +678,30 @@ fn cli(args: &[&str]) -> std::process::Output {
         .args(args)
         .output()
         .expect("run mm2-offsets")
+}
+
+/// The offsets of a complete `-o json` answer, in the compared shape.
+fn json_offsets(doc: &serde_json::Value) -> Expected {
+    assert_eq!(doc["complete"], true, "{doc}");
+    doc["offsets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| {
+            (
+                (
+                    o["group"].as_str().unwrap().to_string(),
+                    o["topic"].as_str().unwrap().to_string(),
+                    o["partition"].as_i64().unwrap() as i32,
+                ),
+                (
+                    o["offset"].as_i64().unwrap(),
+                    o["metadata"].as_str().unwrap().to_string(),
+                    o["upstream_offset"].as_i64().unwrap(),
+                ),
+            )
+        })
+        .collect()
 }
 
 #[tokio::test]
@@ -500,27 +726,7 @@ async fn cli_outputs_agree_with_the_library() {
     );
     let doc: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
     assert_eq!(doc["schema_version"], 1);
-    assert_eq!(doc["complete"], true);
-    let from_json: Expected = doc["offsets"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|o| {
-            (
-                (
-                    o["group"].as_str().unwrap().to_string(),
-                    o["topic"].as_str().unwrap().to_string(),
-                    o["partition"].as_i64().unwrap() as i32,
-                ),
-                (
-                    o["offset"].as_i64().unwrap(),
-                    o["metadata"].as_str().unwrap().to_string(),
-                    o["upstream_offset"].as_i64().unwrap(),
-                ),
-            )
-        })
-        .collect();
-    assert_eq!(from_json, expected);
+    assert_eq!(json_offsets(&doc), expected);
 
     let csv = cli(&[&base[..], &["-o", "csv"]].concat());
     assert!(csv.status.success());
