@@ -174,6 +174,8 @@ READERS = [
     ("java_pattern", "Java KIP-1239 Pattern `.*`, wall (JVM start included)"),
     ("java_pattern_inproc", "Java KIP-1239 Pattern `.*`, in-process call (timing.total_ms)"),
     ("kcat", "kcat, whole topic to /dev/null"),
+    ("java_consume", "Java KafkaConsumer, whole topic counted (wall, JVM start included)"),
+    ("java_consume_inproc", "Java KafkaConsumer, in-process read (timing.total_ms)"),
     ("ours_p1", "mm2-offsets --all-groups, --parallelism 1"),
     ("ours_default", "mm2-offsets --all-groups, default parallelism"),
     ("ours_inproc", "mm2-offsets, in-process read (report.elapsed), default parallelism"),
@@ -184,6 +186,8 @@ READERS = [
 NOTES = {
     "java_pattern_inproc": "JVM start and class loading excluded",
     "kcat": "lower bound",
+    "java_consume": "the JVM's bare read: no decoding",
+    "java_consume_inproc": "JVM start and class loading excluded",
     "ours_inproc": "start-up, metadata and JSON output excluded",
 }
 

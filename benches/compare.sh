@@ -21,7 +21,8 @@
 #       a sample of JAVA_SAMPLE groups; per-group time x GROUP_COUNT, marked "extrapolated";
 #   (b) Java KIP-1239 translateOffsets(Pattern ".*"): wall time including JVM start, and the
 #       in-process time of the call from its JSON "timing";
-#   (c) kcat reading the whole topic to /dev/null (a lower bound for any client);
+#   (c) kcat reading the whole topic to /dev/null (a lower bound for any client), and the Java
+#       KafkaConsumer reading and counting it (`mm2-reference.jar consume`), the JVM's bare read;
 #   (d) mm2-offsets translate --all-groups -o json, --parallelism 1 and the default, and the
 #       static musl binary when it has been built (benches/build-musl.sh);
 #   (e) mm2-offsets on a small request from the same topic, as operators usually make: one group
@@ -223,6 +224,8 @@ java_single=(java -jar "$JAR" translate --bootstrap-server "$BOOTSTRAP" --source
 java_pattern=(java -jar "$JAR" translate-pattern --bootstrap-server "$BOOTSTRAP" --source "$SOURCE"
   --pattern '.*' --timeout-ms "$TIMEOUT_MS")
 kcat_read=(kcat -C -b "$BOOTSTRAP" -t "$TOPIC" -o beginning -e -q -f '')
+java_consume=(java -jar "$JAR" consume --bootstrap-server "$BOOTSTRAP" --topic "$TOPIC"
+  --timeout-ms "$TIMEOUT_MS")
 base=(translate --bootstrap-server "$BOOTSTRAP" --source "$SOURCE" -o json --timeout "${TIMEOUT_MS}ms")
 ours=("${base[@]}" --all-groups)
 ours_group=("${base[@]}" --group "app-team-$one_group")
@@ -239,6 +242,9 @@ for (( r = 1; r <= RUNS; r++ )); do
   python3 -c 'import json,sys; print("java_pattern_inproc", json.load(open(sys.argv[1]))["timing"]["total_ms"] / 1000, 0)' \
     "$D/java-pattern.json" >>"$D/runs.txt"
   run kcat "$D/kcat.out" "${kcat_read[@]}"
+  run java_consume "$D/java-consume.json" "${java_consume[@]}"
+  python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["records"] == int(sys.argv[2]), d; print("java_consume_inproc", d["timing"]["total_ms"] / 1000, 0)' \
+    "$D/java-consume.json" "$RECORDS" >>"$D/runs.txt"
   run ours_p1 "$D/ours-p1.json" "$BIN" "${ours[@]}" --parallelism 1
   run ours_default "$D/ours.json" "$BIN" "${ours[@]}"
   python3 -c 'import json,sys; e=json.load(open(sys.argv[1])).get("report",{}).get("elapsed"); e is None or print("ours_inproc", e / 1000, 0)' \
@@ -286,6 +292,7 @@ commands=()
 commands+=("$(show "${java_single[@]}")")
 commands+=("$(show "${java_pattern[@]}")")
 commands+=("$(show "${kcat_read[@]}")")
+commands+=("$(show "${java_consume[@]}")")
 commands+=("$(show "$BIN" "${ours[@]}" --parallelism 1)")
 commands+=("$(show "$BIN" "${ours[@]}")")
 if [[ -x "$MUSL_BIN" ]]; then
