@@ -70,6 +70,16 @@ impl<'w> ChunkedWriter<'w> {
     pub(crate) fn json_string(&mut self, text: &str) {
         self.buffer.push(b'"');
         let bytes = text.as_bytes();
+        // Group and topic names almost never need escaping: test every byte without an early
+        // exit (which the compiler vectorises) and copy the whole name at once.
+        let plain = bytes.iter().fold(true, |plain, &b| {
+            plain & (b >= 0x20) & (b != b'"') & (b != b'\\')
+        });
+        if plain {
+            self.buffer.extend_from_slice(bytes);
+            self.buffer.push(b'"');
+            return;
+        }
         let mut start = 0;
         for (i, &byte) in bytes.iter().enumerate() {
             let escape: &[u8] = match byte {

@@ -221,6 +221,10 @@ impl OffsetTable {
     }
 
     fn part(&self, entry: u32) -> &PartValues {
+        // One part is the common case (one partition, read by one worker).
+        if let [only] = &self.parts[..] {
+            return only;
+        }
         let index = self.parts.partition_point(|p| p.first_entry <= entry) - 1;
         &self.parts[index]
     }
