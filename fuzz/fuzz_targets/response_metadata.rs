@@ -1,13 +1,11 @@
 //! Fuzzes `MetadataResponse::decode`: the first two bytes pick the version (big-endian), the rest is the
 //! body. Decoding must never panic nor allocate beyond the input; the result is ignored.
+//! The body is `mm2_offsets_fuzz::response_metadata` (fuzz/src/lib.rs), which the stable regression test
+//! runs too.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use mm2_offsets::wire::responses::MetadataResponse;
 
 fuzz_target!(|data: &[u8]| {
-    if let [hi, lo, body @ ..] = data {
-        let version = i16::from_be_bytes([*hi, *lo]);
-        let _ = MetadataResponse::decode(bytes::Bytes::copy_from_slice(body), version);
-    }
+    let _ = mm2_offsets_fuzz::response_metadata(data);
 });

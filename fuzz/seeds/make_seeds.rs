@@ -11,8 +11,9 @@ use std::path::Path;
 use mm2_offsets::mm2::checkpoint::{self, CheckpointKey, CheckpointValue};
 use mm2_offsets::mm2::heartbeat::{self, HeartbeatKey, HeartbeatValue};
 use mm2_offsets::records::builder::{BatchBuilder, SnappyFraming, end_txn_marker};
-use mm2_offsets::records::{Compression, ControlRecordType};
+use mm2_offsets::records::{Batches, Compression, ControlRecordType};
 use mm2_offsets::wire::fuzzing::SCRAM_CLIENT_NONCE;
+use mm2_offsets_fuzz::decompress_seed;
 
 fn main() {
     let dir = std::env::args()
@@ -27,6 +28,8 @@ fn main() {
         ("api_versions_response", api_versions_seeds()),
         ("sasl_scram_server_first", scram_seeds()),
         ("translate_batches", translate_seeds()),
+        ("records_batches", records_seeds()),
+        ("records_decompress", decompress_seeds()),
     ] {
         let target_dir = dir.join(target);
         fs::create_dir_all(&target_dir).expect("create the corpus directory");
@@ -241,5 +244,25 @@ fn translate_seeds() -> Vec<Vec<u8>> {
         .record(Some(b"\x00\x01g"), Some(b"\x00"))
         .write_to(&mut seed);
     seeds.push(seed);
+    seeds
+}
+
+/// The batches of the translate seeds, without their group selector byte.
+fn records_seeds() -> Vec<Vec<u8>> {
+    translate_seeds()
+        .into_iter()
+        .filter(|seed| seed[0] == 0)
+        .map(|seed| seed[1..].to_vec())
+        .collect()
+}
+
+/// The compressed payload of each compressed batch of the records seeds, after the byte that
+/// picks its codec in `records_decompress` (an index into `Compression::ALL`).
+fn decompress_seeds() -> Vec<Vec<u8>> {
+    let mut seeds = Vec::new();
+    for section in records_seeds() {
+        let batches = Batches::new(&section).flatten();
+        seeds.extend(batches.filter_map(|batch| decompress_seed(&batch)));
+    }
     seeds
 }

@@ -68,3 +68,51 @@ fn rfc_client() -> ScramClient {
         SCRAM_CLIENT_NONCE.to_string(),
     )
 }
+
+/// A SCRAM client with a real user's credentials and the fixed nonce [`SCRAM_CLIENT_NONCE`], so
+/// an exchange captured from a real broker (by `fuzz/seeds/capture_seeds.rs`) can be replayed
+/// later: the same server-first gives the same client-final, and the broker's server-final must
+/// then verify.
+#[derive(Debug)]
+pub struct ScramReplay(ScramClient);
+
+impl ScramReplay {
+    /// A client for `mechanism` (`SCRAM-SHA-256` or `SCRAM-SHA-512`).
+    ///
+    /// # Errors
+    /// Any other mechanism name.
+    pub fn new(mechanism: &str, user: &str, password: &str) -> Result<ScramReplay, String> {
+        let hash = match mechanism {
+            "SCRAM-SHA-256" => ScramHash::Sha256,
+            "SCRAM-SHA-512" => ScramHash::Sha512,
+            other => return Err(format!("not a SCRAM mechanism: {other}")),
+        };
+        Ok(ScramReplay(ScramClient::with_nonce(
+            hash,
+            user,
+            Secret::new(password),
+            SCRAM_CLIENT_NONCE.to_string(),
+        )))
+    }
+
+    /// The client-first message.
+    pub fn client_first(&self) -> Vec<u8> {
+        self.0.client_first()
+    }
+
+    /// The client-final message answering `server_first`.
+    ///
+    /// # Errors
+    /// The client's error text.
+    pub fn client_final(&mut self, server_first: &[u8]) -> Result<Vec<u8>, String> {
+        self.0.client_final(server_first)
+    }
+
+    /// Checks the broker's server-final message.
+    ///
+    /// # Errors
+    /// The client's error text.
+    pub fn verify_server_final(&self, server_final: &[u8]) -> Result<(), String> {
+        self.0.verify_server_final(server_final)
+    }
+}

@@ -76,8 +76,9 @@ const FLG_CONTENT_SIZE: u8 = 0x08;
 const FLG_CONTENT_CHECKSUM: u8 = 0x04;
 const FLG_DICT_ID: u8 = 0x01;
 
-/// Checks that `input` is a sequence of whole frames: every frame reaches its end mark (and
-/// content checksum, if declared). Only sizes are read; the decoder checks everything else.
+/// Checks that `input` is a sequence of whole LZ4 frames (or skippable frames): every frame
+/// reaches its end mark (and content checksum, if declared). Only magics and sizes are read;
+/// the decoder checks everything else.
 fn check_complete(input: &[u8]) -> Result<(), DecompressError> {
     if input.is_empty() {
         return Err(DecompressError::Truncated);
@@ -91,8 +92,14 @@ fn check_complete(input: &[u8]) -> Result<(), DecompressError> {
             continue;
         }
         if magic != FRAME_MAGIC {
-            // Not a frame we can walk (legacy or garbage): let the decoder say what is wrong.
-            return Ok(());
+            // Kafka writes only LZ4 frames (KIP-57), and Java's KafkaLZ4BlockInputStream refuses
+            // any other magic. lz4_flex would also read the legacy format (magic 0x184C2102),
+            // which has no end mark: the decoder then stays inside that frame and reads the next
+            // batch's bytes as legacy blocks, so one batch's answer would depend on the one
+            // before (found by the records_decompress fuzz target).
+            return Err(DecompressError::Invalid(format!(
+                "not an LZ4 frame (magic {magic:#010x}, expected {FRAME_MAGIC:#010x})"
+            )));
         }
         let flg = *input.get(pos + 4).ok_or(DecompressError::Truncated)?;
         let mut header = 4 + 2 + 1; // magic, FLG, BD, header checksum
@@ -192,6 +199,31 @@ mod tests {
             .decompress(&packed, &mut out, 1 << 20)
             .expect("whole frame");
         assert_eq!(out, data);
+    }
+
+    #[test]
+    fn legacy_frames_are_refused_and_leave_no_state() {
+        // The legacy magic alone, then with a block: both refused, every time, and a real
+        // frame decodes after them.
+        let legacy = 0x184C_2102u32.to_le_bytes();
+        let mut with_block = legacy.to_vec();
+        with_block.extend_from_slice(&[1, 0, 0, 0, 0x10]);
+        let mut state = Lz4State::default();
+        let mut out = Vec::new();
+        for input in [&legacy[..], &with_block, &legacy, &with_block] {
+            out.clear();
+            let err = state.decompress(input, &mut out, 1 << 20);
+            assert!(
+                matches!(&err, Err(DecompressError::Invalid(m)) if m.contains("0x184c2102")),
+                "{err:?}"
+            );
+        }
+        let packed = crate::records::builder::compress(crate::records::Compression::Lz4, b"abc");
+        out.clear();
+        state
+            .decompress(&packed, &mut out, 1 << 20)
+            .expect("valid frame");
+        assert_eq!(out, b"abc");
     }
 
     #[test]

@@ -1,0 +1,297 @@
+//! The body of every fuzz target, one function per target in `fuzz_targets/`, each taking the
+//! target's raw input. The targets only call these; `tests/fuzz_regressions.rs` (stable Rust,
+//! run by `cargo test`) includes this file with `#[path]` and runs every saved crash input and
+//! every captured real-broker seed through the very same functions.
+//!
+//! Each function panics (an `assert!`) when the code under test breaks a property, and hands
+//! back what was decoded so the regression test can demand more of real broker bytes.
+
+use mm2_offsets::config::{ClientConfig, Properties};
+use mm2_offsets::mm2::{checkpoint, heartbeat};
+use mm2_offsets::records::{AbortedFilter, Batch, Batches, Compression, ControlRecord, Scratch};
+use mm2_offsets::translate::{BatchTranslator, GroupSelector};
+use mm2_offsets::wire::fuzzing::{
+    SCRAM_CLIENT_NONCE, api_versions_response as decode_api_versions, scram_server_final,
+    scram_server_first,
+};
+use mm2_offsets::wire::responses::{FetchResponse, ListOffsetsResponse, MetadataResponse};
+
+/// Splits the 2-byte big-endian version (or length) prefix most targets start with.
+fn split_u16(data: &[u8]) -> Option<(u16, &[u8])> {
+    let (prefix, rest) = data.split_first_chunk::<2>()?;
+    Some((u16::from_be_bytes(*prefix), rest))
+}
+
+fn split_version(data: &[u8]) -> Option<(i16, bytes::Bytes)> {
+    let (version, body) = split_u16(data)?;
+    Some((version as i16, bytes::Bytes::copy_from_slice(body)))
+}
+
+/// `response_metadata`: 2 bytes big-endian version, then a Metadata response body. Decoding
+/// must not panic nor allocate beyond the input.
+pub fn response_metadata(data: &[u8]) -> Option<Result<MetadataResponse, String>> {
+    let (version, body) = split_version(data)?;
+    Some(MetadataResponse::decode(body, version).map_err(|e| e.to_string()))
+}
+
+/// `response_list_offsets`: 2 bytes big-endian version, then a ListOffsets response body.
+pub fn response_list_offsets(data: &[u8]) -> Option<Result<ListOffsetsResponse, String>> {
+    let (version, body) = split_version(data)?;
+    Some(ListOffsetsResponse::decode(body, version).map_err(|e| e.to_string()))
+}
+
+/// `response_fetch`: 2 bytes big-endian version, then a Fetch response body.
+pub fn response_fetch(data: &[u8]) -> Option<Result<FetchResponse, String>> {
+    let (version, body) = split_version(data)?;
+    Some(FetchResponse::decode(body, version).map_err(|e| e.to_string()))
+}
+
+/// `api_versions_response`: 2 bytes big-endian version, then an ApiVersions response body,
+/// decoded with the connection's v0 fallbacks. A decoded table lists each API once, in key
+/// order, and holds no more entries than the body has room for. Returns the error code and
+/// the number of APIs.
+pub fn api_versions_response(data: &[u8]) -> Option<Result<(i16, usize), String>> {
+    let (version, body) = split_u16(data)?;
+    let decoded = decode_api_versions(body, version as i16);
+    Some(match decoded {
+        Ok((error_code, table)) => {
+            let keys: Vec<i16> = table.iter().map(|(key, _)| key).collect();
+            assert!(
+                keys.windows(2).all(|w| w[0] < w[1]),
+                "keys not sorted and unique"
+            );
+            assert!(
+                table.len() * 6 <= body.len(),
+                "more entries than the body can hold"
+            );
+            Ok((error_code, table.len()))
+        }
+        Err(e) => Err(e.to_string()),
+    })
+}
+
+/// `checkpoint_decode`: 2 bytes big-endian key length, the key, then the value. Whatever
+/// decodes must encode back to (a prefix of) the bytes read, and the whole-record decode fails
+/// exactly when one half does, naming the value first. Returns the whole-record result.
+pub fn checkpoint_decode(data: &[u8]) -> Option<Result<(), String>> {
+    let (len, rest) = split_u16(data)?;
+    let (key, value) = rest.split_at(usize::from(len).min(rest.len()));
+    let decoded_key = checkpoint::decode_key(key);
+    let decoded_value = checkpoint::decode_value(value);
+    if let Ok(k) = &decoded_key {
+        let encoded = checkpoint::encode_key(k).expect("decoded strings fit an int16 length");
+        assert!(key.starts_with(&encoded), "key does not round-trip");
+    }
+    if let Ok(v) = &decoded_value {
+        let encoded = checkpoint::encode_value(v).expect("decoded metadata fits an int16 length");
+        assert!(value.starts_with(&encoded), "value does not round-trip");
+    }
+    Some(match checkpoint::decode(key, value) {
+        Ok((k, v)) => {
+            assert_eq!(Ok(k), decoded_key);
+            assert_eq!(Ok(v), decoded_value);
+            Ok(())
+        }
+        Err(e) => {
+            let message = e.to_string();
+            match &decoded_value {
+                Err(value_error) => assert_eq!(&e, value_error),
+                Ok(_) => assert_eq!(Err(e), decoded_key),
+            }
+            Err(message)
+        }
+    })
+}
+
+/// `heartbeat_decode`: as `checkpoint_decode`, for heartbeat records. Returns whether key and
+/// value both decoded.
+pub fn heartbeat_decode(data: &[u8]) -> Option<Result<(), String>> {
+    let (len, rest) = split_u16(data)?;
+    let (key, value) = rest.split_at(usize::from(len).min(rest.len()));
+    let decoded_key = heartbeat::decode_key(key);
+    if let Ok(k) = &decoded_key {
+        let encoded = heartbeat::encode_key(k).expect("decoded aliases fit an int16 length");
+        assert!(key.starts_with(&encoded), "key does not round-trip");
+    }
+    let decoded_value = heartbeat::decode_value(value);
+    if let Ok(v) = &decoded_value {
+        assert!(
+            value.starts_with(&heartbeat::encode_value(v)),
+            "value does not round-trip"
+        );
+    }
+    Some(match (decoded_key, decoded_value) {
+        (Ok(_), Ok(_)) => Ok(()),
+        (Err(e), _) | (_, Err(e)) => Err(e.to_string()),
+    })
+}
+
+/// `properties_parse`: a `.properties` file (invalid UTF-8 decoded lossily first);
+/// `Properties::parse`, then `ClientConfig::from_properties` without `sasl.password.file`
+/// (which would read a file the input names, e.g. /dev/zero). A parsed file gives back every
+/// key it lists. Returns whether the file parsed.
+pub fn properties_parse(data: &[u8]) -> bool {
+    let text = String::from_utf8_lossy(data);
+    let Ok(mut props) = Properties::parse(&text) else {
+        return false;
+    };
+    let keys: Vec<String> = props.keys().map(str::to_string).collect();
+    assert_eq!(keys.len(), props.len());
+    for key in &keys {
+        assert!(
+            props.get(key).is_some(),
+            "listed key {key:?} cannot be read back"
+        );
+    }
+    props.remove("sasl.password.file");
+    if let Ok((config, _warnings)) = ClientConfig::from_properties(&props) {
+        // Debug output must never show a secret; exercise it.
+        let _ = format!("{config:?}");
+    }
+    true
+}
+
+/// `records_batches`: a fetched records section, walked as the fetch workers walk it, every
+/// record of every batch iterated. CRC checking is off so the fuzzer reaches the record and
+/// decompression code; a small decompression limit keeps runs fast. Returns the records read.
+pub fn records_batches(data: &[u8]) -> usize {
+    let mut scratch = Scratch::with_limit(4 << 20);
+    let mut filter = AbortedFilter::read_committed([(1, 0), (2, 5)]);
+    let mut batches = Batches::new(data).check_crc(false);
+    let mut read = 0;
+    for batch in batches.by_ref() {
+        let Ok(batch) = batch else { break };
+        let _ = filter.check(&batch, &mut scratch);
+        let Ok(records) = batch.records(&mut scratch) else {
+            continue;
+        };
+        for record in records {
+            let Ok(record) = record else { break };
+            read += 1;
+            if batch.is_control() {
+                let _ = ControlRecord::parse(&record);
+            }
+        }
+    }
+    assert!(batches.consumed() <= data.len());
+    read
+}
+
+/// The decompression limit of `records_decompress`.
+const DECOMPRESS_LIMIT: usize = 4 << 20;
+
+/// `records_decompress`: the first byte picks the codec (an index into `Compression::ALL`), the
+/// rest is decompressed with a small limit, which must hold; a reused scratch must answer as a
+/// fresh one. Returns the decompressed length.
+pub fn records_decompress(data: &[u8]) -> Option<Result<usize, String>> {
+    let (&pick, input) = data.split_first()?;
+    let codec = Compression::ALL[usize::from(pick) % Compression::ALL.len()];
+    let mut scratch = Scratch::with_limit(DECOMPRESS_LIMIT);
+    let first = scratch.decompress(codec, input).map(<[u8]>::len);
+    if let Ok(len) = first {
+        assert!(len <= DECOMPRESS_LIMIT);
+    }
+    let again = scratch.decompress(codec, input).map(<[u8]>::to_vec);
+    let fresh = Scratch::with_limit(DECOMPRESS_LIMIT)
+        .decompress(codec, input)
+        .map(<[u8]>::to_vec);
+    assert_eq!(again, fresh);
+    Some(first.map_err(|e| e.to_string()))
+}
+
+/// A `records_decompress` input made of `batch`: the byte picking its codec, then its
+/// compressed records. `None` for an uncompressed batch (or an unknown codec).
+pub fn decompress_seed(batch: &Batch<'_>) -> Option<Vec<u8>> {
+    let codec = batch.header().compression().ok()?;
+    if codec == Compression::None {
+        return None;
+    }
+    let pick = Compression::ALL.iter().position(|&c| c == codec)?;
+    let mut seed = vec![u8::try_from(pick).ok()?];
+    seed.extend_from_slice(batch.records_section());
+    Some(seed)
+}
+
+/// `sasl_scram_server_first`: one byte choosing the message, then its bytes: even = a
+/// server-first message answered by the RFC 7677 client, odd = a server-final message checked
+/// after the RFC 7677 server-first. A client-final message is only produced for a nonce that
+/// extends ours.
+pub fn sasl_scram_server_first(data: &[u8]) -> Option<Result<(), String>> {
+    let (&which, message) = data.split_first()?;
+    if which % 2 == 1 {
+        return Some(scram_server_final(message));
+    }
+    Some(scram_server_first(message).map(|client_final| {
+        let text = String::from_utf8(client_final).expect("client-final is ASCII");
+        let nonce = text
+            .strip_prefix("c=biws,r=")
+            .and_then(|rest| rest.split(',').next())
+            .expect("client-final starts with the channel binding and nonce");
+        assert!(nonce.starts_with(SCRAM_CLIENT_NONCE) && nonce.len() > SCRAM_CLIENT_NONCE.len());
+    }))
+}
+
+/// Rewrites the CRC of every batch whose framing is intact, in place, so the fuzzer reaches
+/// the records instead of failing the checksum.
+fn fix_crcs(data: &mut [u8]) {
+    let mut pos = 0;
+    while let Some(header) = data.get(pos..pos + 61) {
+        let length = i32::from_be_bytes([header[8], header[9], header[10], header[11]]);
+        let Ok(length) = usize::try_from(length) else {
+            return;
+        };
+        let end = pos + 12 + length;
+        if length < 49 || end > data.len() {
+            return;
+        }
+        let crc = crc32c::crc32c(&data[pos + 21..end]);
+        data[pos + 17..pos + 21].copy_from_slice(&crc.to_be_bytes());
+        pos = end;
+    }
+}
+
+/// What `translate_batches` read: records folded in and offsets translated.
+#[derive(Debug)]
+pub struct Translated {
+    /// Whether `add_batches` walked every batch without an error.
+    pub complete: bool,
+    /// Records folded in.
+    pub records: u64,
+    /// Offsets translated.
+    pub offsets: usize,
+}
+
+/// `translate_batches`: one byte choosing the group selection (all, an exact id, a regex),
+/// then a fetched records section for `BatchTranslator`, each batch's CRC fixed first. The
+/// result must be sorted and hold only what was read and selected.
+pub fn translate_batches(data: &[u8]) -> Option<Translated> {
+    let (&which, batches) = data.split_first()?;
+    let selector = match which % 3 {
+        0 => GroupSelector::all(),
+        1 => GroupSelector::new(["g"], Vec::<String>::new()).expect("no patterns"),
+        _ => GroupSelector::new(Vec::<String>::new(), ["a.*"]).expect("valid regex"),
+    };
+    let mut batches = batches.to_vec();
+    fix_crcs(&mut batches);
+    let mut translator = BatchTranslator::new(&selector);
+    let complete = translator.add_batches(0, &batches).is_ok();
+    let records = translator.records();
+    let offsets = translator.finish("src").to_owned_offsets();
+    assert!(offsets.len() as u64 <= records, "more results than records");
+    for pair in offsets.windows(2) {
+        let (a, b) = (&pair[0], &pair[1]);
+        assert!(
+            (&a.group, &a.topic, a.partition) < (&b.group, &b.topic, b.partition),
+            "unsorted or repeated key"
+        );
+    }
+    for o in &offsets {
+        assert!(o.offset >= 0, "negative translated offset");
+        assert!(selector.matches(&o.group), "unselected group {:?}", o.group);
+    }
+    Some(Translated {
+        complete,
+        records,
+        offsets: offsets.len(),
+    })
+}
