@@ -93,6 +93,8 @@ struct SourceBlock {
     source: u32,
     start: usize,
     end: usize,
+    /// How many parts (sorted runs) the rows came from.
+    runs: usize,
 }
 
 /// The translated offsets of a read: sorted by source, group, topic and partition, one per key,
@@ -136,25 +138,19 @@ impl OffsetTable {
         let mut first_entry = 0u32;
         for (source, mut f) in folded {
             let source = rank(&sources, &source);
-            match blocks.last_mut() {
-                Some(block) if block.source == source => {}
-                _ => blocks.push(SourceBlock {
+            if blocks.last().is_none_or(|block| block.source != source) {
+                blocks.push(SourceBlock {
                     source,
                     start: rows.len(),
                     end: rows.len(),
-                }),
+                    runs: 0,
+                });
             }
-            let part_start = rows.len();
             append_sorted_rows(&mut rows, &mut f, &groups, &topics, first_entry);
-            let block = blocks
-                .last_mut()
-                .unwrap_or_else(|| unreachable!("pushed above"));
-            if block.start < part_start {
-                // Several parts of one source: each part's rows are a sorted run, which the
-                // stable sort finds and merges instead of sorting from scratch.
-                rows[block.start..].sort_by_key(Row::key);
+            if let Some(block) = blocks.last_mut() {
+                block.end = rows.len();
+                block.runs += 1;
             }
-            block.end = rows.len();
             parts.push(PartValues {
                 first_entry,
                 metadata: f.metadata.iter().map(|m| decode(m).into()).collect(),
@@ -164,6 +160,11 @@ impl OffsetTable {
             first_entry += parts
                 .last()
                 .map_or(0, |p: &PartValues| p.entries.len() as u32);
+        }
+        for block in blocks.iter().filter(|block| block.runs > 1) {
+            // Several parts of one source (ranges or partitions): each part's rows are a sorted
+            // run, which the stable sort finds and merges instead of sorting from scratch.
+            rows[block.start..block.end].sort_by_key(Row::key);
         }
         let mut table = OffsetTable {
             sources,
