@@ -10,14 +10,22 @@
 
 mod api_versions;
 mod connection;
+// The response decoders and the fuzzing hooks are internals: public only to the fuzz targets,
+// through the non-default `unstable-fuzzing` feature, and never a semver promise.
+#[cfg(feature = "unstable-fuzzing")]
 pub mod decode;
+#[cfg(not(feature = "unstable-fuzzing"))]
+pub(crate) mod decode;
 mod error;
 mod frame;
-#[doc(hidden)]
+#[cfg(feature = "unstable-fuzzing")]
 pub mod fuzzing;
 mod header;
 mod mux;
+#[cfg(feature = "unstable-fuzzing")]
 pub mod responses;
+#[cfg(not(feature = "unstable-fuzzing"))]
+pub(crate) mod responses;
 mod sasl;
 mod tls;
 

@@ -122,16 +122,6 @@ impl FetchResponse {
     /// Fails on versions outside [`super::FETCH_VERSIONS`], on any malformed or truncated field,
     /// and on trailing bytes. Records are not copied: each partition's `records` shares the
     /// body's buffer.
-    ///
-    /// ```
-    /// use bytes::Bytes;
-    /// use mm2_offsets::wire::responses::FetchResponse;
-    ///
-    /// // v4: throttle 0, no topics.
-    /// let body = Bytes::from_static(&[0, 0, 0, 0, 0, 0, 0, 0]);
-    /// let response = FetchResponse::decode(body, 4).unwrap();
-    /// assert!(response.responses.is_empty());
-    /// ```
     pub fn decode(body: Bytes, version: i16) -> Result<Self, DecodeError> {
         let mut d = start(body, "Fetch", version, &super::FETCH_VERSIONS)?;
         let flexible = version >= FIRST_FLEXIBLE;

@@ -50,16 +50,6 @@ impl ListOffsetsResponse {
     ///
     /// Fails on versions outside [`super::LIST_OFFSETS_VERSIONS`], on any malformed or
     /// truncated field, and on trailing bytes.
-    ///
-    /// ```
-    /// use bytes::Bytes;
-    /// use mm2_offsets::wire::responses::ListOffsetsResponse;
-    ///
-    /// // v2: throttle 5 ms, no topics.
-    /// let body = Bytes::from_static(&[0, 0, 0, 5, 0, 0, 0, 0]);
-    /// let response = ListOffsetsResponse::decode(body, 2).unwrap();
-    /// assert_eq!(response.throttle_time_ms, 5);
-    /// ```
     pub fn decode(body: Bytes, version: i16) -> Result<Self, DecodeError> {
         let mut d = start(body, "ListOffsets", version, &super::LIST_OFFSETS_VERSIONS)?;
         let flexible = version >= FIRST_FLEXIBLE;

@@ -81,17 +81,6 @@ impl MetadataResponse {
     ///
     /// Fails on versions outside [`super::METADATA_VERSIONS`], on any malformed or truncated
     /// field, and on trailing bytes.
-    ///
-    /// ```
-    /// use bytes::Bytes;
-    /// use mm2_offsets::wire::responses::MetadataResponse;
-    ///
-    /// // v1: no brokers, controller 7, no topics.
-    /// let body = Bytes::from_static(&[0, 0, 0, 0, 0, 0, 0, 7, 0, 0, 0, 0]);
-    /// let response = MetadataResponse::decode(body, 1).unwrap();
-    /// assert_eq!(response.controller_id, 7);
-    /// assert!(MetadataResponse::decode(Bytes::new(), 99).is_err());
-    /// ```
     pub fn decode(body: Bytes, version: i16) -> Result<Self, DecodeError> {
         let mut d = start(body, "Metadata", version, &super::METADATA_VERSIONS)?;
         let flexible = version >= FIRST_FLEXIBLE;

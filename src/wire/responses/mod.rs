@@ -27,8 +27,12 @@ pub mod metadata;
 #[cfg(test)]
 mod test_support;
 
+// Short paths for the fuzz targets (unstable-fuzzing); the crate itself names the modules.
+#[cfg(feature = "unstable-fuzzing")]
 pub use fetch::FetchResponse;
+#[cfg(feature = "unstable-fuzzing")]
 pub use list_offsets::ListOffsetsResponse;
+#[cfg(feature = "unstable-fuzzing")]
 pub use metadata::MetadataResponse;
 
 /// Metadata (API key 3) versions we can send with `kafka-protocol` and decode here.

@@ -253,6 +253,7 @@ fn parse_server_first(text: &str) -> Result<ServerFirst, String> {
 
 /// The iteration count a server-first message asks for, parsed as `client_final` parses it
 /// (for the fuzz entry point, which skips the PBKDF2 work of large counts).
+#[cfg(feature = "unstable-fuzzing")]
 pub(crate) fn server_first_iterations(text: &str) -> Result<u32, String> {
     parse_server_first(text).map(|challenge| challenge.iterations)
 }

@@ -499,3 +499,11 @@ proptest! {
         let _ = FetchResponse::decode(Bytes::from(body), version);
     }
 }
+
+#[test]
+fn smallest_v4_body_has_no_topics() {
+    // v4: throttle 0, no topics.
+    let body = bytes::Bytes::from_static(&[0, 0, 0, 0, 0, 0, 0, 0]);
+    let response = FetchResponse::decode(body, 4).unwrap();
+    assert!(response.responses.is_empty());
+}

@@ -137,3 +137,11 @@ fn hostile_counts_fail_fast() {
     let err = ListOffsetsResponse::decode(body, 6).unwrap_err();
     assert!(err.problem.contains("array of 268435454"), "{err}");
 }
+
+#[test]
+fn smallest_v2_body_keeps_the_throttle_time() {
+    // v2: throttle 5 ms, no topics.
+    let body = bytes::Bytes::from_static(&[0, 0, 0, 5, 0, 0, 0, 0]);
+    let response = ListOffsetsResponse::decode(body, 2).unwrap();
+    assert_eq!(response.throttle_time_ms, 5);
+}

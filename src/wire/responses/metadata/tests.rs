@@ -265,3 +265,12 @@ fn null_topic_name_is_rejected_before_v12() {
     let err = MetadataResponse::decode(body, 0).unwrap_err();
     assert!(err.problem.contains("null topic name"), "{err}");
 }
+
+#[test]
+fn smallest_v1_body_keeps_the_controller() {
+    // v1: no brokers, controller 7, no topics.
+    let body = bytes::Bytes::from_static(&[0, 0, 0, 0, 0, 0, 0, 7, 0, 0, 0, 0]);
+    let response = MetadataResponse::decode(body, 1).unwrap();
+    assert_eq!(response.controller_id, 7);
+    assert!(MetadataResponse::decode(bytes::Bytes::new(), 99).is_err());
+}

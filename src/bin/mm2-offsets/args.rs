@@ -174,7 +174,7 @@ pub struct TranslateArgs {
     #[arg(long, value_name = "DIR", default_value = "reset-offsets")]
     pub output_dir: PathBuf,
     /// Largest Fetch response per partition, in bytes (a larger batch still comes whole).
-    #[arg(long, default_value_t = crate::client::DEFAULT_FETCH_MAX_BYTES, value_name = "BYTES")]
+    #[arg(long, default_value_t = mm2_offsets::client::DEFAULT_FETCH_MAX_BYTES, value_name = "BYTES")]
     pub max_fetch_bytes: i32,
     /// Do not draw the progress line on stderr even when it is a terminal.
     #[arg(long)]

@@ -4,7 +4,7 @@ use std::io::{IsTerminal, Write};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::translate::ReadProgress;
+use mm2_offsets::translate::ReadProgress;
 
 /// Draws `progress` every 200 ms until dropped; does nothing when stderr is not a terminal.
 pub struct ProgressLine {

@@ -3,8 +3,10 @@
 //! cluster of `--mm2-config`), then command-line flags, then `MM2_OFFSETS_*` environment
 //! variables.
 
-use crate::config::{ClientConfig, PemSource, Properties, keys, layered, mm2_client_properties};
-use crate::mm2::ReplicationPolicy;
+use mm2_offsets::config::{
+    ClientConfig, PemSource, Properties, keys, layered, mm2_client_properties,
+};
+use mm2_offsets::mm2::ReplicationPolicy;
 
 use super::args::ConnectionArgs;
 
@@ -42,7 +44,7 @@ fn file_properties(args: &ConnectionArgs) -> Result<Properties, String> {
     if let Some(path) = &args.mm2_config {
         let mm2 = Properties::from_file(path).map_err(|e| e.to_string())?;
         let alias = args.target.as_deref().unwrap_or_default();
-        let aliases = crate::config::mm2_cluster_aliases(&mm2);
+        let aliases = mm2_offsets::config::mm2_cluster_aliases(&mm2);
         if !aliases.iter().any(|a| a == alias) {
             return Err(format!(
                 "--target {alias:?} is not one of the clusters in {} ({})",

@@ -5,9 +5,9 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
 use super::chunked::ChunkedWriter;
-use crate::translate::{OffsetRef, Translation};
+use mm2_offsets::translate::{OffsetRef, Translation};
 #[cfg(test)]
-use crate::translate::{OffsetsJson, ReadReport};
+use mm2_offsets::translate::{OffsetsJson, ReadReport};
 
 /// The version of the JSON document `-o json` writes. Fields are only ever added within a
 /// version; a rename or removal bumps it.
@@ -25,7 +25,7 @@ struct JsonDocument<'a> {
 }
 
 /// Writes the translation as one compact JSON document (pipe to `jq .` for reading), offset
-/// by offset: the same bytes serde_json writes for [`TranslatedOffset`](crate::translate::TranslatedOffset)s,
+/// by offset: the same bytes serde_json writes for [`TranslatedOffset`](mm2_offsets::translate::TranslatedOffset)s,
 /// without a call per piece.
 pub fn write_json(out: &mut dyn Write, translation: &Translation) -> io::Result<()> {
     let mut w = ChunkedWriter::new(out);
@@ -306,9 +306,9 @@ mod tests {
     /// A translation of three checkpoints of source "primary", each upstream offset 100 above
     /// its translated one; the builder stamps record i at 1_700_000_000_000 + i ms.
     fn sample() -> Translation {
-        use crate::mm2::checkpoint::{self, CheckpointKey, CheckpointValue};
-        use crate::records::builder::BatchBuilder;
-        use crate::translate::{BatchTranslator, GroupSelector};
+        use mm2_offsets::mm2::checkpoint::{self, CheckpointKey, CheckpointValue};
+        use mm2_offsets::records::builder::BatchBuilder;
+        use mm2_offsets::translate::{BatchTranslator, GroupSelector};
 
         let mut batch = BatchBuilder::new(0);
         batch.base_timestamp = 1_700_000_000_000;

@@ -1,22 +1,25 @@
-//! The `cli` layer: the `mm2-offsets` command. It parses arguments, builds the client settings,
+//! The `mm2-offsets` command: the `cli` layer. It parses arguments, builds the client settings,
 //! runs the library, prints results and maps outcomes to exit codes.
+//!
+//! It lives in the binary, not in the library: it is one user of the `mm2_offsets` crate, and
+//! nothing here is a promise to programs that embed the crate.
 
 mod args;
 mod chunked;
 mod connection;
-pub mod output;
+mod output;
 mod progress;
 
-pub use args::{Cli, Command, ConnectionArgs, OutputFormat, TopologyArgs, TranslateArgs};
+use args::{Cli, Command, OutputFormat, TopologyArgs, TranslateArgs};
 
 use std::io::Write;
 use std::sync::Arc;
 
 use clap::Parser;
 
-use crate::client::{Deadline, IsolationLevel};
-use crate::mm2::topology;
-use crate::translate::{
+use mm2_offsets::client::{Deadline, IsolationLevel};
+use mm2_offsets::mm2::topology;
+use mm2_offsets::translate::{
     GroupSelector, MirrorClient, ReadProgress, TranslateError, TranslateRequest, Translation,
 };
 
@@ -29,8 +32,12 @@ pub const EXIT_USAGE: i32 = 2;
 /// Exit code: an incomplete result was printed because `--allow-partial` was given.
 pub const EXIT_INCOMPLETE: i32 = 3;
 
+fn main() {
+    std::process::exit(run_cli());
+}
+
 /// Runs the command line and returns the process exit code.
-pub fn main() -> i32 {
+fn run_cli() -> i32 {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {
@@ -130,7 +137,7 @@ async fn run_translate(args: TranslateArgs) -> Result<i32, String> {
         allow_partial: args.allow_partial,
         max_bytes_per_fetch: args.max_fetch_bytes,
         progress: Some(progress.clone()),
-        min_split_offsets: crate::translate::MIN_SPLIT_OFFSETS,
+        min_split_offsets: mm2_offsets::translate::MIN_SPLIT_OFFSETS,
     };
     let translation = {
         let _line = progress::ProgressLine::start(progress, !args.no_progress);

@@ -1,3 +1,0 @@
-fn main() {
-    std::process::exit(mm2_offsets::cli::main());
-}
