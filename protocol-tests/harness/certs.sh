@@ -11,6 +11,10 @@
 #   untrusted-ca.pem           a second CA nobody trusts
 #   untrusted-client-cert.pem  client certificate signed by untrusted-ca.pem (mTLS must refuse it)
 #   untrusted-client-key.pem   its key, PKCS#8 PEM
+#   expired-cert.pem           a server certificate like broker-cert.pem (SAN IP:127.0.0.1, signed by
+#                              ca.pem) that EXPIRED on 2025-02-01 (valid 2025-01-01 .. 2025-02-01)
+#   expired-key.pem            its key, PKCS#8 PEM
+#   broker-key.pem             broker-cert.pem's key alone, PKCS#8 PEM (for TLS fronts in tests)
 # Keys are RSA 2048 (every TLS stack in play reads them); certificates last 30 days.
 set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=lib.sh
@@ -20,7 +24,8 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 dir="$1"
 mkdir -p "$dir"
 dir="$(cd "$dir" && pwd)"
-[[ -s "$dir/untrusted-client-key.pem" ]] && exit 0
+# expired-key.pem is written last: a directory without it is regenerated whole.
+[[ -s "$dir/expired-key.pem" ]] && exit 0
 
 tmp="$(mktemp -d "$dir/.tmp.XXXXXX")"
 trap 'rm -rf "$tmp"' EXIT
@@ -61,11 +66,25 @@ new_leaf broker ca "mm2o-broker" "$server_ext"
 new_leaf client ca "mm2o-client" "$client_ext"
 new_leaf untrusted-client untrusted-ca "mm2o-untrusted-client" "$client_ext"
 
+# An expired server certificate: 'openssl x509 -days' cannot date a certificate in the past
+# (a negative value gives notAfter < notBefore, which verifiers reject as malformed rather than
+# expired), 'openssl ca' with fixed -startdate/-enddate can.
+newkey "$tmp/expired-key.pem"
+openssl req -new -key "$tmp/expired-key.pem" -subj "/CN=mm2o-expired-broker" -out "$tmp/expired.csr"
+printf '%s\n' "$server_ext" >"$tmp/expired.ext"
+: >"$tmp/index.txt"
+echo 01 >"$tmp/serial"
+printf '%s\n' '[ca]' 'default_ca=d' '[d]' "database=$tmp/index.txt" "new_certs_dir=$tmp" \
+  "serial=$tmp/serial" 'default_md=sha256' 'policy=p' '[p]' 'commonName=supplied' >"$tmp/ca.cnf"
+openssl ca -batch -notext -config "$tmp/ca.cnf" -cert "$tmp/ca.pem" -keyfile "$tmp/ca-key.pem" \
+  -in "$tmp/expired.csr" -out "$tmp/expired-cert.pem" -startdate 20250101000000Z \
+  -enddate 20250201000000Z -extfile "$tmp/expired.ext" 2>/dev/null
+
 openssl verify -CAfile "$tmp/ca.pem" "$tmp/broker-cert.pem" "$tmp/client-cert.pem" >/dev/null
 cat "$tmp/broker-key.pem" "$tmp/broker-cert.pem" "$tmp/ca.pem" >"$tmp/broker.pem"
 
 for f in ca.pem untrusted-ca.pem broker.pem broker-cert.pem client-cert.pem client-key.pem \
-  untrusted-client-cert.pem untrusted-client-key.pem; do
+  untrusted-client-cert.pem untrusted-client-key.pem broker-key.pem expired-cert.pem expired-key.pem; do
   cp "$tmp/$f" "$dir/$f"
 done
 chmod 600 "$dir"/*key.pem "$dir/broker.pem"

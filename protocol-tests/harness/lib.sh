@@ -8,6 +8,9 @@ WORK_DIR="$REPO_ROOT/protocol-tests/work"
 # Versions the integration tests run against; up.sh and the Java tool use these.
 KAFKA4_VERSION="${KAFKA4_VERSION:-4.4.0}"
 KAFKA3_VERSION="${KAFKA3_VERSION:-3.9.2}"
+# The old brokers: KRaft with a static quorum, and ZooKeeper mode (kafka.sh quorum_mode).
+KAFKA36_VERSION="${KAFKA36_VERSION:-3.6.2}"
+KAFKA28_VERSION="${KAFKA28_VERSION:-2.8.2}"
 
 log() { printf '[harness %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
@@ -115,6 +118,8 @@ stop_cluster() {
     pid="$(env_get "$env" PID)"
   elif [[ -f "$WORK_DIR/$name/pid" ]]; then
     pid="$(cat "$WORK_DIR/$name/pid")"
+  elif [[ -f "$WORK_DIR/$name/zk.pid" ]]; then
+    pid=""
   else
     log "$name: not started, nothing to stop"
     return 0
@@ -134,7 +139,18 @@ stop_cluster() {
       if ((graceful)); then cds_promote "$tmp" "$archive" "$cp"; else rm -f "$tmp"; fi
     fi
   fi
-  rm -f "$env" "$WORK_DIR/$name/pid" "$WORK_DIR/$name/cds-pending"
+  # A ZooKeeper-mode broker's ZooKeeper goes last: stopped first, the broker's
+  # controlled shutdown would wait for it in vain.
+  local zk_pid
+  if [[ -f "$WORK_DIR/$name/zk.pid" ]]; then
+    zk_pid="$(cat "$WORK_DIR/$name/zk.pid")"
+    if [[ -n "$zk_pid" ]] && kill -0 "$zk_pid" 2>/dev/null &&
+      tr '\0' ' ' <"/proc/$zk_pid/cmdline" 2>/dev/null | grep -qF "$WORK_DIR/$name/zk/"; then
+      log "$name: stopping ZooKeeper pid $zk_pid"
+      stop_pid "$zk_pid" 10 || true
+    fi
+  fi
+  rm -f "$env" "$WORK_DIR/$name/pid" "$WORK_DIR/$name/cds-pending" "$WORK_DIR/$name/zk.pid"
 }
 
 # One ApiVersions v0 round trip (the request every broker still accepts), with a
@@ -163,6 +179,16 @@ try:
 except OSError:
     sys.exit(1)
 PY2
+}
+
+# 16 random bytes in unpadded base64url, like Kafka's Uuid.randomUuid (which also
+# never starts with '-').
+random_cluster_id() {
+  python3 -c 'import base64,os
+while True:
+    s = base64.urlsafe_b64encode(os.urandom(16)).decode().rstrip("=")
+    if not s.startswith("-"):
+        print(s); break'
 }
 
 # Milliseconds since the epoch, for phase timings.

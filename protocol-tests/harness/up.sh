@@ -6,6 +6,8 @@
 #   k4     Apache Kafka $KAFKA4_VERSION (KRaft, all listeners)
 #   k39    Apache Kafka $KAFKA3_VERSION (KRaft, all listeners)
 #   tansu  Tansu, PLAINTEXT only
+#   k36    Apache Kafka $KAFKA36_VERSION (KRaft, static controller.quorum.voters, all listeners)
+#   k28    Apache Kafka $KAFKA28_VERSION (ZooKeeper from the same jars; PLAINTEXT and SASL_PLAINTEXT)
 # Then compiles DataWriter. Prints each phase's time. The two JVM brokers start one
 # after the other (MM2O_PARALLEL=1 starts them together; see NOTES.md for timings).
 # Clusters left running by an earlier up.sh are stopped first; on failure everything
@@ -31,6 +33,8 @@ phase() { # phase LABEL COMMAND...
 # Resolve jars first (no-ops when cached) so broker timings measure startup only.
 phase "jars $KAFKA4_VERSION" "$HARNESS_DIR/kafka-jars.sh" "$KAFKA4_VERSION" kafka4
 phase "jars $KAFKA3_VERSION" "$HARNESS_DIR/kafka-jars.sh" "$KAFKA3_VERSION" kafka3
+phase "jars $KAFKA36_VERSION" "$HARNESS_DIR/kafka-jars.sh" "$KAFKA36_VERSION" kafka3
+phase "jars $KAFKA28_VERSION" "$HARNESS_DIR/kafka-jars.sh" "$KAFKA28_VERSION" kafka3
 
 if [[ "${MM2O_PARALLEL:-0}" == 1 ]]; then
   t="$(now_ms)"
@@ -47,6 +51,10 @@ else
   phase "broker k4" "$HARNESS_DIR/kafka.sh" start k4 "$KAFKA4_VERSION"
   phase "broker k39" "$HARNESS_DIR/kafka.sh" start k39 "$KAFKA3_VERSION"
 fi
+# The old brokers (the supported floor, README "Brokers tested"): always one after the other,
+# they only run the translate tests.
+phase "broker k36" "$HARNESS_DIR/kafka.sh" start k36 "$KAFKA36_VERSION"
+phase "broker k28" "$HARNESS_DIR/kafka.sh" start k28 "$KAFKA28_VERSION"
 phase "tansu" "$HARNESS_DIR/tansu.sh" start tansu
 phase "datawriter build" "$HARNESS_DIR/datawriter.sh" build
 
@@ -54,6 +62,8 @@ phase "datawriter build" "$HARNESS_DIR/datawriter.sh" build
   echo "k4=$WORK_DIR/k4/env"
   echo "k39=$WORK_DIR/k39/env"
   echo "tansu=$WORK_DIR/tansu/env"
+  echo "k36=$WORK_DIR/k36/env"
+  echo "k28=$WORK_DIR/k28/env"
   echo "DATAWRITER=$HARNESS_DIR/datawriter.sh"
 } >"$WORK_DIR/clusters.env.tmp"
 mv "$WORK_DIR/clusters.env.tmp" "$WORK_DIR/clusters.env"

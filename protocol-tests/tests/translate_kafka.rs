@@ -293,9 +293,13 @@ fn build_fixture(name: &str) -> Fixture {
 fn fixture(name: &str) -> &'static Fixture {
     static K4: OnceLock<Fixture> = OnceLock::new();
     static TANSU: OnceLock<Fixture> = OnceLock::new();
+    static K36: OnceLock<Fixture> = OnceLock::new();
+    static K28: OnceLock<Fixture> = OnceLock::new();
     match name {
         "k4" => K4.get_or_init(|| build_fixture("k4")),
         "tansu" => TANSU.get_or_init(|| build_fixture("tansu")),
+        "k36" => K36.get_or_init(|| build_fixture("k36")),
+        "k28" => K28.get_or_init(|| build_fixture("k28")),
         other => panic!("no fixture for {other}"),
     }
 }
@@ -341,6 +345,39 @@ async fn kafka4_all_groups_match_the_oracle() {
 #[tokio::test]
 async fn tansu_all_groups_match_the_oracle() {
     all_groups_match_the_oracle("tansu").await;
+}
+
+/// Kafka 3.6.2, KRaft with a static `controller.quorum.voters`: the oldest 3.x line the harness
+/// starts, and the floor of the brokers MirrorMaker 2 deployments still run on KRaft.
+#[tokio::test]
+async fn kafka36_all_groups_match_the_oracle() {
+    all_groups_match_the_oracle("k36").await;
+}
+
+/// Kafka 2.8.2 with ZooKeeper: the supported floor (see README, "Brokers tested").
+#[tokio::test]
+async fn kafka28_all_groups_match_the_oracle() {
+    all_groups_match_the_oracle("k28").await;
+}
+
+/// The command line as a user runs it against the old brokers: complete JSON, equal to the oracle.
+#[tokio::test]
+async fn cli_translates_on_old_brokers() {
+    for name in ["k36", "k28"] {
+        let f = fixture(name);
+        let bootstrap = cluster(name).var("PLAINTEXT").to_string();
+        let doc = cli_json(&[
+            "translate",
+            "--bootstrap-server",
+            &bootstrap,
+            "--source",
+            &f.source,
+            "--all-groups",
+            "-o",
+            "json",
+        ]);
+        assert_eq!(json_offsets(&doc), oracle(&f.records, |_| true), "{name}");
+    }
 }
 
 #[tokio::test]
@@ -649,7 +686,7 @@ async fn transactional_checkpoints_read_like_the_java_consumer_at_each_isolation
 
     // The command line passes the isolation level on.
     let bootstrap = c.var("PLAINTEXT").to_string();
-    let json = cli(&[
+    let doc = cli_json(&[
         "translate",
         "--bootstrap-server",
         &bootstrap,
@@ -661,12 +698,6 @@ async fn transactional_checkpoints_read_like_the_java_consumer_at_each_isolation
         "-o",
         "json",
     ]);
-    assert!(
-        json.status.success(),
-        "{}",
-        String::from_utf8_lossy(&json.stderr)
-    );
-    let doc: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
     assert_eq!(json_offsets(&doc), *committed);
 }
 
@@ -678,6 +709,17 @@ fn cli(args: &[&str]) -> std::process::Output {
         .args(args)
         .output()
         .expect("run mm2-offsets")
+}
+
+/// Runs the command line, which must succeed, and parses its `-o json` document.
+fn cli_json(args: &[&str]) -> serde_json::Value {
+    let out = cli(args);
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("a JSON document on stdout")
 }
 
 /// The offsets of a complete `-o json` answer, in the compared shape.

@@ -7,6 +7,8 @@
 #![allow(dead_code)]
 
 pub mod mm2;
+pub mod proxy;
+pub mod tls_front;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
