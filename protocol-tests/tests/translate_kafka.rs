@@ -487,14 +487,23 @@ async fn a_deadline_fails_the_read_or_marks_it_incomplete() {
             )
         })
         .collect();
-    // Tiny producer batches: thousands of Fetch round trips to read it all.
+    // Tiny producer batches: thousands of Fetch round trips to read it all. Writing 6,000
+    // one-record batches takes ~20 s on a loaded 2-core machine, close to the writer's default
+    // 30 s budget, so this write gets more.
     write_raw(
         &c,
         &topic,
         1,
         "none",
         &lines,
-        &["--batch-size", "64", "--linger-ms", "0"],
+        &[
+            "--batch-size",
+            "64",
+            "--linger-ms",
+            "0",
+            "--timeout-ms",
+            "120000",
+        ],
     );
     let mut request = TranslateRequest::new(source, GroupSelector::all());
     request.parallelism = 1;
