@@ -268,8 +268,8 @@ pub fn translate_batches(data: &[u8]) -> Option<Translated> {
     let (&which, batches) = data.split_first()?;
     let selector = match which % 3 {
         0 => GroupSelector::all(),
-        1 => GroupSelector::new(["g"], Vec::<String>::new()).expect("no patterns"),
-        _ => GroupSelector::new(Vec::<String>::new(), ["a.*"]).expect("valid regex"),
+        1 => GroupSelector::ids(["g"]),
+        _ => GroupSelector::patterns(["a.*"]).expect("valid pattern"),
     };
     let mut batches = batches.to_vec();
     fix_crcs(&mut batches);

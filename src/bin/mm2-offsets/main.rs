@@ -110,7 +110,11 @@ fn group_selector(args: &TranslateArgs) -> Result<GroupSelector, String> {
                 .to_string(),
         );
     }
-    GroupSelector::new(ids, &args.group_regexes).map_err(|e| e.to_string())
+    GroupSelector::new(
+        ids.iter().map(String::as_str),
+        args.group_regexes.iter().map(String::as_str),
+    )
+    .map_err(|e| e.to_string())
 }
 
 async fn run_translate(args: TranslateArgs) -> Result<i32, String> {
