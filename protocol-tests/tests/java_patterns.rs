@@ -459,6 +459,23 @@ fn group_patterns_agree_with_java_pattern_matches() {
     let answers = String::from_utf8(output.stdout).expect("utf-8");
     let mut answers = answers.lines();
 
+    // Our own cost, apart from the JVM: compiling each pattern once, then one match per id
+    // (what a translation does per distinct group).
+    let ours_started = std::time::Instant::now();
+    let compiled: Vec<_> = corpus.iter().map(|(p, _)| JavaPattern::new(p)).collect();
+    let compile_time = ours_started.elapsed();
+    let match_started = std::time::Instant::now();
+    let mut match_calls = 0usize;
+    for ((_, ids), pattern) in corpus.iter().zip(&compiled) {
+        if let Ok(pattern) = pattern {
+            for id in ids {
+                std::hint::black_box(pattern.matches(id));
+                match_calls += 1;
+            }
+        }
+    }
+    let match_time = match_started.elapsed();
+
     let (mut pairs, mut accepted, mut both_reject) = (0, 0, 0);
     let mut refused: BTreeMap<&str, usize> = BTreeMap::new();
     let mut disagreements = Vec::new();
@@ -495,6 +512,10 @@ fn group_patterns_agree_with_java_pattern_matches() {
         refused.values().sum::<usize>(),
         disagreements.len(),
         started.elapsed()
+    );
+    eprintln!(
+        "  our cost (this build): {} patterns compiled in {compile_time:?}, {match_calls} matches in {match_time:?}",
+        corpus.len()
     );
     for (construct, n) in &refused {
         eprintln!("  refused {n:5}  {construct}");
