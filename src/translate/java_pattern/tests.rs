@@ -132,3 +132,17 @@ fn syntax_errors() {
     syntax_error(r"\");
     syntax_error("[b-a]");
 }
+
+proptest::proptest! {
+    /// Any text made of Java's metacharacters, escapes and flag letters is accepted or refused,
+    /// never a panic, and an accepted pattern answers for any id.
+    #[test]
+    fn any_pattern_parses_or_is_refused(
+        pattern in r"([\\\[\]\(\)\{\}\?\*\+\|\^\$\.&#:<>=!\-,QEpPxuc0-9a-zA-Z é\n]|\(\?[imsdxuU\-]*[:\)]){0,24}",
+        id in r"[a-zA-Z0-9 é\n\r\u{b}\u{2028}.-]{0,8}",
+    ) {
+        if let Ok(p) = JavaPattern::new(&pattern) {
+            p.matches(&id);
+        }
+    }
+}
