@@ -117,9 +117,9 @@ fn selectors() -> (GroupSelector, GroupSelector, GroupSelector) {
         .step_by(100)
         .map(|g| format!("app-team-{g}"))
         .collect();
-    let exact = GroupSelector::new(ids, Vec::<String>::new()).expect("no patterns");
+    let exact = GroupSelector::ids(ids);
     // app-team-100, -200, ... -9900: 99 groups.
-    let regex = GroupSelector::new(Vec::<String>::new(), ["app-team-[0-9]*00"]).expect("valid");
+    let regex = GroupSelector::patterns(["app-team-[0-9]*00"]).expect("valid");
     (all, exact, regex)
 }
 

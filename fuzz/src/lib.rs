@@ -9,7 +9,7 @@
 use mm2_offsets::config::{ClientConfig, Properties};
 use mm2_offsets::mm2::{checkpoint, heartbeat};
 use mm2_offsets::records::{AbortedFilter, Batch, Batches, Compression, ControlRecord, Scratch};
-use mm2_offsets::translate::{BatchTranslator, GroupSelector};
+use mm2_offsets::translate::{BatchTranslator, GroupSelector, JavaPattern};
 use mm2_offsets::wire::fuzzing::{
     SCRAM_CLIENT_NONCE, api_versions_response as decode_api_versions, scram_server_final,
     scram_server_first,
@@ -151,6 +151,24 @@ pub fn properties_parse(data: &[u8]) -> bool {
     true
 }
 
+/// `java_pattern`: the text (invalid UTF-8 decoded lossily) up to the first NUL byte is a group
+/// pattern as a user types it, the rest an id. Parsing Java's syntax may refuse but never
+/// panic; an accepted pattern matches any id without panicking. Returns whether it was accepted.
+pub fn java_pattern(data: &[u8]) -> bool {
+    let text = String::from_utf8_lossy(data);
+    let (pattern, id) = text.split_once('\0').unwrap_or((&text, ""));
+    match JavaPattern::new(pattern) {
+        Ok(compiled) => {
+            compiled.matches(id);
+            true
+        }
+        Err(refusal) => {
+            let _ = refusal.to_string();
+            false
+        }
+    }
+}
+
 /// `records_batches`: a fetched records section, walked as the fetch workers walk it, every
 /// record of every batch iterated. CRC checking is off so the fuzzer reaches the record and
 /// decompression code; a small decompression limit keeps runs fast. Returns the records read.
@@ -268,8 +286,8 @@ pub fn translate_batches(data: &[u8]) -> Option<Translated> {
     let (&which, batches) = data.split_first()?;
     let selector = match which % 3 {
         0 => GroupSelector::all(),
-        1 => GroupSelector::new(["g"], Vec::<String>::new()).expect("no patterns"),
-        _ => GroupSelector::new(Vec::<String>::new(), ["a.*"]).expect("valid regex"),
+        1 => GroupSelector::ids(["g"]),
+        _ => GroupSelector::patterns(["a.*"]).expect("valid pattern"),
     };
     let mut batches = batches.to_vec();
     fix_crcs(&mut batches);

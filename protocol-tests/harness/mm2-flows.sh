@@ -347,5 +347,6 @@ down() {
 case "${1:-}" in
 up) up ;;
 down) down ;;
-*) die "usage: mm2-flows.sh up | down" ;;
+build-reference) build_reference ;;
+*) die "usage: mm2-flows.sh up | down | build-reference" ;;
 esac

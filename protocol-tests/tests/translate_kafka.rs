@@ -841,3 +841,170 @@ async fn cli_exit_codes_say_what_happened() {
     assert_eq!(unreachable.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&unreachable.stderr).contains("127.0.0.1:1"));
 }
+
+// ---------------------------------------------------------------------------------------------
+// Group selection as a Java user means it (issue 10), end to end through the CLI.
+
+/// A checkpoints topic whose group ids exercise Java's pattern semantics: one checkpoint each.
+fn selection_fixture() -> (String, String) {
+    let c = cluster("k4");
+    let source = unique_topic("sel");
+    let topic = format!("{source}.checkpoints.internal");
+    let lines: Vec<String> = SELECTION_GROUPS
+        .iter()
+        .enumerate()
+        .map(|(i, group)| {
+            let key = key_bytes(group.as_bytes(), "primary.orders", 0);
+            line(Some(&key), Some(&value_bytes(0, 10, 100 + i as i64, "")))
+        })
+        .collect();
+    write_and_record(&c, &topic, CHECKPOINT_PARTITIONS, "none", &lines, &[]);
+    (c.var("PLAINTEXT").to_string(), source)
+}
+
+const SELECTION_GROUPS: &[&str] = &[
+    "app-000",
+    "app-001",
+    "other",
+    "café",
+    "cafe",
+    "KELVIN-K",
+    "kelvin-\u{212a}",
+    "v\u{2028}v",
+    "v\u{b}v",
+    "app-(1)",
+    "orders app",
+];
+
+/// `translate -o json` of the selection fixture, with `extra` arguments.
+fn translate_selection(bootstrap: &str, source: &str, extra: &[&str]) -> std::process::Output {
+    let mut args = vec![
+        "translate",
+        "--bootstrap-server",
+        bootstrap,
+        "--source",
+        source,
+        "-o",
+        "json",
+        "--no-progress",
+    ];
+    args.extend_from_slice(extra);
+    cli(&args)
+}
+
+/// The group ids of a `-o json` answer, sorted.
+fn selected(out: &std::process::Output) -> Vec<String> {
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let mut groups: Vec<String> = doc["offsets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["group"].as_str().unwrap().to_string())
+        .collect();
+    groups.sort();
+    groups.dedup();
+    groups
+}
+
+#[tokio::test]
+async fn group_patterns_select_what_java_selects_or_are_refused() {
+    let (bootstrap, source) = selection_fixture();
+    let run = |extra: &[&str]| translate_selection(&bootstrap, &source, extra);
+    // Pasted into ^(?:...)$ this selected every group; Java rejects it: a usage error quoting
+    // the pattern as typed.
+    let pasted = run(&["--group-regex", "app-000)|(.*"]);
+    assert_eq!(pasted.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&pasted.stderr);
+    assert!(stderr.contains("\"app-000)|(.*\""), "{stderr}");
+    assert!(stderr.contains("unmatched closing ')'"), "{stderr}");
+    assert!(pasted.stdout.is_empty());
+    // A (?x) comment no longer swallows the anchor.
+    assert_eq!(
+        selected(&run(&["--group-regex", r"(?x)app-\d+ # the app groups"])),
+        ["app-000", "app-001"]
+    );
+    // ASCII classes, ASCII-only (?i), Java's \v, \Q..\E, POSIX \p{Alnum}.
+    assert_eq!(selected(&run(&["--group-regex", r"caf\w"])), ["cafe"]);
+    assert_eq!(
+        selected(&run(&["--group-regex", r"\p{Alpha}+"])),
+        ["cafe", "other"]
+    );
+    assert_eq!(
+        selected(&run(&["--group-regex", "(?i)kelvin-k"])),
+        ["KELVIN-K"]
+    );
+    assert_eq!(
+        selected(&run(&["--group-regex", "(?iu)kelvin-k"])),
+        ["KELVIN-K", "kelvin-\u{212a}"]
+    );
+    assert_eq!(
+        selected(&run(&["--group-regex", r"v\vv"])),
+        ["v\u{b}v", "v\u{2028}v"]
+    );
+    assert_eq!(
+        selected(&run(&["--group-regex", r"\Qapp-(1)\E"])),
+        ["app-(1)"]
+    );
+    assert_eq!(
+        selected(&run(&["--group-regex", r"\p{Alnum}+ \p{Alnum}+"])),
+        ["orders app"]
+    );
+    // What we cannot match exactly is refused, naming the construct: exit 2.
+    for (pattern, construct) in [
+        ("a{2}+", "possessive quantifier"),
+        ("(?>app-000)", "atomic group"),
+        ("app(?=-000)", "look-around"),
+        (r"\bapp", "word boundary"),
+        (r"\p{IsAlphabetic}+", "Unicode or Java character property"),
+    ] {
+        let out = run(&["--group-regex", pattern]);
+        assert_eq!(out.status.code(), Some(2), "{pattern}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains(&format!("{pattern:?}")), "{stderr}");
+        assert!(stderr.contains(construct), "{stderr}");
+    }
+}
+
+#[tokio::test]
+async fn groups_not_found_are_named_and_can_fail_the_run() {
+    let (bootstrap, source) = selection_fixture();
+    let base = ["--group", "app-000", "--group", "nope\u{1b}[31m"];
+    let out = translate_selection(&bootstrap, &source, &base);
+    assert_eq!(out.status.code(), Some(0));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    // Named, escaped (no raw escape sequence reaches the terminal).
+    assert!(stderr.contains(r#""nope\u{1b}[31m""#), "{stderr}");
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["missing_groups"], serde_json::json!(["nope\u{1b}[31m"]));
+    assert_eq!(doc["offsets"].as_array().unwrap().len(), 1);
+
+    let mut failing = base.to_vec();
+    failing.push("--fail-on-missing-groups");
+    let out = translate_selection(&bootstrap, &source, &failing);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--fail-on-missing-groups"));
+
+    // A groups file written on Windows with a BOM: the first id, the CRs and the spaces inside
+    // an id are read as meant.
+    let dir = std::env::temp_dir().join(unique_topic("groups-file"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("groups.txt");
+    std::fs::write(&file, "\u{feff}app-001\r\n# comment\r\n\r\norders app\r\n").unwrap();
+    let out = translate_selection(
+        &bootstrap,
+        &source,
+        &[
+            "--groups-file",
+            file.to_str().unwrap(),
+            "--fail-on-missing-groups",
+        ],
+    );
+    assert_eq!(selected(&out), ["app-001", "orders app"]);
+    std::fs::remove_dir_all(&dir).unwrap();
+}

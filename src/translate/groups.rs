@@ -1,39 +1,43 @@
-//! Which consumer groups to translate: exact ids, full-match regular expressions, or all.
+//! Which consumer groups to translate: exact ids, Java patterns that match whole ids, or all.
 
 use std::collections::HashSet;
 
-use regex::Regex;
+use super::java_pattern::{JavaPattern, Refusal};
 
 /// A selection of consumer groups.
 ///
-/// Regular expressions match the WHOLE group id, as Java's `Pattern.matcher(id).matches()`
-/// (KIP-1239), not a substring. They use the Rust `regex` syntax, which covers the common
-/// subset of Java's (no backreferences or look-around).
+/// Patterns have the meaning of Java's `Pattern.matcher(id).matches()` (KIP-1239): the whole
+/// group id must match, with Java's syntax and semantics, or the pattern is refused (see
+/// [`JavaPattern`]).
 ///
 /// ```
 /// use mm2_offsets::translate::GroupSelector;
 ///
 /// let selector = GroupSelector::new(["orders-app"], ["billing-.*"]).unwrap();
+/// assert!(GroupSelector::new([], ["billing-.*"]).unwrap().matches("billing-eu"));
 /// assert!(selector.matches("orders-app"));
 /// assert!(selector.matches("billing-eu"));
 /// assert!(!selector.matches("xbilling-eu"));
+/// assert!(GroupSelector::patterns(["app-(?i)EU"]).unwrap().matches("app-eu"));
+/// assert!(GroupSelector::ids(["orders-app"]).matches("orders-app"));
 /// assert!(GroupSelector::all().matches("anything"));
 /// ```
 #[derive(Clone, Debug)]
 pub struct GroupSelector {
     all: bool,
     ids: HashSet<String>,
-    patterns: Vec<Regex>,
+    patterns: Vec<JavaPattern>,
 }
 
-/// A group regex that does not compile.
+/// A group pattern that Java rejects, or that we refuse because we cannot match it exactly as
+/// Java does.
 #[derive(Debug, thiserror::Error)]
-#[error("invalid group regex {pattern:?}: {source}")]
+#[error("group pattern {pattern:?}: {refusal}")]
 pub struct InvalidGroupPattern {
-    /// The regex as given.
+    /// The pattern as given.
     pub pattern: String,
-    /// Why it does not compile.
-    pub source: regex::Error,
+    /// What is wrong and where.
+    pub refusal: Refusal,
 }
 
 impl GroupSelector {
@@ -46,30 +50,48 @@ impl GroupSelector {
         }
     }
 
-    /// Groups whose id is one of `ids` or fully matches one of `patterns`.
-    pub fn new<I, S, P, T>(ids: I, patterns: P) -> Result<Self, InvalidGroupPattern>
+    /// Exactly these group ids.
+    pub fn ids<I, S>(ids: I) -> Self
     where
         I: IntoIterator<Item = S>,
         S: Into<String>,
+    {
+        GroupSelector {
+            all: false,
+            ids: ids.into_iter().map(Into::into).collect(),
+            patterns: Vec::new(),
+        }
+    }
+
+    /// Groups whose whole id matches one of these Java patterns.
+    pub fn patterns<P, T>(patterns: P) -> Result<Self, InvalidGroupPattern>
+    where
         P: IntoIterator<Item = T>,
         T: AsRef<str>,
+    {
+        let patterns: Vec<T> = patterns.into_iter().collect();
+        Self::new([], patterns.iter().map(AsRef::as_ref))
+    }
+
+    /// Groups whose id is one of `ids` or fully matches one of `patterns`. Both take `&str`
+    /// items, so an empty list can be written `[]`: `GroupSelector::new([], ["billing-.*"])`.
+    pub fn new<'a, 'b, I, P>(ids: I, patterns: P) -> Result<Self, InvalidGroupPattern>
+    where
+        I: IntoIterator<Item = &'a str>,
+        P: IntoIterator<Item = &'b str>,
     {
         let patterns = patterns
             .into_iter()
             .map(|p| {
-                let p = p.as_ref();
-                // Anchoring both ends turns "find" into Java's full match.
-                Regex::new(&format!("^(?:{p})$")).map_err(|source| InvalidGroupPattern {
+                JavaPattern::new(p).map_err(|refusal| InvalidGroupPattern {
                     pattern: p.to_string(),
-                    source,
+                    refusal,
                 })
             })
             .collect::<Result<Vec<_>, _>>()?;
-        Ok(GroupSelector {
-            all: false,
-            ids: ids.into_iter().map(Into::into).collect(),
-            patterns,
-        })
+        let mut selector = Self::ids(ids.into_iter().map(str::to_string));
+        selector.patterns = patterns;
+        Ok(selector)
     }
 
     /// Whether this selects every group.
@@ -78,12 +100,12 @@ impl GroupSelector {
     }
 
     /// The exact ids requested.
-    pub fn ids(&self) -> impl Iterator<Item = &str> {
+    pub fn ids_requested(&self) -> impl Iterator<Item = &str> {
         self.ids.iter().map(String::as_str)
     }
 
     /// Whether `group` is selected.
     pub fn matches(&self, group: &str) -> bool {
-        self.all || self.ids.contains(group) || self.patterns.iter().any(|p| p.is_match(group))
+        self.all || self.ids.contains(group) || self.patterns.iter().any(|p| p.matches(group))
     }
 }

@@ -261,8 +261,7 @@ impl MirrorClient {
         remote_cluster_alias: &str,
         timeout: std::time::Duration,
     ) -> Result<BTreeMap<(String, i32), OffsetAndMetadata>, TranslateError> {
-        let selector =
-            GroupSelector::new([group_id], Vec::<String>::new()).expect("no patterns to compile");
+        let selector = GroupSelector::ids([group_id]);
         let mut request = TranslateRequest::new(remote_cluster_alias, selector);
         request.timeout = timeout;
         let translation = self.translate(&request).await?;
@@ -280,7 +279,7 @@ impl MirrorClient {
         BTreeMap<String, BTreeMap<(String, i32), OffsetAndMetadata>>,
         Box<dyn std::error::Error + Send + Sync>,
     > {
-        let selector = GroupSelector::new(Vec::<String>::new(), [pattern])?;
+        let selector = GroupSelector::patterns([pattern])?;
         let mut request = TranslateRequest::new(remote_cluster_alias, selector);
         request.timeout = timeout;
         let translation = self.translate(&request).await?;

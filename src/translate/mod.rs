@@ -10,6 +10,7 @@
 //! - KIP-382 (MirrorMaker 2), KIP-1239 (batch offset translation)
 
 mod groups;
+mod java_pattern;
 mod mirror_client;
 mod offline;
 mod plan;
@@ -20,6 +21,7 @@ mod table;
 mod translator;
 
 pub use groups::{GroupSelector, InvalidGroupPattern};
+pub use java_pattern::{Construct, JavaPattern, Refusal, RefusalKind};
 pub use mirror_client::{MirrorClient, OffsetAndMetadata};
 pub use offline::BatchTranslator;
 pub use plan::{MIN_SPLIT_OFFSETS, PartitionBounds, ReadRange, plan_ranges};

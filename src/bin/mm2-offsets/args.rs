@@ -144,13 +144,19 @@ pub struct TranslateArgs {
     /// A consumer group id (repeatable).
     #[arg(long = "group", value_name = "GROUP")]
     pub groups: Vec<String>,
-    /// A regular expression that must match the WHOLE group id, as Java's Pattern.matches
-    /// (repeatable).
+    /// A Java regular expression that must match the WHOLE group id, exactly as Java's
+    /// Pattern.matches; constructs we cannot match exactly are refused (repeatable).
     #[arg(long = "group-regex", value_name = "REGEX")]
     pub group_regexes: Vec<String>,
-    /// A file of group ids, one per line (blank lines and lines starting with # are ignored).
+    /// A UTF-8 file of group ids, one per line, kept exactly as written (spaces included); a
+    /// leading BOM and a CR before each LF are dropped, blank lines and lines starting with #
+    /// are skipped.
     #[arg(long, value_name = "FILE")]
     pub groups_file: Option<PathBuf>,
+    /// Exit 1 when a group given with --group or --groups-file has no checkpoints (they are
+    /// always named on stderr and in the JSON output's missing_groups).
+    #[arg(long)]
+    pub fail_on_missing_groups: bool,
     /// Every group that has checkpoints.
     #[arg(long, conflicts_with_all = ["groups", "group_regexes", "groups_file"])]
     pub all_groups: bool,

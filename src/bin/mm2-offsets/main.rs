@@ -7,6 +7,7 @@
 mod args;
 mod chunked;
 mod connection;
+mod groups_file;
 mod output;
 mod progress;
 
@@ -89,32 +90,44 @@ async fn run(command: Command) -> Result<i32, String> {
     }
 }
 
-fn group_selector(args: &TranslateArgs) -> Result<GroupSelector, String> {
-    if args.all_groups {
-        return Ok(GroupSelector::all());
-    }
+/// The exact ids asked for with --group and --groups-file.
+fn requested_ids(args: &TranslateArgs) -> Result<Vec<String>, String> {
     let mut ids = args.groups.clone();
     if let Some(path) = &args.groups_file {
         let text = std::fs::read_to_string(path)
             .map_err(|e| format!("cannot read --groups-file {}: {e}", path.display()))?;
-        ids.extend(
-            text.lines()
-                .map(str::trim)
-                .filter(|l| !l.is_empty() && !l.starts_with('#'))
-                .map(str::to_string),
-        );
+        ids.extend(groups_file::parse(&text));
     }
+    Ok(ids)
+}
+
+fn group_selector(args: &TranslateArgs) -> Result<GroupSelector, String> {
+    if args.all_groups {
+        return Ok(GroupSelector::all());
+    }
+    let ids = requested_ids(args)?;
     if ids.is_empty() && args.group_regexes.is_empty() {
         return Err(
             "no groups selected: pass --group, --group-regex, --groups-file or --all-groups"
                 .to_string(),
         );
     }
-    GroupSelector::new(ids, &args.group_regexes).map_err(|e| e.to_string())
+    GroupSelector::new(
+        ids.iter().map(String::as_str),
+        args.group_regexes.iter().map(String::as_str),
+    )
+    .map_err(|e| format!("--group-regex: {e}"))
 }
 
 async fn run_translate(args: TranslateArgs) -> Result<i32, String> {
-    let groups = group_selector(&args)?;
+    let groups = match group_selector(&args) {
+        Ok(groups) => groups,
+        Err(message) => {
+            // A pattern Java rejects or that we refuse, or no selection at all: a usage error.
+            eprintln!("error: {message}");
+            return Ok(EXIT_USAGE);
+        }
+    };
     let settings = connection::settings(&args.connection)?;
     let client = MirrorClient::connect(settings.client, settings.policy)
         .await
@@ -148,9 +161,21 @@ async fn run_translate(args: TranslateArgs) -> Result<i32, String> {
         Err(e @ TranslateError::Incomplete { .. }) => return Err(e.to_string()),
         Err(e) => return Err(e.to_string()),
     };
-    print_translation(&args, &translation)?;
+    let missing = missing_groups(&requested_ids(&args)?, &translation);
+    print_translation(&args, &translation, &missing)?;
     summarize(&translation);
-    Ok(if translation.report.complete {
+    for group in &missing {
+        eprintln!(
+            "warning: group {group:?} was requested but has no checkpoints in the sources read"
+        );
+    }
+    Ok(if !missing.is_empty() && args.fail_on_missing_groups {
+        eprintln!(
+            "error: {} requested group(s) not found (--fail-on-missing-groups)",
+            missing.len()
+        );
+        EXIT_ERROR
+    } else if translation.report.complete {
         EXIT_OK
     } else {
         EXIT_INCOMPLETE
@@ -180,11 +205,25 @@ async fn discover_sources(
     Ok(sources)
 }
 
-fn print_translation(args: &TranslateArgs, translation: &Translation) -> Result<(), String> {
+/// The ids asked for by name that have no offsets in the translation, sorted, each once.
+fn missing_groups(requested: &[String], translation: &Translation) -> Vec<String> {
+    let found: std::collections::HashSet<&str> = translation.groups().into_iter().collect();
+    let missing: std::collections::BTreeSet<&String> = requested
+        .iter()
+        .filter(|id| !found.contains(id.as_str()))
+        .collect();
+    missing.into_iter().cloned().collect()
+}
+
+fn print_translation(
+    args: &TranslateArgs,
+    translation: &Translation,
+    missing: &[String],
+) -> Result<(), String> {
     let mut out = unbuffered_stdout();
     let written = match args.output {
         OutputFormat::Table => output::write_table(&mut out, translation),
-        OutputFormat::Json => output::write_json(&mut out, translation),
+        OutputFormat::Json => output::write_json(&mut out, translation, missing),
         OutputFormat::Csv => output::write_csv(&mut out, translation),
         OutputFormat::ResetCsv => {
             let files = output::write_reset_files(&args.output_dir, translation).map_err(|e| {

@@ -22,12 +22,20 @@ struct JsonDocument<'a> {
     complete: bool,
     offsets: OffsetsJson<'a>,
     report: &'a ReadReport,
+    missing_groups: &'a [String],
 }
 
 /// Writes the translation as one compact JSON document (pipe to `jq .` for reading), offset
 /// by offset: the same bytes serde_json writes for [`TranslatedOffset`](mm2_offsets::translate::TranslatedOffset)s,
 /// without a call per piece.
-pub fn write_json(out: &mut dyn Write, translation: &Translation) -> io::Result<()> {
+///
+/// `missing_groups` are the ids asked for by name that have no checkpoints (added within
+/// schema version 1).
+pub fn write_json(
+    out: &mut dyn Write,
+    translation: &Translation,
+    missing_groups: &[String],
+) -> io::Result<()> {
     let mut w = ChunkedWriter::new(out);
     w.text("{\"schema_version\":");
     w.number(JSON_SCHEMA_VERSION);
@@ -47,7 +55,14 @@ pub fn write_json(out: &mut dyn Write, translation: &Translation) -> io::Result<
     }
     w.text("],\"report\":");
     w.display(serde_json::to_string(&translation.report).map_err(io::Error::other)?);
-    w.text("}\n");
+    w.text(",\"missing_groups\":[");
+    for (i, group) in missing_groups.iter().enumerate() {
+        if i > 0 {
+            w.byte(b',');
+        }
+        w.json_string(group);
+    }
+    w.text("]}\n");
     w.finish()
 }
 
@@ -355,24 +370,27 @@ mod tests {
     #[test]
     fn json_has_schema_version_and_completeness() {
         let mut out = Vec::new();
-        write_json(&mut out, &sample()).unwrap();
+        write_json(&mut out, &sample(), &["no\"pe".to_string()]).unwrap();
         let value: serde_json::Value = serde_json::from_slice(&out).unwrap();
         assert_eq!(value["schema_version"], 1);
         assert_eq!(value["complete"], true);
         assert_eq!(value["offsets"][0]["offset"], 42);
         assert_eq!(value["offsets"][2]["group"], "g/x");
+        assert_eq!(value["missing_groups"][0], "no\"pe");
     }
 
     #[test]
     fn json_is_what_serde_writes_for_the_schema() {
         let translation = sample();
         let mut fast = Vec::new();
-        write_json(&mut fast, &translation).unwrap();
+        let missing = ["a".to_string(), "b\u{7}".to_string()];
+        write_json(&mut fast, &translation, &missing).unwrap();
         let doc = JsonDocument {
             schema_version: JSON_SCHEMA_VERSION,
             complete: translation.report.complete,
             offsets: OffsetsJson(&translation),
             report: &translation.report,
+            missing_groups: &missing,
         };
         let mut reference = serde_json::to_vec(&doc).unwrap();
         reference.push(b'\n');

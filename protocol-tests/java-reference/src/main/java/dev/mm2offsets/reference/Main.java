@@ -40,6 +40,8 @@ public final class Main {
         write-checkpoints  --topic T [--partition P] [--create-partitions N] --input FILE|-
                            test helper: produce hand-made checkpoint records (see README)
         version            Kafka client version in this jar and whether the Pattern overload exists
+        pattern-matches    java.util.regex.Pattern.matches for (pattern, input) pairs read from
+                           stdin; no broker (see PatternMatches.java for the line format)
 
       Client options (every command but version):
         --bootstrap-server HOST:PORT[,HOST:PORT]
@@ -85,6 +87,7 @@ public final class Main {
             case "write-checkpoints" -> CheckpointWriter.run(rest);
             case "consume" -> Consume.run(rest);
             case "version" -> Commands.version(rest);
+            case "pattern-matches" -> PatternMatches.run(rest, json);
             case "help", "--help", "-h" -> {
               System.err.print(USAGE);
               yield null;
