@@ -142,8 +142,7 @@ impl MirrorClient {
             deadline,
             request.progress.clone(),
         )
-        .await
-        .map_err(|e| TranslateError::Read(e.to_string()))?;
+        .await?;
 
         let mut report = ReadReport::default();
         let mut skipped = SkipCounts::default();
@@ -276,10 +275,7 @@ impl MirrorClient {
         pattern: &str,
         remote_cluster_alias: &str,
         timeout: std::time::Duration,
-    ) -> Result<
-        BTreeMap<String, BTreeMap<(String, i32), OffsetAndMetadata>>,
-        Box<dyn std::error::Error + Send + Sync>,
-    > {
+    ) -> Result<BTreeMap<String, BTreeMap<(String, i32), OffsetAndMetadata>>, TranslateError> {
         let selector = GroupSelector::new(Vec::<String>::new(), [pattern])?;
         let mut request = TranslateRequest::new(remote_cluster_alias, selector);
         request.timeout = timeout;
