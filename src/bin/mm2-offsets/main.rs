@@ -7,6 +7,7 @@
 mod args;
 mod chunked;
 mod connection;
+mod generate;
 mod output;
 mod progress;
 
@@ -86,6 +87,8 @@ async fn run(command: Command) -> Result<i32, String> {
         Command::Translate(args) => run_translate(args).await,
         Command::Topics(args) => run_topics(args).await,
         Command::Upstream(args) => run_upstream(args).await,
+        Command::Completions { shell } => generate::completions(shell, &mut std::io::stdout()),
+        Command::Man => generate::man_page(&mut std::io::stdout()),
     }
 }
 
@@ -143,11 +146,7 @@ async fn run_translate(args: TranslateArgs) -> Result<i32, String> {
         let _line = progress::ProgressLine::start(progress, !args.no_progress);
         client.translate(&request).await
     };
-    let translation = match translation {
-        Ok(t) => t,
-        Err(e @ TranslateError::Incomplete { .. }) => return Err(e.to_string()),
-        Err(e) => return Err(e.to_string()),
-    };
+    let translation = translation.map_err(|e| with_cli_hint(&e))?;
     print_translation(&args, &translation)?;
     summarize(&translation);
     Ok(if translation.report.complete {
@@ -155,6 +154,21 @@ async fn run_translate(args: TranslateArgs) -> Result<i32, String> {
     } else {
         EXIT_INCOMPLETE
     })
+}
+
+/// The library's error in this command line's words: the library names no flags, so the
+/// options that would help are added here.
+fn with_cli_hint(error: &TranslateError) -> String {
+    let hint = match error {
+        TranslateError::Incomplete { .. } => {
+            "; raise --timeout, or pass --allow-partial to print the incomplete result"
+        }
+        TranslateError::MissingCheckpointsTopic { .. } => {
+            "; check --source (leave it out to translate every source found)"
+        }
+        _ => "",
+    };
+    format!("{error}{hint}")
 }
 
 /// Every source alias with a checkpoints topic on the cluster, when --source is not given.
