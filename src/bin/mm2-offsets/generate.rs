@@ -13,8 +13,12 @@ use super::args::Cli;
 pub fn completions(shell: Shell, out: &mut dyn Write) -> Result<i32, String> {
     let mut command = Cli::command();
     let name = command.get_name().to_string();
-    clap_complete::generate(shell, &mut command, name, out);
-    out.flush()
+    // clap_complete panics when its writer fails (a closed pipe): generate into memory, then
+    // write with an error of our own.
+    let mut script = Vec::new();
+    clap_complete::generate(shell, &mut command, name, &mut script);
+    out.write_all(&script)
+        .and_then(|()| out.flush())
         .map_err(|e| format!("cannot write the completion script: {e}"))?;
     Ok(EXIT_OK)
 }
@@ -65,6 +69,26 @@ mod tests {
                 assert!(script.contains(word), "{shell:?} script lacks {word}");
             }
         }
+    }
+
+    /// A reader that went away: `mm2-offsets completions bash | head -1`.
+    struct ClosedPipe;
+
+    impl Write for ClosedPipe {
+        fn write(&mut self, _: &[u8]) -> std::io::Result<usize> {
+            Err(std::io::ErrorKind::BrokenPipe.into())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_closed_pipe_is_an_error_not_a_panic() {
+        let error = completions(Shell::Bash, &mut ClosedPipe).unwrap_err();
+        assert!(error.contains("completion script"), "{error}");
+        let error = man_page(&mut ClosedPipe).unwrap_err();
+        assert!(error.contains("man page"), "{error}");
     }
 
     #[test]

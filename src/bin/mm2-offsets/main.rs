@@ -164,7 +164,7 @@ fn with_cli_hint(error: &TranslateError) -> String {
             "; raise --timeout, or pass --allow-partial to print the incomplete result"
         }
         TranslateError::MissingCheckpointsTopic { .. } => {
-            "; check --source (leave it out to translate every source found)"
+            "; --source names the alias (leave it out to translate every source found)"
         }
         _ => "",
     };
