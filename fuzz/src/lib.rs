@@ -171,7 +171,8 @@ pub fn java_pattern(data: &[u8]) -> bool {
 
 /// `records_batches`: a fetched records section, walked as the fetch workers walk it, every
 /// record of every batch iterated. CRC checking is off so the fuzzer reaches the record and
-/// decompression code; a small decompression limit keeps runs fast. Returns the records read.
+/// decompression code; a small decompression limit keeps runs fast. The client's framing
+/// (`whole_batches`) is checked against the walk. Returns the records read.
 pub fn records_batches(data: &[u8]) -> usize {
     let mut scratch = Scratch::with_limit(4 << 20);
     let mut filter = AbortedFilter::read_committed([(1, 0), (2, 5)]);
@@ -192,6 +193,14 @@ pub fn records_batches(data: &[u8]) -> usize {
         }
     }
     assert!(batches.consumed() <= data.len());
+    // The client cuts a Fetch response by the same framing rule the walk used: they agree on
+    // where the whole batches end and where the next read starts.
+    let framed = mm2_offsets::records::whole_batches(data);
+    assert!(framed.bytes <= data.len());
+    assert_eq!(framed.next_offset, batches.next_offset());
+    if !framed.malformed {
+        assert_eq!(framed.bytes, batches.consumed());
+    }
     read
 }
 

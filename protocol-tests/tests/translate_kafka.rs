@@ -515,7 +515,9 @@ async fn a_deadline_fails_the_read_or_marks_it_incomplete() {
     let text = error.to_string();
     assert!(matches!(error, TranslateError::Incomplete { .. }), "{text}");
     assert!(text.contains("read to offset"), "{text}");
-    assert!(text.contains("--allow-partial"), "{text}");
+    // The library names no command-line flags; the CLI adds them when it prints.
+    assert!(!text.contains("--"), "{text}");
+    assert!(text.contains("allow_partial"), "{text}");
 
     request.allow_partial = true;
     let partial = translate("k4", request).await.unwrap();

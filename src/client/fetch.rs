@@ -37,7 +37,12 @@ pub struct FetchedChunk {
     pub next_offset: i64,
     /// Complete record batches only, as a zero-copy slice of the response frame. A batch the
     /// broker cut short at the end of the response has been dropped; it is fetched again.
+    /// When [`malformed`](Self::malformed), the bytes from the malformed batch on are kept, so
+    /// that [`Batches`](crate::records::Batches) reports what is wrong with them.
     pub records: Bytes,
+    /// Whether `records` ends with a batch that cannot be framed (a bad length or magic). The
+    /// stream delivers this chunk and stops: no read can get past such a batch.
+    pub malformed: bool,
     /// The partition's high watermark when the broker answered.
     pub high_watermark: i64,
     /// The last stable offset, or -1 when the broker does not report it.
@@ -82,42 +87,6 @@ impl Default for ReadOptions {
             prefetch: 2,
         }
     }
-}
-
-/// Where the last complete batch in a records section ends, as (bytes, next offset).
-///
-/// Only the fixed-position batch header fields are read: base offset (bytes 0..8), batch length
-/// (8..12), magic (16) and, for magic 2, last offset delta (23..27). Validation of the batch
-/// itself belongs to the records layer.
-pub fn complete_batches(records: &[u8]) -> (usize, Option<i64>) {
-    const LOG_OVERHEAD: usize = 12;
-    let mut pos = 0usize;
-    let mut next = None;
-    while records.len() - pos >= LOG_OVERHEAD {
-        let header = &records[pos..];
-        let base_offset = i64::from_be_bytes(header[0..8].try_into().unwrap_or([0; 8]));
-        let length = i32::from_be_bytes(header[8..12].try_into().unwrap_or([0; 4]));
-        if length < 0 {
-            break;
-        }
-        let total = LOG_OVERHEAD + length as usize;
-        if records.len() - pos < total || total < 17 {
-            break;
-        }
-        let magic = header[16];
-        let next_offset = if magic >= 2 && total >= 27 {
-            let delta = i32::from_be_bytes(header[23..27].try_into().unwrap_or([0; 4]));
-            base_offset
-                .saturating_add(i64::from(delta))
-                .saturating_add(1)
-        } else {
-            // Magic 0/1 entries carry the offset of their (last) message.
-            base_offset.saturating_add(1)
-        };
-        next = Some(next_offset);
-        pos += total;
-    }
-    (pos, next)
 }
 
 impl FetchedChunk {
@@ -228,12 +197,14 @@ impl KafkaClient {
             }
             code => return Err(broker_error("Fetch", &resource, conn.address(), code)),
         }
-        let (complete, next) = complete_batches(&answer.records);
+        // The records layer's framing rule, the one its reader walks by.
+        let framed = crate::records::whole_batches(&answer.records);
         Ok(FetchedChunk {
             partition,
             fetch_offset: offset,
-            next_offset: next.unwrap_or(offset),
-            records: answer.records.slice(..complete),
+            next_offset: framed.next_offset.unwrap_or(offset),
+            malformed: framed.malformed,
+            records: answer.records.slice(..framed.bytes),
             high_watermark: answer.high_watermark,
             last_stable_offset: answer.last_stable_offset,
             log_start_offset: answer.log_start_offset,
@@ -316,12 +287,15 @@ impl RangeReader {
                 }),
             };
             match outcome {
-                Ok(chunk) if chunk.next_offset > self.position => {
+                Ok(chunk) if chunk.next_offset > self.position || chunk.malformed => {
                     backoff = Backoff::default();
-                    self.position = chunk.next_offset;
+                    let malformed = chunk.malformed;
+                    self.position = self.position.max(chunk.next_offset);
                     shared_position.store(self.position, std::sync::atomic::Ordering::Relaxed);
-                    if tx.send(Ok(chunk)).await.is_err() {
-                        return; // the consumer went away
+                    // The consumer finds the malformed batch at the chunk's end and fails there;
+                    // asking again would only get the same bytes until the deadline.
+                    if tx.send(Ok(chunk)).await.is_err() || malformed {
+                        return; // the consumer went away, or nothing past this can be read
                     }
                 }
                 Ok(chunk) => {
@@ -422,7 +396,7 @@ impl Drop for AbortOnDrop {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use crate::records::whole_batches;
 
     fn batch_header(base: i64, length: i32, magic: u8, last_delta: i32) -> Vec<u8> {
         let mut v = Vec::new();
@@ -437,28 +411,51 @@ mod tests {
         v
     }
 
-    #[test]
-    fn complete_batches_stop_at_a_cut_batch() {
-        let mut records = batch_header(100, 49, 2, 4);
-        records.extend(batch_header(105, 49, 2, 9));
-        let whole = records.len();
-        assert_eq!(complete_batches(&records), (whole, Some(115)));
-        for cut in 1..61 {
-            let (bytes, next) = complete_batches(&records[..whole - cut]);
-            assert_eq!((bytes, next), (61, Some(105)), "cut {cut}");
-        }
-        assert_eq!(complete_batches(&records[..60]), (0, None));
-        assert_eq!(complete_batches(&[]), (0, None));
+    fn framed(records: &[u8]) -> (usize, Option<i64>, bool) {
+        let f = whole_batches(records);
+        (f.bytes, f.next_offset, f.malformed)
     }
 
     #[test]
-    fn complete_batches_rejects_negative_lengths_without_panicking() {
-        let records = batch_header(0, 49, 2, 0);
-        let mut bad = records.clone();
-        bad[8..12].copy_from_slice(&(-5i32).to_be_bytes());
-        assert_eq!(complete_batches(&bad), (0, None));
-        let mut tiny = records;
-        tiny[8..12].copy_from_slice(&1i32.to_be_bytes());
-        assert_eq!(complete_batches(&tiny), (0, None));
+    fn framing_stops_at_a_cut_batch() {
+        let mut records = batch_header(100, 49, 2, 4);
+        records.extend(batch_header(105, 49, 2, 9));
+        let whole = records.len();
+        assert_eq!(framed(&records), (whole, Some(115), false));
+        for cut in 1..61 {
+            assert_eq!(
+                framed(&records[..whole - cut]),
+                (61, Some(105), false),
+                "cut {cut}"
+            );
+        }
+        assert_eq!(framed(&records[..60]), (0, None, false));
+        assert_eq!(framed(&[]), (0, None, false));
+    }
+
+    #[test]
+    fn a_malformed_batch_is_kept_for_the_reader_to_report() {
+        // A bad length or magic can never frame: the bytes from it on go to the reader (whose
+        // Batches names the problem) instead of being dropped like a cut batch and fetched
+        // again until the deadline.
+        let good = batch_header(0, 49, 2, 0);
+        for (at, bytes) in [
+            (8, (-5i32).to_be_bytes().to_vec()),
+            (8, 1i32.to_be_bytes().to_vec()),
+            (16, vec![1u8]),
+            (16, vec![7u8]),
+        ] {
+            let mut bad = good.clone();
+            bad[at..at + bytes.len()].copy_from_slice(&bytes);
+            assert_eq!(framed(&bad), (bad.len(), None, true), "{at} {bytes:?}");
+            let mut after_good = good.clone();
+            after_good.extend(&bad);
+            assert_eq!(framed(&after_good), (after_good.len(), Some(1), true));
+            let error = crate::records::Batches::new(&after_good)
+                .check_crc(false)
+                .nth(1)
+                .unwrap();
+            assert!(error.is_err(), "the reader reports it: {error:?}");
+        }
     }
 }

@@ -9,7 +9,7 @@
 //! use std::time::Duration;
 //! use mm2_offsets::client::{Deadline, IsolationLevel, KafkaClient, OffsetSpec, ReadOptions};
 //! use mm2_offsets::config::ClientConfig;
-//! use mm2_offsets::records::{AbortedFilter, Batches, Scratch};
+//! use mm2_offsets::records::{Batches, Scratch};
 //!
 //! let client = KafkaClient::connect(ClientConfig::plaintext(["127.0.0.1:9092"])).await?;
 //! let deadline = Deadline::after(Duration::from_secs(30));
@@ -19,11 +19,14 @@
 //! let end = client.list_offsets(&topic, &[0], OffsetSpec::Latest, isolation, &deadline).await?[&0];
 //!
 //! // Fetches run ahead of this loop; each chunk's records are a zero-copy slice of a response.
+//! // Batches come whole, so the first chunk may start before `start` and the last one may run
+//! // past `end`: keep only the records inside the range.
 //! let mut stream = client.read_range(topic, 0, start, end, ReadOptions::default(), deadline);
 //! let mut scratch = Scratch::new();
+//! let mut in_range = 0u64;
 //! while let Some(chunk) = stream.next_chunk().await {
 //!     let chunk = chunk?;
-//!     let mut filter = AbortedFilter::read_uncommitted();
+//!     let mut filter = chunk.aborted_filter(isolation);
 //!     for batch in Batches::new(&chunk.records) {
 //!         let batch = batch?;
 //!         if !filter.check(&batch, &mut scratch)?.is_deliver() {
@@ -31,10 +34,13 @@
 //!         }
 //!         for record in batch.records(&mut scratch)? {
 //!             let record = record?;
-//!             println!("{} {:?}", record.offset, record.value.map(<[u8]>::len));
+//!             if (start..end).contains(&record.offset) {
+//!                 in_range += 1;
+//!             }
 //!         }
 //!     }
 //! }
+//! println!("{in_range} records in [{start}, {end})");
 //! # Ok(())
 //! # }
 //! ```
@@ -56,6 +62,5 @@ pub use deadline::{Backoff, Deadline};
 pub use error::{ClientError, Retry, error_name, retry_for_code};
 pub use fetch::{
     AbortedTransaction, DEFAULT_FETCH_MAX_BYTES, FetchedChunk, PartitionStream, ReadOptions,
-    complete_batches,
 };
 pub use metadata::{BrokerInfo, PartitionInfo, SharedTopic, TopicInfo};

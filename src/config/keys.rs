@@ -83,13 +83,23 @@ pub const CLIENT_KEYS: &[&str] = &[
     SSL_ENDPOINT_IDENTIFICATION_ALGORITHM,
 ];
 
+/// `replication.policy.class`, the replication policy's Java class.
+pub const CLASS_CONFIG: &str = "replication.policy.class";
+/// `replication.policy.separator`.
+pub const SEPARATOR_CONFIG: &str = "replication.policy.separator";
+/// `replication.policy.internal.topic.separator.enabled` (KIP-949).
+pub const INTERNAL_TOPIC_SEPARATOR_ENABLED_CONFIG: &str =
+    "replication.policy.internal.topic.separator.enabled";
+/// `source.cluster.alias`, read by the Identity policy.
+pub const SOURCE_CLUSTER_ALIAS_CONFIG: &str = "source.cluster.alias";
+
 /// `MirrorClientConfig` keys that are not client settings: the replication policy's and the
 /// forwarding admin's. They never draw a warning.
 pub const MIRROR_CLIENT_KEYS: &[&str] = &[
-    crate::mm2::policy::CLASS_CONFIG,
-    crate::mm2::policy::SEPARATOR_CONFIG,
-    crate::mm2::policy::INTERNAL_TOPIC_SEPARATOR_ENABLED_CONFIG,
-    crate::mm2::policy::SOURCE_CLUSTER_ALIAS_CONFIG,
+    CLASS_CONFIG,
+    SEPARATOR_CONFIG,
+    INTERNAL_TOPIC_SEPARATOR_ENABLED_CONFIG,
+    SOURCE_CLUSTER_ALIAS_CONFIG,
     FORWARDING_ADMIN_CLASS,
 ];
 

@@ -47,8 +47,8 @@
 //!   (`clientConfig`, `clusterProps`), `connect/mirror-client/…/MirrorClientConfig.java`
 
 use super::Properties;
+use super::keys::SOURCE_CLUSTER_ALIAS_CONFIG;
 use super::keys::{CONSUMER_PREFIX, OTHER_CLIENT_PREFIXES, is_connection_key};
-use crate::mm2::policy::SOURCE_CLUSTER_ALIAS_CONFIG;
 
 /// The `clusters` list of a MirrorMaker 2 configuration (comma separated, blanks trimmed).
 pub fn mm2_cluster_aliases(mm2: &Properties) -> Vec<String> {

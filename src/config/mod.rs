@@ -28,6 +28,7 @@
 //! Secrets (passwords, JAAS strings, private keys) never appear in `Debug` output, errors or
 //! warnings.
 
+mod builder;
 mod client_props;
 mod error;
 mod jaas;

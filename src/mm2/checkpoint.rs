@@ -110,7 +110,8 @@ pub fn decode<'k, 'v>(
     Ok((decode_key(key)?, value))
 }
 
-/// Encodes a checkpoint key as MirrorMaker 2 writes it. For tests, fixtures and benchmarks.
+/// Encodes a checkpoint key as MirrorMaker 2 writes it: public on purpose, to build the input of
+/// [`BatchTranslator`](crate::translate::BatchTranslator) in tests and tools.
 ///
 /// # Errors
 /// [`Mm2Error::StringTooLong`] if the group or topic is longer than 32767 bytes.

@@ -38,15 +38,12 @@
 use super::Mm2Error;
 use crate::config::Properties;
 
-/// `replication.policy.class`.
-pub const CLASS_CONFIG: &str = "replication.policy.class";
-/// `replication.policy.separator`.
-pub const SEPARATOR_CONFIG: &str = "replication.policy.separator";
-/// `replication.policy.internal.topic.separator.enabled` (KIP-949).
-pub const INTERNAL_TOPIC_SEPARATOR_ENABLED_CONFIG: &str =
-    "replication.policy.internal.topic.separator.enabled";
-/// `source.cluster.alias`, read by the Identity policy.
-pub const SOURCE_CLUSTER_ALIAS_CONFIG: &str = "source.cluster.alias";
+// The policy's keys are defined in `config` (the lower layer, which needs them to sort an MM2
+// file's keys) and re-exported here, where users of the policy look for them.
+pub use crate::config::keys::{
+    CLASS_CONFIG, INTERNAL_TOPIC_SEPARATOR_ENABLED_CONFIG, SEPARATOR_CONFIG,
+    SOURCE_CLUSTER_ALIAS_CONFIG,
+};
 /// The Default policy's Java class name (the default of `replication.policy.class`).
 pub const DEFAULT_CLASS: &str = "org.apache.kafka.connect.mirror.DefaultReplicationPolicy";
 /// The Identity policy's Java class name.

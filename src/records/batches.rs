@@ -188,31 +188,12 @@ impl<'a> Iterator for Batches<'a> {
             self.finished = true;
             return None;
         }
-        if rest.len() < LOG_OVERHEAD {
-            return self.stop_truncated();
-        }
-        let base_offset = i64::from_be_bytes(rest[..8].try_into().unwrap_or([0; 8]));
-        let length = i32::from_be_bytes(rest[8..12].try_into().unwrap_or([0; 4]));
-        // Check the magic before the length, so a v0/v1 message set (whose sizes differ) gets
-        // the error that says what to do.
-        if let Some(&magic) = rest.get(MAGIC_OFFSET) {
-            let magic = magic as i8;
-            match magic {
-                MAGIC_V2 => {}
-                0 | 1 => return self.fail(RecordsError::UnsupportedMagic { base_offset, magic }),
-                _ => return self.fail(RecordsError::UnknownMagic { base_offset, magic }),
-            }
-        }
-        if length < MIN_BATCH_LENGTH {
-            return self.fail(RecordsError::LengthTooSmall {
-                base_offset,
-                length,
-            });
-        }
-        let size = LOG_OVERHEAD + length as usize;
-        let Some(bytes) = rest.get(..size) else {
-            return self.stop_truncated();
+        let size = match frame(rest) {
+            Ok(Some(size)) => size,
+            Ok(None) => return self.stop_truncated(),
+            Err(err) => return self.fail(err),
         };
+        let bytes = &rest[..size];
         let Some(header) = BatchHeader::parse(bytes) else {
             // Unreachable: size >= HEADER_LEN was checked above.
             return self.stop_truncated();
@@ -221,7 +202,7 @@ impl<'a> Iterator for Batches<'a> {
             let computed = crc32c::crc32c(&bytes[ATTRIBUTES_OFFSET..]);
             if computed != header.crc {
                 return self.fail(RecordsError::CrcMismatch {
-                    base_offset,
+                    base_offset: header.base_offset,
                     stored: header.crc,
                     computed,
                 });
@@ -234,6 +215,95 @@ impl<'a> Iterator for Batches<'a> {
 }
 
 impl std::iter::FusedIterator for Batches<'_> {}
+
+/// The size of the batch at the front of `rest`, from its fixed-position framing fields only
+/// (base offset, batch length, magic): `None` when the broker cut it short. This is the crate's
+/// one framing rule, shared by [`Batches`] and [`whole_batches`], so the client's cut of a Fetch
+/// response and the reader's walk over it can never disagree.
+fn frame(rest: &[u8]) -> Result<Option<usize>, RecordsError> {
+    if rest.len() < LOG_OVERHEAD {
+        return Ok(None);
+    }
+    let base_offset = i64::from_be_bytes(rest[..8].try_into().unwrap_or([0; 8]));
+    let length = i32::from_be_bytes(rest[8..12].try_into().unwrap_or([0; 4]));
+    // Check the magic before the length, so a v0/v1 message set (whose sizes differ) gets
+    // the error that says what to do.
+    if let Some(&magic) = rest.get(MAGIC_OFFSET) {
+        let magic = magic as i8;
+        match magic {
+            MAGIC_V2 => {}
+            0 | 1 => return Err(RecordsError::UnsupportedMagic { base_offset, magic }),
+            _ => return Err(RecordsError::UnknownMagic { base_offset, magic }),
+        }
+    }
+    if length < MIN_BATCH_LENGTH {
+        return Err(RecordsError::LengthTooSmall {
+            base_offset,
+            length,
+        });
+    }
+    let size = LOG_OVERHEAD + length as usize;
+    Ok((size <= rest.len()).then_some(size))
+}
+
+/// Where the whole batches at the front of a fetched records section end, found by
+/// [`Batches`]' framing rule without decoding or checking them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WholeBatches {
+    /// The bytes to hand to the reader: the whole batches, and, when one is
+    /// [`malformed`](Self::malformed), everything from it on, so that [`Batches`] reports it.
+    pub bytes: usize,
+    /// The offset after the last whole batch (`None` if there is none): where the next read
+    /// starts.
+    pub next_offset: Option<i64>,
+    /// Whether framing stopped at a batch that can never frame (a bad length or magic) rather
+    /// than at the end or at a batch the broker cut short. Reading further cannot get past it.
+    pub malformed: bool,
+}
+
+/// Frames the whole batches at the front of `data` (a Fetch response's records for one
+/// partition), as [`Batches`] will walk them. A batch the broker cut short at the end is left
+/// out, to be fetched again.
+///
+/// ```
+/// use mm2_offsets::records::{whole_batches, builder::BatchBuilder};
+///
+/// let mut fetched = BatchBuilder::new(10).record(None, Some(b"v")).build();
+/// let whole = fetched.len();
+/// fetched.extend_from_slice(&BatchBuilder::new(11).record(None, Some(b"w")).build()[..30]);
+/// let framed = whole_batches(&fetched);
+/// assert_eq!((framed.bytes, framed.next_offset, framed.malformed), (whole, Some(11), false));
+/// ```
+pub fn whole_batches(data: &[u8]) -> WholeBatches {
+    let mut pos = 0;
+    let mut next_offset = None;
+    loop {
+        let rest = &data[pos..];
+        match frame(rest) {
+            Ok(Some(size)) => {
+                // A whole frame holds at least the 61-byte header, which always parses.
+                if let Some(header) = BatchHeader::parse(&rest[..size]) {
+                    next_offset = Some(header.next_offset());
+                }
+                pos += size;
+            }
+            Ok(None) => {
+                return WholeBatches {
+                    bytes: pos,
+                    next_offset,
+                    malformed: false,
+                };
+            }
+            Err(_) => {
+                return WholeBatches {
+                    bytes: data.len(),
+                    next_offset,
+                    malformed: true,
+                };
+            }
+        }
+    }
+}
 
 impl fmt::Debug for Batches<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -1,4 +1,6 @@
-//! Encoding RecordBatch v2, for tests, benches and fuzz seeds.
+//! Encoding RecordBatch v2: public API on purpose, for programs that feed
+//! [`BatchTranslator`](crate::translate::BatchTranslator) or test their own readers, and for our
+//! tests, benches and fuzz seeds.
 //!
 //! Not used on the read path. It writes what Kafka's Java producer writes (and, through public
 //! fields, what it would never write, so tests can build malformed batches), with every codec

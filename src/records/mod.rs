@@ -11,7 +11,7 @@
 //! - [`AbortedFilter`] decides which batches to skip: control batches, and for `read_committed`
 //!   the batches of aborted transactions, as the Java consumer does. [`ControlRecord`] parses
 //!   transaction markers.
-//! - [`builder`] encodes batches for tests, benches and fuzz seeds.
+//! - [`builder`] encodes batches (public on purpose: test data for programs that use the readers).
 //!
 //! The caller still owns two Java consumer rules: records before the fetch offset (a batch is
 //! returned whole even when the fetch starts inside it) are skipped by offset, and the next
@@ -63,7 +63,7 @@ mod varint;
 mod tests;
 
 pub use aborted::{AbortedFilter, Verdict};
-pub use batches::{Batch, Batches};
+pub use batches::{Batch, Batches, WholeBatches, whole_batches};
 pub use control::{ControlRecord, ControlRecordType};
 pub use decompress::{DEFAULT_DECOMPRESSED_LIMIT, Scratch};
 pub use error::{DecompressError, RecordProblem, RecordsError};

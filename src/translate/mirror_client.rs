@@ -142,8 +142,7 @@ impl MirrorClient {
             deadline,
             request.progress.clone(),
         )
-        .await
-        .map_err(|e| TranslateError::Read(e.to_string()))?;
+        .await?;
 
         let mut report = ReadReport::default();
         let mut skipped = SkipCounts::default();
@@ -190,7 +189,7 @@ impl MirrorClient {
                 .map(|o| (o.range.source, o.folded))
                 .collect(),
         );
-        Ok(Translation::new(offsets, report))
+        Ok(Translation::new(offsets, report).with_missing_groups(&request.groups))
     }
 
     /// Each partition's log start and end offsets for one source's checkpoints topic, snapshotted
@@ -275,10 +274,7 @@ impl MirrorClient {
         pattern: &str,
         remote_cluster_alias: &str,
         timeout: std::time::Duration,
-    ) -> Result<
-        BTreeMap<String, BTreeMap<(String, i32), OffsetAndMetadata>>,
-        Box<dyn std::error::Error + Send + Sync>,
-    > {
+    ) -> Result<BTreeMap<String, BTreeMap<(String, i32), OffsetAndMetadata>>, TranslateError> {
         let selector = GroupSelector::patterns([pattern])?;
         let mut request = TranslateRequest::new(remote_cluster_alias, selector);
         request.timeout = timeout;

@@ -26,6 +26,7 @@ pub use mirror_client::{MirrorClient, OffsetAndMetadata};
 pub use offline::BatchTranslator;
 pub use plan::{MIN_SPLIT_OFFSETS, PartitionBounds, ReadRange, plan_ranges};
 pub use progress::ReadProgress;
+pub use read::ReadError;
 pub use report::{PartitionProgress, ReadReport, SkipCount, SkipCounts, SkipReason};
 pub use table::OffsetRef;
 
@@ -106,8 +107,8 @@ pub struct TranslatedOffset {
 ///
 /// The offsets are held compactly (each name once, a small row per offset) and read through
 /// [`iter`](Translation::iter), [`group`](Translation::group) or
-/// [`to_owned_offsets`](Translation::to_owned_offsets). It serializes as
-/// `{"offsets": [...], "report": {...}}`, each offset with [`TranslatedOffset`]'s fields.
+/// [`to_owned_offsets`](Translation::to_owned_offsets). It serializes (serde) to the versioned
+/// document `mm2-offsets translate -o json` prints, described at [`JSON_SCHEMA_VERSION`].
 ///
 /// ```
 /// use mm2_offsets::mm2::checkpoint::{self, CheckpointKey, CheckpointValue};
@@ -138,11 +139,34 @@ pub struct Translation {
     offsets: table::OffsetTable,
     /// Volumes, skipped records, per-partition progress, completeness.
     pub report: ReadReport,
+    missing_groups: Vec<String>,
 }
 
 impl Translation {
     fn new(offsets: table::OffsetTable, report: ReadReport) -> Self {
-        Translation { offsets, report }
+        Translation {
+            offsets,
+            report,
+            missing_groups: Vec::new(),
+        }
+    }
+
+    /// Records the ids `selector` asked for by name that have no offset here: a mistyped group
+    /// in a failover script must not pass unnoticed.
+    fn with_missing_groups(mut self, selector: &GroupSelector) -> Self {
+        let found: std::collections::HashSet<&str> = self.offsets.groups().into_iter().collect();
+        let missing: std::collections::BTreeSet<&str> = selector
+            .ids_requested()
+            .filter(|id| !found.contains(id))
+            .collect();
+        self.missing_groups = missing.into_iter().map(str::to_string).collect();
+        self
+    }
+
+    /// The group ids requested by name (not by pattern) that have no checkpoint in the sources
+    /// read, sorted. Patterns that match nothing are not listed.
+    pub fn missing_groups(&self) -> &[String] {
+        &self.missing_groups
     }
 
     /// The number of translated offsets.
@@ -176,19 +200,30 @@ impl Translation {
     }
 }
 
+/// The version of the JSON document a [`Translation`] serializes to (and `mm2-offsets translate
+/// -o json` prints). Fields are only ever added within a version; a rename or a removal bumps it.
+pub const JSON_SCHEMA_VERSION: u32 = 1;
+
+/// The versioned document, the one definition of it: `{"schema_version": 1, "complete": bool,
+/// "offsets": [...], "report": {...}, "missing_groups": [...]}`, each offset with [`TranslatedOffset`]'s fields in their
+/// order, and `complete` repeating `report.complete` for readers that look no further. The CLI
+/// writes the same bytes through a faster writer, tested against this one.
 impl Serialize for Translation {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeStruct;
-        let mut doc = serializer.serialize_struct("Translation", 2)?;
+        let mut doc = serializer.serialize_struct("Translation", 5)?;
+        doc.serialize_field("schema_version", &JSON_SCHEMA_VERSION)?;
+        doc.serialize_field("complete", &self.report.complete)?;
         doc.serialize_field("offsets", &OffsetsJson(self))?;
         doc.serialize_field("report", &self.report)?;
+        doc.serialize_field("missing_groups", &self.missing_groups)?;
         doc.end()
     }
 }
 
 /// The offsets of a translation as a JSON array, written as they are iterated: a million
 /// offsets are never held twice.
-pub struct OffsetsJson<'a>(pub &'a Translation);
+struct OffsetsJson<'a>(&'a Translation);
 
 impl Serialize for OffsetsJson<'_> {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
@@ -201,7 +236,7 @@ impl Serialize for OffsetsJson<'_> {
 #[non_exhaustive]
 pub enum TranslateError {
     /// The checkpoints topic for a source does not exist. It is never auto-created.
-    #[error("checkpoints topic {topic:?} for source {source_alias:?} does not exist on the target cluster; {}", existing_hint(.existing))]
+    #[error("checkpoints topic {topic:?} for source {source_alias:?} does not exist on the target cluster: {}", existing_hint(.existing))]
     MissingCheckpointsTopic {
         /// The source alias.
         source_alias: String,
@@ -211,7 +246,7 @@ pub enum TranslateError {
         existing: Vec<String>,
     },
     /// The deadline passed before every partition was read.
-    #[error("the read did not complete within {timeout:?}: {}; raise --timeout, or pass --allow-partial to accept an incomplete result", describe_incomplete(.partitions))]
+    #[error("the read did not complete within {timeout:?}: {}; give it more time, or accept an incomplete result (TranslateRequest::allow_partial)", describe_incomplete(.partitions))]
     Incomplete {
         /// The whole budget.
         timeout: Duration,
@@ -221,9 +256,13 @@ pub enum TranslateError {
     /// The client failed (connection, authentication, broker error).
     #[error(transparent)]
     Client(#[from] ClientError),
-    /// Reading a partition failed (e.g. a corrupt batch).
-    #[error("{0}")]
-    Read(String),
+    /// Reading a partition failed (e.g. a corrupt batch, or its leader failed).
+    #[error(transparent)]
+    Read(#[from] ReadError),
+    /// A group pattern (of [`MirrorClient::remote_consumer_offsets_matching`]) is not a valid
+    /// regular expression.
+    #[error(transparent)]
+    InvalidPattern(#[from] InvalidGroupPattern),
 }
 
 fn existing_hint(existing: &[String]) -> String {
@@ -231,7 +270,7 @@ fn existing_hint(existing: &[String]) -> String {
         "no checkpoints topics exist there: is MirrorMaker 2 running with emit.checkpoints.enabled, and is this the target cluster?".to_string()
     } else {
         format!(
-            "checkpoints topics that exist: {} (check --source and the replication policy settings)",
+            "checkpoints topics that exist: {} (check the source alias and the replication policy settings)",
             existing.join(", ")
         )
     }
@@ -249,4 +288,76 @@ fn describe_incomplete(partitions: &[PartitionProgress]) -> String {
         })
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mm2::checkpoint::{self, CheckpointKey, CheckpointValue};
+    use crate::records::builder::BatchBuilder;
+
+    #[test]
+    fn translation_serializes_to_the_versioned_document() {
+        let key = checkpoint::encode_key(&CheckpointKey {
+            group: b"billing",
+            topic: b"primary.orders",
+            partition: 3,
+        })
+        .unwrap();
+        let value = checkpoint::encode_value(&CheckpointValue {
+            version: 0,
+            upstream_offset: 120,
+            downstream_offset: 100,
+            metadata: b"m",
+        })
+        .unwrap();
+        let batch = BatchBuilder::new(5)
+            .record(Some(&key), Some(&value))
+            .build();
+        let selector = GroupSelector::all();
+        let mut translator = BatchTranslator::new(&selector);
+        translator.add_batches(2, &batch).unwrap();
+        let translation = translator.finish("primary");
+
+        let text = serde_json::to_string(&translation).unwrap();
+        // Field order is part of the document: version first, then completeness.
+        assert!(
+            text.starts_with(&format!(
+                "{{\"schema_version\":{JSON_SCHEMA_VERSION},\"complete\":true,\"offsets\":[{{"
+            )),
+            "{text}"
+        );
+        let doc: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(doc["complete"], doc["report"]["complete"]);
+        let offset = &doc["offsets"][0];
+        assert_eq!(offset["source"], "primary");
+        assert_eq!(offset["group"], "billing");
+        assert_eq!(offset["topic"], "primary.orders");
+        assert_eq!(offset["partition"], 3);
+        assert_eq!(offset["offset"], 100);
+        assert_eq!(offset["upstream_offset"], 120);
+        assert_eq!(offset["metadata"], "m");
+        assert_eq!(offset["checkpoint_partition"], 2);
+        assert_eq!(offset["checkpoint_offset"], 5);
+        // Every field of the owned type, and nothing else.
+        let owned = serde_json::to_value(&translation.to_owned_offsets()[0]).unwrap();
+        assert_eq!(offset, &owned);
+    }
+
+    #[test]
+    fn errors_name_no_command_line_flags() {
+        let incomplete = TranslateError::Incomplete {
+            timeout: Duration::from_secs(1),
+            partitions: Vec::new(),
+        };
+        let missing = TranslateError::MissingCheckpointsTopic {
+            source_alias: "primary".into(),
+            topic: "primary.checkpoints.internal".into(),
+            existing: vec!["other.checkpoints.internal".into()],
+        };
+        for error in [incomplete, missing] {
+            let text = error.to_string();
+            assert!(!text.contains("--"), "{text}");
+        }
+    }
 }

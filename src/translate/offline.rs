@@ -29,6 +29,7 @@ use crate::records::{AbortedFilter, Batches, RecordsError, Scratch};
 /// ```
 pub struct BatchTranslator<'a> {
     acc: Accumulator<'a>,
+    selector: &'a GroupSelector,
     scratch: Scratch,
 }
 
@@ -37,6 +38,7 @@ impl<'a> BatchTranslator<'a> {
     pub fn new(selector: &'a GroupSelector) -> Self {
         BatchTranslator {
             acc: Accumulator::new(selector),
+            selector,
             scratch: Scratch::new(),
         }
     }
@@ -73,5 +75,6 @@ impl<'a> BatchTranslator<'a> {
             OffsetTable::build(vec![(source.to_string(), folded)]),
             report,
         )
+        .with_missing_groups(self.selector)
     }
 }

@@ -27,20 +27,31 @@ pub(crate) struct RangeOutcome {
     pub(crate) timed_out: bool,
 }
 
-/// A failure of one range other than running out of time.
+/// Why reading one partition of a checkpoints topic failed, other than running out of time (a
+/// deadline ends the read with [`TranslateError::Incomplete`](super::TranslateError::Incomplete)).
 #[derive(Debug, thiserror::Error)]
-pub(crate) enum RangeError {
+#[non_exhaustive]
+pub enum ReadError {
+    /// A request to the partition's leader failed.
     #[error("reading {topic}-{partition} from offset {offset}: {source}")]
     Client {
+        /// The checkpoints topic.
         topic: String,
+        /// Its partition.
         partition: i32,
+        /// The offset the failed fetch started at.
         offset: i64,
+        /// What the client reported.
         source: ClientError,
     },
+    /// A record batch in the partition could not be decoded.
     #[error("corrupt record batch in {topic}-{partition}: {source}")]
     Records {
+        /// The checkpoints topic.
         topic: String,
+        /// Its partition.
         partition: i32,
+        /// What is wrong with the batch.
         source: crate::records::RecordsError,
     },
 }
@@ -54,7 +65,7 @@ pub(crate) async fn read_ranges(
     parallelism: usize,
     deadline: Deadline,
     progress: Option<Arc<ReadProgress>>,
-) -> Result<Vec<RangeOutcome>, RangeError> {
+) -> Result<Vec<RangeOutcome>, ReadError> {
     let mut pending = ranges.into_iter().enumerate();
     let mut running = JoinSet::new();
     let mut outcomes: Vec<(usize, RangeOutcome)> = Vec::new();
@@ -93,7 +104,7 @@ async fn read_one(
     options: ReadOptions,
     deadline: Deadline,
     progress: Option<Arc<ReadProgress>>,
-) -> Result<RangeOutcome, RangeError> {
+) -> Result<RangeOutcome, ReadError> {
     let options_isolation = options.isolation;
     let mut stream = client.read_range(
         range.topic.clone(),
@@ -117,7 +128,7 @@ async fn read_one(
                 break;
             }
             Err(source) => {
-                return Err(RangeError::Client {
+                return Err(ReadError::Client {
                     topic: range.topic.name.clone(),
                     partition: range.partition,
                     offset: read_to,
@@ -128,7 +139,7 @@ async fn read_one(
         bytes += chunk.records.len() as u64;
         let chunk_start = read_to;
         let mut filter = chunk.aborted_filter(options_isolation);
-        let records_error = |source| RangeError::Records {
+        let records_error = |source| ReadError::Records {
             topic: range.topic.name.clone(),
             partition: range.partition,
             source,

@@ -3,7 +3,7 @@
 //! [`BrokerConnection`] is the entry point: it connects (TCP, TLS, ApiVersions, SASL), then sends
 //! requests encoded with the `kafka-protocol` crate and hands back each response body as a
 //! zero-copy [`bytes::Bytes`]. Responses are decoded by our own bounds-checked decoders
-//! ([`decode`]), because bytes from the network are untrusted.
+//! (the `decode` module, internal to the crate), because bytes from the network are untrusted.
 //!
 //! # References
 //! - <https://kafka.apache.org/protocol>

@@ -35,6 +35,15 @@ pub enum Command {
     Topics(TopologyArgs),
     /// List upstream clusters (from heartbeat topics) with their replication hop counts.
     Upstream(TopologyArgs),
+    /// Print a shell completion script to stdout: mm2-offsets completions bash > /etc/bash_completion.d/mm2-offsets
+    Completions {
+        /// The shell to complete in.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff) to stdout, for packaging: mm2-offsets man > mm2-offsets.1
+    #[command(hide = true)]
+    Man,
 }
 
 /// How to reach and authenticate to the (target) cluster.

@@ -7,6 +7,7 @@
 mod args;
 mod chunked;
 mod connection;
+mod generate;
 mod groups_file;
 mod output;
 mod progress;
@@ -87,6 +88,8 @@ async fn run(command: Command) -> Result<i32, String> {
         Command::Translate(args) => run_translate(args).await,
         Command::Topics(args) => run_topics(args).await,
         Command::Upstream(args) => run_upstream(args).await,
+        Command::Completions { shell } => generate::completions(shell, &mut std::io::stdout()),
+        Command::Man => generate::man_page(&mut std::io::stdout()),
     }
 }
 
@@ -156,15 +159,11 @@ async fn run_translate(args: TranslateArgs) -> Result<i32, String> {
         let _line = progress::ProgressLine::start(progress, !args.no_progress);
         client.translate(&request).await
     };
-    let translation = match translation {
-        Ok(t) => t,
-        Err(e @ TranslateError::Incomplete { .. }) => return Err(e.to_string()),
-        Err(e) => return Err(e.to_string()),
-    };
-    let missing = missing_groups(&requested_ids(&args)?, &translation);
-    print_translation(&args, &translation, &missing)?;
+    let translation = translation.map_err(|e| with_cli_hint(&e))?;
+    print_translation(&args, &translation)?;
+    let missing = translation.missing_groups();
     summarize(&translation);
-    for group in &missing {
+    for group in missing {
         eprintln!(
             "warning: group {group:?} was requested but has no checkpoints in the sources read"
         );
@@ -180,6 +179,21 @@ async fn run_translate(args: TranslateArgs) -> Result<i32, String> {
     } else {
         EXIT_INCOMPLETE
     })
+}
+
+/// The library's error in this command line's words: the library names no flags, so the
+/// options that would help are added here.
+fn with_cli_hint(error: &TranslateError) -> String {
+    let hint = match error {
+        TranslateError::Incomplete { .. } => {
+            "; raise --timeout, or pass --allow-partial to print the incomplete result"
+        }
+        TranslateError::MissingCheckpointsTopic { .. } => {
+            "; --source names the alias (leave it out to translate every source found)"
+        }
+        _ => "",
+    };
+    format!("{error}{hint}")
 }
 
 /// Every source alias with a checkpoints topic on the cluster, when --source is not given.
@@ -205,25 +219,11 @@ async fn discover_sources(
     Ok(sources)
 }
 
-/// The ids asked for by name that have no offsets in the translation, sorted, each once.
-fn missing_groups(requested: &[String], translation: &Translation) -> Vec<String> {
-    let found: std::collections::HashSet<&str> = translation.groups().into_iter().collect();
-    let missing: std::collections::BTreeSet<&String> = requested
-        .iter()
-        .filter(|id| !found.contains(id.as_str()))
-        .collect();
-    missing.into_iter().cloned().collect()
-}
-
-fn print_translation(
-    args: &TranslateArgs,
-    translation: &Translation,
-    missing: &[String],
-) -> Result<(), String> {
+fn print_translation(args: &TranslateArgs, translation: &Translation) -> Result<(), String> {
     let mut out = unbuffered_stdout();
     let written = match args.output {
         OutputFormat::Table => output::write_table(&mut out, translation),
-        OutputFormat::Json => output::write_json(&mut out, translation, missing),
+        OutputFormat::Json => output::write_json(&mut out, translation),
         OutputFormat::Csv => output::write_csv(&mut out, translation),
         OutputFormat::ResetCsv => {
             let files = output::write_reset_files(&args.output_dir, translation).map_err(|e| {
