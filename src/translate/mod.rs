@@ -209,7 +209,7 @@ pub enum TranslateError {
         existing: Vec<String>,
     },
     /// The deadline passed before every partition was read.
-    #[error("the read did not complete within {timeout:?}: {}; raise --timeout, or pass --allow-partial to accept an incomplete result", describe_incomplete(.partitions))]
+    #[error("the read did not complete within {timeout:?}: {}", describe_incomplete(.partitions))]
     Incomplete {
         /// The whole budget.
         timeout: Duration,
@@ -228,10 +228,7 @@ fn existing_hint(existing: &[String]) -> String {
     if existing.is_empty() {
         "no checkpoints topics exist there: is MirrorMaker 2 running with emit.checkpoints.enabled, and is this the target cluster?".to_string()
     } else {
-        format!(
-            "checkpoints topics that exist: {} (check --source and the replication policy settings)",
-            existing.join(", ")
-        )
+        format!("checkpoints topics that exist: {}", existing.join(", "))
     }
 }
 

@@ -7,6 +7,7 @@
 mod args;
 mod chunked;
 mod connection;
+mod hints;
 mod output;
 mod progress;
 
@@ -20,7 +21,7 @@ use clap::Parser;
 use mm2_offsets::client::{Deadline, IsolationLevel};
 use mm2_offsets::mm2::topology;
 use mm2_offsets::translate::{
-    GroupSelector, MirrorClient, ReadProgress, TranslateError, TranslateRequest, Translation,
+    GroupSelector, MirrorClient, ReadProgress, TranslateRequest, Translation,
 };
 
 /// Exit code: every requested partition was read to its end.
@@ -118,7 +119,7 @@ async fn run_translate(args: TranslateArgs) -> Result<i32, String> {
     let settings = connection::settings(&args.connection)?;
     let client = MirrorClient::connect(settings.client, settings.policy)
         .await
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| hints::explain(&e))?;
     let sources = if args.sources.is_empty() {
         discover_sources(&client, args.timeout).await?
     } else {
@@ -145,8 +146,7 @@ async fn run_translate(args: TranslateArgs) -> Result<i32, String> {
     };
     let translation = match translation {
         Ok(t) => t,
-        Err(e @ TranslateError::Incomplete { .. }) => return Err(e.to_string()),
-        Err(e) => return Err(e.to_string()),
+        Err(e) => return Err(hints::explain(&e)),
     };
     print_translation(&args, &translation)?;
     summarize(&translation);
@@ -166,7 +166,7 @@ async fn discover_sources(
     let topics = client
         .list_topics(&deadline)
         .await
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| hints::explain(&e))?;
     let policy = client.replication_policy();
     let sources: Vec<String> =
         topology::checkpoint_topics(policy, topics.iter().map(String::as_str))
@@ -250,11 +250,11 @@ async fn cluster_topics(args: &TopologyArgs) -> Result<(MirrorClient, Vec<String
     let settings = connection::settings(&args.connection)?;
     let client = MirrorClient::connect(settings.client, settings.policy)
         .await
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| hints::explain(&e))?;
     let topics = client
         .list_topics(&Deadline::after(args.timeout))
         .await
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| hints::explain(&e))?;
     Ok((client, topics))
 }
 
