@@ -317,13 +317,7 @@ impl RangeReader {
                     .fetch(&self.topic, self.partition, self.position, &self.options),
             )
             .await;
-            let outcome = attempt.unwrap_or_else(|_| {
-                Err(ClientError::deadline(
-                    self.operation(),
-                    &self.deadline,
-                    None,
-                ))
-            });
+            let outcome = attempt.unwrap_or_else(|_| Err(retrier.expired(self.operation())));
             match outcome {
                 Ok(chunk) if chunk.next_offset > self.position => {
                     retrier.progressed();

@@ -232,6 +232,8 @@ fn rule_note(code: i16) -> &'static str {
 pub(crate) struct Retrier {
     deadline: Deadline,
     backoff: Backoff,
+    /// The last retriable failure, for the error when the deadline cuts an attempt short.
+    last: Option<ClientError>,
 }
 
 impl Retrier {
@@ -239,6 +241,7 @@ impl Retrier {
         Retrier {
             deadline,
             backoff: Backoff::default(),
+            last: None,
         }
     }
 
@@ -272,6 +275,7 @@ impl Retrier {
         };
         tracing::debug!(error = %error, ?action, why, "retrying");
         if self.backoff.wait(&self.deadline).await {
+            self.last = Some(error);
             Ok(action)
         } else {
             Err(ClientError::deadline(
@@ -280,6 +284,12 @@ impl Retrier {
                 Some(error),
             ))
         }
+    }
+
+    /// [`ClientError::DeadlineExceeded`] for an attempt the deadline cut short, with the last
+    /// retriable failure before it as its source.
+    pub(crate) fn expired(&mut self, operation: String) -> ClientError {
+        ClientError::deadline(operation, &self.deadline, self.last.take())
     }
 }
 
@@ -300,7 +310,7 @@ where
         let error = match tokio::time::timeout_at(deadline.instant(), attempt()).await {
             Ok(Ok(value)) => return Ok(value),
             Ok(Err(error)) => error,
-            Err(_) => return Err(ClientError::deadline(operation(), deadline, None)),
+            Err(_) => return Err(retrier.expired(operation())),
         };
         retrier.after(error, &operation).await?;
     }

@@ -180,6 +180,25 @@ impl FakeCluster {
         batches: usize,
         records_per_batch: usize,
     ) {
+        self.create_topic_with(
+            topic,
+            partitions,
+            batches,
+            records_per_batch,
+            |p, offset| (None, format!("{p}:{offset}").into_bytes()),
+        );
+    }
+
+    /// Creates `topic` like [`create_topic`](Self::create_topic), with the key and value of
+    /// each record from `record(partition, offset)`.
+    pub(crate) fn create_topic_with(
+        &self,
+        topic: &str,
+        partitions: i32,
+        batches: usize,
+        records_per_batch: usize,
+        record: impl Fn(i32, i64) -> (Option<Vec<u8>>, Vec<u8>),
+    ) {
         let brokers = self.shared.brokers.len() as i32;
         let parts = (0..partitions)
             .map(|p| {
@@ -189,8 +208,8 @@ impl FakeCluster {
                         let base = next;
                         let mut builder = BatchBuilder::new(base);
                         for i in 0..records_per_batch {
-                            let value = format!("{p}:{}", base + i as i64);
-                            builder = builder.record(None, Some(value.as_bytes()));
+                            let (key, value) = record(p, base + i as i64);
+                            builder = builder.record(key.as_deref(), Some(&value));
                         }
                         next += records_per_batch as i64;
                         (base, next, Bytes::from(builder.build()))

@@ -406,3 +406,112 @@ async fn nothing_is_left_open_after_the_client_and_its_reads_are_dropped() {
         "{tasks} tasks alive, {tasks_before} before"
     );
 }
+
+mod translate {
+    //! Completeness of a whole `translate` read (many ranges in parallel) under faults.
+
+    use super::*;
+    use crate::mm2::ReplicationPolicy;
+    use crate::mm2::checkpoint::{CheckpointKey, CheckpointValue, encode_key, encode_value};
+    use crate::translate::{GroupSelector, MirrorClient, TranslateError, TranslateRequest};
+
+    const SOURCE: &str = "primary";
+
+    /// A checkpoints topic of 3 partitions, 12 batches of 5 records each: 20 groups, each
+    /// checkpointing `orders` partition 0 again and again with a growing offset.
+    async fn cluster_with_checkpoints() -> (FakeCluster, MirrorClient) {
+        let cluster = FakeCluster::start(3).await;
+        let policy = ReplicationPolicy::default();
+        cluster.create_topic_with(&policy.checkpoints_topic(SOURCE), 3, 12, 5, |p, offset| {
+            let group = format!("group-{}", (offset + i64::from(p) * 7) % 20);
+            let key = CheckpointKey {
+                group: group.as_bytes(),
+                topic: b"orders",
+                partition: p,
+            };
+            let value = CheckpointValue {
+                version: 0,
+                upstream_offset: offset * 10,
+                downstream_offset: offset * 10 + 1,
+                metadata: b"",
+            };
+            (
+                Some(encode_key(&key).expect("key")),
+                encode_value(&value).expect("value"),
+            )
+        });
+        let client = MirrorClient::new(client_for(&cluster).await, policy);
+        (cluster, client)
+    }
+
+    fn request(timeout: Duration) -> TranslateRequest {
+        let mut request = TranslateRequest::new(SOURCE, GroupSelector::all());
+        request.timeout = timeout;
+        // Small fetches and a split per partition: many requests, so faults land mid-read.
+        request.max_bytes_per_fetch = 1;
+        request.min_split_offsets = 10;
+        request
+    }
+
+    #[tokio::test]
+    async fn faults_mid_read_give_the_same_answer_as_no_fault() {
+        let (cluster, client) = cluster_with_checkpoints().await;
+        let clean = client
+            .translate(&request(Duration::from_secs(10)))
+            .await
+            .unwrap();
+        assert!(clean.report.complete);
+        assert_eq!(clean.groups().len(), 20);
+        let clean = clean.to_owned_offsets();
+
+        cluster.inject(ApiKey::Fetch, Some(1), 3, Fault::Error(6));
+        cluster.inject(ApiKey::Fetch, Some(2), 1, Fault::Kill);
+        cluster.inject(ApiKey::Fetch, Some(0), 1, Fault::CutAt(20));
+        let faulted = client
+            .translate(&request(Duration::from_secs(10)))
+            .await
+            .unwrap();
+        assert!(faulted.report.complete);
+        assert_eq!(faulted.to_owned_offsets(), clean);
+        assert_eq!(cluster.pending_faults(), 0);
+    }
+
+    #[tokio::test]
+    async fn a_partition_failing_past_the_deadline_is_named_never_silently_dropped() {
+        let (cluster, client) = cluster_with_checkpoints().await;
+        let topic = ReplicationPolicy::default().checkpoints_topic(SOURCE);
+        // Partition 2's leader (node 2) answers every Fetch with LEADER_NOT_AVAILABLE.
+        cluster.inject(ApiKey::Fetch, Some(2), usize::MAX, Fault::Error(5));
+        let budget = Duration::from_millis(1_500);
+        let started = Instant::now();
+        let err = client.translate(&request(budget)).await.unwrap_err();
+        assert!(started.elapsed() < budget + Duration::from_millis(700));
+        let TranslateError::Incomplete { partitions, .. } = &err else {
+            panic!("{err}");
+        };
+        let incomplete: Vec<_> = partitions.iter().filter(|p| !p.complete()).collect();
+        assert_eq!(incomplete.len(), 1, "{err}");
+        assert_eq!(
+            (incomplete[0].topic.as_str(), incomplete[0].partition),
+            (topic.as_str(), 2)
+        );
+        assert!(
+            err.to_string()
+                .contains(&format!("{topic}-2 read to offset")),
+            "{err}"
+        );
+
+        // With allow_partial the same read is returned, marked incomplete.
+        let mut partial = request(budget);
+        partial.allow_partial = true;
+        let translation = client.translate(&partial).await.unwrap();
+        assert!(!translation.report.complete);
+        assert!(
+            translation
+                .report
+                .partitions
+                .iter()
+                .any(|p| p.partition == 2 && !p.complete())
+        );
+    }
+}
