@@ -515,9 +515,8 @@ async fn a_deadline_fails_the_read_or_marks_it_incomplete() {
     let text = error.to_string();
     assert!(matches!(error, TranslateError::Incomplete { .. }), "{text}");
     assert!(text.contains("read to offset"), "{text}");
-    // The library names no command-line flags; the CLI adds them when it prints.
+    // The library names what was not read; the command line adds which flags help.
     assert!(!text.contains("--"), "{text}");
-    assert!(text.contains("allow_partial"), "{text}");
 
     request.allow_partial = true;
     let partial = translate("k4", request).await.unwrap();

@@ -10,10 +10,11 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::StrBytes;
 
-use super::deadline::{Backoff, Deadline};
-use super::error::{ClientError, Retry, error_name, hint_for_code};
+use super::deadline::Deadline;
+use super::error::ClientError;
 use super::metadata::{BrokerInfo, PartitionInfo, SharedTopic, TopicInfo};
 use super::pool::ConnectionPool;
+use super::retry::{Retrier, retry_with_backoff};
 use crate::config::ClientConfig;
 use crate::wire::BrokerConnection;
 use crate::wire::responses::{self, list_offsets::ListOffsetsResponse, metadata::MetadataResponse};
@@ -96,14 +97,17 @@ impl std::fmt::Debug for KafkaClient {
 
 impl KafkaClient {
     /// Connects to the first reachable bootstrap server and learns the cluster's brokers.
-    /// Bounded by `connection_setup_timeout` per server plus one metadata request.
+    ///
+    /// Servers are tried in order; a server that refuses, resets or stalls (each attempt bounded
+    /// by `connection_setup_timeout`) is passed over for the next, and when none answers the whole
+    /// list is tried again with backoff, as Java's client does, until `request_timeout` has passed.
     pub async fn connect(config: ClientConfig) -> Result<Self, ClientError> {
         if config.bootstrap_servers.is_empty() {
             return Err(ClientError::NoBootstrapServers);
         }
         let client = KafkaClient {
             inner: Arc::new(Inner {
-                pool: ConnectionPool::new(config),
+                pool: ConnectionPool::new(config)?,
                 brokers: RwLock::new(HashMap::new()),
             }),
         };
@@ -181,21 +185,12 @@ impl KafkaClient {
         topics: Option<&[&str]>,
         deadline: &Deadline,
     ) -> Result<MetadataResponse, ClientError> {
-        let mut backoff = Backoff::default();
-        loop {
-            let result = self.metadata_once(topics).await;
-            match result {
-                Ok(response) => return Ok(response),
-                Err(e) => {
-                    if e.retry() == Retry::Never || !backoff.wait(deadline).await {
-                        return Err(match e.retry() {
-                            Retry::Never => e,
-                            _ => deadline_error("Metadata request", deadline, &e),
-                        });
-                    }
-                }
-            }
-        }
+        retry_with_backoff(
+            deadline,
+            || "Metadata request".to_string(),
+            || self.metadata_once(topics),
+        )
+        .await
     }
 
     async fn metadata_once(
@@ -223,7 +218,7 @@ impl KafkaClient {
                 source,
             })?;
         if response.error_code != 0 {
-            return Err(broker_error(
+            return Err(ClientError::broker(
                 "Metadata",
                 "the cluster",
                 conn.address(),
@@ -270,7 +265,7 @@ impl KafkaClient {
         topic: &str,
         deadline: &Deadline,
     ) -> Result<SharedTopic, ClientError> {
-        let mut backoff = Backoff::default();
+        let mut retrier = Retrier::new(*deadline);
         loop {
             let response = self.metadata(Some(&[topic]), deadline).await?;
             let found = response
@@ -285,7 +280,7 @@ impl KafkaClient {
                     topic: topic.to_string(),
                 },
                 Some(t) if t.error_code != 0 => {
-                    broker_error("Metadata", topic, "the cluster", t.error_code)
+                    ClientError::broker("Metadata", topic, "the cluster", t.error_code)
                 }
                 Some(t) => {
                     let info = topic_info(topic, t);
@@ -299,12 +294,10 @@ impl KafkaClient {
                     }
                 }
             };
-            if error.retry() == Retry::Never || !backoff.wait(deadline).await {
-                return Err(match error.retry() {
-                    Retry::Never => error,
-                    _ => deadline_error(&format!("describing topic {topic}"), deadline, &error),
-                });
-            }
+            // Every retriable answer here is resolved by asking again, which refreshes metadata.
+            retrier
+                .after(error, || format!("describing topic {topic}"))
+                .await?;
         }
     }
 
@@ -321,8 +314,9 @@ impl KafkaClient {
         let mut result = BTreeMap::new();
         let mut pending: Vec<i32> = partitions.to_vec();
         let mut current: SharedTopic = Arc::new(topic.clone());
-        let mut backoff = Backoff::default();
+        let mut retrier = Retrier::new(*deadline);
         loop {
+            let answered_before = result.len();
             let mut by_leader: BTreeMap<i32, Vec<PartitionInfo>> = BTreeMap::new();
             for &p in &pending {
                 let info = current
@@ -346,7 +340,7 @@ impl KafkaClient {
                                 Ok(offset) => {
                                     result.insert(p, offset);
                                 }
-                                Err(e) if e.retry() != Retry::Never => {
+                                Err(e) if e.action().is_retriable() => {
                                     failed.push(p);
                                     last_error = Some(e);
                                 }
@@ -354,24 +348,27 @@ impl KafkaClient {
                             }
                         }
                     }
-                    Err(e) if e.retry() != Retry::Never => {
+                    Err(e) if e.action().is_retriable() => {
                         failed.extend(parts.iter().map(|p| p.partition));
                         last_error = Some(e);
                     }
                     Err(e) => return Err(e),
                 }
             }
-            if failed.is_empty() {
+            let Some(last) = last_error else {
                 return Ok(result);
+            };
+            if result.len() > answered_before {
+                retrier.progressed();
             }
-            let last = last_error.expect("a failed partition records its error");
-            if !backoff.wait(deadline).await {
-                return Err(deadline_error(
-                    &format!("listing offsets of {}", topic.name),
-                    deadline,
-                    &last,
-                ));
-            }
+            failed.sort_unstable();
+            retrier
+                .after(last, || {
+                    format!("listing offsets of {} partitions {failed:?}", topic.name)
+                })
+                .await?;
+            // Whatever the action, the leaders are re-read: the partitions that failed may have
+            // moved, and describe_topic is the one call that learns it.
             current = self.describe_topic(&topic.name, deadline).await?;
             pending = failed;
         }
@@ -438,7 +435,7 @@ impl KafkaClient {
                     request: "ListOffsets",
                     problem: format!("no answer for partition {}-{}", topic.name, p.partition),
                 }),
-                Some(r) if r.error_code != 0 => Err(broker_error(
+                Some(r) if r.error_code != 0 => Err(ClientError::broker(
                     "ListOffsets",
                     &format!("{}-{}", topic.name, p.partition),
                     conn.address(),
@@ -468,33 +465,5 @@ fn topic_info(name: &str, t: &responses::metadata::MetadataTopic) -> TopicInfo {
         topic_id: t.topic_id,
         is_internal: t.is_internal,
         partitions,
-    }
-}
-
-pub(crate) fn broker_error(
-    request: &'static str,
-    resource: &str,
-    broker: &str,
-    code: i16,
-) -> ClientError {
-    ClientError::Broker {
-        request,
-        resource: resource.to_string(),
-        broker: broker.to_string(),
-        code,
-        name: error_name(code),
-        hint: hint_for_code(code),
-    }
-}
-
-pub(crate) fn deadline_error(
-    operation: &str,
-    deadline: &Deadline,
-    last: &ClientError,
-) -> ClientError {
-    ClientError::DeadlineExceeded {
-        operation: operation.to_string(),
-        timeout: deadline.budget(),
-        last: format!("; last error: {last}"),
     }
 }

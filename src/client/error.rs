@@ -1,30 +1,28 @@
-//! Client errors, and the one place that decides what is worth retrying.
+//! Client errors. What each one calls for is decided in one place, [`super::retry`].
 
 use std::time::Duration;
 
-use kafka_protocol::error::ResponseError;
-
-use crate::wire::WireError;
+use super::deadline::Deadline;
+use super::retry::{Action, classify};
 use crate::wire::decode::DecodeError;
+use crate::wire::{WireError, error_name};
 
 /// What went wrong in the client layer.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ClientError {
-    /// No bootstrap server could be reached.
-    #[error(
-        "could not reach any bootstrap server ({servers}): {last}; check --bootstrap-server and that the brokers are running"
-    )]
+    /// No bootstrap server (nor known broker) could be reached in one pass over them. Retriable
+    /// when the last failure is: the client tries again with backoff until its deadline.
+    #[error("could not reach any bootstrap server ({servers}): {last}")]
     Bootstrap {
         /// The servers tried, comma-separated.
         servers: String,
         /// The last failure.
+        #[source]
         last: Box<WireError>,
     },
     /// The configuration lists no bootstrap server.
-    #[error(
-        "no bootstrap servers configured; pass --bootstrap-server HOST:PORT or set bootstrap.servers"
-    )]
+    #[error("no bootstrap servers configured (bootstrap.servers is empty)")]
     NoBootstrapServers,
     /// A transport-level failure.
     #[error(transparent)]
@@ -35,6 +33,7 @@ pub enum ClientError {
         /// The broker that sent it.
         broker: String,
         /// What was wrong.
+        #[source]
         source: DecodeError,
     },
     /// The broker answered with a Kafka error code.
@@ -81,7 +80,7 @@ pub enum ClientError {
     },
     /// The requested offset is outside the partition's log (e.g. deleted by retention).
     #[error(
-        "offset {offset} is out of range for {topic}-{partition}; the log may have been truncated or deleted by retention while reading; retry the read"
+        "offset {offset} is out of range for {topic}-{partition}: the log was truncated or deleted (retention, DeleteRecords) while reading; read again from the new log start"
     )]
     OffsetOutOfRange {
         /// The topic.
@@ -92,14 +91,15 @@ pub enum ClientError {
         offset: i64,
     },
     /// The operation's deadline passed.
-    #[error("{operation} did not finish within {timeout:?}{last}")]
+    #[error("{operation} did not finish within {timeout:?}{}", last_suffix(.last))]
     DeadlineExceeded {
-        /// What was being done.
+        /// What was being done, naming the topic-partition or broker.
         operation: String,
         /// The whole budget.
         timeout: Duration,
-        /// The last retriable failure, if any (starts with "; last error: ").
-        last: String,
+        /// The last retriable failure, if any.
+        #[source]
+        last: Option<Box<ClientError>>,
     },
     /// A broker answered with something we cannot work with.
     #[error("broker {broker} answered {request} unexpectedly: {problem}")]
@@ -113,56 +113,61 @@ pub enum ClientError {
     },
 }
 
-/// How to react to a failure.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Retry {
-    /// Give up and report it.
-    Never,
-    /// Back off and try again.
-    After,
-    /// Refresh metadata (leaders moved), back off, and try again.
-    AfterMetadataRefresh,
+fn last_suffix(last: &Option<Box<ClientError>>) -> String {
+    match last {
+        Some(last) => format!("; last error: {last}"),
+        None => String::new(),
+    }
 }
 
 impl ClientError {
-    /// The single retry decision for every client operation.
-    pub fn retry(&self) -> Retry {
+    /// What this failure calls for: the one retry decision for every client operation (see
+    /// [`classify`] for broker error codes).
+    pub fn action(&self) -> Action {
         match self {
-            ClientError::Wire(e) if e.is_retriable() => Retry::AfterMetadataRefresh,
-            ClientError::Broker { code, .. } => retry_for_code(*code),
-            ClientError::NoLeader { .. } => Retry::AfterMetadataRefresh,
-            _ => Retry::Never,
+            // A connection that failed or timed out may mean the broker is gone: ask the cluster
+            // who leads now, as Java marks the node disconnected and requests a metadata update.
+            ClientError::Wire(e) if e.is_retriable() => Action::RefreshMetadata,
+            ClientError::Bootstrap { last, .. } if last.is_retriable() => Action::Backoff,
+            ClientError::Broker { code, .. } => classify(*code),
+            ClientError::NoLeader { .. } => Action::RefreshMetadata,
+            _ => Action::Fail,
+        }
+    }
+
+    /// [`ClientError::DeadlineExceeded`] for `operation`, with the last failure as its source.
+    pub(crate) fn deadline(
+        operation: String,
+        deadline: &Deadline,
+        last: Option<ClientError>,
+    ) -> ClientError {
+        ClientError::DeadlineExceeded {
+            operation,
+            timeout: deadline.budget(),
+            last: last.map(Box::new),
+        }
+    }
+
+    /// [`ClientError::Broker`] for a non-zero error code.
+    pub(crate) fn broker(
+        request: &'static str,
+        resource: &str,
+        broker: &str,
+        code: i16,
+    ) -> ClientError {
+        ClientError::Broker {
+            request,
+            resource: resource.to_string(),
+            broker: broker.to_string(),
+            code,
+            name: error_name(code),
+            hint: hint_for_code(code),
         }
     }
 }
 
-/// Classifies a Kafka error code. Leadership and topology changes need fresh metadata; transient
-/// load or timing problems only need a pause.
-pub fn retry_for_code(code: i16) -> Retry {
-    match code {
-        // NOT_LEADER_OR_FOLLOWER, LEADER_NOT_AVAILABLE, FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH,
-        // NOT_CONTROLLER, REPLICA_NOT_AVAILABLE, OFFSET_NOT_AVAILABLE, UNKNOWN_TOPIC_ID,
-        // INCONSISTENT_TOPIC_ID, KAFKA_STORAGE_ERROR
-        6 | 5 | 74 | 76 | 41 | 9 | 78 | 100 | 103 | 56 => Retry::AfterMetadataRefresh,
-        // REQUEST_TIMED_OUT, NETWORK_EXCEPTION, COORDINATOR_LOAD_IN_PROGRESS,
-        // COORDINATOR_NOT_AVAILABLE, NOT_ENOUGH_REPLICAS, THROTTLING_QUOTA_EXCEEDED,
-        // CONCURRENT_TRANSACTIONS
-        7 | 13 | 14 | 15 | 19 | 89 | 51 => Retry::After,
-        _ => Retry::Never,
-    }
-}
-
-/// The protocol name of an error code, e.g. `NOT_LEADER_OR_FOLLOWER`.
-pub fn error_name(code: i16) -> String {
-    match ResponseError::try_from_code(code) {
-        None => "NONE".to_string(),
-        Some(ResponseError::Unknown(c)) => format!("UNKNOWN_CODE_{c}"),
-        Some(e) => format!("{e:?}"),
-    }
-}
-
 /// What a user can do about an error code that will not go away by retrying.
-pub(crate) fn hint_for_code(code: i16) -> &'static str {
+fn hint_for_code(code: i16) -> &'static str {
     match code {
         29 => "; the principal may not read this topic: grant DESCRIBE and READ on it",
         31 => "; the principal lacks cluster authorization",
@@ -176,20 +181,22 @@ mod tests {
     use super::*;
 
     #[test]
-    fn leadership_errors_refresh_metadata() {
-        assert_eq!(retry_for_code(6), Retry::AfterMetadataRefresh);
-        assert_eq!(retry_for_code(74), Retry::AfterMetadataRefresh);
-        assert_eq!(retry_for_code(7), Retry::After);
-        // OFFSET_OUT_OF_RANGE is reported, never looped on.
-        assert_eq!(retry_for_code(1), Retry::Never);
-        // TOPIC_AUTHORIZATION_FAILED
-        assert_eq!(retry_for_code(29), Retry::Never);
+    fn broker_errors_name_the_code_and_follow_the_classifier() {
+        let e = ClientError::broker("Fetch", "t-0", "b:9092", 6);
+        assert_eq!(e.action(), Action::RefreshMetadata);
+        assert_eq!(
+            e.to_string(),
+            "Fetch for t-0 failed on broker b:9092: NOT_LEADER_OR_FOLLOWER (code 6)"
+        );
+        assert_eq!(
+            ClientError::broker("Fetch", "t-0", "b:9092", 1).action(),
+            Action::Fail
+        );
     }
 
     #[test]
-    fn names_come_from_the_protocol_table() {
-        assert_eq!(error_name(6), "NotLeaderOrFollower");
-        assert_eq!(error_name(0), "NONE");
-        assert_eq!(error_name(-12345), "UNKNOWN_CODE_-12345");
+    fn library_errors_name_no_command_line_flags() {
+        let e = ClientError::NoBootstrapServers.to_string();
+        assert!(!e.contains("--"), "{e}");
     }
 }

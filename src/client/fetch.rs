@@ -14,10 +14,11 @@ use kafka_protocol::messages::{
 use kafka_protocol::protocol::StrBytes;
 use tokio::sync::mpsc;
 
-use super::cluster::{IsolationLevel, KafkaClient, broker_error, deadline_error};
-use super::deadline::{Backoff, Deadline};
-use super::error::{ClientError, Retry};
+use super::cluster::{IsolationLevel, KafkaClient};
+use super::deadline::Deadline;
+use super::error::ClientError;
 use super::metadata::SharedTopic;
+use super::retry::{Action, Retrier};
 use crate::records::AbortedFilter;
 use crate::wire::responses::{self, fetch::FetchResponse, fetch::TopicRef};
 
@@ -165,7 +166,7 @@ impl KafkaClient {
             })?;
         let resource = format!("{}-{}", topic.name, partition);
         if response.error_code != 0 {
-            return Err(broker_error(
+            return Err(ClientError::broker(
                 "Fetch",
                 &resource,
                 conn.address(),
@@ -195,7 +196,14 @@ impl KafkaClient {
                     offset,
                 });
             }
-            code => return Err(broker_error("Fetch", &resource, conn.address(), code)),
+            code => {
+                return Err(ClientError::broker(
+                    "Fetch",
+                    &resource,
+                    conn.address(),
+                    code,
+                ));
+            }
         }
         // The records layer's framing rule, the one its reader walks by.
         let framed = crate::records::whole_batches(&answer.records);
@@ -270,25 +278,20 @@ impl RangeReader {
         tx: &mpsc::Sender<Result<FetchedChunk, ClientError>>,
         shared_position: &std::sync::atomic::AtomicI64,
     ) {
-        let mut backoff = Backoff::default();
+        let mut retrier = Retrier::new(self.deadline);
         while self.position < self.end {
-            let attempt = tokio::time::timeout(
-                self.deadline.remaining(),
+            // Each Fetch is also cut at the deadline, so a stalled broker cannot hold the read
+            // past it (the connection's own request timeout may be longer).
+            let attempt = tokio::time::timeout_at(
+                self.deadline.instant(),
                 self.client
                     .fetch(&self.topic, self.partition, self.position, &self.options),
             )
             .await;
-            let outcome = match attempt {
-                Ok(outcome) => outcome,
-                Err(_) => Err(ClientError::DeadlineExceeded {
-                    operation: format!("reading {}-{}", self.topic.name, self.partition),
-                    timeout: self.deadline.budget(),
-                    last: String::new(),
-                }),
-            };
+            let outcome = attempt.unwrap_or_else(|_| Err(retrier.expired(self.operation())));
             match outcome {
                 Ok(chunk) if chunk.next_offset > self.position || chunk.malformed => {
-                    backoff = Backoff::default();
+                    retrier.progressed();
                     let malformed = chunk.malformed;
                     self.position = self.position.max(chunk.next_offset);
                     shared_position.store(self.position, std::sync::atomic::Ordering::Relaxed);
@@ -308,39 +311,24 @@ impl RangeReader {
                             .unwrap_or(i32::MAX);
                         self.options.max_bytes = self.options.max_bytes.saturating_mul(2).min(cap);
                     }
-                    if !backoff.wait(&self.deadline).await {
-                        let _ = tx
-                            .send(Err(ClientError::DeadlineExceeded {
-                                operation: format!(
-                                    "reading {}-{} (stuck at offset {} below end {}, high watermark {})",
-                                    self.topic.name,
-                                    self.partition,
-                                    self.position,
-                                    self.end,
-                                    chunk.high_watermark
-                                ),
-                                timeout: self.deadline.budget(),
-                                last: String::new(),
-                            }))
-                            .await;
-                        return;
-                    }
-                }
-                Err(e) => {
-                    let retry = e.retry();
-                    if retry == Retry::Never || !backoff.wait(&self.deadline).await {
-                        let error = match retry {
-                            Retry::Never => e,
-                            _ => deadline_error(
-                                &format!("reading {}-{}", self.topic.name, self.partition),
-                                &self.deadline,
-                                &e,
-                            ),
-                        };
+                    if !retrier.pause().await {
+                        let operation = format!(
+                            "{} (stuck below end {}, high watermark {})",
+                            self.operation(),
+                            self.end,
+                            chunk.high_watermark
+                        );
+                        let error = ClientError::deadline(operation, &self.deadline, None);
                         let _ = tx.send(Err(error)).await;
                         return;
                     }
-                    if retry == Retry::AfterMetadataRefresh {
+                }
+                Err(e) => match retrier.after(e, || self.operation()).await {
+                    Err(e) => {
+                        let _ = tx.send(Err(e)).await;
+                        return;
+                    }
+                    Ok(Action::RefreshMetadata) => {
                         match self
                             .client
                             .describe_topic(&self.topic.name, &self.deadline)
@@ -353,9 +341,18 @@ impl RangeReader {
                             }
                         }
                     }
-                }
+                    Ok(_) => {}
+                },
             }
         }
+    }
+
+    /// What this reader is doing, for errors: the topic-partition and offset.
+    fn operation(&self) -> String {
+        format!(
+            "reading {}-{} at offset {}",
+            self.topic.name, self.partition, self.position
+        )
     }
 }
 

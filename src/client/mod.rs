@@ -53,14 +53,19 @@
 mod cluster;
 mod deadline;
 mod error;
+#[cfg(test)]
+mod fake;
 mod fetch;
 mod metadata;
 mod pool;
+mod retry;
 
+pub use crate::wire::error_name;
 pub use cluster::{IsolationLevel, KafkaClient, OffsetSpec};
 pub use deadline::{Backoff, Deadline};
-pub use error::{ClientError, Retry, error_name, retry_for_code};
+pub use error::ClientError;
 pub use fetch::{
     AbortedTransaction, DEFAULT_FETCH_MAX_BYTES, FetchedChunk, PartitionStream, ReadOptions,
 };
 pub use metadata::{BrokerInfo, PartitionInfo, SharedTopic, TopicInfo};
+pub use retry::{Action, classify};

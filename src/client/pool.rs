@@ -1,27 +1,34 @@
 //! Connections kept per broker. Each broker gets up to `connections_per_broker` connections
 //! ("lanes"), so fetch workers for different partition ranges do not queue behind each other on
 //! one socket. Connections open lazily and a broken one is replaced on next use.
+//!
+//! Every connection comes from one [`Connector`], built with the pool, so TLS settings and the CA
+//! store are loaded once per client. Addresses are kept as `host:port` and resolved at each
+//! connect, so a broker whose DNS name moved to another IP is found again after a reconnect.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use crate::config::ClientConfig;
-use crate::wire::{BrokerConnection, WireError};
+use crate::wire::{BrokerConnection, Connector, WireError};
 
 type Slot = Arc<tokio::sync::Mutex<Option<BrokerConnection>>>;
 
 /// The pool. Cheap to share behind an `Arc`.
 pub(crate) struct ConnectionPool {
     config: ClientConfig,
+    connector: Connector,
     slots: Mutex<HashMap<(String, usize), Slot>>,
 }
 
 impl ConnectionPool {
-    pub(crate) fn new(config: ClientConfig) -> Self {
-        ConnectionPool {
+    /// Checks the settings and loads the TLS material once.
+    pub(crate) fn new(config: ClientConfig) -> Result<Self, WireError> {
+        Ok(ConnectionPool {
+            connector: Connector::new(&config)?,
             config,
             slots: Mutex::new(HashMap::new()),
-        }
+        })
     }
 
     pub(crate) fn config(&self) -> &ClientConfig {
@@ -50,7 +57,9 @@ impl ConnectionPool {
         if let Some(conn) = guard.as_ref().filter(|c| !c.is_broken()) {
             return Ok(conn.clone());
         }
-        let conn = BrokerConnection::connect(address, &self.config).await?;
+        // Drop a broken connection before opening its replacement, so its socket closes now.
+        *guard = None;
+        let conn = self.connector.connect(address).await?;
         *guard = Some(conn.clone());
         Ok(conn)
     }

@@ -119,7 +119,7 @@ impl MirrorClient {
                 TranslateError::Client(ClientError::DeadlineExceeded {
                     operation: format!("reading the metadata and offsets of source {source}"),
                     timeout: request.timeout,
-                    last: String::new(),
+                    last: None,
                 })
             })?;
             bounds.extend(snapshot?);

@@ -246,7 +246,7 @@ pub enum TranslateError {
         existing: Vec<String>,
     },
     /// The deadline passed before every partition was read.
-    #[error("the read did not complete within {timeout:?}: {}; give it more time, or accept an incomplete result (TranslateRequest::allow_partial)", describe_incomplete(.partitions))]
+    #[error("the read did not complete within {timeout:?}: {}", describe_incomplete(.partitions))]
     Incomplete {
         /// The whole budget.
         timeout: Duration,
@@ -269,10 +269,7 @@ fn existing_hint(existing: &[String]) -> String {
     if existing.is_empty() {
         "no checkpoints topics exist there: is MirrorMaker 2 running with emit.checkpoints.enabled, and is this the target cluster?".to_string()
     } else {
-        format!(
-            "checkpoints topics that exist: {} (check the source alias and the replication policy settings)",
-            existing.join(", ")
-        )
+        format!("checkpoints topics that exist: {}", existing.join(", "))
     }
 }
 

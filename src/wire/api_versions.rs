@@ -365,7 +365,7 @@ mod tests {
         let err = exchange(&mux).await.unwrap_err();
         assert_eq!(
             err.to_string(),
-            "fake:9092 answered ApiVersions v3 with error 42 (InvalidRequest)"
+            "fake:9092 answered ApiVersions v3 with error 42 (INVALID_REQUEST)"
         );
         let _server = server_task.await.unwrap();
     }

@@ -84,7 +84,9 @@ impl BrokerConnection {
 
     /// Sends `request` at `version` and returns the response body, after the response header,
     /// as a zero-copy slice of the response frame. Bounded by `config.request_timeout`; a request
-    /// that times out frees its slot, and its late response is dropped.
+    /// that times out closes the connection (as Java's client does), failing the other requests
+    /// in flight on it with the timeout as cause. A caller that drops the future early only frees
+    /// its slot, and its late response is dropped.
     ///
     /// Pick `version` with [`negotiate`](Self::negotiate); `send` does not check it against the
     /// broker's table. Every request must get a response (Produce with `acks=0` does not).

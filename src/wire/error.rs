@@ -183,13 +183,35 @@ fn broker_support(api: &str, range: &Option<RangeInclusive<i16>>) -> String {
     }
 }
 
-/// Kafka's name for an error code, e.g. `UnsupportedVersion` for 35.
-pub(crate) fn error_name(code: i16) -> String {
-    match kafka_protocol::error::ResponseError::try_from_code(code) {
-        Some(kafka_protocol::error::ResponseError::Unknown(_)) => "unknown error code".to_string(),
-        Some(known) => known.to_string(),
-        None => "no error".to_string(),
+/// Kafka's protocol name for an error code, as the protocol guide and Java's `Errors` spell it:
+/// `NOT_LEADER_OR_FOLLOWER` for 6, `NONE` for 0, `UNKNOWN_CODE_-42` for a code we do not know.
+///
+/// The one place codes become names; every layer's errors use it.
+///
+/// ```
+/// assert_eq!(mm2_offsets::wire::error_name(6), "NOT_LEADER_OR_FOLLOWER");
+/// assert_eq!(mm2_offsets::wire::error_name(-1), "UNKNOWN_SERVER_ERROR");
+/// ```
+pub fn error_name(code: i16) -> String {
+    use kafka_protocol::error::ResponseError;
+    match ResponseError::try_from_code(code) {
+        None => "NONE".to_string(),
+        Some(ResponseError::Unknown(c)) => format!("UNKNOWN_CODE_{c}"),
+        // kafka-protocol names its variants in CamelCase (`NotLeaderOrFollower`); Kafka's own
+        // names are the same words in SCREAMING_SNAKE_CASE.
+        Some(known) => screaming_snake(&format!("{known:?}")),
     }
+}
+
+fn screaming_snake(camel: &str) -> String {
+    let mut out = String::with_capacity(camel.len() + 8);
+    for (i, c) in camel.chars().enumerate() {
+        if c.is_ascii_uppercase() && i > 0 {
+            out.push('_');
+        }
+        out.push(c.to_ascii_uppercase());
+    }
+    out
 }
 
 fn message_suffix(message: &Option<String>) -> String {

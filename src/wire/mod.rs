@@ -34,5 +34,5 @@ pub(crate) mod testing;
 
 pub use api_versions::ApiVersionTable;
 pub use connection::{BrokerConnection, Connector};
-pub use error::WireError;
+pub use error::{WireError, error_name};
 pub use tls::tls_client_config;

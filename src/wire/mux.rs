@@ -6,8 +6,15 @@
 //! (end of stream, I/O error, malformed frame, unknown correlation id) poisons the connection:
 //! every waiter, present and future, gets [`WireError::ConnectionBroken`] with that cause.
 //!
-//! A caller that stops waiting (request timeout or dropped future) frees its slot; the correlation
-//! id is remembered so a late response is dropped quietly rather than treated as unknown.
+//! A request that times out closes the connection, as Java's `NetworkClient` does: the broker
+//! may still be working on it, and a connection whose answers run late cannot be trusted to
+//! answer the next request in time either. Every other request in flight on it fails with the
+//! timeout as its cause (retriable), and the pool opens a new connection.
+//!
+//! A caller that drops its future before the answer (the caller's own deadline, a cancelled read)
+//! frees its slot; the correlation id is remembered so the late response is dropped quietly rather
+//! than treated as unknown. Correlation ids are never reused on a connection, so a late answer
+//! can never be taken for another request's.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicI32, Ordering};
@@ -213,15 +220,26 @@ impl Multiplexer {
             }
         };
         let timeout = self.settings.request_timeout;
-        tokio::time::timeout(timeout, exchange)
-            .await
-            .unwrap_or_else(|_| {
-                Err(WireError::Timeout {
+        match tokio::time::timeout(timeout, exchange).await {
+            Ok(outcome) => outcome,
+            Err(_) => {
+                let error = || WireError::Timeout {
                     broker: self.shared.broker.clone(),
                     operation: format!("the response to {}", request_name(api_key, version)),
                     after: timeout,
-                })
-            })
+                };
+                self.close(error());
+                Err(error())
+            }
+        }
+    }
+
+    /// Breaks the connection with `cause` and closes the socket now: both tasks stop, dropping
+    /// their halves of the stream.
+    fn close(&self, cause: WireError) {
+        self.shared.poison(cause);
+        self.reader.abort();
+        self.writer.abort();
     }
 
     /// The error for a request whose channel went away: the poison cause if there is one.
@@ -423,37 +441,25 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn timed_out_request_frees_its_slot_and_its_late_response_is_dropped() {
+    async fn timed_out_request_closes_the_connection_and_fails_the_others() {
         let (mux, mut server) = pair(200);
-        let (release, released) = oneshot::channel::<()>();
         let server_task = tokio::spawn(async move {
-            let (first, _) = read_request(&mut server).await.unwrap();
-            // Let the first request time out, then answer it late, then answer the second.
-            released.await.unwrap();
-            let (second, _) = read_request(&mut server).await.unwrap();
-            server
-                .write_all(&response_frame(
-                    first.correlation_id,
-                    &metadata_response(1),
-                    12,
-                ))
-                .await
-                .unwrap();
-            server
-                .write_all(&response_frame(
-                    second.correlation_id,
-                    &metadata_response(2),
-                    12,
-                ))
-                .await
-                .unwrap();
-            server
+            // Read both requests, answer neither, and wait for the client to hang up.
+            read_request(&mut server).await.unwrap();
+            read_request(&mut server).await.unwrap();
+            let mut buf = [0u8; 1];
+            server.read(&mut buf).await.unwrap()
         });
         let request = MetadataRequest::default();
         let started = std::time::Instant::now();
-        let err = mux.send(&request, 12).await.unwrap_err();
+        let (first, second) = tokio::join!(mux.send(&request, 12), async {
+            // Queued just after the first; fails with the first's timeout as cause.
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            mux.send(&request, 12).await
+        });
         assert!(started.elapsed() < Duration::from_secs(2));
-        match &err {
+        let first = first.unwrap_err();
+        match &first {
             WireError::Timeout {
                 operation, after, ..
             } => {
@@ -462,7 +468,43 @@ mod tests {
             }
             other => panic!("unexpected {other}"),
         }
-        assert!(err.is_retriable());
+        assert!(first.is_retriable());
+        let second = second.unwrap_err();
+        assert!(second.is_retriable(), "{second}");
+        assert!(mux.is_broken());
+        assert!(mux.shared.lock().waiters.is_empty());
+        // The socket was closed by the client: the server reads end of stream.
+        let n = tokio::time::timeout(Duration::from_secs(2), server_task)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(n, 0);
+        // Later sends fail at once, naming the timeout.
+        let later = mux.send(&request, 12).await.unwrap_err();
+        assert!(later.to_string().contains("timed out"), "{later}");
+    }
+
+    #[tokio::test]
+    async fn cancelled_request_frees_its_slot_and_its_late_response_is_dropped() {
+        let (mux, mut server) = pair(5_000);
+        let (release, released) = oneshot::channel::<()>();
+        let server_task = tokio::spawn(async move {
+            let (first, _) = read_request(&mut server).await.unwrap();
+            released.await.unwrap();
+            let (second, _) = read_request(&mut server).await.unwrap();
+            for (id, marker) in [(first.correlation_id, 1), (second.correlation_id, 2)] {
+                server
+                    .write_all(&response_frame(id, &metadata_response(marker), 12))
+                    .await
+                    .unwrap();
+            }
+            server
+        });
+        let request = MetadataRequest::default();
+        // The caller gives up on its own (as a read does at its deadline): no timeout here.
+        let cancelled =
+            tokio::time::timeout(Duration::from_millis(100), mux.send(&request, 12)).await;
+        assert!(cancelled.is_err());
         assert!(mux.shared.lock().waiters.is_empty());
         release.send(()).unwrap();
         let body = mux.send(&request, 12).await.unwrap();

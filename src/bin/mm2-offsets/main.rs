@@ -9,6 +9,7 @@ mod chunked;
 mod connection;
 mod generate;
 mod groups_file;
+mod hints;
 mod output;
 mod progress;
 
@@ -22,7 +23,7 @@ use clap::Parser;
 use mm2_offsets::client::{Deadline, IsolationLevel};
 use mm2_offsets::mm2::topology;
 use mm2_offsets::translate::{
-    GroupSelector, MirrorClient, ReadProgress, TranslateError, TranslateRequest, Translation,
+    GroupSelector, MirrorClient, ReadProgress, TranslateRequest, Translation,
 };
 
 /// Exit code: every requested partition was read to its end.
@@ -134,7 +135,7 @@ async fn run_translate(args: TranslateArgs) -> Result<i32, String> {
     let settings = connection::settings(&args.connection)?;
     let client = MirrorClient::connect(settings.client, settings.policy)
         .await
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| hints::explain(&e))?;
     let sources = if args.sources.is_empty() {
         discover_sources(&client, args.timeout).await?
     } else {
@@ -159,7 +160,10 @@ async fn run_translate(args: TranslateArgs) -> Result<i32, String> {
         let _line = progress::ProgressLine::start(progress, !args.no_progress);
         client.translate(&request).await
     };
-    let translation = translation.map_err(|e| with_cli_hint(&e))?;
+    let translation = match translation {
+        Ok(t) => t,
+        Err(e) => return Err(hints::explain(&e)),
+    };
     print_translation(&args, &translation)?;
     let missing = translation.missing_groups();
     summarize(&translation);
@@ -181,21 +185,6 @@ async fn run_translate(args: TranslateArgs) -> Result<i32, String> {
     })
 }
 
-/// The library's error in this command line's words: the library names no flags, so the
-/// options that would help are added here.
-fn with_cli_hint(error: &TranslateError) -> String {
-    let hint = match error {
-        TranslateError::Incomplete { .. } => {
-            "; raise --timeout, or pass --allow-partial to print the incomplete result"
-        }
-        TranslateError::MissingCheckpointsTopic { .. } => {
-            "; --source names the alias (leave it out to translate every source found)"
-        }
-        _ => "",
-    };
-    format!("{error}{hint}")
-}
-
 /// Every source alias with a checkpoints topic on the cluster, when --source is not given.
 async fn discover_sources(
     client: &MirrorClient,
@@ -205,7 +194,7 @@ async fn discover_sources(
     let topics = client
         .list_topics(&deadline)
         .await
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| hints::explain(&e))?;
     let policy = client.replication_policy();
     let sources: Vec<String> =
         topology::checkpoint_topics(policy, topics.iter().map(String::as_str))
@@ -289,11 +278,11 @@ async fn cluster_topics(args: &TopologyArgs) -> Result<(MirrorClient, Vec<String
     let settings = connection::settings(&args.connection)?;
     let client = MirrorClient::connect(settings.client, settings.policy)
         .await
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| hints::explain(&e))?;
     let topics = client
         .list_topics(&Deadline::after(args.timeout))
         .await
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| hints::explain(&e))?;
     Ok((client, topics))
 }
 

@@ -1,0 +1,544 @@
+//! A fault-injecting fake Kafka cluster for unit tests, in the spirit of franz-go's `kfake`
+//! control hooks: several brokers on 127.0.0.1 that speak enough of the protocol for the read
+//! path (ApiVersions, Metadata, ListOffsets, Fetch with real record batches), and controls that
+//! move a partition's leader, answer a chosen request with an error code once or N times, delay
+//! or drop a response, cut a response at a byte, kill a connection, and refuse, reset or stall
+//! new connections.
+//!
+//! The brokers keep no per-connection state beyond the socket, so a test can count the
+//! connections still open ([`FakeCluster::open_connections`]) to prove that a command leaves
+//! none behind.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use bytes::Bytes;
+use kafka_protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};
+use kafka_protocol::messages::list_offsets_response::{
+    ListOffsetsPartitionResponse, ListOffsetsTopicResponse,
+};
+use kafka_protocol::messages::metadata_response::{
+    MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
+};
+use kafka_protocol::messages::{
+    ApiKey, BrokerId, FetchRequest, FetchResponse, ListOffsetsRequest, ListOffsetsResponse,
+    MetadataRequest, MetadataResponse, TopicName,
+};
+use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, StrBytes};
+use tokio::io::AsyncWriteExt;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::task::JoinHandle;
+
+use crate::records::builder::BatchBuilder;
+use crate::wire::testing::{api_versions_response, read_request, response_frame};
+
+#[cfg(test)]
+mod tests;
+
+/// The versions the fake brokers offer: topic names in Fetch (v12), which keeps the fake small.
+const RANGES: &[(ApiKey, i16, i16)] = &[
+    (ApiKey::Fetch, 4, 12),
+    (ApiKey::ListOffsets, 1, 7),
+    (ApiKey::Metadata, 1, 12),
+    (ApiKey::ApiVersions, 0, 3),
+];
+
+/// What a fault does to the response it hits.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Fault {
+    /// Answer with this error code (per partition for Fetch and ListOffsets, per topic for
+    /// Metadata).
+    Error(i16),
+    /// Answer after this delay.
+    Delay(Duration),
+    /// Never answer (the connection stays open).
+    Drop,
+    /// Write only this many bytes of the response frame, then close the connection.
+    CutAt(usize),
+    /// Close the connection instead of answering.
+    Kill,
+}
+
+struct Injection {
+    api: ApiKey,
+    /// Only on this broker, or on any.
+    node: Option<i32>,
+    remaining: usize,
+    fault: Fault,
+}
+
+/// What happens to the next connections a broker accepts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum OnAccept {
+    /// Close at once (the client sees a reset or end of stream during setup).
+    Reset,
+    /// Never answer anything (a half-open connection).
+    Stall,
+}
+
+struct Partition {
+    leader: i32,
+    epoch: i32,
+    log_start: i64,
+    /// Record batches as (base offset, next offset, bytes), in order.
+    batches: Vec<(i64, i64, Bytes)>,
+}
+
+impl Partition {
+    fn high_watermark(&self) -> i64 {
+        self.batches.last().map_or(self.log_start, |b| b.1)
+    }
+}
+
+#[derive(Default)]
+struct State {
+    topics: BTreeMap<String, Vec<Partition>>,
+    injections: Vec<Injection>,
+    on_accept: BTreeMap<i32, (OnAccept, usize)>,
+    /// Requests served, by API key, for assertions.
+    served: BTreeMap<i16, usize>,
+}
+
+struct Shared {
+    state: Mutex<State>,
+    brokers: Vec<(i32, u16)>,
+    open: AtomicUsize,
+    accepted: AtomicUsize,
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// The fake cluster. Dropping it stops the brokers (connections already open run until the
+/// client closes them).
+pub(crate) struct FakeCluster {
+    shared: Arc<Shared>,
+    listeners: Vec<JoinHandle<()>>,
+}
+
+impl Drop for FakeCluster {
+    fn drop(&mut self) {
+        for l in &self.listeners {
+            l.abort();
+        }
+    }
+}
+
+impl FakeCluster {
+    /// Starts `brokers` brokers, node ids 0, 1, ...
+    pub(crate) async fn start(brokers: usize) -> FakeCluster {
+        let mut listeners = Vec::new();
+        let mut bound = Vec::new();
+        for node in 0..brokers {
+            let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+            let port = listener.local_addr().expect("address").port();
+            bound.push((node as i32, port));
+            listeners.push(listener);
+        }
+        let shared = Arc::new(Shared {
+            state: Mutex::new(State::default()),
+            brokers: bound,
+            open: AtomicUsize::new(0),
+            accepted: AtomicUsize::new(0),
+        });
+        let tasks = listeners
+            .into_iter()
+            .enumerate()
+            .map(|(node, listener)| {
+                tokio::spawn(accept_loop(listener, node as i32, shared.clone()))
+            })
+            .collect();
+        FakeCluster {
+            shared,
+            listeners: tasks,
+        }
+    }
+
+    /// `127.0.0.1:port` of broker `node`.
+    pub(crate) fn address(&self, node: i32) -> String {
+        let port = self
+            .shared
+            .brokers
+            .iter()
+            .find(|(id, _)| *id == node)
+            .expect("no such broker")
+            .1;
+        format!("127.0.0.1:{port}")
+    }
+
+    /// Creates `topic` with `partitions` partitions led round-robin by the brokers, each holding
+    /// `batches` batches of `records_per_batch` records with values `"{partition}:{offset}"`.
+    pub(crate) fn create_topic(
+        &self,
+        topic: &str,
+        partitions: i32,
+        batches: usize,
+        records_per_batch: usize,
+    ) {
+        self.create_topic_with(
+            topic,
+            partitions,
+            batches,
+            records_per_batch,
+            |p, offset| (None, format!("{p}:{offset}").into_bytes()),
+        );
+    }
+
+    /// Creates `topic` like [`create_topic`](Self::create_topic), with the key and value of
+    /// each record from `record(partition, offset)`.
+    pub(crate) fn create_topic_with(
+        &self,
+        topic: &str,
+        partitions: i32,
+        batches: usize,
+        records_per_batch: usize,
+        record: impl Fn(i32, i64) -> (Option<Vec<u8>>, Vec<u8>),
+    ) {
+        let brokers = self.shared.brokers.len() as i32;
+        let parts = (0..partitions)
+            .map(|p| {
+                let mut next = 0i64;
+                let batches = (0..batches)
+                    .map(|_| {
+                        let base = next;
+                        let mut builder = BatchBuilder::new(base);
+                        for i in 0..records_per_batch {
+                            let (key, value) = record(p, base + i as i64);
+                            builder = builder.record(key.as_deref(), Some(&value));
+                        }
+                        next += records_per_batch as i64;
+                        (base, next, Bytes::from(builder.build()))
+                    })
+                    .collect();
+                Partition {
+                    leader: p % brokers,
+                    epoch: 0,
+                    log_start: 0,
+                    batches,
+                }
+            })
+            .collect();
+        self.shared.lock().topics.insert(topic.to_string(), parts);
+    }
+
+    /// Makes `node` the leader of `topic`-`partition`, with a new leader epoch.
+    pub(crate) fn move_leader(&self, topic: &str, partition: i32, node: i32) {
+        let mut state = self.shared.lock();
+        let p = &mut state.topics.get_mut(topic).expect("topic")[partition as usize];
+        p.leader = node;
+        p.epoch += 1;
+    }
+
+    /// Moves the log start of `topic`-`partition` (as DeleteRecords or retention would).
+    pub(crate) fn truncate_before(&self, topic: &str, partition: i32, offset: i64) {
+        let mut state = self.shared.lock();
+        let p = &mut state.topics.get_mut(topic).expect("topic")[partition as usize];
+        p.batches.retain(|b| b.1 > offset);
+        p.log_start = offset;
+    }
+
+    /// Applies `fault` to the next `times` requests of `api` (on broker `node`, or any broker).
+    pub(crate) fn inject(&self, api: ApiKey, node: Option<i32>, times: usize, fault: Fault) {
+        self.shared.lock().injections.push(Injection {
+            api,
+            node,
+            remaining: times,
+            fault,
+        });
+    }
+
+    /// The next `times` connections broker `node` accepts are reset or stalled.
+    pub(crate) fn on_accept(&self, node: i32, what: OnAccept, times: usize) {
+        self.shared.lock().on_accept.insert(node, (what, times));
+    }
+
+    /// Faults injected but not yet used up.
+    pub(crate) fn pending_faults(&self) -> usize {
+        self.shared
+            .lock()
+            .injections
+            .iter()
+            .map(|i| i.remaining)
+            .sum()
+    }
+
+    /// Requests of `api` the brokers have received (faulted ones included).
+    pub(crate) fn served(&self, api: ApiKey) -> usize {
+        self.shared
+            .lock()
+            .served
+            .get(&(api as i16))
+            .copied()
+            .unwrap_or(0)
+    }
+
+    /// Connections the brokers hold open now.
+    pub(crate) fn open_connections(&self) -> usize {
+        self.shared.open.load(Ordering::SeqCst)
+    }
+
+    /// Connections the brokers have accepted since they started.
+    pub(crate) fn accepted_connections(&self) -> usize {
+        self.shared.accepted.load(Ordering::SeqCst)
+    }
+
+    /// Waits up to two seconds for the open connections to come down to `n`; the count then.
+    pub(crate) async fn wait_for_open_connections(&self, n: usize) -> usize {
+        for _ in 0..200 {
+            if self.open_connections() <= n {
+                return self.open_connections();
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        self.open_connections()
+    }
+}
+
+async fn accept_loop(listener: TcpListener, node: i32, shared: Arc<Shared>) {
+    while let Ok((stream, _)) = listener.accept().await {
+        shared.accepted.fetch_add(1, Ordering::SeqCst);
+        let on_accept = {
+            let mut state = shared.lock();
+            match state.on_accept.get_mut(&node) {
+                Some((what, left)) if *left > 0 => {
+                    *left -= 1;
+                    Some(*what)
+                }
+                _ => None,
+            }
+        };
+        match on_accept {
+            Some(OnAccept::Reset) => drop(stream),
+            other => {
+                shared.open.fetch_add(1, Ordering::SeqCst);
+                let shared = shared.clone();
+                tokio::spawn(async move {
+                    serve(stream, node, &shared, other == Some(OnAccept::Stall)).await;
+                    shared.open.fetch_sub(1, Ordering::SeqCst);
+                });
+            }
+        }
+    }
+}
+
+/// Serves one connection until the client closes it or a fault kills it.
+async fn serve(mut stream: TcpStream, node: i32, shared: &Shared, stall: bool) {
+    while let Some((header, mut body)) = read_request(&mut stream).await {
+        if stall {
+            continue;
+        }
+        let api = header.request_api_key;
+        let version = header.request_api_version;
+        let id = header.correlation_id;
+        let fault = take_fault(shared, api, node);
+        let error = match fault {
+            Some(Fault::Error(code)) => code,
+            _ => 0,
+        };
+        let frame = match ApiKey::try_from(api) {
+            Ok(ApiKey::ApiVersions) => frame(id, &api_versions_response(RANGES), version),
+            Ok(ApiKey::Metadata) => {
+                let request = MetadataRequest::decode(&mut body, version).expect("Metadata");
+                frame(id, &metadata(shared, &request, error), version)
+            }
+            Ok(ApiKey::ListOffsets) => {
+                let request = ListOffsetsRequest::decode(&mut body, version).expect("ListOffsets");
+                frame(id, &list_offsets(shared, node, &request, error), version)
+            }
+            Ok(ApiKey::Fetch) => {
+                let request = FetchRequest::decode(&mut body, version).expect("Fetch");
+                frame(id, &fetch(shared, node, &request, error), version)
+            }
+            _ => return, // an API the fake does not speak: hang up
+        };
+        match fault {
+            Some(Fault::Drop) => continue,
+            Some(Fault::Kill) => return,
+            Some(Fault::CutAt(n)) => {
+                let _ = stream.write_all(&frame[..n.min(frame.len())]).await;
+                return;
+            }
+            Some(Fault::Delay(d)) => tokio::time::sleep(d).await,
+            _ => {}
+        }
+        if stream.write_all(&frame).await.is_err() {
+            return;
+        }
+    }
+}
+
+fn frame<R: Encodable + HeaderVersion>(id: i32, response: &R, version: i16) -> Vec<u8> {
+    response_frame(id, response, version)
+}
+
+fn take_fault(shared: &Shared, api: i16, node: i32) -> Option<Fault> {
+    let mut state = shared.lock();
+    *state.served.entry(api).or_default() += 1;
+    let hit = state
+        .injections
+        .iter_mut()
+        .find(|i| i.api as i16 == api && i.remaining > 0 && i.node.is_none_or(|n| n == node))?;
+    hit.remaining -= 1;
+    Some(hit.fault)
+}
+
+fn metadata(shared: &Shared, request: &MetadataRequest, error: i16) -> MetadataResponse {
+    let state = shared.lock();
+    let brokers = shared
+        .brokers
+        .iter()
+        .map(|(id, port)| {
+            MetadataResponseBroker::default()
+                .with_node_id(BrokerId(*id))
+                .with_host(StrBytes::from_static_str("127.0.0.1"))
+                .with_port(i32::from(*port))
+        })
+        .collect();
+    let names: Vec<String> = match &request.topics {
+        None => state.topics.keys().cloned().collect(),
+        Some(topics) => topics
+            .iter()
+            .filter_map(|t| t.name.as_ref().map(|n| n.0.to_string()))
+            .collect(),
+    };
+    let topics = names
+        .into_iter()
+        .map(|name| {
+            let base = MetadataResponseTopic::default()
+                .with_name(Some(TopicName(StrBytes::from_string(name.clone()))));
+            match state.topics.get(&name) {
+                None => base.with_error_code(3),
+                Some(_) if error != 0 => base.with_error_code(error),
+                Some(parts) => base.with_partitions(
+                    parts
+                        .iter()
+                        .enumerate()
+                        .map(|(i, p)| {
+                            MetadataResponsePartition::default()
+                                .with_partition_index(i as i32)
+                                .with_leader_id(BrokerId(p.leader))
+                                .with_leader_epoch(p.epoch)
+                                .with_replica_nodes(vec![BrokerId(p.leader)])
+                                .with_isr_nodes(vec![BrokerId(p.leader)])
+                        })
+                        .collect(),
+                ),
+            }
+        })
+        .collect();
+    MetadataResponse::default()
+        .with_brokers(brokers)
+        .with_controller_id(BrokerId(0))
+        .with_topics(topics)
+}
+
+/// The error a partition request gets on `node`: the injected one, else NOT_LEADER_OR_FOLLOWER
+/// when `node` does not lead it, else UNKNOWN_TOPIC_OR_PARTITION when it does not exist.
+fn partition_error<'a>(
+    state: &'a State,
+    node: i32,
+    topic: &str,
+    partition: i32,
+    error: i16,
+) -> Result<&'a Partition, i16> {
+    let p = state
+        .topics
+        .get(topic)
+        .and_then(|parts| parts.get(usize::try_from(partition).ok()?))
+        .ok_or(3i16)?;
+    if error != 0 {
+        Err(error)
+    } else if p.leader != node {
+        Err(6)
+    } else {
+        Ok(p)
+    }
+}
+
+fn list_offsets(
+    shared: &Shared,
+    node: i32,
+    request: &ListOffsetsRequest,
+    error: i16,
+) -> ListOffsetsResponse {
+    let state = shared.lock();
+    let topics = request
+        .topics
+        .iter()
+        .map(|t| {
+            let partitions = t
+                .partitions
+                .iter()
+                .map(|rp| {
+                    let base = ListOffsetsPartitionResponse::default()
+                        .with_partition_index(rp.partition_index);
+                    match partition_error(&state, node, &t.name.0, rp.partition_index, error) {
+                        Err(code) => base.with_error_code(code).with_offset(-1),
+                        Ok(p) => base
+                            .with_timestamp(-1)
+                            .with_leader_epoch(p.epoch)
+                            .with_offset(if rp.timestamp == -2 {
+                                p.log_start
+                            } else {
+                                p.high_watermark()
+                            }),
+                    }
+                })
+                .collect();
+            ListOffsetsTopicResponse::default()
+                .with_name(t.name.clone())
+                .with_partitions(partitions)
+        })
+        .collect();
+    ListOffsetsResponse::default().with_topics(topics)
+}
+
+fn fetch(shared: &Shared, node: i32, request: &FetchRequest, error: i16) -> FetchResponse {
+    let state = shared.lock();
+    let responses = request
+        .topics
+        .iter()
+        .map(|t| {
+            let partitions = t
+                .partitions
+                .iter()
+                .map(|fp| {
+                    let base = PartitionData::default().with_partition_index(fp.partition);
+                    let p = match partition_error(&state, node, &t.topic.0, fp.partition, error) {
+                        Err(code) => return base.with_error_code(code),
+                        Ok(p) => p,
+                    };
+                    let base = base
+                        .with_high_watermark(p.high_watermark())
+                        .with_last_stable_offset(p.high_watermark())
+                        .with_log_start_offset(p.log_start);
+                    let offset = fp.fetch_offset;
+                    if offset < p.log_start || offset > p.high_watermark() {
+                        return base.with_error_code(1);
+                    }
+                    // Whole batches from the one holding `offset`, at least one, then up to
+                    // the partition's byte limit (KIP-74).
+                    let mut records = Vec::new();
+                    for (_, _, bytes) in p.batches.iter().filter(|b| b.1 > offset) {
+                        if !records.is_empty()
+                            && records.len() + bytes.len() > fp.partition_max_bytes as usize
+                        {
+                            break;
+                        }
+                        records.extend_from_slice(bytes);
+                    }
+                    base.with_records(Some(Bytes::from(records)))
+                })
+                .collect();
+            FetchableTopicResponse::default()
+                .with_topic(t.topic.clone())
+                .with_partitions(partitions)
+        })
+        .collect();
+    FetchResponse::default().with_responses(responses)
+}
