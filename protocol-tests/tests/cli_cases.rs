@@ -181,6 +181,8 @@ fn fixture() -> &'static Fixture {
             writeln!(big, "unknown.key.{i}=value").unwrap();
         }
         big.flush().unwrap();
+        let huge = "unknown.key=value\n".repeat(300_000);
+        std::fs::write(dir.path().join("huge.properties"), huge).unwrap();
         Fixture {
             k4,
             source_a,
@@ -597,6 +599,17 @@ fn cases() -> Vec<Case> {
         c.args
             .extend([s("--command-config"), path("unknown-keys.properties")]);
         cases.push(c);
+        for file in [path("huge.properties"), s("/dev/zero")] {
+            let mut c = case(
+                &format!("{sub}: a properties file over 4 MiB ({file})"),
+                &[],
+                Error,
+                &["larger than 4 MiB", "wrong file"],
+            );
+            c.args = with_bootstrap(&plain);
+            c.args.extend([s("--command-config"), file]);
+            cases.push(c);
+        }
         for format in ["json", "csv", "table"] {
             let mut c = case(&format!("{sub}: -o {format}"), &[], Success, &[]);
             c.args = with_bootstrap(&plain);

@@ -114,6 +114,9 @@ impl Setting<'_> {
     }
 }
 
+/// The most keys named one by one in "not used" warnings; the rest are counted.
+pub(crate) const MAX_UNUSED_KEY_WARNINGS: usize = 50;
+
 /// Reads settings with `consumer.` overrides, remembers what was read, and collects warnings.
 pub(crate) struct Settings<'a> {
     props: &'a Properties,
@@ -176,12 +179,25 @@ impl<'a> Settings<'a> {
         self.warnings.push(warning);
     }
 
-    /// Warnings, including one for each key nobody read.
+    /// Warnings, including one for each key nobody read, up to [`MAX_UNUSED_KEY_WARNINGS`];
+    /// the rest are counted in one more line, so a huge file of unknown keys cannot flood the
+    /// caller with warnings or memory.
     fn finish(mut self) -> Vec<String> {
+        let mut more = 0usize;
+        let mut shown = 0usize;
         for (key, value) in self.props.iter() {
-            if let Some(warning) = self.unused_key_warning(key, value) {
+            if shown == MAX_UNUSED_KEY_WARNINGS {
+                // Counting needs no message: only whether the key warns.
+                more += usize::from(self.unused_key_warning(key, value).is_some());
+            } else if let Some(warning) = self.unused_key_warning(key, value) {
                 self.warnings.push(warning);
+                shown += 1;
             }
+        }
+        if more > 0 {
+            self.warnings.push(format!(
+                "{more} more keys are not used by mm2-offsets; ignored"
+            ));
         }
         self.warnings
     }

@@ -161,17 +161,17 @@ fn with_origin(error: &ConfigError, layers: &[(Origin<'_>, Properties)]) -> Stri
 }
 
 /// Prints configuration warnings once each, at most [`MAX_WARNINGS`], then how many more.
+/// Only the printed ones are remembered, so memory stays bounded whatever the file holds.
 fn print_warnings(warnings: Vec<String>) {
-    let mut seen = std::collections::HashSet::new();
-    let mut distinct = 0usize;
+    let mut shown: Vec<&str> = Vec::new();
     let mut more = 0usize;
-    for warning in warnings {
-        if !seen.insert(warning.clone()) {
+    for warning in &warnings {
+        if shown.contains(&warning.as_str()) {
             continue;
         }
-        distinct += 1;
-        if distinct <= MAX_WARNINGS {
-            tracing::warn!("{}", for_terminal(&warning));
+        if shown.len() < MAX_WARNINGS {
+            tracing::warn!("{}", for_terminal(warning));
+            shown.push(warning);
         } else {
             more += 1;
         }
