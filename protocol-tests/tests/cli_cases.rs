@@ -48,9 +48,7 @@ struct Case {
 }
 
 fn owned(name: &str, args: Vec<String>, outcome: Outcome, words: &[&str]) -> Case {
-    let mut c = case(name, &[], outcome, words);
-    c.args = args;
-    c
+    case(name, &[], outcome, words).with_args(args)
 }
 
 fn case(name: &str, args: &[&str], outcome: Outcome, words: &[&str]) -> Case {
@@ -64,6 +62,16 @@ fn case(name: &str, args: &[&str], outcome: Outcome, words: &[&str]) -> Case {
 }
 
 impl Case {
+    fn with_args(mut self, args: Vec<String>) -> Case {
+        self.args = args;
+        self
+    }
+
+    fn with_extra(mut self, extra: impl IntoIterator<Item = String>) -> Case {
+        self.args.extend(extra);
+        self
+    }
+
     /// Whether stdout is machine output that keeps hostile strings exactly (CSV to a pipe).
     fn exact_stdout(&self) -> bool {
         self.outcome == Outcome::Success
@@ -265,6 +273,14 @@ fn cases() -> Vec<Case> {
     let scram_user = f.k4.var("SCRAM_USER").to_string();
     let a = f.source_a.clone();
     let b = f.source_b.clone();
+    let tls_with_ca = || {
+        [
+            s("--security-protocol"),
+            s("SSL"),
+            s("--ssl-ca"),
+            ca.clone(),
+        ]
+    };
     let mut cases = Vec::new();
 
     // --- The "Why" cases of issue 15 -------------------------------------------------------
@@ -382,60 +398,60 @@ fn cases() -> Vec<Case> {
             (" , ", &["bootstrap"][..]),
             ("127.0.0.1:1", &["refused", "probable cause"][..]),
         ] {
-            let mut c = case(&format!("{sub}: bootstrap {server:?}"), &[], Error, words);
-            c.args = with_bootstrap(server);
-            cases.push(c);
+            cases.push(
+                case(&format!("{sub}: bootstrap {server:?}"), &[], Error, words)
+                    .with_args(with_bootstrap(server)),
+            );
         }
-        let mut c = case(
-            &format!("{sub}: TLS on the plaintext port with --timeout 2s"),
-            &[],
-            Error,
-            &["probable cause", "plaintext"],
-        );
-        c.args = with_bootstrap(&plain);
-        c.args.extend([
-            s("--security-protocol"),
-            s("SSL"),
-            s("--ssl-ca"),
-            ca.clone(),
-        ]);
-        cases.push(c);
-        let mut c = case(
-            &format!("{sub}: plaintext on the TLS port"),
-            &[],
-            Error,
-            &["TLS", "SSL"],
-        );
-        c.args = with_bootstrap(&ssl);
-        cases.push(c);
-        let mut c = case(
-            &format!("{sub}: SASL PLAIN on a listener without SASL"),
-            &[],
-            Error,
-            &["SASL"],
-        );
-        c.args = with_bootstrap(&plain);
-        c.args.extend([
-            s("--security-protocol"),
-            s("SASL_PLAINTEXT"),
-            s("--sasl-mechanism"),
-            s("PLAIN"),
-            s("--sasl-username"),
-            s("bob"),
-            s("--sasl-password-file"),
-            path("wrong-password.txt"),
-        ]);
-        cases.push(c);
-        for proto in ["BOGUS", "ssl3", "", "SASL"] {
-            let mut c = case(
-                &format!("{sub}: --security-protocol {proto:?}"),
+        cases.push(
+            case(
+                &format!("{sub}: TLS on the plaintext port with --timeout 2s"),
                 &[],
                 Error,
-                &["security.protocol", "--security-protocol"],
+                &["probable cause", "plaintext"],
+            )
+            .with_args(with_bootstrap(&plain))
+            .with_extra(tls_with_ca()),
+        );
+        cases.push(
+            case(
+                &format!("{sub}: plaintext on the TLS port"),
+                &[],
+                Error,
+                &["TLS", "SSL"],
+            )
+            .with_args(with_bootstrap(&ssl)),
+        );
+        cases.push(
+            case(
+                &format!("{sub}: SASL PLAIN on a listener without SASL"),
+                &[],
+                Error,
+                &["SASL"],
+            )
+            .with_args(with_bootstrap(&plain))
+            .with_extra([
+                s("--security-protocol"),
+                s("SASL_PLAINTEXT"),
+                s("--sasl-mechanism"),
+                s("PLAIN"),
+                s("--sasl-username"),
+                s("bob"),
+                s("--sasl-password-file"),
+                path("wrong-password.txt"),
+            ]),
+        );
+        for proto in ["BOGUS", "ssl3", "", "SASL"] {
+            cases.push(
+                case(
+                    &format!("{sub}: --security-protocol {proto:?}"),
+                    &[],
+                    Error,
+                    &["security.protocol", "--security-protocol"],
+                )
+                .with_args(with_bootstrap(&plain))
+                .with_extra([s("--security-protocol"), s(proto)]),
             );
-            c.args = with_bootstrap(&plain);
-            c.args.extend([s("--security-protocol"), s(proto)]);
-            cases.push(c);
         }
         // --mm2-config with --command-config: G is layered, never ignored.
         let mm2 = |g: &str| -> Vec<String> {
@@ -453,41 +469,47 @@ fn cases() -> Vec<Case> {
             }
             v
         };
-        let mut c = case(&format!("{sub}: --mm2-config alone"), &[], Success, &[]);
-        c.args = mm2("");
-        cases.push(c);
-        let mut c = case(
-            &format!("{sub}: --mm2-config with a missing --command-config"),
-            &[],
-            Error,
-            &["cannot read", "missing.properties"],
+        cases.push(
+            case(&format!("{sub}: --mm2-config alone"), &[], Success, &[]).with_args(mm2("")),
         );
-        c.args = mm2("missing.properties");
-        cases.push(c);
-        let mut c = case(
-            &format!("{sub}: --mm2-config with --command-config security.protocol=BOGUS"),
-            &[],
-            Error,
-            &["security.protocol", "bogus.properties"],
+        cases.push(
+            case(
+                &format!("{sub}: --mm2-config with a missing --command-config"),
+                &[],
+                Error,
+                &["cannot read", "missing.properties"],
+            )
+            .with_args(mm2("missing.properties")),
         );
-        c.args = mm2("bogus.properties");
-        cases.push(c);
-        let mut c = case(
-            &format!("{sub}: --mm2-config with --command-config SSL never connects in plaintext"),
-            &[],
-            Error,
-            &["TLS"],
+        cases.push(
+            case(
+                &format!("{sub}: --mm2-config with --command-config security.protocol=BOGUS"),
+                &[],
+                Error,
+                &["security.protocol", "bogus.properties"],
+            )
+            .with_args(mm2("bogus.properties")),
         );
-        c.args = mm2("ssl.properties");
-        cases.push(c);
-        let mut c = case(
-            &format!("{sub}: a file's secrets are not echoed"),
-            &[],
-            Error,
-            &["security.protocol"],
+        cases.push(
+            case(
+                &format!(
+                    "{sub}: --mm2-config with --command-config SSL never connects in plaintext"
+                ),
+                &[],
+                Error,
+                &["TLS"],
+            )
+            .with_args(mm2("ssl.properties")),
         );
-        c.args = mm2("secret.properties");
-        cases.push(c);
+        cases.push(
+            case(
+                &format!("{sub}: a file's secrets are not echoed"),
+                &[],
+                Error,
+                &["security.protocol"],
+            )
+            .with_args(mm2("secret.properties")),
+        );
         for (file, words) in [
             (
                 "mm2-no-backup.properties",
@@ -497,9 +519,7 @@ fn cases() -> Vec<Case> {
         ] {
             let mut v: Vec<String> = no_bootstrap.iter().map(|x| x.to_string()).collect();
             v.extend([s("--mm2-config"), path(file), s("--target"), s("backup")]);
-            let mut c = case(&format!("{sub}: {file}"), &[], Error, words);
-            c.args = v;
-            cases.push(c);
+            cases.push(case(&format!("{sub}: {file}"), &[], Error, words).with_args(v));
         }
         let mut v: Vec<String> = no_bootstrap.iter().map(|x| x.to_string()).collect();
         v.extend([
@@ -508,113 +528,116 @@ fn cases() -> Vec<Case> {
             s("--target"),
             s("nope"),
         ]);
-        let mut c = case(
-            &format!("{sub}: --target not in clusters="),
-            &[],
-            Error,
-            &["not one of the clusters", "primary, backup"],
-        );
-        c.args = v;
-        cases.push(c);
-        // Secure listeners work.
-        let mut c = case(&format!("{sub}: SSL with the CA"), &[], Success, &[]);
-        c.args = with_bootstrap(&ssl);
-        c.args.extend([
-            s("--security-protocol"),
-            s("SSL"),
-            s("--ssl-ca"),
-            ca.clone(),
-        ]);
-        cases.push(c);
-        let mut c = case(
-            &format!("{sub}: SSL without the CA fails verification"),
-            &[],
-            Error,
-            &["certificate"],
-        );
-        c.args = with_bootstrap(&ssl);
-        c.args.extend([s("--security-protocol"), s("SSL")]);
-        cases.push(c);
-        let mut c = case(
-            &format!("{sub}: SASL_SSL SCRAM with a password file"),
-            &[],
-            Success,
-            &[],
-        );
-        c.args = with_bootstrap(&sasl_ssl);
-        c.args.extend([
-            s("--security-protocol"),
-            s("SASL_SSL"),
-            s("--sasl-mechanism"),
-            s("SCRAM-SHA-512"),
-            s("--sasl-username"),
-            scram_user.clone(),
-            s("--sasl-password-file"),
-            path("password.txt"),
-            s("--ssl-ca"),
-            ca.clone(),
-        ]);
-        cases.push(c);
-        let mut c = case(
-            &format!("{sub}: SASL_PLAINTEXT SCRAM with the password in the environment"),
-            &[],
-            Success,
-            &[],
-        )
-        .env("MM2_OFFSETS_SASL_PASSWORD", f.k4.var("SCRAM_PASSWORD"));
-        c.args = with_bootstrap(&sasl_plain);
-        c.args.extend([
-            s("--security-protocol"),
-            s("SASL_PLAINTEXT"),
-            s("--sasl-mechanism"),
-            s("SCRAM-SHA-256"),
-            s("--sasl-username"),
-            scram_user.clone(),
-        ]);
-        cases.push(c);
-        let mut c = case(
-            &format!("{sub}: SASL_PLAINTEXT SCRAM with a wrong password"),
-            &[],
-            Error,
-            &["authentication"],
-        )
-        .env("MM2_OFFSETS_SASL_PASSWORD", SENTINEL);
-        c.args = with_bootstrap(&sasl_plain);
-        c.args.extend([
-            s("--security-protocol"),
-            s("SASL_PLAINTEXT"),
-            s("--sasl-mechanism"),
-            s("SCRAM-SHA-512"),
-            s("--sasl-username"),
-            scram_user.clone(),
-        ]);
-        cases.push(c);
-        let mut c = case(
-            &format!("{sub}: 100,000 unknown keys warn a capped number of lines"),
-            &[],
-            Success,
-            &["more configuration warnings not shown"],
-        );
-        c.args = with_bootstrap(&plain);
-        c.args
-            .extend([s("--command-config"), path("unknown-keys.properties")]);
-        cases.push(c);
-        for file in [path("huge.properties"), s("/dev/zero")] {
-            let mut c = case(
-                &format!("{sub}: a properties file over 4 MiB ({file})"),
+        cases.push(
+            case(
+                &format!("{sub}: --target not in clusters="),
                 &[],
                 Error,
-                &["larger than 4 MiB", "wrong file"],
+                &["not one of the clusters", "primary, backup"],
+            )
+            .with_args(v),
+        );
+        // Secure listeners work.
+        cases.push(
+            case(&format!("{sub}: SSL with the CA"), &[], Success, &[])
+                .with_args(with_bootstrap(&ssl))
+                .with_extra(tls_with_ca()),
+        );
+        cases.push(
+            case(
+                &format!("{sub}: SSL without the CA fails verification"),
+                &[],
+                Error,
+                &["certificate"],
+            )
+            .with_args(with_bootstrap(&ssl))
+            .with_extra([s("--security-protocol"), s("SSL")]),
+        );
+        cases.push(
+            case(
+                &format!("{sub}: SASL_SSL SCRAM with a password file"),
+                &[],
+                Success,
+                &[],
+            )
+            .with_args(with_bootstrap(&sasl_ssl))
+            .with_extra([
+                s("--security-protocol"),
+                s("SASL_SSL"),
+                s("--sasl-mechanism"),
+                s("SCRAM-SHA-512"),
+                s("--sasl-username"),
+                scram_user.clone(),
+                s("--sasl-password-file"),
+                path("password.txt"),
+                s("--ssl-ca"),
+                ca.clone(),
+            ]),
+        );
+        cases.push(
+            case(
+                &format!("{sub}: SASL_PLAINTEXT SCRAM with the password in the environment"),
+                &[],
+                Success,
+                &[],
+            )
+            .env("MM2_OFFSETS_SASL_PASSWORD", f.k4.var("SCRAM_PASSWORD"))
+            .with_args(with_bootstrap(&sasl_plain))
+            .with_extra([
+                s("--security-protocol"),
+                s("SASL_PLAINTEXT"),
+                s("--sasl-mechanism"),
+                s("SCRAM-SHA-256"),
+                s("--sasl-username"),
+                scram_user.clone(),
+            ]),
+        );
+        cases.push(
+            case(
+                &format!("{sub}: SASL_PLAINTEXT SCRAM with a wrong password"),
+                &[],
+                Error,
+                &["authentication"],
+            )
+            .env("MM2_OFFSETS_SASL_PASSWORD", SENTINEL)
+            .with_args(with_bootstrap(&sasl_plain))
+            .with_extra([
+                s("--security-protocol"),
+                s("SASL_PLAINTEXT"),
+                s("--sasl-mechanism"),
+                s("SCRAM-SHA-512"),
+                s("--sasl-username"),
+                scram_user.clone(),
+            ]),
+        );
+        cases.push(
+            case(
+                &format!("{sub}: 100,000 unknown keys warn a capped number of lines"),
+                &[],
+                Success,
+                &["more configuration warnings not shown"],
+            )
+            .with_args(with_bootstrap(&plain))
+            .with_extra([s("--command-config"), path("unknown-keys.properties")]),
+        );
+        for file in [path("huge.properties"), s("/dev/zero")] {
+            cases.push(
+                case(
+                    &format!("{sub}: a properties file over 4 MiB ({file})"),
+                    &[],
+                    Error,
+                    &["larger than 4 MiB", "wrong file"],
+                )
+                .with_args(with_bootstrap(&plain))
+                .with_extra([s("--command-config"), file]),
             );
-            c.args = with_bootstrap(&plain);
-            c.args.extend([s("--command-config"), file]);
-            cases.push(c);
         }
         for format in ["json", "csv", "table"] {
-            let mut c = case(&format!("{sub}: -o {format}"), &[], Success, &[]);
-            c.args = with_bootstrap(&plain);
-            c.args.extend([s("-o"), s(format)]);
-            cases.push(c);
+            cases.push(
+                case(&format!("{sub}: -o {format}"), &[], Success, &[])
+                    .with_args(with_bootstrap(&plain))
+                    .with_extra([s("-o"), s(format)]),
+            );
         }
     }
     for sub in ["topics", "upstream"] {
@@ -656,9 +679,7 @@ fn cases() -> Vec<Case> {
         v
     };
     let mut push = |name: &str, args: Vec<String>, outcome: Outcome, words: &[&str]| {
-        let mut c = case(name, &[], outcome, words);
-        c.args = args;
-        cases.push(c);
+        cases.push(case(name, &[], outcome, words).with_args(args));
     };
     for bytes in [
         "0",
