@@ -16,6 +16,38 @@ use mm2_offsets::wire::fuzzing::{
 };
 use mm2_offsets::wire::responses::{FetchResponse, ListOffsetsResponse, MetadataResponse};
 
+// The command line's own argument definition and validation, compiled here from the binary's
+// sources (the binary is not a library), so `cli_args` checks exactly what users run.
+#[path = "../../src/bin/mm2-offsets/args.rs"]
+#[allow(dead_code)]
+mod args;
+#[path = "../../src/bin/mm2-offsets/escape.rs"]
+#[allow(dead_code)]
+mod escape;
+#[path = "../../src/bin/mm2-offsets/validate.rs"]
+#[allow(dead_code)]
+mod validate;
+
+/// `cli_args`: an argument vector, arguments separated by NUL bytes (invalid UTF-8 decoded
+/// lossily). Parsing and the usage checks must not panic, and an error must render. Returns
+/// the usage error, if any.
+pub fn cli_args(data: &[u8]) -> Result<(), String> {
+    use clap::Parser;
+    let text = String::from_utf8_lossy(data);
+    let argv = std::iter::once("mm2-offsets").chain(text.split('\0'));
+    let cli = args::Cli::try_parse_from(argv).map_err(|e| e.render().to_string())?;
+    validate::usage(&cli.command)?;
+    if let args::Command::Translate(translate) = &cli.command {
+        assert!(
+            translate.timeout >= validate::MIN_TIMEOUT
+                && translate.timeout <= validate::MAX_TIMEOUT
+        );
+        assert!(translate.max_fetch_bytes >= 1024);
+        assert!((1..=256).contains(&translate.parallelism));
+    }
+    Ok(())
+}
+
 /// Splits the 2-byte big-endian version (or length) prefix most targets start with.
 fn split_u16(data: &[u8]) -> Option<(u16, &[u8])> {
     let (prefix, rest) = data.split_first_chunk::<2>()?;

@@ -798,7 +798,14 @@ async fn cli_outputs_agree_with_the_library() {
     let out_dir = dir.path().to_str().unwrap();
     let reset = cli(&[&base[..], &["-o", "reset-csv", "--output-dir", out_dir]].concat());
     assert!(reset.status.success());
-    let app7 = std::fs::read_to_string(dir.path().join("app-7.csv")).unwrap();
+    // One file per (source, group), found through the index by its exact ids.
+    let index = std::fs::read_to_string(dir.path().join("index.csv")).unwrap();
+    let file = support::csv::parse(&index)
+        .into_iter()
+        .find(|row| row[0] == f.source && row[1] == "app-7")
+        .map(|row| row[2].clone())
+        .unwrap_or_else(|| panic!("app-7 is not in the index: {index}"));
+    let app7 = std::fs::read_to_string(dir.path().join(file)).unwrap();
     let mut want: Vec<String> = expected
         .iter()
         .filter(|((g, _, _), _)| g == "app-7")

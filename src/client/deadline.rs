@@ -13,13 +13,20 @@ pub struct Deadline {
 }
 
 impl Deadline {
-    /// A deadline `budget` from now.
+    /// A deadline `budget` from now. A budget too large for the clock (say `u64::MAX` seconds)
+    /// is capped at [`Deadline::LONGEST`]: no caller can wait longer, and adding it must not
+    /// overflow the instant.
     pub fn after(budget: Duration) -> Self {
-        Deadline {
-            at: Instant::now() + budget,
-            budget,
-        }
+        let now = Instant::now();
+        let at = now
+            .checked_add(budget.min(Self::LONGEST))
+            .or_else(|| now.checked_add(Duration::from_secs(86_400)))
+            .unwrap_or(now);
+        Deadline { at, budget }
     }
+
+    /// The longest wait a deadline stands for: about 30 years.
+    pub const LONGEST: Duration = Duration::from_secs(30 * 365 * 86_400);
 
     /// The whole budget this deadline started with.
     pub fn budget(&self) -> Duration {
@@ -92,6 +99,14 @@ mod tests {
         }
         let late = b.next_pause();
         assert!(late >= Duration::from_millis(800) && late <= Duration::from_millis(1200));
+    }
+
+    #[test]
+    fn a_huge_budget_does_not_overflow_the_clock() {
+        let deadline = Deadline::after(Duration::MAX);
+        assert_eq!(deadline.budget(), Duration::MAX);
+        assert!(!deadline.expired());
+        assert!(deadline.remaining() > Duration::from_secs(365 * 86_400));
     }
 
     #[tokio::test]

@@ -114,6 +114,9 @@ impl Setting<'_> {
     }
 }
 
+/// The most keys named one by one in "not used" warnings; the rest are counted.
+pub(crate) const MAX_UNUSED_KEY_WARNINGS: usize = 50;
+
 /// Reads settings with `consumer.` overrides, remembers what was read, and collects warnings.
 pub(crate) struct Settings<'a> {
     props: &'a Properties,
@@ -176,12 +179,25 @@ impl<'a> Settings<'a> {
         self.warnings.push(warning);
     }
 
-    /// Warnings, including one for each key nobody read.
+    /// Warnings, including one for each key nobody read, up to [`MAX_UNUSED_KEY_WARNINGS`];
+    /// the rest are counted in one more line, so a huge file of unknown keys cannot flood the
+    /// caller with warnings or memory.
     fn finish(mut self) -> Vec<String> {
+        let mut more = 0usize;
+        let mut shown = 0usize;
         for (key, value) in self.props.iter() {
-            if let Some(warning) = self.unused_key_warning(key, value) {
+            if shown == MAX_UNUSED_KEY_WARNINGS {
+                // Counting needs no message: only whether the key warns.
+                more += usize::from(self.unused_key_warning(key, value).is_some());
+            } else if let Some(warning) = self.unused_key_warning(key, value) {
                 self.warnings.push(warning);
+                shown += 1;
             }
+        }
+        if more > 0 {
+            self.warnings.push(format!(
+                "{more} more keys are not used by mm2-offsets; ignored"
+            ));
         }
         self.warnings
     }
@@ -237,17 +253,10 @@ fn parse_bootstrap_servers(setting: Setting<'_>) -> Result<Vec<String>, ConfigEr
         .map(str::trim)
         .filter(|e| !e.is_empty())
     {
-        let port = entry
-            .rsplit_once(':')
-            .filter(|(host, _)| !host.is_empty() && *host != "[]")
-            .and_then(|(_, port)| port.parse::<u16>().ok());
-        if port.is_none() {
+        if let Some(problem) = bootstrap_entry_problem(entry) {
             return Err(ConfigError::invalid(
                 setting.key,
-                format!(
-                    "`{}` is not host:port (IPv6 addresses go in brackets: [::1]:9092)",
-                    entry.escape_debug()
-                ),
+                format!("`{}` {problem}", shortened(entry).escape_debug()),
             ));
         }
         servers.push(entry.to_string());
@@ -259,6 +268,43 @@ fn parse_bootstrap_servers(setting: Setting<'_>) -> Result<Vec<String>, ConfigEr
         });
     }
     Ok(servers)
+}
+
+/// What is wrong with one `host:port` entry, worded for the likely mistake.
+fn bootstrap_entry_problem(entry: &str) -> Option<String> {
+    if let Some((scheme, _)) = entry.split_once("://") {
+        return Some(format!(
+            "has a scheme ({scheme}://): Kafka addresses are host:port; drop the scheme (the \
+             protocol is set by security.protocol)"
+        ));
+    }
+    let Some((host, port)) = entry.rsplit_once(':') else {
+        return Some("has no port: write host:port, e.g. broker:9092".to_string());
+    };
+    if host.is_empty() || host == "[]" {
+        return Some("has no host: write host:port".to_string());
+    }
+    if !port.is_empty() && port.bytes().all(|b| b.is_ascii_digit()) {
+        return match port.parse::<u16>() {
+            Ok(0) | Err(_) => Some("has a port outside 1..=65535".to_string()),
+            Ok(_) if host.contains(':') && !host.starts_with('[') => {
+                Some("is not host:port (IPv6 addresses go in brackets: [::1]:9092)".to_string())
+            }
+            Ok(_) => None,
+        };
+    }
+    Some(format!(
+        "is not host:port: the port `{}` is not a number (IPv6 addresses go in brackets: [::1]:9092)",
+        shortened(port).escape_debug()
+    ))
+}
+
+/// At most 100 characters of a value quoted in a message, so a huge one is not echoed whole.
+fn shortened(text: &str) -> std::borrow::Cow<'_, str> {
+    match text.char_indices().nth(100) {
+        Some((end, _)) => format!("{}…", &text[..end]).into(),
+        None => text.into(),
+    }
 }
 
 fn parse_security_protocol(setting: Setting<'_>) -> Result<SecurityProtocol, ConfigError> {

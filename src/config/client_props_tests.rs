@@ -456,3 +456,15 @@ fn secrets_never_show() {
         assert!(!message.contains("secret-"), "{message}");
     }
 }
+
+#[test]
+fn unused_key_warnings_are_capped_and_counted() {
+    let text: String = (0..1000).map(|i| format!("unknown.{i}=x\n")).collect();
+    let props = Properties::parse(&format!("bootstrap.servers=h:1\n{text}")).unwrap();
+    let (_, warnings) = ClientConfig::from_properties(&props).unwrap();
+    assert_eq!(warnings.len(), super::MAX_UNUSED_KEY_WARNINGS + 1);
+    assert_eq!(
+        warnings.last().unwrap(),
+        "950 more keys are not used by mm2-offsets; ignored"
+    );
+}

@@ -212,3 +212,15 @@ proptest::proptest! {
         let _ = Properties::parse(&text);
     }
 }
+
+#[test]
+fn files_over_the_size_limit_are_refused_by_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("huge.properties");
+    let line = "unknown.key=value\n";
+    let lines = (MAX_FILE_BYTES as usize / line.len()) + 1;
+    std::fs::write(&path, line.repeat(lines)).unwrap();
+    let error = Properties::from_file(&path).unwrap_err().to_string();
+    assert!(error.contains("huge.properties"), "{error}");
+    assert!(error.contains("larger than 4 MiB"), "{error}");
+}

@@ -17,6 +17,9 @@ use kafka_protocol::protocol::{Request, StrBytes};
 use tokio::net::TcpStream;
 use tokio::time::Instant;
 
+/// The setup deadline used when `connection_setup_timeout` is too large for the clock: a day.
+const LONGEST_SETUP: Duration = Duration::from_secs(86_400);
+
 use super::WireError;
 use super::api_versions::{self, ApiVersionTable};
 use super::mux::{Multiplexer, MuxSettings};
@@ -180,7 +183,9 @@ impl Connector {
     pub async fn connect(&self, address: &str) -> Result<BrokerConnection, WireError> {
         let (host, port) = split_host_port(address)?;
         let limit = self.config.connection_setup_timeout;
-        let deadline = Instant::now() + limit;
+        // Checked: the limit comes from a setting, which may be any number of milliseconds.
+        let now = Instant::now();
+        let deadline = now.checked_add(limit).unwrap_or(now + LONGEST_SETUP);
         let stage = |name: &'static str| Stage {
             broker: address,
             name,
@@ -244,7 +249,8 @@ impl Connector {
             // Retire the connection at 85% of the session, as Java re-authenticates by then.
             retire_at = outcome
                 .session_lifetime
-                .map(|lifetime| Instant::now() + lifetime.mul_f64(0.85));
+                // The lifetime is the broker's number: checked, a huge one never retires.
+                .and_then(|lifetime| Instant::now().checked_add(lifetime.mul_f64(0.85)));
         }
         tracing::debug!(broker = address, apis = versions.len(), "connected");
         Ok(BrokerConnection {

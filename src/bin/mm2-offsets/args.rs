@@ -6,9 +6,11 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+use super::validate;
+
 /// Translate consumer-group offsets replicated by MirrorMaker 2, for many groups in one read.
 #[derive(Debug, Parser)]
-#[command(name = "mm2-offsets", version, about, long_about = None, after_help = EXIT_CODES)]
+#[command(name = "mm2-offsets", version, about, long_about = None, after_help = AFTER_HELP)]
 pub struct Cli {
     /// What to do.
     #[command(subcommand)]
@@ -18,12 +20,23 @@ pub struct Cli {
     pub verbose: u8,
 }
 
-/// Exit codes, shown in `--help`.
-pub const EXIT_CODES: &str = "Exit codes:
+/// Settings precedence and exit codes, shown in `--help`.
+pub const AFTER_HELP: &str =
+    "Settings, lowest precedence first (a later source overrides an earlier one):
+  1. --mm2-config FILE (the settings of its --target cluster)
+  2. --command-config FILE
+  3. MM2_OFFSETS_* environment variables (MM2_OFFSETS_BOOTSTRAP_SERVERS, ...)
+  4. -X KEY=VALUE
+  5. the dedicated flags (--bootstrap-server, --security-protocol, ...)
+  An error in a setting names where it came from. Secrets (-X sasl.password=..., and other
+  password or key settings) are refused on the command line: use a file or the environment.
+
+Exit codes:
   0  success: every requested partition was read to its end
   1  error (connection, authentication, missing topic, read not finished in time, ...)
   2  usage error
-  3  incomplete result printed because --allow-partial was given (marked complete: false)";
+  3  incomplete result printed because --allow-partial was given (marked complete: false)
+  141  stdout was closed by its reader (| head): output stops quietly, as Unix tools do";
 
 /// The subcommands.
 #[derive(Debug, Subcommand)]
@@ -61,9 +74,9 @@ pub struct ConnectionArgs {
     #[arg(long, value_name = "FILE", requires = "target")]
     pub mm2_config: Option<PathBuf>,
     /// The cluster alias in --mm2-config to connect to (the one holding the checkpoints).
-    #[arg(long, value_name = "ALIAS")]
+    #[arg(long, value_name = "ALIAS", requires = "mm2_config")]
     pub target: Option<String>,
-    /// Any client property, repeatable: -X security.protocol=SASL_SSL.
+    /// Any client property, repeatable: -X security.protocol=SASL_SSL. Not for secrets.
     #[arg(short = 'X', long = "property", value_name = "KEY=VALUE")]
     pub properties: Vec<String>,
     /// PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL.
@@ -101,9 +114,9 @@ pub enum OutputFormat {
     Table,
     /// One JSON document (schema_version 1) for programs.
     Json,
-    /// CSV with a header row.
+    /// CSV with a header row (exact strings; escaped when stdout is a terminal).
     Csv,
-    /// One file per group in --output-dir, lines `topic,partition,offset`, for
+    /// One file per (source, group) in --output-dir, lines `topic,partition,offset`, for
     /// `kafka-consumer-groups.sh --reset-offsets --from-file FILE --group GROUP --execute`.
     ResetCsv,
 }
@@ -134,7 +147,7 @@ pub const TRANSLATE_EXAMPLES: &str = "Examples:
       --sasl-mechanism SCRAM-SHA-512 --sasl-username ops --sasl-password-file ~/.kafka-pass \\
       --ssl-ca ca.pem --source primary --groups-file groups.txt -o reset-csv --output-dir resets
   kafka-consumer-groups.sh --bootstrap-server backup:9093 --command-config client.properties \\
-      --reset-offsets --group orders-app --from-file resets/orders-app.csv --execute
+      --reset-offsets --group orders-app --from-file resets/primary--orders-app--HASH.csv --execute
 
   # the backup cluster's settings from the MirrorMaker 2 config
   mm2-offsets translate --mm2-config mm2.properties --target backup --source primary --all-groups";
@@ -173,10 +186,10 @@ pub struct TranslateArgs {
     #[arg(long, value_enum, default_value = "read_uncommitted")]
     pub isolation: Isolation,
     /// Budget for the whole read, e.g. 30s, 500ms, 2m.
-    #[arg(long, value_parser = parse_duration, default_value = "60s")]
+    #[arg(long, value_parser = validate::timeout, default_value = "60s", allow_hyphen_values = true)]
     pub timeout: Duration,
-    /// Offset ranges read at once.
-    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..=256))]
+    /// Offset ranges read at once (1 to 256).
+    #[arg(long, default_value = "4", value_parser = validate::parallelism, allow_negative_numbers = true)]
     pub parallelism: u16,
     /// When the timeout passes, print what was read (marked complete: false, exit code 3)
     /// instead of failing.
@@ -185,11 +198,13 @@ pub struct TranslateArgs {
     /// Output format.
     #[arg(short, long, value_enum, default_value = "table")]
     pub output: OutputFormat,
-    /// Directory for -o reset-csv files.
-    #[arg(long, value_name = "DIR", default_value = "reset-offsets")]
-    pub output_dir: PathBuf,
-    /// Largest Fetch response per partition, in bytes (a larger batch still comes whole).
-    #[arg(long, default_value_t = mm2_offsets::client::DEFAULT_FETCH_MAX_BYTES, value_name = "BYTES")]
+    /// Directory for -o reset-csv files (default: reset-offsets): one file per (source, group),
+    /// named SOURCE--GROUP--HASH.csv, and index.csv mapping each file to its source and group.
+    #[arg(long, value_name = "DIR")]
+    pub output_dir: Option<PathBuf>,
+    /// Largest Fetch response per partition, in bytes, 1024 to 2147483647 (a larger batch
+    /// still comes whole).
+    #[arg(long, default_value_t = mm2_offsets::client::DEFAULT_FETCH_MAX_BYTES, value_name = "BYTES", value_parser = validate::max_fetch_bytes, allow_negative_numbers = true)]
     pub max_fetch_bytes: i32,
     /// Do not draw the progress line on stderr even when it is a terminal.
     #[arg(long)]
@@ -206,17 +221,17 @@ pub struct TopologyArgs {
     #[arg(short, long, value_enum, default_value = "table")]
     pub output: OutputFormat,
     /// Budget for the metadata requests.
-    #[arg(long, value_parser = parse_duration, default_value = "30s")]
+    #[arg(long, value_parser = validate::timeout, default_value = "30s", allow_hyphen_values = true)]
     pub timeout: Duration,
 }
 
-/// Parses `30s`, `500ms`, `2m`, `1h 30m`; a bare number is seconds.
-pub fn parse_duration(text: &str) -> Result<Duration, String> {
-    let text = text.trim();
-    if let Ok(seconds) = text.parse::<u64>() {
-        return Ok(Duration::from_secs(seconds));
+impl TranslateArgs {
+    /// The directory for -o reset-csv files.
+    pub fn reset_dir(&self) -> PathBuf {
+        self.output_dir
+            .clone()
+            .unwrap_or_else(|| PathBuf::from("reset-offsets"))
     }
-    humantime::parse_duration(text).map_err(|e| format!("{e} (examples: 30s, 500ms, 2m)"))
 }
 
 #[cfg(test)]
@@ -231,11 +246,8 @@ mod tests {
 
     #[test]
     fn durations_read_like_people_write_them() {
-        assert_eq!(parse_duration("30s").unwrap(), Duration::from_secs(30));
-        assert_eq!(parse_duration("500ms").unwrap(), Duration::from_millis(500));
-        assert_eq!(parse_duration("2m").unwrap(), Duration::from_secs(120));
-        assert_eq!(parse_duration("45").unwrap(), Duration::from_secs(45));
-        assert!(parse_duration("soon").is_err());
+        assert_eq!(validate::timeout("2m").unwrap(), Duration::from_secs(120));
+        assert!(validate::timeout("soon").is_err());
     }
 
     #[test]

@@ -7,15 +7,20 @@
 mod args;
 mod chunked;
 mod connection;
+mod diagnose;
+mod escape;
 mod generate;
 mod groups_file;
 mod hints;
 mod output;
 mod progress;
+mod reset_files;
+mod validate;
 
 use args::{Cli, Command, OutputFormat, TopologyArgs, TranslateArgs};
 
-use std::io::Write;
+use std::io::{IsTerminal, Write};
+use std::os::fd::AsFd;
 use std::sync::Arc;
 
 use clap::Parser;
@@ -34,6 +39,33 @@ pub const EXIT_ERROR: i32 = 1;
 pub const EXIT_USAGE: i32 = 2;
 /// Exit code: an incomplete result was printed because `--allow-partial` was given.
 pub const EXIT_INCOMPLETE: i32 = 3;
+/// Exit code: stdout's reader went away (`| head`). What a shell reports for a process that
+/// SIGPIPE ends (128 + 13), as it would for `cat` or `grep`: quiet, yet a `set -o pipefail`
+/// script can still tell that the output was cut short.
+pub const EXIT_BROKEN_PIPE: i32 = 141;
+
+/// Why a command stopped without its normal result.
+enum Stop {
+    /// An error, printed on stderr.
+    Error(String),
+    /// Stdout's reader is gone: stop quietly.
+    BrokenPipe,
+}
+
+impl From<String> for Stop {
+    fn from(message: String) -> Self {
+        Stop::Error(message)
+    }
+}
+
+/// A failed write of the output: quiet on a broken pipe, otherwise an error that says so.
+fn output_failed(error: std::io::Error) -> Stop {
+    if error.kind() == std::io::ErrorKind::BrokenPipe {
+        Stop::BrokenPipe
+    } else {
+        Stop::Error(format!("cannot write the output: {error}"))
+    }
+}
 
 fn main() {
     std::process::exit(run_cli());
@@ -48,6 +80,16 @@ fn run_cli() -> i32 {
             return if e.use_stderr() { EXIT_USAGE } else { EXIT_OK };
         }
     };
+    if let Err(message) = validate::usage(&cli.command) {
+        eprintln!("error: {message}\n\nFor more information, try '--help'.");
+        return EXIT_USAGE;
+    }
+    if let Some(problem) = stdout_closed() {
+        eprintln!(
+            "error: standard output is {problem}; nothing could be printed. Redirect it (> FILE, or > /dev/null to discard)"
+        );
+        return EXIT_ERROR;
+    }
     init_logging(cli.verbose);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -62,11 +104,35 @@ fn run_cli() -> i32 {
     let outcome = runtime.block_on(run(cli.command));
     match outcome {
         Ok(code) => code,
-        Err(message) => {
-            eprintln!("error: {message}");
+        Err(Stop::BrokenPipe) => EXIT_BROKEN_PIPE,
+        Err(Stop::Error(message)) => {
+            // Messages quote group ids, topics and broker answers: untrusted on a terminal.
+            eprintln!("error: {}", escape::for_terminal(&message));
             EXIT_ERROR
         }
     }
+}
+
+/// Whether the caller closed stdout (`>&-`). Rust's runtime puts /dev/null, opened for reading
+/// and writing, on a closed standard descriptor before `main`, so the output would vanish with
+/// exit code 0. A shell's `> /dev/null` opens it write-only, so the two can be told apart.
+fn stdout_closed() -> Option<&'static str> {
+    let fd = match std::io::stdout().as_fd().try_clone_to_owned() {
+        Ok(fd) => std::fs::File::from(fd),
+        Err(_) => return Some("closed"),
+    };
+    let (Ok(ours), Ok(null)) = (fd.metadata(), std::fs::metadata("/dev/null")) else {
+        return None;
+    };
+    use std::os::unix::fs::MetadataExt;
+    if ours.rdev() != null.rdev() || ours.ino() != null.ino() {
+        return None;
+    }
+    // The access mode, from the kernel's description of descriptor 1 (Linux): O_RDWR is 2.
+    let info = std::fs::read_to_string("/proc/self/fdinfo/1").ok()?;
+    let flags = info.lines().find_map(|l| l.strip_prefix("flags:"))?.trim();
+    let flags = u32::from_str_radix(flags, 8).ok()?;
+    (flags & 3 == 2).then_some("closed (>&-)")
 }
 
 fn init_logging(verbose: u8) {
@@ -80,17 +146,20 @@ fn init_logging(verbose: u8) {
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(std::io::stderr().is_terminal())
         .with_writer(std::io::stderr)
         .try_init();
 }
 
-async fn run(command: Command) -> Result<i32, String> {
+async fn run(command: Command) -> Result<i32, Stop> {
     match command {
         Command::Translate(args) => run_translate(args).await,
         Command::Topics(args) => run_topics(args).await,
         Command::Upstream(args) => run_upstream(args).await,
-        Command::Completions { shell } => generate::completions(shell, &mut std::io::stdout()),
-        Command::Man => generate::man_page(&mut std::io::stdout()),
+        Command::Completions { shell } => {
+            generate::completions(shell, &mut std::io::stdout()).map_err(Stop::from)
+        }
+        Command::Man => generate::man_page(&mut std::io::stdout()).map_err(Stop::from),
     }
 }
 
@@ -123,7 +192,27 @@ fn group_selector(args: &TranslateArgs) -> Result<GroupSelector, String> {
     .map_err(|e| format!("--group-regex: {e}"))
 }
 
-async fn run_translate(args: TranslateArgs) -> Result<i32, String> {
+/// Connects within `timeout`: connection setup (TCP, TLS, SASL, the first metadata) is bounded
+/// by the command's budget, not only by its own default.
+async fn connect(
+    settings: connection::Settings,
+    timeout: std::time::Duration,
+) -> Result<MirrorClient, String> {
+    let mut client = settings.client;
+    client.connection_setup_timeout = client.connection_setup_timeout.min(timeout);
+    let servers = client.bootstrap_servers.join(",");
+    let connecting = MirrorClient::connect(client, settings.policy);
+    match tokio::time::timeout(timeout, connecting).await {
+        Ok(connected) => connected.map_err(|e| diagnose::connect_error(&e)),
+        Err(_) => Err(format!(
+            "could not connect to {servers} within --timeout {}: {}",
+            humantime::format_duration(timeout),
+            diagnose::SLOW_SETUP_HINT
+        )),
+    }
+}
+
+async fn run_translate(args: TranslateArgs) -> Result<i32, Stop> {
     let groups = match group_selector(&args) {
         Ok(groups) => groups,
         Err(message) => {
@@ -133,9 +222,7 @@ async fn run_translate(args: TranslateArgs) -> Result<i32, String> {
         }
     };
     let settings = connection::settings(&args.connection)?;
-    let client = MirrorClient::connect(settings.client, settings.policy)
-        .await
-        .map_err(|e| hints::explain(&e))?;
+    let client = connect(settings, args.timeout).await?;
     let sources = if args.sources.is_empty() {
         discover_sources(&client, args.timeout).await?
     } else {
@@ -162,7 +249,7 @@ async fn run_translate(args: TranslateArgs) -> Result<i32, String> {
     };
     let translation = match translation {
         Ok(t) => t,
-        Err(e) => return Err(hints::explain(&e)),
+        Err(e) => return Err(hints::explain(&e).into()),
     };
     print_translation(&args, &translation)?;
     let missing = translation.missing_groups();
@@ -203,32 +290,49 @@ async fn discover_sources(
             .map(str::to_string)
             .collect();
     if sources.is_empty() {
+        // Topics that look like checkpoints topics under another separator or policy: naming
+        // them points at replication.policy.separator rather than at MirrorMaker 2.
+        let lookalikes: Vec<String> = topics
+            .iter()
+            .filter(|t| t.contains("checkpoints"))
+            .take(10)
+            .map(|t| format!("{:?}", escape::shortened(t)))
+            .collect();
+        if !lookalikes.is_empty() {
+            return Err(format!(
+                "no checkpoints topics for the replication policy in use (separator {:?}), but the cluster has {}: set replication.policy.separator (or .class) as MirrorMaker 2 has it, or pass --source ALIAS",
+                policy.separator(),
+                lookalikes.join(", ")
+            ));
+        }
         return Err("no checkpoints topics on this cluster: is MirrorMaker 2 writing checkpoints here (emit.checkpoints.enabled), and is this the target cluster? Pass --source ALIAS to name one".to_string());
     }
     Ok(sources)
 }
 
-fn print_translation(args: &TranslateArgs, translation: &Translation) -> Result<(), String> {
+fn print_translation(args: &TranslateArgs, translation: &Translation) -> Result<(), Stop> {
     let mut out = unbuffered_stdout();
     let written = match args.output {
         OutputFormat::Table => output::write_table(&mut out, translation),
         OutputFormat::Json => output::write_json(&mut out, translation),
-        OutputFormat::Csv => output::write_csv(&mut out, translation),
+        OutputFormat::Csv => {
+            output::write_csv(&mut out, translation, std::io::stdout().is_terminal())
+        }
         OutputFormat::ResetCsv => {
-            let files = output::write_reset_files(&args.output_dir, translation).map_err(|e| {
-                format!(
-                    "cannot write reset files in {}: {e}",
-                    args.output_dir.display()
+            let files = reset_files::write(&args.reset_dir(), translation)?;
+            // SOURCE, GROUP, FILE per line; the exact ids are in the directory's index.csv.
+            files.iter().try_for_each(|(file, path)| {
+                writeln!(
+                    out,
+                    "{}\t{}\t{}",
+                    escape::for_terminal(file.source),
+                    escape::for_terminal(file.group),
+                    escape::for_terminal(&path.display().to_string())
                 )
-            })?;
-            files
-                .iter()
-                .try_for_each(|(group, path)| writeln!(out, "{group}\t{}", path.display()))
+            })
         }
     };
-    written
-        .and_then(|_| out.flush())
-        .map_err(|e| format!("cannot write the output: {e}"))
+    written.and_then(|_| out.flush()).map_err(output_failed)
 }
 
 /// Standard output without Rust's line buffering. `Stdout` is a `LineWriter`, which searches
@@ -276,9 +380,7 @@ fn summarize(translation: &Translation) {
 /// Connects and lists the cluster's topics, for the commands that work on topic names alone.
 async fn cluster_topics(args: &TopologyArgs) -> Result<(MirrorClient, Vec<String>), String> {
     let settings = connection::settings(&args.connection)?;
-    let client = MirrorClient::connect(settings.client, settings.policy)
-        .await
-        .map_err(|e| hints::explain(&e))?;
+    let client = connect(settings, args.timeout).await?;
     let topics = client
         .list_topics(&Deadline::after(args.timeout))
         .await
@@ -286,7 +388,7 @@ async fn cluster_topics(args: &TopologyArgs) -> Result<(MirrorClient, Vec<String
     Ok((client, topics))
 }
 
-async fn run_topics(args: TopologyArgs) -> Result<i32, String> {
+async fn run_topics(args: TopologyArgs) -> Result<i32, Stop> {
     let (client, topics) = cluster_topics(&args).await?;
     let policy = client.replication_policy();
     let names = || topics.iter().map(String::as_str);
@@ -326,11 +428,12 @@ async fn run_topics(args: TopologyArgs) -> Result<i32, String> {
         &rows,
         &serde_json::Value::Object(doc),
     )
-    .map_err(|e| format!("cannot write the output: {e}"))?;
+    .and_then(|_| std::io::stdout().flush())
+    .map_err(output_failed)?;
     Ok(EXIT_OK)
 }
 
-async fn run_upstream(args: TopologyArgs) -> Result<i32, String> {
+async fn run_upstream(args: TopologyArgs) -> Result<i32, Stop> {
     let (client, topics) = cluster_topics(&args).await?;
     let policy = client.replication_policy();
     let names = || topics.iter().map(String::as_str);
@@ -357,6 +460,7 @@ async fn run_upstream(args: TopologyArgs) -> Result<i32, String> {
         &rows,
         &serde_json::json!({ "upstream_clusters": doc }),
     )
-    .map_err(|e| format!("cannot write the output: {e}"))?;
+    .and_then(|_| std::io::stdout().flush())
+    .map_err(output_failed)?;
     Ok(EXIT_OK)
 }

@@ -2,9 +2,9 @@
 //! `kafka-consumer-groups.sh --reset-offsets --from-file`.
 
 use std::io::{self, Write};
-use std::path::{Path, PathBuf};
 
 use super::chunked::ChunkedWriter;
+use super::escape::{for_terminal, terminal_width};
 use mm2_offsets::translate::{JSON_SCHEMA_VERSION, OffsetRef, Translation};
 
 /// Writes the translation as one compact JSON document (pipe to `jq .` for reading), offset
@@ -75,16 +75,25 @@ pub fn csv_field(value: &str) -> std::borrow::Cow<'_, str> {
     }
 }
 
-/// Writes one CSV row per translated offset, with a header.
-pub fn write_csv(out: &mut dyn Write, translation: &Translation) -> io::Result<()> {
+/// Writes one CSV row per translated offset, with a header. To a file or pipe the fields are
+/// exact (RFC 4180 quoting only); on a `terminal` the strings from the cluster are escaped as in
+/// the table, as `ls` quotes names only on a terminal, so no escape sequence reaches it.
+pub fn write_csv(out: &mut dyn Write, translation: &Translation, terminal: bool) -> io::Result<()> {
+    let field = |w: &mut ChunkedWriter<'_>, text: &str| {
+        if terminal {
+            w.csv_field(&for_terminal(text));
+        } else {
+            w.csv_field(text);
+        }
+    };
     let mut w = ChunkedWriter::new(out);
     w.text("source,group,topic,partition,offset,upstream_offset,metadata,checkpoint_timestamp\n");
     for o in translation.iter() {
-        w.csv_field(o.source);
+        field(&mut w, o.source);
         w.byte(b',');
-        w.csv_field(o.group);
+        field(&mut w, o.group);
         w.byte(b',');
-        w.csv_field(o.topic);
+        field(&mut w, o.topic);
         w.byte(b',');
         w.number(o.partition);
         w.byte(b',');
@@ -92,7 +101,7 @@ pub fn write_csv(out: &mut dyn Write, translation: &Translation) -> io::Result<(
         w.byte(b',');
         w.number(o.upstream_offset);
         w.byte(b',');
-        w.csv_field(o.metadata);
+        field(&mut w, o.metadata);
         w.byte(b',');
         w.number(o.checkpoint_timestamp);
         w.byte(b'\n');
@@ -104,10 +113,13 @@ pub fn write_csv(out: &mut dyn Write, translation: &Translation) -> io::Result<(
 /// One cell of the offsets table, formatted only when written: a million rows are measured and
 /// printed without a string per cell.
 enum Cell<'a> {
+    /// Our own words (headers).
     Text(&'a str),
     Number(i64),
-    /// Commit metadata, escaped so a line break or control character cannot break the layout.
-    Escaped(&'a str),
+    /// A string from the cluster's data (alias, group, topic, metadata), escaped so a line
+    /// break, control character or escape sequence cannot break the layout or reach the
+    /// terminal.
+    Untrusted(&'a str),
 }
 
 impl Cell<'_> {
@@ -115,7 +127,7 @@ impl Cell<'_> {
         match self {
             Cell::Text(text) => text.chars().count(),
             Cell::Number(n) => decimal_width(*n),
-            Cell::Escaped(text) => text.escape_debug().count(),
+            Cell::Untrusted(text) => terminal_width(text),
         }
     }
 
@@ -123,7 +135,7 @@ impl Cell<'_> {
         match self {
             Cell::Text(text) => w.text(text),
             Cell::Number(n) => w.number(*n),
-            Cell::Escaped(text) => w.display(text.escape_debug()),
+            Cell::Untrusted(text) => w.text(&for_terminal(text)),
         }
     }
 }
@@ -140,13 +152,13 @@ const TABLE_COLUMNS: usize = 7;
 
 fn table_cells<'a>(o: &OffsetRef<'a>) -> [Cell<'a>; TABLE_COLUMNS] {
     [
-        Cell::Text(o.source),
-        Cell::Text(o.group),
-        Cell::Text(o.topic),
+        Cell::Untrusted(o.source),
+        Cell::Untrusted(o.group),
+        Cell::Untrusted(o.topic),
         Cell::Number(o.partition.into()),
         Cell::Number(o.offset),
         Cell::Number(o.upstream_offset),
-        Cell::Escaped(o.metadata),
+        Cell::Untrusted(o.metadata),
     ]
 }
 
@@ -244,49 +256,13 @@ pub fn write_listing(
         }
         OutputFormat::Table => {
             let mut table = vec![vec![header[0].to_string(), header[1].to_string()]];
-            table.extend(rows.iter().map(|(a, b)| vec![a.clone(), b.clone()]));
+            table
+                .extend(rows.iter().map(|(a, b)| {
+                    vec![for_terminal(a).into_owned(), for_terminal(b).into_owned()]
+                }));
             write_aligned(out, &table)
         }
     }
-}
-
-/// A file name for a group id: characters outside `[A-Za-z0-9._-]` are percent-encoded, so any
-/// group id maps to one safe, distinct name.
-pub fn reset_file_name(group: &str) -> String {
-    let mut name = String::with_capacity(group.len() + 4);
-    for byte in group.bytes() {
-        if byte.is_ascii_alphanumeric() || matches!(byte, b'.' | b'_' | b'-') {
-            name.push(byte as char);
-        } else {
-            name.push_str(&format!("%{byte:02X}"));
-        }
-    }
-    // "." and ".." would name directories.
-    if name.chars().all(|c| c == '.') {
-        name = name.replace('.', "%2E");
-    }
-    name.push_str(".csv");
-    name
-}
-
-/// Writes `<dir>/<group>.csv` per group, each line `topic,partition,offset` as
-/// `kafka-consumer-groups.sh --reset-offsets --from-file` reads it. Returns (group, file) pairs.
-pub fn write_reset_files(
-    dir: &Path,
-    translation: &Translation,
-) -> io::Result<Vec<(String, PathBuf)>> {
-    std::fs::create_dir_all(dir)?;
-    let mut written = Vec::new();
-    for group in translation.groups() {
-        let path = dir.join(reset_file_name(group));
-        let mut file = io::BufWriter::new(std::fs::File::create(&path)?);
-        for o in translation.group(group) {
-            writeln!(file, "{},{},{}", csv_field(o.topic), o.partition, o.offset)?;
-        }
-        file.flush()?;
-        written.push((group.to_string(), path));
-    }
-    Ok(written)
 }
 
 #[cfg(test)]
@@ -342,7 +318,7 @@ mod tests {
     #[test]
     fn csv_quotes_fields_that_need_it() {
         let mut out = Vec::new();
-        write_csv(&mut out, &sample()).unwrap();
+        write_csv(&mut out, &sample(), false).unwrap();
         let text = String::from_utf8(out).unwrap();
         let lines: Vec<_> = text.lines().collect();
         assert_eq!(lines.len(), 4);
@@ -399,19 +375,106 @@ mod tests {
         assert_eq!(&lines[1][col..col + 1], "0");
         let col = lines[0].find("METADATA").unwrap();
         // Escaped as written, and nothing trails the last cell.
-        assert_eq!(&lines[2][col..], "a,\\\"b\\\"");
+        assert_eq!(&lines[2][col..], "a,\"b\"");
         assert_eq!(lines[1].len(), lines[1].trim_end().len());
         assert!(!lines[0].contains("SOURCE"));
     }
 
-    #[test]
-    fn reset_files_are_one_per_group_with_safe_names() {
-        assert_eq!(reset_file_name("g/x"), "g%2Fx.csv");
-        assert_eq!(reset_file_name(".."), "%2E%2E.csv");
-        let dir = tempfile::tempdir().unwrap();
-        let written = write_reset_files(dir.path(), &sample()).unwrap();
-        assert_eq!(written.len(), 2);
-        let app = std::fs::read_to_string(dir.path().join("app.csv")).unwrap();
-        assert_eq!(app, "primary.orders,0,42\nprimary.orders,1,7\n");
+    /// A translation of one checkpoint with the given strings.
+    fn one(group: &str, topic: &str, metadata: &str) -> Translation {
+        use mm2_offsets::mm2::checkpoint::{self, CheckpointKey, CheckpointValue};
+        use mm2_offsets::records::builder::BatchBuilder;
+        use mm2_offsets::translate::{BatchTranslator, GroupSelector};
+
+        let key = checkpoint::encode_key(&CheckpointKey {
+            group: group.as_bytes(),
+            topic: topic.as_bytes(),
+            partition: 3,
+        })
+        .unwrap();
+        let value = checkpoint::encode_value(&CheckpointValue {
+            version: 0,
+            upstream_offset: 10,
+            downstream_offset: 7,
+            metadata: metadata.as_bytes(),
+        })
+        .unwrap();
+        let batch = BatchBuilder::new(0).record(Some(&key), Some(&value));
+        let selector = GroupSelector::all();
+        let mut translator = BatchTranslator::new(&selector);
+        translator.add_batches(0, &batch.build()).unwrap();
+        translator.finish("src")
+    }
+
+    mod csv_reader {
+        include!("../../../protocol-tests/tests/support/csv.rs");
+    }
+
+    /// Strings from the cluster: any Unicode, weighted towards controls, quotes, separators,
+    /// escape sequences and reordering marks.
+    fn hostile() -> impl proptest::strategy::Strategy<Value = String> {
+        use proptest::prelude::*;
+        prop_oneof![
+            "\\PC{0,40}",
+            "[\\x00-\\x1f\\x7f-\\x9f\"',;\\\\ a-z\u{202e}\u{2066}\u{feff}\u{2028}]{0,40}",
+            any::<String>().prop_map(|s| s.chars().take(60).collect()),
+        ]
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn any_string_round_trips_through_every_format(
+            group in hostile(), topic in hostile(), metadata in hostile()
+        ) {
+            let translation = one(&group, &topic, &metadata);
+            proptest::prop_assume!(translation.len() == 1);
+
+            let mut json = Vec::new();
+            write_json(&mut json, &translation).unwrap();
+            let doc: serde_json::Value = serde_json::from_slice(&json).unwrap();
+            proptest::prop_assert_eq!(doc["offsets"][0]["group"].as_str(), Some(group.as_str()));
+            proptest::prop_assert_eq!(doc["offsets"][0]["topic"].as_str(), Some(topic.as_str()));
+            proptest::prop_assert_eq!(
+                doc["offsets"][0]["metadata"].as_str(),
+                Some(metadata.as_str())
+            );
+
+            let mut csv = Vec::new();
+            write_csv(&mut csv, &translation, false).unwrap();
+            let records = csv_reader::parse(std::str::from_utf8(&csv).unwrap());
+            proptest::prop_assert_eq!(records.len(), 2);
+            let row = &records[1];
+            proptest::prop_assert_eq!(
+                (&row[1], &row[2], &row[6]),
+                (&group, &topic, &metadata)
+            );
+            proptest::prop_assert_eq!(&row[3], "3");
+
+            let mut table = Vec::new();
+            write_table(&mut table, &translation).unwrap();
+            let table = String::from_utf8(table).unwrap();
+            proptest::prop_assert_eq!(table.lines().count(), 2, "{:?}", table);
+            for line in table.lines() {
+                proptest::prop_assert!(
+                    !line.chars().any(|c| c.is_control() || ('\u{202a}'..='\u{202e}').contains(&c)),
+                    "{:?}", table
+                );
+            }
+
+            let mut on_terminal = Vec::new();
+            write_csv(&mut on_terminal, &translation, true).unwrap();
+            let on_terminal = String::from_utf8(on_terminal).unwrap();
+            proptest::prop_assert!(
+                !on_terminal.chars().any(|c| c.is_control() && c != '\n'),
+                "{:?}", on_terminal
+            );
+
+            let rows = vec![(group.clone(), topic.clone())];
+            let mut listing = Vec::new();
+            write_listing(&mut listing, crate::OutputFormat::Table, ["A", "B"], &rows, &serde_json::Value::Null).unwrap();
+            let listing = String::from_utf8(listing).unwrap();
+            proptest::prop_assert_eq!(listing.lines().count(), 2);
+            proptest::prop_assert!(!listing.lines().any(|l| l.chars().any(char::is_control)));
+        }
     }
 }

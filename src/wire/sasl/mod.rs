@@ -107,6 +107,13 @@ async fn handshake(
     };
     let message = match code {
         0 => return Ok(()),
+        // A broker answers this way on a listener without SASL too, listing the mechanisms
+        // its SASL listeners enable: then the one we asked for is in the list.
+        UNSUPPORTED_SASL_MECHANISM if offered.split(", ").any(|m| m == mechanism) => format!(
+            "the listener refused {mechanism} although the broker enables it ({offered}): this \
+             listener probably does not use SASL (security.protocol PLAINTEXT or SSL), or the \
+             broker has another listener for SASL"
+        ),
         UNSUPPORTED_SASL_MECHANISM => {
             format!("the broker does not enable {mechanism} on this listener; it offers: {offered}")
         }

@@ -1,0 +1,221 @@
+//! Validation at the edge: every number and duration on the command line is parsed into a
+//! bounded, meaningful range, and every combination of options that would be ignored or that
+//! contradicts another is a usage error (exit 2) naming both. Kept apart from `args.rs` so new
+//! subcommands and flags add their checks here without touching the definitions.
+
+use std::time::Duration;
+
+use super::args::{Command, ConnectionArgs, OutputFormat};
+
+/// The shortest `--timeout`: below this nothing, not even one connection, can finish.
+pub const MIN_TIMEOUT: Duration = Duration::from_millis(10);
+/// The longest `--timeout`: a week. Longer is a typo, and would overflow deadlines.
+pub const MAX_TIMEOUT: Duration = Duration::from_secs(7 * 86_400);
+/// The smallest `--max-fetch-bytes`: a record batch header with a little room, so a fetch can
+/// make progress (a larger batch still comes whole).
+pub const MIN_FETCH_BYTES: i64 = 1024;
+/// The most parallel reads `--parallelism` allows.
+pub const MAX_PARALLELISM: i64 = 256;
+
+/// Parses a duration such as `30s`, `500ms`, `2m`, `1h 30m`; a bare number is seconds. Bounded
+/// to [`MIN_TIMEOUT`]..=[`MAX_TIMEOUT`].
+pub fn timeout(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    let duration = if text.starts_with('-') {
+        return Err(format!(
+            "a timeout cannot be negative; give one between {} and {}",
+            humantime::format_duration(MIN_TIMEOUT),
+            humantime::format_duration(MAX_TIMEOUT)
+        ));
+    } else if let Ok(seconds) = text.parse::<u64>() {
+        Duration::from_secs(seconds)
+    } else if text.bytes().all(|b| b.is_ascii_digit()) && !text.is_empty() {
+        Duration::MAX
+    } else {
+        humantime::parse_duration(text).map_err(|e| {
+            format!(
+                "{} (examples: 30s, 500ms, 2m)",
+                e.to_string().replace("number is too large", "too long")
+            )
+        })?
+    };
+    if !(MIN_TIMEOUT..=MAX_TIMEOUT).contains(&duration) {
+        return Err(format!(
+            "out of range: give a timeout between {} and {}",
+            humantime::format_duration(MIN_TIMEOUT),
+            humantime::format_duration(MAX_TIMEOUT)
+        ));
+    }
+    Ok(duration)
+}
+
+/// An integer within `range`, with a message that names the range (also for negative numbers,
+/// which clap would otherwise take for an unknown flag).
+fn bounded(text: &str, range: std::ops::RangeInclusive<i64>, unit: &str) -> Result<i64, String> {
+    let out_of_range = || {
+        format!(
+            "out of range: give {unit} between {} and {}",
+            range.start(),
+            range.end()
+        )
+    };
+    match text.trim().parse::<i128>() {
+        Ok(n) if (i128::from(*range.start())..=i128::from(*range.end())).contains(&n) => {
+            Ok(n as i64)
+        }
+        Ok(_) => Err(out_of_range()),
+        Err(_) if text.trim().bytes().all(|b| b.is_ascii_digit() || b == b'-') => {
+            Err(out_of_range())
+        }
+        Err(_) => Err(format!(
+            "not a whole number; give {unit} between {} and {}",
+            range.start(),
+            range.end()
+        )),
+    }
+}
+
+/// `--max-fetch-bytes`: [`MIN_FETCH_BYTES`]..=`i32::MAX` (the Fetch request's field is an
+/// INT32).
+pub fn max_fetch_bytes(text: &str) -> Result<i32, String> {
+    bounded(
+        text,
+        MIN_FETCH_BYTES..=i64::from(i32::MAX),
+        "a number of bytes",
+    )
+    .map(|n| n as i32)
+}
+
+/// `--parallelism`: 1..=[`MAX_PARALLELISM`].
+pub fn parallelism(text: &str) -> Result<u16, String> {
+    bounded(text, 1..=MAX_PARALLELISM, "a number of parallel reads").map(|n| n as u16)
+}
+
+/// The keys that hold secrets. They are refused in `-X`: the command line of a process is
+/// readable by every user of the machine (`ps`, /proc/PID/cmdline) and lands in shell history,
+/// so a secret there is leaked before we can warn. Files and the environment are the way in.
+pub const SECRET_KEYS: &[&str] = &[
+    "sasl.password",
+    "sasl.jaas.config",
+    "ssl.key.password",
+    "ssl.keystore.password",
+    "ssl.truststore.password",
+    "ssl.keystore.key",
+];
+
+/// Checks what clap cannot express: combinations that would be ignored, and secrets on argv.
+pub fn usage(command: &Command) -> Result<(), String> {
+    match command {
+        Command::Translate(args) => {
+            connection(&args.connection)?;
+            args.sources
+                .iter()
+                .try_for_each(|alias| source_alias(alias))?;
+            if args.output_dir.is_some() && args.output != OutputFormat::ResetCsv {
+                return Err(format!(
+                    "--output-dir is only used by -o reset-csv, not -o {}",
+                    format_name(args.output)
+                ));
+            }
+            Ok(())
+        }
+        Command::Topics(args) | Command::Upstream(args) => {
+            connection(&args.connection)?;
+            if args.output == OutputFormat::ResetCsv {
+                return Err(
+                    "-o reset-csv is only for translate; this command prints table, json or csv"
+                        .to_string(),
+                );
+            }
+            Ok(())
+        }
+        // Generated documents: no connection, nothing to combine.
+        Command::Completions { .. } | Command::Man => Ok(()),
+    }
+}
+
+/// A `--source` alias must be able to name a checkpoints topic (`ALIAS.checkpoints.internal`):
+/// Kafka topic names are at most 249 of `[A-Za-z0-9._-]`.
+fn source_alias(alias: &str) -> Result<(), String> {
+    let legal = |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-');
+    if alias.is_empty() || alias.len() > 200 || !alias.bytes().all(legal) {
+        return Err(format!(
+            "--source {:?} cannot be a cluster alias with checkpoints: a topic name, and so an \
+             alias, is 1 to 200 of the characters A-Z a-z 0-9 . _ -",
+            super::escape::shortened(alias)
+        ));
+    }
+    Ok(())
+}
+
+fn format_name(format: OutputFormat) -> &'static str {
+    match format {
+        OutputFormat::Table => "table",
+        OutputFormat::Json => "json",
+        OutputFormat::Csv => "csv",
+        OutputFormat::ResetCsv => "reset-csv",
+    }
+}
+
+fn connection(args: &ConnectionArgs) -> Result<(), String> {
+    for entry in &args.properties {
+        let key = entry
+            .split_once('=')
+            .map_or(entry.as_str(), |(k, _)| k)
+            .trim();
+        let plain = key.strip_prefix("consumer.").unwrap_or(key);
+        if SECRET_KEYS.contains(&plain) {
+            return Err(format!(
+                "-X {key}=... puts a secret on the command line, where every user of this \
+                 machine can read it (ps, /proc) and shell history keeps it; put it in the \
+                 --command-config file, or use --sasl-password-file or MM2_OFFSETS_SASL_PASSWORD"
+            ));
+        }
+        if !entry.contains('=') {
+            return Err(format!(
+                "-X {:?}: expected KEY=VALUE",
+                super::escape::shortened(entry)
+            ));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timeouts_are_bounded() {
+        assert_eq!(timeout("30s").unwrap(), Duration::from_secs(30));
+        assert_eq!(timeout("500ms").unwrap(), Duration::from_millis(500));
+        assert_eq!(timeout("45").unwrap(), Duration::from_secs(45));
+        for bad in [
+            "0",
+            "0s",
+            "1ms",
+            "-5s",
+            "18446744073709551615s",
+            "99999999999999999999",
+            "8d",
+            "soon",
+            "",
+        ] {
+            assert!(timeout(bad).is_err(), "{bad}");
+        }
+        assert!(timeout("-1").unwrap_err().contains("negative"));
+    }
+
+    #[test]
+    fn numbers_name_their_range() {
+        assert_eq!(max_fetch_bytes("1048576").unwrap(), 1_048_576);
+        assert_eq!(max_fetch_bytes("2147483647").unwrap(), i32::MAX);
+        for bad in ["0", "-5", "-2147483648", "2147483648", "1023", "1e6", "x"] {
+            let e = max_fetch_bytes(bad).unwrap_err();
+            assert!(e.contains("1024 and 2147483647"), "{bad}: {e}");
+        }
+        assert_eq!(parallelism("1").unwrap(), 1);
+        assert!(parallelism("-1").unwrap_err().contains("between 1 and 256"));
+        assert!(parallelism("257").is_err());
+    }
+}
