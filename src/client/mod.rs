@@ -48,6 +48,7 @@ mod cluster;
 mod deadline;
 mod error;
 mod fetch;
+mod groups;
 mod metadata;
 mod pool;
 
@@ -57,5 +58,9 @@ pub use error::{ClientError, Retry, error_name, retry_for_code};
 pub use fetch::{
     AbortedTransaction, DEFAULT_FETCH_MAX_BYTES, FetchedChunk, PartitionStream, ReadOptions,
     complete_batches,
+};
+pub use groups::{
+    CommittedOffset, GroupCallError, GroupCoordinator, GroupDescription, GroupOffsets,
+    GroupProtocol, OffsetToCommit,
 };
 pub use metadata::{BrokerInfo, PartitionInfo, SharedTopic, TopicInfo};
