@@ -27,6 +27,7 @@ use kafka_protocol::messages::{
 use kafka_protocol::protocol::StrBytes;
 
 use super::cluster::{KafkaClient, broker_error};
+use super::deadline::{Backoff, Deadline};
 use super::error::ClientError;
 use crate::wire::BrokerConnection;
 use crate::wire::responses::{
@@ -160,7 +161,33 @@ impl KafkaClient {
     /// The coordinator of each group. Batched in one FindCoordinator where the broker offers
     /// v4+, one request per group below. Each group's answer stands alone: one group's
     /// authorization failure does not fail the others.
+    ///
+    /// Groups whose coordinator is loading or not yet available are asked again, with
+    /// backoff, until `deadline`; their last error is kept if it passes.
     pub async fn find_group_coordinators(
+        &self,
+        groups: &[String],
+        deadline: &Deadline,
+    ) -> Result<BTreeMap<String, Result<GroupCoordinator, GroupCallError>>, ClientError> {
+        let mut out = BTreeMap::new();
+        let mut pending: Vec<String> = groups.to_vec();
+        let mut backoff = Backoff::default();
+        loop {
+            let answers = self.find_group_coordinators_once(&pending).await?;
+            pending.clear();
+            for (group, answer) in answers {
+                if matches!(&answer, Err(e) if e.is_coordinator_moved()) {
+                    pending.push(group.clone());
+                }
+                out.insert(group, answer);
+            }
+            if pending.is_empty() || !backoff.wait(deadline).await {
+                return Ok(out);
+            }
+        }
+    }
+
+    async fn find_group_coordinators_once(
         &self,
         groups: &[String],
     ) -> Result<BTreeMap<String, Result<GroupCoordinator, GroupCallError>>, ClientError> {

@@ -6,7 +6,7 @@ use futures::StreamExt;
 use serde::Serialize;
 
 use super::{ApplyOptions, ApplyPlan, GroupPlan, GroupStatus, PartitionPlan, read_group, refusal};
-use crate::client::{GroupCoordinator, KafkaClient, OffsetToCommit, error_name};
+use crate::client::{Deadline, GroupCoordinator, KafkaClient, OffsetToCommit, error_name};
 
 /// UNKNOWN_MEMBER_ID: on an admin commit, the group has (gained) members.
 const UNKNOWN_MEMBER_ID: i16 = 25;
@@ -111,13 +111,14 @@ pub async fn execute(
     options: &ApplyOptions,
 ) -> ApplyReport {
     let unknown = AtomicBool::new(false);
+    let deadline = Deadline::after(options.timeout);
     let writable: Vec<String> = plan
         .groups
         .iter()
         .filter(|g| g.to_commit().next().is_some())
         .map(|g| g.group.clone())
         .collect();
-    let coordinators = client.find_group_coordinators(&writable).await;
+    let coordinators = client.find_group_coordinators(&writable, &deadline).await;
     let groups = futures::stream::iter(plan.groups.iter().map(|g| {
         let unknown = &unknown;
         let coordinator = match &coordinators {

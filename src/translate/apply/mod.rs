@@ -42,6 +42,8 @@ pub struct ApplyOptions {
     pub rules: VerdictRules,
     /// Groups planned or committed at once.
     pub concurrency: usize,
+    /// Budget for an execute's coordinator lookups (a plan takes its deadline as an argument).
+    pub timeout: std::time::Duration,
 }
 
 impl Default for ApplyOptions {
@@ -49,6 +51,7 @@ impl Default for ApplyOptions {
         ApplyOptions {
             rules: VerdictRules::default(),
             concurrency: 16,
+            timeout: std::time::Duration::from_secs(60),
         }
     }
 }
@@ -189,7 +192,7 @@ pub async fn plan(
     let topics: BTreeSet<&str> = translation.iter().map(|o| o.topic).collect();
     let logs = Arc::new(target_logs(client, &topics, deadline).await?);
     let groups: Vec<String> = translation.groups().iter().map(|g| g.to_string()).collect();
-    let coordinators = client.find_group_coordinators(&groups).await?;
+    let coordinators = client.find_group_coordinators(&groups, deadline).await?;
     let mut heartbeat_age_ms = BTreeMap::new();
     for (source, topic) in heartbeat_topics {
         let newest = newest_timestamp(client, topic, deadline).await?;
