@@ -31,6 +31,9 @@ pub enum Command {
     /// Translate the committed offsets of consumer groups from a source cluster into offsets on
     /// this (target) cluster, reading each source's checkpoints topic once.
     Translate(TranslateArgs),
+    /// Commit the translated offsets on this (target) cluster, for every selected group at once:
+    /// a dry run that prints the plan unless --execute is given.
+    Apply(Box<crate::apply::ApplyArgs>),
     /// List MirrorMaker 2 topics on the cluster: checkpoints, heartbeats and remote topics.
     Topics(TopologyArgs),
     /// List upstream clusters (from heartbeat topics) with their replication hop counts.

@@ -4,6 +4,7 @@
 //! It lives in the binary, not in the library: it is one user of the `mm2_offsets` crate, and
 //! nothing here is a promise to programs that embed the crate.
 
+mod apply;
 mod args;
 mod chunked;
 mod connection;
@@ -84,6 +85,7 @@ fn init_logging(verbose: u8) {
 async fn run(command: Command) -> Result<i32, String> {
     match command {
         Command::Translate(args) => run_translate(args).await,
+        Command::Apply(args) => apply::run(*args).await,
         Command::Topics(args) => run_topics(args).await,
         Command::Upstream(args) => run_upstream(args).await,
     }
@@ -113,8 +115,11 @@ fn group_selector(args: &TranslateArgs) -> Result<GroupSelector, String> {
     GroupSelector::new(ids, &args.group_regexes).map_err(|e| e.to_string())
 }
 
-async fn run_translate(args: TranslateArgs) -> Result<i32, String> {
-    let groups = group_selector(&args)?;
+/// Reads the checkpoints the translate options select: the client, the translation, the sources.
+async fn read_translation(
+    args: &TranslateArgs,
+) -> Result<(MirrorClient, Translation, Vec<String>), String> {
+    let groups = group_selector(args)?;
     let settings = connection::settings(&args.connection)?;
     let client = MirrorClient::connect(settings.client, settings.policy)
         .await
@@ -126,7 +131,7 @@ async fn run_translate(args: TranslateArgs) -> Result<i32, String> {
     };
     let progress = Arc::new(ReadProgress::default());
     let request = TranslateRequest {
-        sources,
+        sources: sources.clone(),
         groups,
         isolation: match args.isolation {
             args::Isolation::ReadUncommitted => IsolationLevel::ReadUncommitted,
@@ -148,6 +153,11 @@ async fn run_translate(args: TranslateArgs) -> Result<i32, String> {
         Err(e @ TranslateError::Incomplete { .. }) => return Err(e.to_string()),
         Err(e) => return Err(e.to_string()),
     };
+    Ok((client, translation, sources))
+}
+
+async fn run_translate(args: TranslateArgs) -> Result<i32, String> {
+    let (_client, translation, _sources) = read_translation(&args).await?;
     print_translation(&args, &translation)?;
     summarize(&translation);
     Ok(if translation.report.complete {

@@ -28,6 +28,20 @@ pub enum Verdict {
 }
 
 impl Verdict {
+    /// The name used in the JSON plan and on the terminal, e.g. `would-rewind`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Commit => "commit",
+            Verdict::Unchanged => "unchanged",
+            Verdict::WouldRewind => "would-rewind",
+            Verdict::BelowLogStart => "below-log-start",
+            Verdict::BeyondLogEnd => "beyond-log-end",
+            Verdict::NoSuchTopic => "no-such-topic",
+            Verdict::NoSuchPartition => "no-such-partition",
+            Verdict::Stale => "stale",
+        }
+    }
+
     /// Whether this partition is written by an execute.
     pub fn writes(self) -> bool {
         self == Verdict::Commit
@@ -138,6 +152,18 @@ mod tests {
 
     fn verdict(translated: i64, current: Option<i64>, rules: VerdictRules) -> Decision {
         decide(translated, current, LOG, 1_000, rules)
+    }
+
+    #[test]
+    fn names_match_the_json_form() {
+        for v in [
+            Verdict::Commit,
+            Verdict::WouldRewind,
+            Verdict::NoSuchPartition,
+            Verdict::Stale,
+        ] {
+            assert_eq!(serde_json::to_value(v).unwrap(), v.as_str());
+        }
     }
 
     #[test]
