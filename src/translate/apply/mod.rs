@@ -419,3 +419,6 @@ async fn newest_timestamp(
     }
     Ok(newest)
 }
+
+#[cfg(test)]
+mod tests;
