@@ -14,7 +14,10 @@ use mm2_offsets::wire::fuzzing::{
     SCRAM_CLIENT_NONCE, api_versions_response as decode_api_versions, scram_server_final,
     scram_server_first,
 };
-use mm2_offsets::wire::responses::{FetchResponse, ListOffsetsResponse, MetadataResponse};
+use mm2_offsets::wire::responses::{
+    ConsumerGroupDescribeResponse, DescribeGroupsResponse, FetchResponse, FindCoordinatorResponse,
+    ListOffsetsResponse, MetadataResponse, OffsetCommitResponse, OffsetFetchResponse,
+};
 
 // The command line's own argument definition and validation, compiled here from the binary's
 // sources (the binary is not a library), so `cli_args` checks exactly what users run.
@@ -76,6 +79,38 @@ pub fn response_list_offsets(data: &[u8]) -> Option<Result<ListOffsetsResponse, 
 pub fn response_fetch(data: &[u8]) -> Option<Result<FetchResponse, String>> {
     let (version, body) = split_version(data)?;
     Some(FetchResponse::decode(body, version).map_err(|e| e.to_string()))
+}
+
+/// `response_find_coordinator`: 2 bytes big-endian version, then a FindCoordinatorResponse body.
+pub fn response_find_coordinator(data: &[u8]) -> Option<Result<FindCoordinatorResponse, String>> {
+    let (version, body) = split_version(data)?;
+    Some(FindCoordinatorResponse::decode(body, version).map_err(|e| e.to_string()))
+}
+
+/// `response_describe_groups`: 2 bytes big-endian version, then a DescribeGroupsResponse body.
+pub fn response_describe_groups(data: &[u8]) -> Option<Result<DescribeGroupsResponse, String>> {
+    let (version, body) = split_version(data)?;
+    Some(DescribeGroupsResponse::decode(body, version).map_err(|e| e.to_string()))
+}
+
+/// `response_consumer_group_describe`: 2 bytes big-endian version, then a ConsumerGroupDescribeResponse body.
+pub fn response_consumer_group_describe(
+    data: &[u8],
+) -> Option<Result<ConsumerGroupDescribeResponse, String>> {
+    let (version, body) = split_version(data)?;
+    Some(ConsumerGroupDescribeResponse::decode(body, version).map_err(|e| e.to_string()))
+}
+
+/// `response_offset_fetch`: 2 bytes big-endian version, then a OffsetFetchResponse body.
+pub fn response_offset_fetch(data: &[u8]) -> Option<Result<OffsetFetchResponse, String>> {
+    let (version, body) = split_version(data)?;
+    Some(OffsetFetchResponse::decode(body, version).map_err(|e| e.to_string()))
+}
+
+/// `response_offset_commit`: 2 bytes big-endian version, then a OffsetCommitResponse body.
+pub fn response_offset_commit(data: &[u8]) -> Option<Result<OffsetCommitResponse, String>> {
+    let (version, body) = split_version(data)?;
+    Some(OffsetCommitResponse::decode(body, version).map_err(|e| e.to_string()))
 }
 
 /// `api_versions_response`: 2 bytes big-endian version, then an ApiVersions response body,

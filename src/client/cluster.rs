@@ -151,8 +151,16 @@ impl KafkaClient {
         }
     }
 
+    /// A connection to `address` (e.g. a group coordinator's), on the first lane.
+    pub(super) async fn connection_to(
+        &self,
+        address: &str,
+    ) -> Result<BrokerConnection, ClientError> {
+        Ok(self.inner.pool.get(address, 0).await?)
+    }
+
     /// Any working connection: a known broker first, else each bootstrap server in turn.
-    async fn any_connection(&self) -> Result<BrokerConnection, ClientError> {
+    pub(super) async fn any_connection(&self) -> Result<BrokerConnection, ClientError> {
         let mut candidates: Vec<String> = self.brokers().iter().map(BrokerInfo::address).collect();
         candidates.extend(self.config().bootstrap_servers.iter().cloned());
         let mut last = None;

@@ -56,6 +56,7 @@ mod error;
 #[cfg(test)]
 mod fake;
 mod fetch;
+mod groups;
 mod metadata;
 mod pool;
 mod retry;
@@ -66,6 +67,10 @@ pub use deadline::{Backoff, Deadline};
 pub use error::ClientError;
 pub use fetch::{
     AbortedTransaction, DEFAULT_FETCH_MAX_BYTES, FetchedChunk, PartitionStream, ReadOptions,
+};
+pub use groups::{
+    CommittedOffset, GroupCallError, GroupCoordinator, GroupDescription, GroupOffsets,
+    GroupProtocol, OffsetToCommit,
 };
 pub use metadata::{BrokerInfo, PartitionInfo, SharedTopic, TopicInfo};
 pub use retry::{Action, classify};

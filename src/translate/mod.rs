@@ -9,6 +9,7 @@
 //! # References
 //! - KIP-382 (MirrorMaker 2), KIP-1239 (batch offset translation)
 
+pub mod apply;
 mod groups;
 mod java_pattern;
 mod mirror_client;

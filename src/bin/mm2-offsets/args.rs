@@ -44,6 +44,9 @@ pub enum Command {
     /// Translate the committed offsets of consumer groups from a source cluster into offsets on
     /// this (target) cluster, reading each source's checkpoints topic once.
     Translate(TranslateArgs),
+    /// Commit the translated offsets on this (target) cluster, for every selected group at once:
+    /// a dry run that prints the plan unless --execute is given.
+    Apply(Box<ApplyArgs>),
     /// List MirrorMaker 2 topics on the cluster: checkpoints, heartbeats and remote topics.
     Topics(TopologyArgs),
     /// List upstream clusters (from heartbeat topics) with their replication hop counts.
@@ -232,6 +235,34 @@ impl TranslateArgs {
             .clone()
             .unwrap_or_else(|| PathBuf::from("reset-offsets"))
     }
+}
+
+/// Arguments of `apply`.
+#[derive(Debug, Args)]
+pub struct ApplyArgs {
+    /// Connection, sources, groups and read options, as for `translate`. `-o` takes `table` or
+    /// `json` here.
+    #[command(flatten)]
+    pub translate: TranslateArgs,
+    /// Commit the plan. Without it nothing is written.
+    #[arg(long)]
+    pub execute: bool,
+    /// Commit even where the group's committed offset on the target is ahead.
+    #[arg(long)]
+    pub allow_rewind: bool,
+    /// Clamp offsets outside the target's log to its start or end (each clamped row says so)
+    /// instead of refusing them.
+    #[arg(long)]
+    pub clamp: bool,
+    /// Refuse partitions whose checkpoint is older than this (e.g. 10m).
+    #[arg(long, value_name = "DURATION", value_parser = validate::checkpoint_age)]
+    pub max_checkpoint_age: Option<Duration>,
+    /// Save the plan as JSON to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub plan_out: Option<PathBuf>,
+    /// Use the plan saved in FILE instead of planning again (re-checked before each commit).
+    #[arg(long, value_name = "FILE")]
+    pub plan: Option<PathBuf>,
 }
 
 #[cfg(test)]

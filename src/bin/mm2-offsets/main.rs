@@ -4,6 +4,7 @@
 //! It lives in the binary, not in the library: it is one user of the `mm2_offsets` crate, and
 //! nothing here is a promise to programs that embed the crate.
 
+mod apply;
 mod args;
 mod chunked;
 mod connection;
@@ -154,6 +155,7 @@ fn init_logging(verbose: u8) {
 async fn run(command: Command) -> Result<i32, Stop> {
     match command {
         Command::Translate(args) => run_translate(args).await,
+        Command::Apply(args) => apply::run(*args).await.map_err(Stop::from),
         Command::Topics(args) => run_topics(args).await,
         Command::Upstream(args) => run_upstream(args).await,
         Command::Completions { shell } => {
@@ -212,15 +214,12 @@ async fn connect(
     }
 }
 
-async fn run_translate(args: TranslateArgs) -> Result<i32, Stop> {
-    let groups = match group_selector(&args) {
-        Ok(groups) => groups,
-        Err(message) => {
-            // A pattern Java rejects or that we refuse, or no selection at all: a usage error.
-            eprintln!("error: {message}");
-            return Ok(EXIT_USAGE);
-        }
-    };
+/// Reads the checkpoints of the groups `groups` selects, with the translate options: the
+/// client, the translation, the sources read.
+async fn read_translation(
+    args: &TranslateArgs,
+    groups: GroupSelector,
+) -> Result<(MirrorClient, Translation, Vec<String>), String> {
     let settings = connection::settings(&args.connection)?;
     let client = connect(settings, args.timeout).await?;
     let sources = if args.sources.is_empty() {
@@ -230,7 +229,7 @@ async fn run_translate(args: TranslateArgs) -> Result<i32, Stop> {
     };
     let progress = Arc::new(ReadProgress::default());
     let request = TranslateRequest {
-        sources,
+        sources: sources.clone(),
         groups,
         isolation: match args.isolation {
             args::Isolation::ReadUncommitted => IsolationLevel::ReadUncommitted,
@@ -249,8 +248,26 @@ async fn run_translate(args: TranslateArgs) -> Result<i32, Stop> {
     };
     let translation = match translation {
         Ok(t) => t,
-        Err(e) => return Err(hints::explain(&e).into()),
+        Err(e) => return Err(hints::explain(&e)),
     };
+    Ok((client, translation, sources))
+}
+
+/// The group selection, or the exit code of a usage error (already printed): a pattern Java
+/// rejects or that we refuse, or no selection at all.
+fn group_selection(args: &TranslateArgs) -> Result<GroupSelector, i32> {
+    group_selector(args).map_err(|message| {
+        eprintln!("error: {message}");
+        EXIT_USAGE
+    })
+}
+
+async fn run_translate(args: TranslateArgs) -> Result<i32, Stop> {
+    let groups = match group_selection(&args) {
+        Ok(groups) => groups,
+        Err(code) => return Ok(code),
+    };
+    let (_client, translation, _sources) = read_translation(&args, groups).await?;
     print_translation(&args, &translation)?;
     let missing = translation.missing_groups();
     summarize(&translation);

@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use super::args::{Command, ConnectionArgs, OutputFormat};
+use super::args::{Command, ConnectionArgs, OutputFormat, TranslateArgs};
 
 /// The shortest `--timeout`: below this nothing, not even one connection, can finish.
 pub const MIN_TIMEOUT: Duration = Duration::from_millis(10);
@@ -20,12 +20,34 @@ pub const MAX_PARALLELISM: i64 = 256;
 /// Parses a duration such as `30s`, `500ms`, `2m`, `1h 30m`; a bare number is seconds. Bounded
 /// to [`MIN_TIMEOUT`]..=[`MAX_TIMEOUT`].
 pub fn timeout(text: &str) -> Result<Duration, String> {
+    duration(text, "a timeout", MIN_TIMEOUT..=MAX_TIMEOUT)
+}
+
+/// The longest `--max-checkpoint-age`: a year (a checkpoint older than that is not a plan).
+pub const MAX_CHECKPOINT_AGE: Duration = Duration::from_secs(365 * 24 * 3600);
+
+/// `--max-checkpoint-age`: a duration as for [`timeout`], from 1 ms to [`MAX_CHECKPOINT_AGE`].
+pub fn checkpoint_age(text: &str) -> Result<Duration, String> {
+    duration(
+        text,
+        "a checkpoint age",
+        Duration::from_millis(1)..=MAX_CHECKPOINT_AGE,
+    )
+}
+
+/// A duration within `range`, with messages that name `what` and the range.
+fn duration(
+    text: &str,
+    what: &str,
+    range: std::ops::RangeInclusive<Duration>,
+) -> Result<Duration, String> {
+    let (min, max) = (*range.start(), *range.end());
     let text = text.trim();
     let duration = if text.starts_with('-') {
         return Err(format!(
-            "a timeout cannot be negative; give one between {} and {}",
-            humantime::format_duration(MIN_TIMEOUT),
-            humantime::format_duration(MAX_TIMEOUT)
+            "{what} cannot be negative; give one between {} and {}",
+            humantime::format_duration(min),
+            humantime::format_duration(max)
         ));
     } else if let Ok(seconds) = text.parse::<u64>() {
         Duration::from_secs(seconds)
@@ -39,11 +61,11 @@ pub fn timeout(text: &str) -> Result<Duration, String> {
             )
         })?
     };
-    if !(MIN_TIMEOUT..=MAX_TIMEOUT).contains(&duration) {
+    if !range.contains(&duration) {
         return Err(format!(
-            "out of range: give a timeout between {} and {}",
-            humantime::format_duration(MIN_TIMEOUT),
-            humantime::format_duration(MAX_TIMEOUT)
+            "out of range: give {what} between {} and {}",
+            humantime::format_duration(min),
+            humantime::format_duration(max)
         ));
     }
     Ok(duration)
@@ -106,19 +128,7 @@ pub const SECRET_KEYS: &[&str] = &[
 /// Checks what clap cannot express: combinations that would be ignored, and secrets on argv.
 pub fn usage(command: &Command) -> Result<(), String> {
     match command {
-        Command::Translate(args) => {
-            connection(&args.connection)?;
-            args.sources
-                .iter()
-                .try_for_each(|alias| source_alias(alias))?;
-            if args.output_dir.is_some() && args.output != OutputFormat::ResetCsv {
-                return Err(format!(
-                    "--output-dir is only used by -o reset-csv, not -o {}",
-                    format_name(args.output)
-                ));
-            }
-            Ok(())
-        }
+        Command::Translate(args) => translate_usage(args),
         Command::Topics(args) | Command::Upstream(args) => {
             connection(&args.connection)?;
             if args.output == OutputFormat::ResetCsv {
@@ -129,9 +139,25 @@ pub fn usage(command: &Command) -> Result<(), String> {
             }
             Ok(())
         }
+        Command::Apply(args) => translate_usage(&args.translate),
         // Generated documents: no connection, nothing to combine.
         Command::Completions { .. } | Command::Man => Ok(()),
     }
+}
+
+/// The checks of `translate`, which `apply` shares (its -o is checked when it runs).
+fn translate_usage(args: &TranslateArgs) -> Result<(), String> {
+    connection(&args.connection)?;
+    args.sources
+        .iter()
+        .try_for_each(|alias| source_alias(alias))?;
+    if args.output_dir.is_some() && args.output != OutputFormat::ResetCsv {
+        return Err(format!(
+            "--output-dir is only used by -o reset-csv, not -o {}",
+            format_name(args.output)
+        ));
+    }
+    Ok(())
 }
 
 /// A `--source` alias must be able to name a checkpoints topic (`ALIAS.checkpoints.internal`):

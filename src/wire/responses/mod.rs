@@ -21,19 +21,34 @@ use bytes::Bytes;
 
 use super::decode::{DecodeError, Decoder};
 
+pub mod consumer_group_describe;
+pub mod describe_groups;
 pub mod fetch;
+pub mod find_coordinator;
 pub mod list_offsets;
 pub mod metadata;
+pub mod offset_commit;
+pub mod offset_fetch;
 #[cfg(test)]
 mod test_support;
 
 // Short paths for the fuzz targets (unstable-fuzzing); the crate itself names the modules.
 #[cfg(feature = "unstable-fuzzing")]
+pub use consumer_group_describe::ConsumerGroupDescribeResponse;
+#[cfg(feature = "unstable-fuzzing")]
+pub use describe_groups::DescribeGroupsResponse;
+#[cfg(feature = "unstable-fuzzing")]
 pub use fetch::FetchResponse;
+#[cfg(feature = "unstable-fuzzing")]
+pub use find_coordinator::FindCoordinatorResponse;
 #[cfg(feature = "unstable-fuzzing")]
 pub use list_offsets::ListOffsetsResponse;
 #[cfg(feature = "unstable-fuzzing")]
 pub use metadata::MetadataResponse;
+#[cfg(feature = "unstable-fuzzing")]
+pub use offset_commit::OffsetCommitResponse;
+#[cfg(feature = "unstable-fuzzing")]
+pub use offset_fetch::OffsetFetchResponse;
 
 /// Metadata (API key 3) versions we can send with `kafka-protocol` and decode here.
 pub const METADATA_VERSIONS: RangeInclusive<i16> = 0..=13;
@@ -44,6 +59,24 @@ pub const LIST_OFFSETS_VERSIONS: RangeInclusive<i16> = 1..=10;
 
 /// Fetch (API key 1) versions we can send and decode. `kafka-protocol` 0.18 defines v4 onwards.
 pub const FETCH_VERSIONS: RangeInclusive<i16> = 4..=18;
+
+/// FindCoordinator (API key 10) versions we can send and decode (v4+ batches group ids).
+pub const FIND_COORDINATOR_VERSIONS: RangeInclusive<i16> = 0..=6;
+
+/// DescribeGroups (API key 15) versions we can send and decode.
+pub const DESCRIBE_GROUPS_VERSIONS: RangeInclusive<i16> = 0..=6;
+
+/// ConsumerGroupDescribe (API key 69, KIP-848) versions we can send and decode.
+pub const CONSUMER_GROUP_DESCRIBE_VERSIONS: RangeInclusive<i16> = 0..=1;
+
+/// OffsetFetch (API key 9) versions we can send and decode (v8+ batches groups).
+/// `kafka-protocol` 0.18 encodes requests up to v9; v10 (topic ids) is not sent.
+pub const OFFSET_FETCH_VERSIONS: RangeInclusive<i16> = 1..=9;
+
+/// OffsetCommit (API key 8) versions we can send and decode. `kafka-protocol` 0.18 encodes
+/// requests up to v9, so v10 (topic ids only, KAFKA-14690) is never negotiated: every broker
+/// that offers v10 still offers v9, and topic names keep the request readable.
+pub const OFFSET_COMMIT_VERSIONS: RangeInclusive<i16> = 2..=9;
 
 /// Starts decoding `body` as a `what` response at `version`, rejecting unsupported versions.
 fn start(

@@ -48,3 +48,19 @@ pub(super) fn assert_truncations_and_trailing_rejected<T: std::fmt::Debug>(
     let err = decode(longer.freeze(), version).expect_err("trailing byte accepted");
     assert!(err.problem.contains("trailing"), "v{version}: {err}");
 }
+
+/// For every version in `versions`: `kafka-protocol`'s encoding of `sample(version)` decodes
+/// to `expected(version)`, and every truncation of it or trailing byte after it is rejected.
+pub(super) fn assert_decodes_every_version<M: Encodable, T: PartialEq + std::fmt::Debug>(
+    versions: std::ops::RangeInclusive<i16>,
+    sample: impl Fn(i16) -> M,
+    expected: impl Fn(i16) -> T,
+    decode: impl Fn(Bytes, i16) -> Result<T, DecodeError>,
+) {
+    for version in versions {
+        let body = encode(&sample(version), version);
+        let decoded = decode(body.clone(), version).unwrap_or_else(|e| panic!("v{version}: {e}"));
+        assert_eq!(decoded, expected(version), "v{version}");
+        assert_truncations_and_trailing_rejected(&body, version, &decode);
+    }
+}

@@ -1,0 +1,442 @@
+//! `apply` against real brokers (Kafka 4.4 and 3.9): plan, execute, read back, re-run as a
+//! no-op, and every refusal a live cluster can produce: a classic group with a member, a
+//! new-protocol (KIP-848) group with a member, a rewind, an offset beyond the log end, a topic
+//! missing on the target, and a saved plan whose group gained a member or whose offsets moved.
+//!
+//! Members are held by this test itself with raw JoinGroup / ConsumerGroupHeartbeat requests
+//! (encoded and decoded with `kafka-protocol`, independent of the code under test), which keeps
+//! each group non-empty for the session timeout, long enough for the assertions.
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use kafka_protocol::messages::{
+    ApiKey, ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse, GroupId,
+    JoinGroupRequest, JoinGroupResponse, TopicName, join_group_request::JoinGroupRequestProtocol,
+};
+use kafka_protocol::protocol::{Decodable, StrBytes};
+use mm2_offsets::client::{Deadline, GroupProtocol, KafkaClient, OffsetToCommit};
+use mm2_offsets::mm2::checkpoint::{self, CheckpointKey, CheckpointValue};
+use mm2_offsets::records::builder::BatchBuilder;
+use mm2_offsets::translate::apply::{
+    self, ApplyOptions, ApplyPlan, GroupOutcome, GroupStatus, Verdict,
+};
+use mm2_offsets::translate::{BatchTranslator, GroupSelector, Translation};
+use mm2_offsets::wire::BrokerConnection;
+use support::{cluster, data_writer, unique_topic};
+
+fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64
+}
+
+/// Checkpoints for (group, topic, partition, downstream offset, metadata), stamped `now`.
+fn checkpoints(rows: &[(&str, &str, i32, i64, &str)]) -> Translation {
+    let encoded: Vec<(Vec<u8>, Vec<u8>)> = rows
+        .iter()
+        .map(|&(group, topic, partition, offset, metadata)| {
+            let key = CheckpointKey {
+                group: group.as_bytes(),
+                topic: topic.as_bytes(),
+                partition,
+            };
+            let value = CheckpointValue {
+                version: 0,
+                upstream_offset: offset + 1000,
+                downstream_offset: offset,
+                metadata: metadata.as_bytes(),
+            };
+            (
+                checkpoint::encode_key(&key).unwrap(),
+                checkpoint::encode_value(&value).unwrap(),
+            )
+        })
+        .collect();
+    let mut builder = BatchBuilder::new(0).log_append_time(now_ms());
+    for (k, v) in &encoded {
+        builder = builder.record(Some(k), Some(v));
+    }
+    let selector = GroupSelector::all();
+    let mut translator = BatchTranslator::new(&selector);
+    translator.add_batches(0, &builder.build()).unwrap();
+    translator.finish("primary")
+}
+
+async fn plan(
+    client: &KafkaClient,
+    translation: &Translation,
+    options: &ApplyOptions,
+) -> ApplyPlan {
+    let deadline = Deadline::after(Duration::from_secs(30));
+    apply::plan(
+        client,
+        translation,
+        &BTreeMap::new(),
+        options,
+        now_ms(),
+        &deadline,
+    )
+    .await
+    .expect("plan")
+}
+
+async fn committed(client: &KafkaClient, group: &str) -> BTreeMap<(String, i32), i64> {
+    let coordinators = client
+        .find_group_coordinators(
+            &[group.to_string()],
+            &Deadline::after(Duration::from_secs(30)),
+        )
+        .await
+        .unwrap();
+    let coordinator = coordinators[group].as_ref().unwrap();
+    let mut fetched = client
+        .fetch_group_offsets(coordinator, &[group.to_string()])
+        .await
+        .unwrap();
+    fetched
+        .remove(group)
+        .unwrap()
+        .unwrap()
+        .into_iter()
+        .filter(|(_, c)| c.offset >= 0)
+        .map(|(k, c)| (k, c.offset))
+        .collect()
+}
+
+async fn coordinator_connection(
+    client: &KafkaClient,
+    config: &mm2_offsets::config::ClientConfig,
+    group: &str,
+) -> BrokerConnection {
+    let coordinators = client
+        .find_group_coordinators(
+            &[group.to_string()],
+            &Deadline::after(Duration::from_secs(30)),
+        )
+        .await
+        .unwrap();
+    let address = coordinators[group].as_ref().unwrap().address.clone();
+    BrokerConnection::connect(&address, config).await.unwrap()
+}
+
+/// Joins `group` as a classic consumer (JoinGroup, twice when the broker asks for a member id)
+/// and returns the connection, which must be kept while the member is wanted.
+async fn join_classic(
+    client: &KafkaClient,
+    config: &mm2_offsets::config::ClientConfig,
+    group: &str,
+) -> BrokerConnection {
+    let conn = coordinator_connection(client, config, group).await;
+    let version = conn.negotiate(ApiKey::JoinGroup, 4..=9).unwrap();
+    let mut member_id = String::new();
+    for _ in 0..2 {
+        let request = JoinGroupRequest::default()
+            .with_group_id(GroupId(StrBytes::from_string(group.to_string())))
+            .with_session_timeout_ms(60_000)
+            .with_rebalance_timeout_ms(60_000)
+            .with_member_id(StrBytes::from_string(member_id.clone()))
+            .with_protocol_type(StrBytes::from_static_str("consumer"))
+            .with_protocols(vec![
+                JoinGroupRequestProtocol::default()
+                    .with_name(StrBytes::from_static_str("range"))
+                    .with_metadata(bytes::Bytes::from_static(&[0, 0, 0, 0, 0, 0, 0, 0])),
+            ]);
+        let mut body = conn.send(&request, version).await.unwrap();
+        let response = JoinGroupResponse::decode(&mut body, version).unwrap();
+        match response.error_code {
+            0 => return conn,
+            79 => member_id = response.member_id.to_string(), // MEMBER_ID_REQUIRED
+            code => panic!("JoinGroup for {group} failed with code {code}"),
+        }
+    }
+    panic!("JoinGroup for {group} did not complete");
+}
+
+/// Joins `group` with the new consumer protocol (KIP-848), subscribed to `topic`.
+async fn join_consumer(
+    client: &KafkaClient,
+    config: &mm2_offsets::config::ClientConfig,
+    group: &str,
+    topic: &str,
+) -> BrokerConnection {
+    let conn = coordinator_connection(client, config, group).await;
+    let version = conn
+        .negotiate(ApiKey::ConsumerGroupHeartbeat, 0..=1)
+        .unwrap();
+    let member_id = format!("apply-test-member-{}", now_ms());
+    let request = ConsumerGroupHeartbeatRequest::default()
+        .with_group_id(GroupId(StrBytes::from_string(group.to_string())))
+        .with_member_id(StrBytes::from_string(member_id))
+        .with_member_epoch(0)
+        .with_rebalance_timeout_ms(60_000)
+        .with_subscribed_topic_names(Some(vec![TopicName(StrBytes::from_string(
+            topic.to_string(),
+        ))]))
+        .with_topic_partitions(Some(vec![]));
+    let mut body = conn.send(&request, version).await.unwrap();
+    let response = ConsumerGroupHeartbeatResponse::decode(&mut body, version).unwrap();
+    assert_eq!(
+        response.error_code, 0,
+        "ConsumerGroupHeartbeat for {group}: {:?}",
+        response.error_message
+    );
+    conn
+}
+
+async fn apply_on(cluster_name: &str) {
+    let cluster = cluster(cluster_name);
+    let config = cluster.plaintext();
+    let client = KafkaClient::connect(config.clone()).await.unwrap();
+    let topic = unique_topic("apply-target");
+    // 100 records over 2 partitions: log end 50 on each.
+    data_writer(
+        &cluster,
+        "records",
+        &[
+            "--topic",
+            &topic,
+            "--partitions",
+            "2",
+            "--count",
+            "100",
+            "--nulls",
+            "0",
+        ],
+    );
+    let missing = unique_topic("apply-missing");
+    let g = |name: &str| format!("{topic}-{name}");
+    let (fresh, ahead, beyond, absent, classic, moved, gains) = (
+        g("fresh"),
+        g("ahead"),
+        g("beyond"),
+        g("absent"),
+        g("classic"),
+        g("moved"),
+        g("gains"),
+    );
+
+    // Target state before the plan: "ahead" already at 40 on p0, "moved" at 5.
+    let coordinators = client
+        .find_group_coordinators(
+            &[ahead.clone(), moved.clone()],
+            &Deadline::after(Duration::from_secs(30)),
+        )
+        .await
+        .unwrap();
+    for (group, offset) in [(&ahead, 40), (&moved, 5)] {
+        let c = coordinators[group].as_ref().unwrap();
+        let codes = client
+            .commit_group_offsets(
+                c,
+                group,
+                &[OffsetToCommit {
+                    topic: topic.clone(),
+                    partition: 0,
+                    offset,
+                    metadata: None,
+                }],
+            )
+            .await
+            .unwrap();
+        assert!(codes.values().all(|&c| c == 0), "{codes:?}");
+    }
+    let _classic_member = join_classic(&client, &config, &classic).await;
+
+    let rows = vec![
+        (fresh.as_str(), topic.as_str(), 0, 10, "meta-fresh-0"),
+        (fresh.as_str(), topic.as_str(), 1, 20, "meta-fresh-1"),
+        (ahead.as_str(), topic.as_str(), 0, 10, ""),
+        (beyond.as_str(), topic.as_str(), 0, 1000, ""),
+        (beyond.as_str(), topic.as_str(), 7, 1, ""),
+        (absent.as_str(), missing.as_str(), 0, 3, ""),
+        (classic.as_str(), topic.as_str(), 0, 10, ""),
+        (moved.as_str(), topic.as_str(), 0, 30, ""),
+        (gains.as_str(), topic.as_str(), 1, 30, ""),
+    ];
+    let translation = checkpoints(&rows);
+    let options = ApplyOptions::default();
+    let planned = plan(&client, &translation, &options).await;
+    let by_group: BTreeMap<&str, &apply::GroupPlan> = planned
+        .groups
+        .iter()
+        .map(|g| (g.group.as_str(), g))
+        .collect();
+    let verdicts = |group: &str| -> Vec<Verdict> {
+        by_group[group]
+            .partitions
+            .iter()
+            .map(|p| p.verdict)
+            .collect()
+    };
+    assert_eq!(verdicts(&fresh), [Verdict::Commit, Verdict::Commit]);
+    assert_eq!(
+        by_group[fresh.as_str()].protocol,
+        Some(GroupProtocol::Absent)
+    );
+    assert_eq!(verdicts(&ahead), [Verdict::WouldRewind]);
+    assert_eq!(
+        verdicts(&beyond),
+        [Verdict::BeyondLogEnd, Verdict::NoSuchPartition]
+    );
+    assert_eq!(verdicts(&absent), [Verdict::NoSuchTopic]);
+    assert_eq!(by_group[moved.as_str()].partitions[0].current, Some(5));
+    let classic_plan = by_group[classic.as_str()];
+    assert_eq!(classic_plan.protocol, Some(GroupProtocol::Classic));
+    assert_eq!(classic_plan.members, 1);
+    let GroupStatus::Refused { reason } = &classic_plan.status else {
+        panic!("classic group with a member not refused: {classic_plan:?}");
+    };
+    assert!(
+        reason.contains("classic") && reason.contains("1 member"),
+        "{reason}"
+    );
+    assert!(planned.has_refusals());
+    let ages: Vec<i64> = planned
+        .groups
+        .iter()
+        .map(|g| g.oldest_checkpoint_age_ms)
+        .collect();
+    assert!(ages.iter().all(|&a| (0..60_000).contains(&a)), "{ages:?}");
+    // The plan survives its JSON form.
+    let json = serde_json::to_string(&planned).unwrap();
+    let reread: ApplyPlan = serde_json::from_str(&json).unwrap();
+    reread.check_schema().unwrap();
+    assert_eq!(reread, planned);
+
+    // After planning: "moved" moves to 7, "gains" gains a member.
+    let c = client
+        .find_group_coordinators(
+            std::slice::from_ref(&moved),
+            &Deadline::after(Duration::from_secs(30)),
+        )
+        .await
+        .unwrap();
+    client
+        .commit_group_offsets(
+            c[&moved].as_ref().unwrap(),
+            &moved,
+            &[OffsetToCommit {
+                topic: topic.clone(),
+                partition: 0,
+                offset: 7,
+                metadata: None,
+            }],
+        )
+        .await
+        .unwrap();
+    let _gains_member = join_classic(&client, &config, &gains).await;
+
+    let report = apply::execute(&client, &reread, &options).await;
+    let outcomes: BTreeMap<&str, &GroupOutcome> = report
+        .groups
+        .iter()
+        .map(|g| (g.group.as_str(), &g.outcome))
+        .collect();
+    assert_eq!(
+        outcomes[fresh.as_str()],
+        &GroupOutcome::Applied,
+        "{report:?}"
+    );
+    let fresh_result = report.groups.iter().find(|g| g.group == fresh).unwrap();
+    assert!(
+        fresh_result
+            .partitions
+            .iter()
+            .all(|p| p.read_back == Some(p.offset))
+    );
+    for (group, needle) in [(&moved, "moved"), (&gains, "member"), (&classic, "active")] {
+        match outcomes[group.as_str()] {
+            GroupOutcome::Skipped { reason } => {
+                assert!(reason.contains(needle), "{group}: {reason}")
+            }
+            other => panic!("{group}: {other:?}"),
+        }
+    }
+    assert!(report.has_skips());
+    // Exactly what was planned was written, with the checkpoint's metadata; nothing else.
+    let written = committed(&client, &fresh).await;
+    assert_eq!(
+        written,
+        BTreeMap::from([((topic.clone(), 0), 10), ((topic.clone(), 1), 20)])
+    );
+    assert_eq!(
+        committed(&client, &ahead).await,
+        BTreeMap::from([((topic.clone(), 0), 40)])
+    );
+    assert_eq!(
+        committed(&client, &moved).await,
+        BTreeMap::from([((topic.clone(), 0), 7)])
+    );
+    assert!(committed(&client, &classic).await.is_empty());
+    assert!(committed(&client, &gains).await.is_empty());
+    assert!(committed(&client, &beyond).await.is_empty());
+
+    // A re-run of the applied group is a no-op, and says so.
+    let fresh_only = checkpoints(&rows[..2]);
+    let again = plan(&client, &fresh_only, &options).await;
+    assert!(
+        again.groups[0]
+            .partitions
+            .iter()
+            .all(|p| p.verdict == Verdict::Unchanged)
+    );
+    assert!(again.is_noop() && !again.has_refusals(), "{again:?}");
+    let report = apply::execute(&client, &again, &options).await;
+    assert_eq!(report.groups[0].outcome, GroupOutcome::NothingToDo);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn apply_on_kafka_4() {
+    apply_on("k4").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn apply_on_kafka_3_9() {
+    apply_on("k39").await;
+}
+
+/// A new-protocol (KIP-848) group with a running member: DescribeGroups calls it "Dead", the
+/// plan must still refuse it (ConsumerGroupDescribe first), and nothing is written.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn consumer_protocol_group_with_a_member_is_refused_on_kafka_4() {
+    let cluster = cluster("k4");
+    let config = cluster.plaintext();
+    let client = KafkaClient::connect(config.clone()).await.unwrap();
+    let topic = unique_topic("apply-848");
+    data_writer(
+        &cluster,
+        "records",
+        &[
+            "--topic",
+            &topic,
+            "--partitions",
+            "1",
+            "--count",
+            "20",
+            "--nulls",
+            "0",
+        ],
+    );
+    let group = format!("{topic}-g");
+    let _member = join_consumer(&client, &config, &group, &topic).await;
+    let translation = checkpoints(&[(group.as_str(), topic.as_str(), 0, 5, "")]);
+    let options = ApplyOptions::default();
+    let planned = plan(&client, &translation, &options).await;
+    let g = &planned.groups[0];
+    assert_eq!(g.protocol, Some(GroupProtocol::Consumer), "{g:?}");
+    assert_eq!(g.members, 1);
+    let GroupStatus::Refused { reason } = &g.status else {
+        panic!("active consumer-protocol group not refused: {g:?}");
+    };
+    assert!(reason.contains("protocol consumer"), "{reason}");
+    let report = apply::execute(&client, &planned, &options).await;
+    assert!(matches!(
+        report.groups[0].outcome,
+        GroupOutcome::Skipped { .. }
+    ));
+    assert!(committed(&client, &group).await.is_empty());
+}

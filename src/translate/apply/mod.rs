@@ -1,0 +1,424 @@
+//! `apply`: commit translated offsets on the target cluster, safely, for many groups at once.
+//!
+//! [`plan`] reads the target (group states, committed offsets, log ranges) and decides each
+//! partition ([`Verdict`]) without writing anything; the [`ApplyPlan`] can be inspected,
+//! printed, or saved as JSON ([`PLAN_SCHEMA_VERSION`]). [`execute`] commits a plan: just before
+//! each group's commit it re-checks that the group is still without members and that its
+//! committed offsets are those the plan saw, commits the group's partitions in one admin
+//! OffsetCommit, and reads them back.
+//!
+//! # References
+//! - `../shared/docs/apply-semantics.md` (what the peers do, and the traps)
+//! - Kafka's `AlterConsumerGroupOffsetsHandler`, `ClassicGroup.validateOffsetCommit`,
+//!   `ConsumerGroup.validateOffsetCommit`
+
+mod execute;
+mod verdict;
+
+pub use execute::{ApplyReport, GroupOutcome, GroupResult, PartitionResult, execute};
+pub use verdict::{Decision, TargetPartition, Verdict, VerdictRules, decide};
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+use futures::StreamExt;
+use serde::{Deserialize, Serialize};
+
+use super::Translation;
+use crate::client::{
+    ClientError, Deadline, GroupCoordinator, GroupDescription, GroupOffsets, GroupProtocol,
+    IsolationLevel, KafkaClient, OffsetSpec, ReadOptions,
+};
+use crate::records::Batches;
+
+/// The version of the plan's JSON schema. Bumped on any incompatible change; a plan file of
+/// another version is refused.
+pub const PLAN_SCHEMA_VERSION: u32 = 1;
+
+/// How to plan and execute.
+#[derive(Clone, Debug)]
+pub struct ApplyOptions {
+    /// The per-partition rules.
+    pub rules: VerdictRules,
+    /// Groups planned or committed at once.
+    pub concurrency: usize,
+    /// Budget for an execute's coordinator lookups (a plan takes its deadline as an argument).
+    pub timeout: std::time::Duration,
+}
+
+impl Default for ApplyOptions {
+    fn default() -> Self {
+        ApplyOptions {
+            rules: VerdictRules::default(),
+            concurrency: 16,
+            timeout: std::time::Duration::from_secs(60),
+        }
+    }
+}
+
+/// Whether a group may be written, as planned.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", tag = "status")]
+pub enum GroupStatus {
+    /// No members: its `commit` partitions will be written.
+    Ready,
+    /// Refused: the group has members, or is of a kind apply does not write.
+    Refused {
+        /// Why, for the operator.
+        reason: String,
+    },
+    /// The target could not be asked (authorization, coordinator, ...).
+    Error {
+        /// What failed.
+        message: String,
+    },
+}
+
+/// One partition of a group's plan.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PartitionPlan {
+    /// The topic on the target.
+    pub topic: String,
+    /// The partition.
+    pub partition: i32,
+    /// The translated offset from the checkpoint.
+    pub translated: i64,
+    /// The offset an execute commits (differs from `translated` only when clamped).
+    pub offset: i64,
+    /// The group's committed offset on the target when planned (`None`: none).
+    pub current: Option<i64>,
+    /// The target's log start and end when planned (`None`: no such topic or partition).
+    pub log_start: Option<i64>,
+    /// See `log_start`.
+    pub log_end: Option<i64>,
+    /// The decision.
+    pub verdict: Verdict,
+    /// Set when `--clamp` moved the offset into the log: the verdict it would have had.
+    pub clamped_from: Option<Verdict>,
+    /// The checkpoint's age when planned (now minus its record timestamp), in ms.
+    pub checkpoint_age_ms: i64,
+    /// The metadata committed with the offset (the source group's).
+    pub metadata: String,
+}
+
+/// One group's plan.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GroupPlan {
+    /// The group id.
+    pub group: String,
+    /// The protocol on the target (`absent` when the target does not know the group yet).
+    pub protocol: Option<GroupProtocol>,
+    /// The state the coordinator reported.
+    pub state: Option<String>,
+    /// Members when planned.
+    pub members: usize,
+    /// Whether it may be written.
+    #[serde(flatten)]
+    pub status: GroupStatus,
+    /// The oldest checkpoint among its partitions, in ms.
+    pub oldest_checkpoint_age_ms: i64,
+    /// Its partitions, sorted by topic and partition.
+    pub partitions: Vec<PartitionPlan>,
+}
+
+impl GroupPlan {
+    /// The partitions an execute writes (none unless the group is ready).
+    pub fn to_commit(&self) -> impl Iterator<Item = &PartitionPlan> {
+        let ready = self.status == GroupStatus::Ready;
+        self.partitions
+            .iter()
+            .filter(move |p| ready && p.verdict.writes())
+    }
+}
+
+/// The whole plan: what an execute would write, and why not elsewhere.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ApplyPlan {
+    /// [`PLAN_SCHEMA_VERSION`].
+    pub schema_version: u32,
+    /// When it was planned (ms since the epoch).
+    pub planned_at_ms: i64,
+    /// Per source alias: age in ms of the newest heartbeat on the target (`None`: no
+    /// heartbeat found), so that an idle group can be told from a stopped MirrorMaker 2.
+    pub heartbeat_age_ms: BTreeMap<String, Option<i64>>,
+    /// Every group, sorted by id.
+    pub groups: Vec<GroupPlan>,
+}
+
+impl ApplyPlan {
+    /// Whether nothing would be written.
+    pub fn is_noop(&self) -> bool {
+        self.groups.iter().all(|g| g.to_commit().next().is_none())
+    }
+
+    /// Whether any group or partition is refused, stale, or failed.
+    pub fn has_refusals(&self) -> bool {
+        self.groups.iter().any(|g| {
+            g.status != GroupStatus::Ready || g.partitions.iter().any(|p| p.verdict.is_refusal())
+        })
+    }
+
+    /// Fails unless the plan was written with this build's [`PLAN_SCHEMA_VERSION`]: a plan
+    /// read from a file must be checked before it is executed.
+    pub fn check_schema(&self) -> Result<(), PlanSchemaError> {
+        if self.schema_version == PLAN_SCHEMA_VERSION {
+            Ok(())
+        } else {
+            Err(PlanSchemaError(self.schema_version))
+        }
+    }
+}
+
+/// A plan written with another schema version.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "plan schema version {0} is not supported (this build reads version {PLAN_SCHEMA_VERSION})"
+)]
+pub struct PlanSchemaError(pub u32);
+
+/// Plans the commit of `translation` on the target `client` at `now_ms`, writing nothing.
+///
+/// `heartbeat_topics` maps each source alias to its heartbeats topic on the target (e.g.
+/// `primary.heartbeats`). A failure to reach the cluster is an `Err`; a group-level failure
+/// (authorization, coordinator) is that group's [`GroupStatus::Error`].
+pub async fn plan(
+    client: &KafkaClient,
+    translation: &Translation,
+    heartbeat_topics: &BTreeMap<String, String>,
+    options: &ApplyOptions,
+    now_ms: i64,
+    deadline: &Deadline,
+) -> Result<ApplyPlan, ClientError> {
+    let topics: BTreeSet<&str> = translation.iter().map(|o| o.topic).collect();
+    let logs = Arc::new(target_logs(client, &topics, deadline).await?);
+    let groups: Vec<String> = translation.groups().iter().map(|g| g.to_string()).collect();
+    let coordinators = client.find_group_coordinators(&groups, deadline).await?;
+    let mut heartbeat_age_ms = BTreeMap::new();
+    for (source, topic) in heartbeat_topics {
+        let newest = newest_timestamp(client, topic, deadline).await?;
+        heartbeat_age_ms.insert(source.clone(), newest.map(|t| now_ms - t));
+    }
+    let planned: Vec<GroupPlan> = futures::stream::iter(groups.iter().map(|group| {
+        let coordinator = coordinators.get(group);
+        let logs = logs.clone();
+        async move {
+            let target = match coordinator {
+                Some(Ok(c)) => read_group(client, c, group).await,
+                Some(Err(e)) => Err(e.to_string()),
+                None => Err(format!("no coordinator answer for group {group:?}")),
+            };
+            plan_group(translation, group, target, &logs, options.rules, now_ms)
+        }
+    }))
+    .buffered(options.concurrency.max(1))
+    .collect()
+    .await;
+    Ok(ApplyPlan {
+        schema_version: PLAN_SCHEMA_VERSION,
+        planned_at_ms: now_ms,
+        heartbeat_age_ms,
+        groups: planned,
+    })
+}
+
+/// A group's description and committed offsets, or why they could not be read.
+pub(crate) async fn read_group(
+    client: &KafkaClient,
+    coordinator: &GroupCoordinator,
+    group: &str,
+) -> Result<(GroupDescription, GroupOffsets), String> {
+    let description = client
+        .describe_group(coordinator, group)
+        .await
+        .map_err(|e| e.to_string())?;
+    let mut fetched = client
+        .fetch_group_offsets(coordinator, &[group.to_string()])
+        .await
+        .map_err(|e| e.to_string())?;
+    let offsets = fetched
+        .remove(group)
+        .unwrap_or_else(|| {
+            Err(crate::client::GroupCallError {
+                group: group.to_string(),
+                source: Box::new(ClientError::Protocol {
+                    broker: coordinator.address.clone(),
+                    request: "OffsetFetch",
+                    problem: "no answer for the group".into(),
+                }),
+            })
+        })
+        .map_err(|e| e.to_string())?;
+    Ok((description, offsets))
+}
+
+/// Why a group with this description must not be written, if it must not.
+pub(crate) fn refusal(description: &GroupDescription) -> Option<String> {
+    if description.is_inactive() {
+        return None;
+    }
+    let protocol = match description.protocol {
+        GroupProtocol::Consumer => "consumer",
+        GroupProtocol::Classic => "classic",
+        GroupProtocol::Absent => "absent",
+    };
+    Some(format!(
+        "group is active on the target: protocol {protocol}, state {}, {} member(s); stop its consumers first",
+        description.state, description.members
+    ))
+}
+
+fn plan_group(
+    translation: &Translation,
+    group: &str,
+    target: Result<(GroupDescription, GroupOffsets), String>,
+    logs: &TargetLogs,
+    rules: VerdictRules,
+    now_ms: i64,
+) -> GroupPlan {
+    let (description, offsets, status) = match target {
+        Ok((d, o)) => {
+            let status = match refusal(&d) {
+                None => GroupStatus::Ready,
+                Some(reason) => GroupStatus::Refused { reason },
+            };
+            (Some(d), o, status)
+        }
+        Err(message) => (None, GroupOffsets::new(), GroupStatus::Error { message }),
+    };
+    let mut partitions = Vec::new();
+    for o in translation.group(group) {
+        let age = now_ms.saturating_sub(o.checkpoint_timestamp);
+        let log = match logs.get(o.topic) {
+            Some(Some(parts)) => parts.get(&o.partition).copied(),
+            _ => None,
+        };
+        let target = match (logs.get(o.topic), log) {
+            (Some(Some(_)), Some((start, end))) => TargetPartition::Log { start, end },
+            (Some(Some(_)), None) => TargetPartition::NoPartition,
+            _ => TargetPartition::NoTopic,
+        };
+        let current = offsets
+            .get(&(o.topic.to_string(), o.partition))
+            .map(|c| c.offset)
+            .filter(|&c| c >= 0);
+        let decision = decide(o.offset, current, target, age, rules);
+        partitions.push(PartitionPlan {
+            topic: o.topic.to_string(),
+            partition: o.partition,
+            translated: o.offset,
+            offset: decision.offset,
+            current,
+            log_start: log.map(|l| l.0),
+            log_end: log.map(|l| l.1),
+            verdict: decision.verdict,
+            clamped_from: decision.clamped_from,
+            checkpoint_age_ms: age,
+            metadata: o.metadata.to_string(),
+        });
+    }
+    partitions.sort_by(|a, b| (&a.topic, a.partition).cmp(&(&b.topic, b.partition)));
+    let oldest_checkpoint_age_ms = partitions
+        .iter()
+        .map(|p| p.checkpoint_age_ms)
+        .max()
+        .unwrap_or(0);
+    GroupPlan {
+        group: group.to_string(),
+        protocol: description.as_ref().map(|d| d.protocol),
+        state: description.as_ref().map(|d| d.state.clone()),
+        members: description.as_ref().map_or(0, |d| d.members),
+        status,
+        oldest_checkpoint_age_ms,
+        partitions,
+    }
+}
+
+/// Each target topic's partitions' (log start, log end); `None` for a missing topic.
+type TargetLogs = BTreeMap<String, Option<BTreeMap<i32, (i64, i64)>>>;
+
+/// Each topic's partitions' (log start, log end) on the target; `None` for a missing topic.
+async fn target_logs(
+    client: &KafkaClient,
+    topics: &BTreeSet<&str>,
+    deadline: &Deadline,
+) -> Result<TargetLogs, ClientError> {
+    let mut out = BTreeMap::new();
+    for &topic in topics {
+        let info = match client.describe_topic(topic, deadline).await {
+            Ok(info) => info,
+            Err(ClientError::UnknownTopic { .. }) => {
+                out.insert(topic.to_string(), None);
+                continue;
+            }
+            Err(e) => return Err(e),
+        };
+        let partitions: Vec<i32> = info.partitions.iter().map(|p| p.partition).collect();
+        let isolation = IsolationLevel::ReadUncommitted;
+        let starts = client
+            .list_offsets(
+                &info,
+                &partitions,
+                OffsetSpec::Earliest,
+                isolation,
+                deadline,
+            )
+            .await?;
+        let ends = client
+            .list_offsets(&info, &partitions, OffsetSpec::Latest, isolation, deadline)
+            .await?;
+        let logs = starts
+            .iter()
+            .filter_map(|(p, &start)| ends.get(p).map(|&end| (*p, (start, end))))
+            .collect();
+        out.insert(topic.to_string(), Some(logs));
+    }
+    Ok(out)
+}
+
+/// The newest batch timestamp among the last records of `topic`'s partitions; `None` when the
+/// topic is missing or empty.
+async fn newest_timestamp(
+    client: &KafkaClient,
+    topic: &str,
+    deadline: &Deadline,
+) -> Result<Option<i64>, ClientError> {
+    let info = match client.describe_topic(topic, deadline).await {
+        Ok(info) => info,
+        Err(ClientError::UnknownTopic { .. }) => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    let partitions: Vec<i32> = info.partitions.iter().map(|p| p.partition).collect();
+    let ends = client
+        .list_offsets(
+            &info,
+            &partitions,
+            OffsetSpec::Latest,
+            IsolationLevel::ReadUncommitted,
+            deadline,
+        )
+        .await?;
+    let mut newest = None;
+    for (&partition, &end) in &ends {
+        if end <= 0 {
+            continue;
+        }
+        let mut stream = client.read_range(
+            info.clone(),
+            partition,
+            end - 1,
+            end,
+            ReadOptions::default(),
+            *deadline,
+        );
+        while let Some(chunk) = stream.next_chunk().await {
+            for batch in Batches::new(&chunk?.records).flatten() {
+                let ts = batch.header().max_timestamp;
+                newest = Some(newest.map_or(ts, |n: i64| n.max(ts)));
+            }
+        }
+    }
+    Ok(newest)
+}
+
+#[cfg(test)]
+mod tests;

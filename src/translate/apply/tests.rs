@@ -1,0 +1,243 @@
+//! Hostile coordinator answers from a fake broker: per-partition errors are reported one by
+//! one, nothing panics, and once a commit's answer is lost no further commit is sent.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use kafka_protocol::messages::find_coordinator_response::Coordinator;
+use kafka_protocol::messages::offset_commit_response::{
+    OffsetCommitResponsePartition, OffsetCommitResponseTopic,
+};
+use kafka_protocol::messages::offset_fetch_response::OffsetFetchResponseGroup;
+use kafka_protocol::messages::{
+    ApiKey, BrokerId, DescribeGroupsResponse, FindCoordinatorRequest, FindCoordinatorResponse,
+    MetadataResponse, OffsetCommitRequest, OffsetCommitResponse, OffsetFetchRequest,
+    OffsetFetchResponse, describe_groups_response::DescribedGroup,
+};
+use kafka_protocol::protocol::{Decodable, StrBytes};
+use tokio::io::AsyncWriteExt;
+
+use super::*;
+use crate::config::ClientConfig;
+use crate::wire::testing::{FakeBroker, answer_api_versions, read_request, response_frame};
+
+const RANGES: &[(ApiKey, i16, i16)] = &[
+    (ApiKey::Metadata, 0, 12),
+    (ApiKey::ApiVersions, 0, 3),
+    (ApiKey::FindCoordinator, 0, 5),
+    (ApiKey::DescribeGroups, 0, 5),
+    (ApiKey::OffsetFetch, 0, 9),
+    (ApiKey::OffsetCommit, 0, 9),
+];
+
+/// What the fake coordinator does with an OffsetCommit for a group.
+#[derive(Clone, Copy)]
+enum OnCommit {
+    /// Partition 0 committed, partition 1 TOPIC_AUTHORIZATION_FAILED.
+    PartitionErrors,
+    /// The connection closes without an answer.
+    Vanish,
+}
+
+struct Fake {
+    address: Mutex<String>,
+    commits: AtomicUsize,
+    on_commit: OnCommit,
+}
+
+async fn serve(fake: Arc<Fake>, mut stream: tokio::net::TcpStream) {
+    answer_api_versions(&mut stream, RANGES).await;
+    while let Some((header, mut body)) = read_request(&mut stream).await {
+        let (id, v) = (header.correlation_id, header.request_api_version);
+        let frame = match ApiKey::try_from(header.request_api_key).unwrap() {
+            ApiKey::Metadata => response_frame(id, &MetadataResponse::default(), v),
+            ApiKey::FindCoordinator => {
+                let request = FindCoordinatorRequest::decode(&mut body, v).unwrap();
+                let address = fake.address.lock().unwrap().clone();
+                let port: i32 = address.rsplit(':').next().unwrap().parse().unwrap();
+                let coordinator = |key| {
+                    Coordinator::default()
+                        .with_key(key)
+                        .with_node_id(BrokerId(1))
+                        .with_host(StrBytes::from_static_str("127.0.0.1"))
+                        .with_port(port)
+                };
+                let response = FindCoordinatorResponse::default().with_coordinators(
+                    request
+                        .coordinator_keys
+                        .into_iter()
+                        .map(coordinator)
+                        .collect(),
+                );
+                response_frame(id, &response, v)
+            }
+            ApiKey::DescribeGroups => {
+                let group = kafka_protocol::messages::DescribeGroupsRequest::decode(&mut body, v)
+                    .unwrap()
+                    .groups
+                    .remove(0);
+                let response = DescribeGroupsResponse::default().with_groups(vec![
+                    DescribedGroup::default()
+                        .with_group_id(group)
+                        .with_group_state(StrBytes::from_static_str("Empty")),
+                ]);
+                response_frame(id, &response, v)
+            }
+            ApiKey::OffsetFetch => {
+                let request = OffsetFetchRequest::decode(&mut body, v).unwrap();
+                let groups = request
+                    .groups
+                    .into_iter()
+                    .map(|g| OffsetFetchResponseGroup::default().with_group_id(g.group_id))
+                    .collect();
+                response_frame(id, &OffsetFetchResponse::default().with_groups(groups), v)
+            }
+            ApiKey::OffsetCommit => {
+                fake.commits.fetch_add(1, Ordering::SeqCst);
+                let request = OffsetCommitRequest::decode(&mut body, v).unwrap();
+                match fake.on_commit {
+                    OnCommit::Vanish => return,
+                    OnCommit::PartitionErrors => {
+                        let topics = request
+                            .topics
+                            .into_iter()
+                            .map(|t| {
+                                let partitions = t
+                                    .partitions
+                                    .iter()
+                                    .map(|p| {
+                                        OffsetCommitResponsePartition::default()
+                                            .with_partition_index(p.partition_index)
+                                            .with_error_code(if p.partition_index == 1 {
+                                                29
+                                            } else {
+                                                0
+                                            })
+                                    })
+                                    .collect();
+                                OffsetCommitResponseTopic::default()
+                                    .with_name(t.name)
+                                    .with_partitions(partitions)
+                            })
+                            .collect();
+                        response_frame(id, &OffsetCommitResponse::default().with_topics(topics), v)
+                    }
+                }
+            }
+            other => panic!("unexpected request {other:?}"),
+        };
+        if stream.write_all(&frame).await.is_err() {
+            return;
+        }
+    }
+}
+
+async fn fake(on_commit: OnCommit) -> (FakeBroker, Arc<Fake>, KafkaClient) {
+    let fake = Arc::new(Fake {
+        address: Mutex::new(String::new()),
+        commits: AtomicUsize::new(0),
+        on_commit,
+    });
+    let shared = fake.clone();
+    let broker = FakeBroker::start(move |stream| serve(shared.clone(), stream)).await;
+    *fake.address.lock().unwrap() = broker.address.clone();
+    let client = KafkaClient::connect(ClientConfig::plaintext([broker.address.clone()]))
+        .await
+        .unwrap();
+    (broker, fake, client)
+}
+
+fn partition(topic: &str, partition: i32, offset: i64) -> PartitionPlan {
+    PartitionPlan {
+        topic: topic.to_string(),
+        partition,
+        translated: offset,
+        offset,
+        current: None,
+        log_start: Some(0),
+        log_end: Some(100),
+        verdict: Verdict::Commit,
+        clamped_from: None,
+        checkpoint_age_ms: 1,
+        metadata: String::new(),
+    }
+}
+
+fn ready_plan(groups: &[&str]) -> ApplyPlan {
+    ApplyPlan {
+        schema_version: PLAN_SCHEMA_VERSION,
+        planned_at_ms: 0,
+        heartbeat_age_ms: BTreeMap::new(),
+        groups: groups
+            .iter()
+            .map(|g| GroupPlan {
+                group: g.to_string(),
+                protocol: Some(GroupProtocol::Absent),
+                state: Some("Dead".into()),
+                members: 0,
+                status: GroupStatus::Ready,
+                oldest_checkpoint_age_ms: 1,
+                partitions: vec![partition("orders", 0, 10), partition("orders", 1, 20)],
+            })
+            .collect(),
+    }
+}
+
+#[tokio::test]
+async fn partition_errors_are_reported_one_by_one() {
+    let (_broker, fake, client) = fake(OnCommit::PartitionErrors).await;
+    let report = execute(&client, &ready_plan(&["g"]), &ApplyOptions::default()).await;
+    let group = &report.groups[0];
+    assert_eq!(group.outcome, GroupOutcome::Partial, "{report:?}");
+    assert_eq!(group.partitions[0].error, None);
+    let error = group.partitions[1].error.as_deref().unwrap();
+    assert!(
+        error.contains("TOPIC_AUTHORIZATION_FAILED") && error.contains("29"),
+        "{error}"
+    );
+    assert!(report.has_errors());
+    assert_eq!(fake.commits.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test]
+async fn nothing_is_written_after_a_lost_commit_answer() {
+    let (_broker, fake, client) = fake(OnCommit::Vanish).await;
+    let options = ApplyOptions {
+        concurrency: 1,
+        ..ApplyOptions::default()
+    };
+    let report = execute(&client, &ready_plan(&["a", "b", "c"]), &options).await;
+    match &report.groups[0].outcome {
+        GroupOutcome::Error { state_unknown, .. } => assert!(state_unknown, "{report:?}"),
+        other => panic!("{other:?}"),
+    }
+    for later in &report.groups[1..] {
+        match &later.outcome {
+            GroupOutcome::Error {
+                message,
+                state_unknown,
+            } => {
+                assert!(!state_unknown && message.contains("unknown"), "{message}");
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+    assert_eq!(
+        fake.commits.load(Ordering::SeqCst),
+        1,
+        "a commit was sent after the lost one"
+    );
+}
+
+#[test]
+fn a_plan_of_another_schema_is_refused() {
+    let mut plan = ready_plan(&["g"]);
+    plan.check_schema().unwrap();
+    plan.schema_version = 2;
+    assert!(
+        plan.check_schema()
+            .unwrap_err()
+            .to_string()
+            .contains("version 2")
+    );
+}

@@ -1,0 +1,252 @@
+//! The per-partition decision: what committing a translated offset would do on the target.
+//!
+//! Pure, so every rule is unit-tested without a broker.
+
+use serde::{Deserialize, Serialize};
+
+/// What apply decided for one partition of one group.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Verdict {
+    /// The translated offset is ahead of the group's committed one (or it has none): commit.
+    Commit,
+    /// The group already has exactly this offset: nothing to write.
+    Unchanged,
+    /// The group's committed offset is ahead: committing would re-read records. Refused
+    /// unless rewinds are allowed.
+    WouldRewind,
+    /// The offset is below the partition's log start on the target (deleted by retention).
+    BelowLogStart,
+    /// The offset is beyond the partition's log end on the target.
+    BeyondLogEnd,
+    /// The topic does not exist on the target.
+    NoSuchTopic,
+    /// The topic exists but not this partition.
+    NoSuchPartition,
+    /// The checkpoint is older than the maximum age allowed.
+    Stale,
+}
+
+impl Verdict {
+    /// The name used in the JSON plan and on the terminal, e.g. `would-rewind`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Commit => "commit",
+            Verdict::Unchanged => "unchanged",
+            Verdict::WouldRewind => "would-rewind",
+            Verdict::BelowLogStart => "below-log-start",
+            Verdict::BeyondLogEnd => "beyond-log-end",
+            Verdict::NoSuchTopic => "no-such-topic",
+            Verdict::NoSuchPartition => "no-such-partition",
+            Verdict::Stale => "stale",
+        }
+    }
+
+    /// Whether this partition is written by an execute.
+    pub fn writes(self) -> bool {
+        self == Verdict::Commit
+    }
+
+    /// Whether this partition is a refusal (reported and counted for exit code 3).
+    pub fn is_refusal(self) -> bool {
+        !matches!(self, Verdict::Commit | Verdict::Unchanged)
+    }
+}
+
+/// What the target knows about one partition.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TargetPartition {
+    /// The topic is missing.
+    NoTopic,
+    /// The topic exists without this partition.
+    NoPartition,
+    /// The partition's log start and end offsets.
+    Log {
+        /// The log start offset.
+        start: i64,
+        /// The log end offset (high watermark).
+        end: i64,
+    },
+}
+
+/// The rules that shape a verdict.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct VerdictRules {
+    /// Commit even when the group's committed offset is ahead.
+    pub allow_rewind: bool,
+    /// Clamp an offset outside the log to its start or end instead of refusing it.
+    pub clamp: bool,
+    /// Refuse checkpoints older than this many milliseconds.
+    pub max_checkpoint_age_ms: Option<i64>,
+}
+
+/// The decision for one partition, and the offset to commit (possibly clamped).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Decision {
+    /// The verdict.
+    pub verdict: Verdict,
+    /// The offset an execute would commit: the translated one, or its clamp.
+    pub offset: i64,
+    /// Whether `offset` was clamped into the log (and from which verdict).
+    pub clamped_from: Option<Verdict>,
+}
+
+/// Decides one partition: `translated` against the group's `current` committed offset (if any)
+/// and the target's log, for a checkpoint `checkpoint_age_ms` old.
+pub fn decide(
+    translated: i64,
+    current: Option<i64>,
+    target: TargetPartition,
+    checkpoint_age_ms: i64,
+    rules: VerdictRules,
+) -> Decision {
+    let refuse = |verdict| Decision {
+        verdict,
+        offset: translated,
+        clamped_from: None,
+    };
+    let (start, end) = match target {
+        TargetPartition::NoTopic => return refuse(Verdict::NoSuchTopic),
+        TargetPartition::NoPartition => return refuse(Verdict::NoSuchPartition),
+        TargetPartition::Log { start, end } => (start, end),
+    };
+    if rules
+        .max_checkpoint_age_ms
+        .is_some_and(|max| checkpoint_age_ms > max)
+    {
+        return refuse(Verdict::Stale);
+    }
+    let (offset, clamped_from) = if translated < start {
+        if !rules.clamp {
+            return refuse(Verdict::BelowLogStart);
+        }
+        (start, Some(Verdict::BelowLogStart))
+    } else if translated > end {
+        if !rules.clamp {
+            return refuse(Verdict::BeyondLogEnd);
+        }
+        (end, Some(Verdict::BeyondLogEnd))
+    } else {
+        (translated, None)
+    };
+    let verdict = match current {
+        Some(c) if c == offset => Verdict::Unchanged,
+        Some(c) if c > offset && !rules.allow_rewind => Verdict::WouldRewind,
+        _ => Verdict::Commit,
+    };
+    Decision {
+        verdict,
+        offset,
+        clamped_from,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const LOG: TargetPartition = TargetPartition::Log {
+        start: 100,
+        end: 500,
+    };
+
+    fn verdict(translated: i64, current: Option<i64>, rules: VerdictRules) -> Decision {
+        decide(translated, current, LOG, 1_000, rules)
+    }
+
+    #[test]
+    fn names_match_the_json_form() {
+        for v in [
+            Verdict::Commit,
+            Verdict::WouldRewind,
+            Verdict::NoSuchPartition,
+            Verdict::Stale,
+        ] {
+            assert_eq!(serde_json::to_value(v).unwrap(), v.as_str());
+        }
+    }
+
+    #[test]
+    fn commits_forward_and_where_nothing_is_committed() {
+        let d = verdict(300, Some(200), VerdictRules::default());
+        assert_eq!((d.verdict, d.offset), (Verdict::Commit, 300));
+        assert_eq!(
+            verdict(300, None, VerdictRules::default()).verdict,
+            Verdict::Commit
+        );
+        // The log end itself is a valid position: the consumer waits for the next record.
+        assert_eq!(
+            verdict(500, None, VerdictRules::default()).verdict,
+            Verdict::Commit
+        );
+        assert_eq!(
+            verdict(100, None, VerdictRules::default()).verdict,
+            Verdict::Commit
+        );
+    }
+
+    #[test]
+    fn equal_is_unchanged_and_behind_is_a_rewind_unless_allowed() {
+        assert_eq!(
+            verdict(300, Some(300), VerdictRules::default()).verdict,
+            Verdict::Unchanged
+        );
+        assert_eq!(
+            verdict(300, Some(301), VerdictRules::default()).verdict,
+            Verdict::WouldRewind
+        );
+        let rules = VerdictRules {
+            allow_rewind: true,
+            ..VerdictRules::default()
+        };
+        assert_eq!(verdict(300, Some(301), rules).verdict, Verdict::Commit);
+    }
+
+    #[test]
+    fn out_of_range_is_refused_or_clamped_and_says_so() {
+        assert_eq!(
+            verdict(99, None, VerdictRules::default()).verdict,
+            Verdict::BelowLogStart
+        );
+        assert_eq!(
+            verdict(501, None, VerdictRules::default()).verdict,
+            Verdict::BeyondLogEnd
+        );
+        let clamp = VerdictRules {
+            clamp: true,
+            ..VerdictRules::default()
+        };
+        let d = verdict(99, None, clamp);
+        assert_eq!(
+            (d.verdict, d.offset, d.clamped_from),
+            (Verdict::Commit, 100, Some(Verdict::BelowLogStart))
+        );
+        let d = verdict(501, Some(500), clamp);
+        assert_eq!(
+            (d.verdict, d.offset, d.clamped_from),
+            (Verdict::Unchanged, 500, Some(Verdict::BeyondLogEnd))
+        );
+        // A clamp never turns into a silent rewind.
+        let d = verdict(501, Some(600), clamp);
+        assert_eq!(d.verdict, Verdict::WouldRewind);
+    }
+
+    #[test]
+    fn missing_topics_partitions_and_stale_checkpoints_are_refused() {
+        let rules = VerdictRules::default();
+        assert_eq!(
+            decide(1, None, TargetPartition::NoTopic, 0, rules).verdict,
+            Verdict::NoSuchTopic
+        );
+        assert_eq!(
+            decide(1, None, TargetPartition::NoPartition, 0, rules).verdict,
+            Verdict::NoSuchPartition
+        );
+        let rules = VerdictRules {
+            max_checkpoint_age_ms: Some(999),
+            ..VerdictRules::default()
+        };
+        assert_eq!(decide(300, None, LOG, 1_000, rules).verdict, Verdict::Stale);
+        assert_eq!(decide(300, None, LOG, 999, rules).verdict, Verdict::Commit);
+    }
+}
