@@ -14,6 +14,7 @@
 
 use super::client_props::Settings;
 use super::keys::*;
+use super::secret::read_secret_file;
 use super::{ConfigError, SaslMechanism, SaslSettings, Secret, SecurityProtocol, jaas};
 
 const PLAIN_MODULE: &str = "org.apache.kafka.common.security.plain.PlainLoginModule";
@@ -76,7 +77,7 @@ pub(crate) fn read(
             ));
         }
         (Some(p), None) => password = Some(Secret::new(p.value)),
-        (None, Some(f)) => password = Some(read_password_file(f.value.trim())?),
+        (None, Some(f)) => password = Some(read_secret_file(f.value.trim())?),
         (None, None) => {}
     }
     let username = username.ok_or_else(|| ConfigError::Missing {
@@ -156,13 +157,4 @@ fn check_login_module(
         )
     };
     Err(ConfigError::unsupported(key, reason))
-}
-
-/// The password file's content without trailing line breaks.
-fn read_password_file(path: &str) -> Result<Secret, ConfigError> {
-    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Io {
-        path: path.into(),
-        source,
-    })?;
-    Ok(Secret::new(text.trim_end_matches(['\r', '\n'])))
 }
