@@ -123,9 +123,17 @@ fn sasl_scram_and_mechanism_checks() {
     let e = err(&format!("{base}{jaas}"));
     assert!(matches!(e, ConfigError::Missing { .. }));
     assert_contains(&e.to_string(), &["sasl.mechanism", "GSSAPI"]);
-    let e = err(&format!("{base}sasl.mechanism=OAUTHBEARER\n{jaas}"));
+    let e = err(&format!("{base}sasl.mechanism=GSSAPI\n{jaas}"));
     assert!(matches!(e, ConfigError::Unsupported { .. }));
-    assert_contains(&e.to_string(), &["`OAUTHBEARER`", "SCRAM-SHA-512"]);
+    assert_contains(
+        &e.to_string(),
+        &["`GSSAPI`", "SCRAM-SHA-512", "OAUTHBEARER"],
+    );
+    let e = err(&format!("{base}sasl.mechanism=OAUTHBEARER\n{jaas}"));
+    assert_contains(
+        &e.to_string(),
+        &["ScramLoginModule", "OAuthBearerLoginModule"],
+    );
     let e = err(&format!("{base}sasl.mechanism=PLAIN\n{jaas}"));
     assert_contains(&e.to_string(), &["ScramLoginModule", "PLAIN", PLAIN]);
     let e = err(&format!(
@@ -295,6 +303,41 @@ fn truststore() {
     ));
     assert_contains(&e.to_string(), &["ssl.truststore.password", "remove"]);
     assert!(!e.to_string().contains("hunter2"));
+}
+
+#[test]
+fn oauthbearer_token_file() {
+    let base = "bootstrap.servers=a:1\nsecurity.protocol=SASL_SSL\nsasl.mechanism=OAUTHBEARER\n";
+    let module = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule";
+    let (config, warnings) = ok(&format!(
+        "{base}sasl.jaas.config={module} required;\nsasl.oauthbearer.token.file=/run/token"
+    ));
+    let sasl = config.sasl.unwrap();
+    assert_eq!(sasl.mechanism, SaslMechanism::OAuthBearer);
+    assert_eq!(
+        sasl.oauthbearer_token_file,
+        Some(PathBuf::from("/run/token"))
+    );
+    assert!(warnings.is_empty(), "{warnings:?}");
+    // Java's KIP-768 file URL.
+    let (config, _) = ok(&format!(
+        "{base}sasl.oauthbearer.token.endpoint.url=file:///run/jwt"
+    ));
+    assert_eq!(
+        config.sasl.unwrap().oauthbearer_token_file,
+        Some(PathBuf::from("/run/jwt"))
+    );
+    let e = err(&format!(
+        "{base}sasl.oauthbearer.token.endpoint.url=https://idp/token"
+    ));
+    assert!(matches!(e, ConfigError::Unsupported { .. }), "{e}");
+    assert_contains(
+        &e.to_string(),
+        &["file:///", "client-credentials", "not supported yet"],
+    );
+    let e = err(base);
+    assert!(matches!(e, ConfigError::Missing { .. }), "{e}");
+    assert_contains(&e.to_string(), &["sasl.oauthbearer.token.file"]);
 }
 
 #[test]

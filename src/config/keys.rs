@@ -29,6 +29,12 @@ pub const SASL_PASSWORD: &str = "sasl.password";
 /// Ours: a file whose content (without trailing line breaks) is the SASL password.
 pub const SASL_PASSWORD_FILE: &str = "sasl.password.file";
 
+/// `sasl.oauthbearer.token.endpoint.url`: only a `file:` URL naming a token file (KIP-768), read
+/// at every authentication.
+pub const SASL_OAUTHBEARER_TOKEN_ENDPOINT_URL: &str = "sasl.oauthbearer.token.endpoint.url";
+/// Ours: a file holding the `OAUTHBEARER` token, read at every authentication.
+pub const SASL_OAUTHBEARER_TOKEN_FILE: &str = "sasl.oauthbearer.token.file";
+
 /// `ssl.truststore.type`: `PEM`, `JKS` (Java's default) or `PKCS12`.
 pub const SSL_TRUSTSTORE_TYPE: &str = "ssl.truststore.type";
 /// `ssl.truststore.location`: a PEM file of CA certificates, or a JKS or PKCS12 store.
@@ -78,6 +84,8 @@ pub const CLIENT_KEYS: &[&str] = &[
     SASL_USERNAME,
     SASL_PASSWORD,
     SASL_PASSWORD_FILE,
+    SASL_OAUTHBEARER_TOKEN_ENDPOINT_URL,
+    SASL_OAUTHBEARER_TOKEN_FILE,
     SSL_TRUSTSTORE_TYPE,
     SSL_TRUSTSTORE_LOCATION,
     SSL_TRUSTSTORE_CERTIFICATES,
@@ -125,6 +133,10 @@ pub fn is_connection_key(key: &str) -> bool {
 /// [`layered`](super::layered)) drops the others from the lower layers.
 pub(crate) const ALTERNATIVES: &[&[&[&str]]] = &[
     &[&[SASL_PASSWORD], &[SASL_PASSWORD_FILE]],
+    &[
+        &[SASL_OAUTHBEARER_TOKEN_FILE],
+        &[SASL_OAUTHBEARER_TOKEN_ENDPOINT_URL],
+    ],
     &[&[SSL_TRUSTSTORE_PASSWORD], &[SSL_TRUSTSTORE_PASSWORD_FILE]],
     &[&[SSL_KEYSTORE_PASSWORD], &[SSL_KEYSTORE_PASSWORD_FILE]],
     &[&[SSL_KEY_PASSWORD], &[SSL_KEY_PASSWORD_FILE]],

@@ -169,6 +169,8 @@ pub enum SaslMechanism {
     ScramSha256,
     /// `SCRAM-SHA-512`.
     ScramSha512,
+    /// `OAUTHBEARER` (RFC 7628, KIP-255) with a token read from a file.
+    OAuthBearer,
 }
 
 impl SaslMechanism {
@@ -178,6 +180,7 @@ impl SaslMechanism {
             SaslMechanism::Plain => "PLAIN",
             SaslMechanism::ScramSha256 => "SCRAM-SHA-256",
             SaslMechanism::ScramSha512 => "SCRAM-SHA-512",
+            SaslMechanism::OAuthBearer => "OAUTHBEARER",
         }
     }
 }
@@ -191,6 +194,9 @@ pub struct SaslSettings {
     pub username: String,
     /// The password; redacted in `Debug`.
     pub password: Secret,
+    /// For `OAUTHBEARER`: the file holding the token (a JWT). It is read at every
+    /// authentication, so a rotated file is used by the next connection.
+    pub oauthbearer_token_file: Option<PathBuf>,
 }
 
 /// Everything a client needs to reach a cluster.
