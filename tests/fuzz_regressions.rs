@@ -17,12 +17,13 @@ mod targets;
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 
 /// Every target, as named in fuzz/fuzz_targets/.
-const TARGETS: [&str; 18] = [
+const TARGETS: [&str; 19] = [
     "api_versions_response",
     "checkpoint_decode",
     "cli_args",
     "heartbeat_decode",
     "java_pattern",
+    "keystore_decode",
     "properties_parse",
     "records_batches",
     "records_decompress",
@@ -82,6 +83,7 @@ fn run(target: &str, data: &[u8]) {
         "checkpoint_decode" => drop(targets::checkpoint_decode(data)),
         "cli_args" => drop(targets::cli_args(data)),
         "heartbeat_decode" => drop(targets::heartbeat_decode(data)),
+        "keystore_decode" => drop(targets::keystore_decode(data)),
         "properties_parse" => drop(targets::properties_parse(data)),
         "java_pattern" => drop(targets::java_pattern(data)),
         "records_batches" => drop(targets::records_batches(data)),
@@ -340,6 +342,17 @@ fn captured_broker_seeds_decode() {
                     targets::sasl_scram_server_first(&data)
                         .expect("a choice byte")
                         .unwrap_or_else(|e| panic!("{what}: {e}"));
+                }
+            }
+            "keystore_decode" => {
+                // Stores written by JDK 17 keytool and openssl (src/wire/testdata/README.md),
+                // with the target's password: each decodes and gives a certificate or a key.
+                let (entries, keys) = targets::keystore_decode(&data)
+                    .expect("a password byte")
+                    .unwrap_or_else(|e| panic!("{what}: {e}"));
+                assert!(entries > 0, "{what}: nothing in the store");
+                if name.contains("keystore.p12") {
+                    assert_eq!(keys, 1, "{what}: the key decrypts with the store password");
                 }
             }
             _ => panic!("{what}: no check for captured seeds of {target}"),

@@ -11,8 +11,8 @@ use mm2_offsets::mm2::{checkpoint, heartbeat};
 use mm2_offsets::records::{AbortedFilter, Batch, Batches, Compression, ControlRecord, Scratch};
 use mm2_offsets::translate::{BatchTranslator, GroupSelector, JavaPattern};
 use mm2_offsets::wire::fuzzing::{
-    SCRAM_CLIENT_NONCE, api_versions_response as decode_api_versions, scram_server_final,
-    scram_server_first,
+    SCRAM_CLIENT_NONCE, api_versions_response as decode_api_versions, key_store,
+    scram_server_final, scram_server_first,
 };
 use mm2_offsets::wire::responses::{
     ConsumerGroupDescribeResponse, DescribeGroupsResponse, FetchResponse, FindCoordinatorResponse,
@@ -194,8 +194,8 @@ pub fn heartbeat_decode(data: &[u8]) -> Option<Result<(), String>> {
 }
 
 /// `properties_parse`: a `.properties` file (invalid UTF-8 decoded lossily first);
-/// `Properties::parse`, then `ClientConfig::from_properties` without `sasl.password.file`
-/// (which would read a file the input names, e.g. /dev/zero). A parsed file gives back every
+/// `Properties::parse`, then `ClientConfig::from_properties` without the `*.file` keys (which
+/// would read a file the input names, e.g. /dev/zero). A parsed file gives back every
 /// key it lists. Returns whether the file parsed.
 pub fn properties_parse(data: &[u8]) -> bool {
     let text = String::from_utf8_lossy(data);
@@ -210,7 +210,9 @@ pub fn properties_parse(data: &[u8]) -> bool {
             "listed key {key:?} cannot be read back"
         );
     }
-    props.remove("sasl.password.file");
+    for key in keys.iter().filter(|k| k.ends_with(".file")) {
+        props.remove(key);
+    }
     if let Ok((config, _warnings)) = ClientConfig::from_properties(&props) {
         // Debug output must never show a secret; exercise it.
         let _ = format!("{config:?}");
@@ -304,6 +306,16 @@ pub fn decompress_seed(batch: &Batch<'_>) -> Option<Vec<u8>> {
     let mut seed = vec![u8::try_from(pick).ok()?];
     seed.extend_from_slice(batch.records_section());
     Some(seed)
+}
+
+/// `keystore_decode`: a JKS or PKCS12 store file. The first byte picks the password: even = none
+/// (JKS skips its integrity check, so the entries are walked), odd = "store-secret" (the
+/// password of the keytool-made seeds). Decoding must not
+/// panic nor allocate beyond the input. Returns (entries, keys recovered).
+pub fn keystore_decode(data: &[u8]) -> Option<Result<(usize, usize), String>> {
+    let (&which, store) = data.split_first()?;
+    let password = (which % 2 == 1).then_some("store-secret");
+    Some(key_store(store, password))
 }
 
 /// `sasl_scram_server_first`: one byte choosing the message, then its bytes: even = a

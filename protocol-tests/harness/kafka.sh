@@ -118,7 +118,9 @@ write_config() {
       echo "listener.name.mtls.ssl.client.auth=required"
     fi
     # SASL: every enabled mechanism needs a JAAS entry on every SASL listener.
-    echo "sasl.enabled.mechanisms=SCRAM-SHA-512,SCRAM-SHA-256,PLAIN"
+    # OAUTHBEARER in Kafka's unsecured-JWT mode (no server callback handler configured: the
+    # broker's OAuthBearerUnsecuredValidatorCallbackHandler accepts any alg=none JWT with a sub).
+    echo "sasl.enabled.mechanisms=SCRAM-SHA-512,SCRAM-SHA-256,PLAIN,OAUTHBEARER"
     local -a sasl_listeners=(sasl_ssl sasl_plaintext)
     [[ "$mode" == zookeeper ]] && sasl_listeners=(sasl_plaintext)
     for l in "${sasl_listeners[@]}"; do
@@ -126,6 +128,7 @@ write_config() {
         echo "listener.name.$l.$lm.sasl.jaas.config=$scram"
       done
       echo "listener.name.$l.plain.sasl.jaas.config=$plain"
+      echo "listener.name.$l.oauthbearer.sasl.jaas.config=org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required unsecuredLoginStringClaim_sub=\"admin\";"
     done
   } >"$file"
 }
@@ -361,6 +364,7 @@ UNTRUSTED_CLIENT_KEY_PEM=$c/untrusted-client-key.pem
 SCRAM_USER=$SCRAM_USER
 SCRAM_PASSWORD=$SCRAM_PASSWORD
 SCRAM_MECHANISMS=SCRAM-SHA-512,SCRAM-SHA-256
+OAUTHBEARER=unsecured-jwt
 PLAIN_USER=$PLAIN_USER
 PLAIN_PASSWORD=$PLAIN_PASSWORD
 PID=$pid

@@ -20,11 +20,13 @@
 //! assert!(error.to_string().starts_with("sasl.mechanism is not set"), "{error}");
 //! ```
 
+use std::path::PathBuf;
 use std::time::Duration;
 
 use super::keys::{
-    BOOTSTRAP_SERVERS, REQUEST_TIMEOUT_MS, SASL_JAAS_CONFIG, SASL_MECHANISM, SECURITY_PROTOCOL,
-    SOCKET_CONNECTION_SETUP_TIMEOUT_MS, SSL_KEYSTORE_CERTIFICATE_CHAIN, SSL_KEYSTORE_KEY,
+    BOOTSTRAP_SERVERS, REQUEST_TIMEOUT_MS, SASL_JAAS_CONFIG, SASL_MECHANISM,
+    SASL_OAUTHBEARER_TOKEN_FILE, SECURITY_PROTOCOL, SOCKET_CONNECTION_SETUP_TIMEOUT_MS,
+    SSL_KEYSTORE_CERTIFICATE_CHAIN, SSL_KEYSTORE_KEY,
 };
 use super::{
     ClientConfig, ConfigError, PemSource, SaslMechanism, SaslSettings, Secret, SecurityProtocol,
@@ -100,6 +102,18 @@ impl ClientConfig {
             mechanism,
             username: username.into(),
             password,
+            oauthbearer_token_file: None,
+        })
+    }
+
+    /// SASL `OAUTHBEARER` with the token (a JWT) read from `token_file` at every authentication,
+    /// so a rotated file reaches the next connection.
+    pub fn with_sasl_oauthbearer_token_file(self, token_file: impl Into<PathBuf>) -> Self {
+        self.with_sasl(SaslSettings {
+            mechanism: SaslMechanism::OAuthBearer,
+            username: String::new(),
+            password: Secret::new(""),
+            oauthbearer_token_file: Some(token_file.into()),
         })
     }
 
@@ -140,7 +154,18 @@ impl ClientConfig {
                     ),
                 ));
             }
-            (true, Some(sasl)) if sasl.username.is_empty() => {
+            (true, Some(sasl))
+                if sasl.mechanism == SaslMechanism::OAuthBearer
+                    && sasl.oauthbearer_token_file.is_none() =>
+            {
+                return Err(ConfigError::Missing {
+                    key: SASL_OAUTHBEARER_TOKEN_FILE.to_string(),
+                    hint: "SASL OAUTHBEARER reads its token (a JWT) from this file".to_string(),
+                });
+            }
+            (true, Some(sasl))
+                if sasl.mechanism != SaslMechanism::OAuthBearer && sasl.username.is_empty() =>
+            {
                 return Err(ConfigError::invalid(
                     SASL_JAAS_CONFIG,
                     "the SASL user name is empty",
@@ -254,6 +279,19 @@ mod tests {
         c.security_protocol = SecurityProtocol::Ssl;
         assert_eq!(key_of(c.validate().unwrap_err()), SECURITY_PROTOCOL);
 
+        let oauth = ok
+            .clone()
+            .with_sasl_oauthbearer_token_file("/run/token.jwt");
+        assert!(oauth.validate().is_ok());
+        let mut no_file = oauth.clone();
+        no_file.sasl.as_mut().unwrap().oauthbearer_token_file = None;
+        assert!(
+            no_file
+                .validate()
+                .unwrap_err()
+                .to_string()
+                .starts_with("sasl.oauthbearer.token.file is not set")
+        );
         let c = ok.clone().with_sasl_plain("", Secret::new("p"));
         assert_eq!(key_of(c.validate().unwrap_err()), SASL_JAAS_CONFIG);
 

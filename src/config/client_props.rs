@@ -26,19 +26,20 @@ impl ClientConfig {
     /// Supported: `bootstrap.servers` (required), `client.id`, `security.protocol`,
     /// `request.timeout.ms`, `socket.connection.setup.timeout.ms`; SASL `PLAIN` and `SCRAM-SHA-256/512`
     /// with `sasl.jaas.config` or our `sasl.username` + `sasl.password` / `sasl.password.file`;
-    /// TLS with PEM trust and key stores (`ssl.truststore.location` or
-    /// `ssl.truststore.certificates`; `ssl.keystore.location`, one file with the key and its chain,
-    /// or `ssl.keystore.certificate.chain` + `ssl.keystore.key`) and
-    /// `ssl.endpoint.identification.algorithm`.
+    /// TLS with PEM, JKS or PKCS12 trust and key stores (`ssl.truststore.type`,
+    /// `ssl.truststore.location` or `ssl.truststore.certificates`, `ssl.truststore.password`;
+    /// `ssl.keystore.type`, `ssl.keystore.location` or `ssl.keystore.certificate.chain` +
+    /// `ssl.keystore.key`, `ssl.keystore.password`, `ssl.key.password`, each password also from
+    /// our `*.password.file` keys) and `ssl.endpoint.identification.algorithm`.
     ///
-    /// As in Java, `ssl.keystore.location` names one PEM file holding both the private key and its
-    /// certificate chain. [`TlsSettings`](super::TlsSettings) keeps the chain and the key as
+    /// As in Java, `ssl.keystore.location` of type PEM names one file holding both the private
+    /// key and its certificate chain. [`TlsSettings`](super::TlsSettings) keeps the chain and the key as
     /// separate [`PemSource`](super::PemSource)s, so both point at that same file; the wire layer
     /// reads the certificates and the key from it separately.
     ///
     /// Where we differ from Java on purpose: `client.id` and the timeouts are honoured (Java's
-    /// `MirrorClient` drops them); `ssl.*store.type` is matched in any case; a store location
-    /// without a type is an error rather than a JKS store; and `sasl.mechanism` has no default
+    /// `MirrorClient` drops them); `ssl.*store.type` is matched in any case; a JKS or PKCS12
+    /// key store must hold exactly one private key; and `sasl.mechanism` has no default
     /// (Java's is GSSAPI).
     ///
     /// ```
@@ -65,8 +66,9 @@ impl ClientConfig {
     ///
     /// # Errors
     /// A [`ConfigError`] naming the key for a missing `bootstrap.servers`, an invalid value, a
-    /// Java feature we do not support (JKS/PKCS12 stores, encrypted keys, GSSAPI/OAUTHBEARER) with
-    /// what to do instead, contradicting keys, or an unreadable `sasl.password.file`.
+    /// Java feature we do not support (JCEKS stores, encrypted PEM keys, GSSAPI) with what to do
+    /// instead, contradicting keys, or an unreadable password file. Store files themselves are
+    /// read when connecting.
     pub fn from_properties(props: &Properties) -> Result<(ClientConfig, Vec<String>), ConfigError> {
         let mut s = Settings::new(props);
         let mut config = ClientConfig::default();

@@ -1,5 +1,5 @@
 use super::*;
-use crate::config::{PemSource, SaslMechanism};
+use crate::config::{KeyStoreType, PemSource, SaslMechanism, Secret};
 use std::path::PathBuf;
 
 const PLAIN: &str = "org.apache.kafka.common.security.plain.PlainLoginModule";
@@ -123,9 +123,17 @@ fn sasl_scram_and_mechanism_checks() {
     let e = err(&format!("{base}{jaas}"));
     assert!(matches!(e, ConfigError::Missing { .. }));
     assert_contains(&e.to_string(), &["sasl.mechanism", "GSSAPI"]);
-    let e = err(&format!("{base}sasl.mechanism=OAUTHBEARER\n{jaas}"));
+    let e = err(&format!("{base}sasl.mechanism=GSSAPI\n{jaas}"));
     assert!(matches!(e, ConfigError::Unsupported { .. }));
-    assert_contains(&e.to_string(), &["`OAUTHBEARER`", "SCRAM-SHA-512"]);
+    assert_contains(
+        &e.to_string(),
+        &["`GSSAPI`", "SCRAM-SHA-512", "OAUTHBEARER"],
+    );
+    let e = err(&format!("{base}sasl.mechanism=OAUTHBEARER\n{jaas}"));
+    assert_contains(
+        &e.to_string(),
+        &["ScramLoginModule", "OAuthBearerLoginModule"],
+    );
     let e = err(&format!("{base}sasl.mechanism=PLAIN\n{jaas}"));
     assert_contains(&e.to_string(), &["ScramLoginModule", "PLAIN", PLAIN]);
     let e = err(&format!(
@@ -251,20 +259,41 @@ fn truststore() {
     let (config, _) = ok(base);
     assert_eq!(config.tls.trusted_certificates, None);
 
-    let e = err(&format!("{base}ssl.truststore.location=/etc/ca.jks"));
-    assert!(matches!(e, ConfigError::Missing { .. }), "{e}");
-    assert_contains(
-        &e.to_string(),
-        &["ssl.truststore.type", "JKS", "PEM", "keytool"],
+    // Without a type, a location is a JKS store, as in Java; the password is optional there.
+    let (config, _) = ok(&format!("{base}ssl.truststore.location=/etc/ca.jks"));
+    let store = config.tls.trust_store.unwrap();
+    assert_eq!(
+        (store.path, store.store_type, store.password),
+        (PathBuf::from("/etc/ca.jks"), KeyStoreType::Jks, None)
     );
-    for kind in ["JKS", "PKCS12"] {
-        let e = err(&format!(
+    for (kind, expected) in [("jks", KeyStoreType::Jks), ("PKCS12", KeyStoreType::Pkcs12)] {
+        let (config, warnings) = ok(&format!(
             "{base}ssl.truststore.type={kind}\nssl.truststore.location=/ts\nssl.truststore.password=hunter2"
         ));
-        assert!(matches!(e, ConfigError::Unsupported { .. }), "{e}");
-        assert_contains(&e.to_string(), &[kind, "keytool", "openssl pkcs12"]);
-        assert!(!e.to_string().contains("hunter2"));
+        let store = config.tls.trust_store.clone().unwrap();
+        assert_eq!(store.store_type, expected);
+        assert_eq!(store.password, Some(Secret::new("hunter2")));
+        assert!(!format!("{config:?}{warnings:?}").contains("hunter2"));
     }
+    let mut file = tempfile::NamedTempFile::new().unwrap();
+    std::io::Write::write_all(&mut file, b"from-file\n").unwrap();
+    let (config, _) = ok(&format!(
+        "{base}ssl.truststore.location=/ts\nssl.truststore.password.file={}",
+        file.path().display()
+    ));
+    assert_eq!(
+        config.tls.trust_store.unwrap().password,
+        Some(Secret::new("from-file"))
+    );
+    let e = err(&format!(
+        "{base}ssl.truststore.location=/ts\nssl.truststore.password=a\nssl.truststore.password.file=/f"
+    ));
+    assert!(matches!(e, ConfigError::Conflict { .. }), "{e}");
+    let e = err(&format!(
+        "{base}ssl.truststore.type=JCEKS\nssl.truststore.location=/ts"
+    ));
+    assert!(matches!(e, ConfigError::Unsupported { .. }), "{e}");
+    assert_contains(&e.to_string(), &["JCEKS", "PEM, JKS or PKCS12", "keytool"]);
     let e = err(&format!(
         "{base}ssl.truststore.type=PEM\nssl.truststore.location=/a\nssl.truststore.certificates=x"
     ));
@@ -274,6 +303,41 @@ fn truststore() {
     ));
     assert_contains(&e.to_string(), &["ssl.truststore.password", "remove"]);
     assert!(!e.to_string().contains("hunter2"));
+}
+
+#[test]
+fn oauthbearer_token_file() {
+    let base = "bootstrap.servers=a:1\nsecurity.protocol=SASL_SSL\nsasl.mechanism=OAUTHBEARER\n";
+    let module = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule";
+    let (config, warnings) = ok(&format!(
+        "{base}sasl.jaas.config={module} required;\nsasl.oauthbearer.token.file=/run/token"
+    ));
+    let sasl = config.sasl.unwrap();
+    assert_eq!(sasl.mechanism, SaslMechanism::OAuthBearer);
+    assert_eq!(
+        sasl.oauthbearer_token_file,
+        Some(PathBuf::from("/run/token"))
+    );
+    assert!(warnings.is_empty(), "{warnings:?}");
+    // Java's KIP-768 file URL.
+    let (config, _) = ok(&format!(
+        "{base}sasl.oauthbearer.token.endpoint.url=file:///run/jwt"
+    ));
+    assert_eq!(
+        config.sasl.unwrap().oauthbearer_token_file,
+        Some(PathBuf::from("/run/jwt"))
+    );
+    let e = err(&format!(
+        "{base}sasl.oauthbearer.token.endpoint.url=https://idp/token"
+    ));
+    assert!(matches!(e, ConfigError::Unsupported { .. }), "{e}");
+    assert_contains(
+        &e.to_string(),
+        &["file:///", "client-credentials", "not supported yet"],
+    );
+    let e = err(base);
+    assert!(matches!(e, ConfigError::Missing { .. }), "{e}");
+    assert_contains(&e.to_string(), &["sasl.oauthbearer.token.file"]);
 }
 
 #[test]
@@ -305,17 +369,28 @@ fn keystore() {
         "{base}ssl.keystore.type=PEM\nssl.keystore.location=/c.pem\nssl.keystore.key=hunter2"
     ));
     assert!(matches!(e, ConfigError::Conflict { .. }), "{e}");
-    let e = err(&format!(
+    // A JKS key store (the default type) with the key password defaulting to the store's.
+    let (config, _) = ok(&format!(
         "{base}ssl.keystore.location=/ks.jks\nssl.keystore.password=hunter2"
     ));
-    assert_contains(&e.to_string(), &["ssl.keystore.type", "openssl pkcs12"]);
-    let e = err(&format!(
-        "{base}ssl.keystore.type=JKS\nssl.keystore.location=/ks.jks\nssl.keystore.password=hunter2"
+    let store = config.tls.key_store.unwrap();
+    assert_eq!(store.store_type, KeyStoreType::Jks);
+    assert_eq!(store.password, Some(Secret::new("hunter2")));
+    assert_eq!(store.key_password, Some(Secret::new("hunter2")));
+    let (config, _) = ok(&format!(
+        "{base}ssl.keystore.type=PKCS12\nssl.keystore.location=/ks.p12\n\
+         ssl.keystore.password=hunter2\nssl.key.password=other"
     ));
-    assert!(matches!(e, ConfigError::Unsupported { .. }), "{e}");
+    let store = config.tls.key_store.unwrap();
+    assert_eq!(store.store_type, KeyStoreType::Pkcs12);
+    assert_eq!(store.key_password, Some(Secret::new("other")));
+    let e = err(&format!(
+        "{base}ssl.keystore.type=JKS\nssl.keystore.location=/ks.jks"
+    ));
+    assert!(matches!(e, ConfigError::Missing { .. }), "{e}");
     assert_contains(
         &e.to_string(),
-        &["keytool -importkeystore", "openssl pkcs12", "-nodes"],
+        &["ssl.keystore.password", "ssl.keystore.password.file"],
     );
     let e = err(&format!(
         "{base}ssl.keystore.type=PEM\nssl.keystore.location=/c.pem\nssl.key.password=hunter2"

@@ -1,7 +1,7 @@
 //! The property keys mm2-offsets understands, and how they group.
 //!
-//! Most are Kafka's client keys (`CommonClientConfigs`, `SslConfigs`, `SaslConfigs`); three are
-//! ours ([`SASL_USERNAME`], [`SASL_PASSWORD`], [`SASL_PASSWORD_FILE`]) so a password can come from
+//! Most are Kafka's client keys (`CommonClientConfigs`, `SslConfigs`, `SaslConfigs`); some are
+//! ours ([`SASL_USERNAME`], [`SASL_PASSWORD`] and the `*_FILE` keys) so a password can come from
 //! a file or the environment instead of a command line or a JAAS string.
 
 /// `bootstrap.servers`: comma-separated `host:port` pairs.
@@ -29,26 +29,40 @@ pub const SASL_PASSWORD: &str = "sasl.password";
 /// Ours: a file whose content (without trailing line breaks) is the SASL password.
 pub const SASL_PASSWORD_FILE: &str = "sasl.password.file";
 
-/// `ssl.truststore.type`: only `PEM` is supported.
+/// `sasl.oauthbearer.token.endpoint.url`: only a `file:` URL naming a token file (KIP-768), read
+/// at every authentication.
+pub const SASL_OAUTHBEARER_TOKEN_ENDPOINT_URL: &str = "sasl.oauthbearer.token.endpoint.url";
+/// Ours: a file holding the `OAUTHBEARER` token, read at every authentication.
+pub const SASL_OAUTHBEARER_TOKEN_FILE: &str = "sasl.oauthbearer.token.file";
+
+/// `ssl.truststore.type`: `PEM`, `JKS` (Java's default) or `PKCS12`.
 pub const SSL_TRUSTSTORE_TYPE: &str = "ssl.truststore.type";
-/// `ssl.truststore.location`: a PEM file of CA certificates.
+/// `ssl.truststore.location`: a PEM file of CA certificates, or a JKS or PKCS12 store.
 pub const SSL_TRUSTSTORE_LOCATION: &str = "ssl.truststore.location";
 /// `ssl.truststore.certificates`: CA certificates as inline PEM.
 pub const SSL_TRUSTSTORE_CERTIFICATES: &str = "ssl.truststore.certificates";
-/// `ssl.truststore.password`: not used with PEM (Java rejects it too).
+/// `ssl.truststore.password`: the JKS or PKCS12 trust store's password (not used with PEM).
 pub const SSL_TRUSTSTORE_PASSWORD: &str = "ssl.truststore.password";
-/// `ssl.keystore.type`: only `PEM` is supported.
+/// Ours: a file whose content (without trailing line breaks) is `ssl.truststore.password`.
+pub const SSL_TRUSTSTORE_PASSWORD_FILE: &str = "ssl.truststore.password.file";
+/// `ssl.keystore.type`: `PEM`, `JKS` (Java's default) or `PKCS12`.
 pub const SSL_KEYSTORE_TYPE: &str = "ssl.keystore.type";
-/// `ssl.keystore.location`: one PEM file holding the private key and the certificate chain.
+/// `ssl.keystore.location`: one PEM file holding the private key and the certificate chain, or
+/// a JKS or PKCS12 store with one private key entry.
 pub const SSL_KEYSTORE_LOCATION: &str = "ssl.keystore.location";
 /// `ssl.keystore.certificate.chain`: the client certificate chain as inline PEM.
 pub const SSL_KEYSTORE_CERTIFICATE_CHAIN: &str = "ssl.keystore.certificate.chain";
 /// `ssl.keystore.key`: the client private key as inline PEM.
 pub const SSL_KEYSTORE_KEY: &str = "ssl.keystore.key";
-/// `ssl.keystore.password`: not used with PEM (Java rejects it too).
+/// `ssl.keystore.password`: the JKS or PKCS12 key store's password (not used with PEM).
 pub const SSL_KEYSTORE_PASSWORD: &str = "ssl.keystore.password";
-/// `ssl.key.password`: decrypts an encrypted private key; not supported.
+/// Ours: a file whose content (without trailing line breaks) is `ssl.keystore.password`.
+pub const SSL_KEYSTORE_PASSWORD_FILE: &str = "ssl.keystore.password.file";
+/// `ssl.key.password`: the password of the private key in a JKS key store (defaults to the
+/// store password). Encrypted PEM keys are not supported.
 pub const SSL_KEY_PASSWORD: &str = "ssl.key.password";
+/// Ours: a file whose content (without trailing line breaks) is `ssl.key.password`.
+pub const SSL_KEY_PASSWORD_FILE: &str = "ssl.key.password.file";
 /// `ssl.endpoint.identification.algorithm`: `https` (the default) or empty to skip host name
 /// verification.
 pub const SSL_ENDPOINT_IDENTIFICATION_ALGORITHM: &str = "ssl.endpoint.identification.algorithm";
@@ -70,16 +84,21 @@ pub const CLIENT_KEYS: &[&str] = &[
     SASL_USERNAME,
     SASL_PASSWORD,
     SASL_PASSWORD_FILE,
+    SASL_OAUTHBEARER_TOKEN_ENDPOINT_URL,
+    SASL_OAUTHBEARER_TOKEN_FILE,
     SSL_TRUSTSTORE_TYPE,
     SSL_TRUSTSTORE_LOCATION,
     SSL_TRUSTSTORE_CERTIFICATES,
     SSL_TRUSTSTORE_PASSWORD,
+    SSL_TRUSTSTORE_PASSWORD_FILE,
     SSL_KEYSTORE_TYPE,
     SSL_KEYSTORE_LOCATION,
     SSL_KEYSTORE_CERTIFICATE_CHAIN,
     SSL_KEYSTORE_KEY,
     SSL_KEYSTORE_PASSWORD,
+    SSL_KEYSTORE_PASSWORD_FILE,
     SSL_KEY_PASSWORD,
+    SSL_KEY_PASSWORD_FILE,
     SSL_ENDPOINT_IDENTIFICATION_ALGORITHM,
 ];
 
@@ -124,6 +143,13 @@ pub fn is_connection_key(key: &str) -> bool {
 /// [`layered`](super::layered)) drops the others from the lower layers.
 pub(crate) const ALTERNATIVES: &[&[&[&str]]] = &[
     &[&[SASL_PASSWORD], &[SASL_PASSWORD_FILE]],
+    &[
+        &[SASL_OAUTHBEARER_TOKEN_FILE],
+        &[SASL_OAUTHBEARER_TOKEN_ENDPOINT_URL],
+    ],
+    &[&[SSL_TRUSTSTORE_PASSWORD], &[SSL_TRUSTSTORE_PASSWORD_FILE]],
+    &[&[SSL_KEYSTORE_PASSWORD], &[SSL_KEYSTORE_PASSWORD_FILE]],
+    &[&[SSL_KEY_PASSWORD], &[SSL_KEY_PASSWORD_FILE]],
     &[&[SSL_TRUSTSTORE_LOCATION], &[SSL_TRUSTSTORE_CERTIFICATES]],
     &[
         &[SSL_KEYSTORE_LOCATION],

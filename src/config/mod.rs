@@ -98,11 +98,46 @@ impl std::fmt::Debug for PemSource {
     }
 }
 
-/// TLS settings, as Java's `ssl.*` keys with PEM stores.
+/// The format of a Java key store file (`ssl.truststore.type` / `ssl.keystore.type`).
+///
+/// As Java 17 does, either type reads either format: the file's content decides.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KeyStoreType {
+    /// `JKS`, Java's own format and Kafka's default `ssl.*store.type`.
+    Jks,
+    /// `PKCS12`, `keytool`'s default since JDK 9.
+    Pkcs12,
+}
+
+/// A JKS or PKCS12 store file and its passwords; `Debug` never shows the passwords.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KeyStoreFile {
+    /// The store file.
+    pub path: PathBuf,
+    /// The declared type.
+    pub store_type: KeyStoreType,
+    /// The store password (`ssl.*store.password`). A JKS store without one is read without its
+    /// integrity check, as Java does; PKCS12 needs it.
+    pub password: Option<Secret>,
+    /// The private key's password (`ssl.key.password`) for a JKS key store; it defaults to the
+    /// store password. PKCS12 keys are decrypted with the store password, as `keytool` writes
+    /// them.
+    pub key_password: Option<Secret>,
+}
+
+/// TLS settings, as Java's `ssl.*` keys with PEM, JKS or PKCS12 stores.
+///
+/// Trust comes from `trusted_certificates` or `trust_store` (not both); the client identity from
+/// `client_certificate_chain` + `client_key` or `key_store` (not both).
 #[derive(Clone, Debug)]
 pub struct TlsSettings {
-    /// CA certificates to trust. `None` trusts the system's roots.
+    /// CA certificates to trust. `None` (and no `trust_store`) trusts the system's roots.
     pub trusted_certificates: Option<PemSource>,
+    /// A JKS or PKCS12 trust store.
+    pub trust_store: Option<KeyStoreFile>,
+    /// A JKS or PKCS12 key store holding the client's private key and certificate chain for
+    /// mutual TLS.
+    pub key_store: Option<KeyStoreFile>,
     /// Client certificate chain for mutual TLS.
     pub client_certificate_chain: Option<PemSource>,
     /// Client private key (PKCS#8, PKCS#1 or SEC1 PEM) for mutual TLS. It may hold a secret, so it
@@ -117,6 +152,8 @@ impl Default for TlsSettings {
     fn default() -> Self {
         TlsSettings {
             trusted_certificates: None,
+            trust_store: None,
+            key_store: None,
             client_certificate_chain: None,
             client_key: None,
             verify_hostname: true,
@@ -133,6 +170,8 @@ pub enum SaslMechanism {
     ScramSha256,
     /// `SCRAM-SHA-512`.
     ScramSha512,
+    /// `OAUTHBEARER` (RFC 7628, KIP-255) with a token read from a file.
+    OAuthBearer,
 }
 
 impl SaslMechanism {
@@ -142,6 +181,7 @@ impl SaslMechanism {
             SaslMechanism::Plain => "PLAIN",
             SaslMechanism::ScramSha256 => "SCRAM-SHA-256",
             SaslMechanism::ScramSha512 => "SCRAM-SHA-512",
+            SaslMechanism::OAuthBearer => "OAUTHBEARER",
         }
     }
 }
@@ -155,6 +195,9 @@ pub struct SaslSettings {
     pub username: String,
     /// The password; redacted in `Debug`.
     pub password: Secret,
+    /// For `OAUTHBEARER`: the file holding the token (a JWT). It is read at every
+    /// authentication, so a rotated file is used by the next connection.
+    pub oauthbearer_token_file: Option<PathBuf>,
 }
 
 /// Everything a client needs to reach a cluster.

@@ -14,10 +14,13 @@
 
 use super::client_props::Settings;
 use super::keys::*;
+use super::secret::read_secret_file;
 use super::{ConfigError, SaslMechanism, SaslSettings, Secret, SecurityProtocol, jaas};
 
 const PLAIN_MODULE: &str = "org.apache.kafka.common.security.plain.PlainLoginModule";
 const SCRAM_MODULE: &str = "org.apache.kafka.common.security.scram.ScramLoginModule";
+const OAUTHBEARER_MODULE: &str =
+    "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule";
 
 const CREDENTIALS_HINT: &str = "set sasl.jaas.config as for Kafka's tools, or sasl.username with \
      sasl.password.file (or the MM2_OFFSETS_SASL_PASSWORD environment variable)";
@@ -36,6 +39,9 @@ pub(crate) fn read(
         return Ok(None);
     }
     let mechanism = mechanism(s)?;
+    if mechanism == SaslMechanism::OAuthBearer {
+        return oauthbearer(s).map(Some);
+    }
     let (mut username, mut password) = (None, None);
     if let Some(setting) = s.get(SASL_JAAS_CONFIG) {
         let entry = jaas::parse(setting.value)
@@ -76,7 +82,7 @@ pub(crate) fn read(
             ));
         }
         (Some(p), None) => password = Some(Secret::new(p.value)),
-        (None, Some(f)) => password = Some(read_password_file(f.value.trim())?),
+        (None, Some(f)) => password = Some(read_secret_file(f.value.trim())?),
         (None, None) => {}
     }
     let username = username.ok_or_else(|| ConfigError::Missing {
@@ -91,6 +97,7 @@ pub(crate) fn read(
         mechanism,
         username,
         password,
+        oauthbearer_token_file: None,
     }))
 }
 
@@ -99,7 +106,7 @@ fn mechanism(s: &mut Settings<'_>) -> Result<SaslMechanism, ConfigError> {
         return Err(ConfigError::Missing {
             key: SASL_MECHANISM.into(),
             hint: "Java's default, GSSAPI (Kerberos), is not supported; set PLAIN, \
-                   SCRAM-SHA-256 or SCRAM-SHA-512"
+                   SCRAM-SHA-256, SCRAM-SHA-512 or OAUTHBEARER"
                 .into(),
         });
     };
@@ -108,6 +115,7 @@ fn mechanism(s: &mut Settings<'_>) -> Result<SaslMechanism, ConfigError> {
         SaslMechanism::Plain,
         SaslMechanism::ScramSha256,
         SaslMechanism::ScramSha512,
+        SaslMechanism::OAuthBearer,
     ]
     .into_iter()
     .find(|m| value.eq_ignore_ascii_case(m.name()))
@@ -115,7 +123,7 @@ fn mechanism(s: &mut Settings<'_>) -> Result<SaslMechanism, ConfigError> {
         ConfigError::unsupported(
             setting.key,
             format!(
-                "{} is not supported; use PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512",
+                "{} is not supported; use PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 or OAUTHBEARER",
                 setting.shown()
             ),
         )
@@ -130,11 +138,12 @@ fn check_login_module(
     let expected = match mechanism {
         SaslMechanism::Plain => PLAIN_MODULE,
         SaslMechanism::ScramSha256 | SaslMechanism::ScramSha512 => SCRAM_MODULE,
+        SaslMechanism::OAuthBearer => OAUTHBEARER_MODULE,
     };
     if module == expected {
         return Ok(());
     }
-    let reason = if module == PLAIN_MODULE || module == SCRAM_MODULE {
+    let reason = if [PLAIN_MODULE, SCRAM_MODULE, OAUTHBEARER_MODULE].contains(&module) {
         format!(
             "{module} does not go with sasl.mechanism={}; use {expected}",
             mechanism.name()
@@ -158,11 +167,64 @@ fn check_login_module(
     Err(ConfigError::unsupported(key, reason))
 }
 
-/// The password file's content without trailing line breaks.
-fn read_password_file(path: &str) -> Result<Secret, ConfigError> {
-    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Io {
-        path: path.into(),
-        source,
-    })?;
-    Ok(Secret::new(text.trim_end_matches(['\r', '\n'])))
+/// `OAUTHBEARER` with a token file: our `sasl.oauthbearer.token.file`, or Java's
+/// `sasl.oauthbearer.token.endpoint.url` with a `file:` URL (KIP-768). An OIDC token endpoint
+/// (http/https) is not supported yet. A `sasl.jaas.config`, if given, must name
+/// `OAuthBearerLoginModule`; its options are not used.
+fn oauthbearer(s: &mut Settings<'_>) -> Result<SaslSettings, ConfigError> {
+    if let Some(setting) = s.get(SASL_JAAS_CONFIG) {
+        let entry = jaas::parse(setting.value)
+            .map_err(|reason| ConfigError::invalid(setting.key, reason))?;
+        check_login_module(setting.key, &entry.login_module, SaslMechanism::OAuthBearer)?;
+        if !entry.options.is_empty() {
+            s.warn(format!(
+                "{}: OAuthBearerLoginModule options are not used; the token comes from \
+                 sasl.oauthbearer.token.file or a file: sasl.oauthbearer.token.endpoint.url",
+                setting.key
+            ));
+        }
+    }
+    for key in [SASL_USERNAME, SASL_PASSWORD, SASL_PASSWORD_FILE] {
+        if let Some(setting) = s.get(key) {
+            s.warn(format!("{} ignored: OAUTHBEARER uses a token", setting.key));
+        }
+    }
+    let path = match (
+        s.get(SASL_OAUTHBEARER_TOKEN_FILE),
+        s.get(SASL_OAUTHBEARER_TOKEN_ENDPOINT_URL),
+    ) {
+        (Some(f), Some(u)) => {
+            return Err(ConfigError::conflict(
+                f.key,
+                u.key,
+                "give the token file one way only",
+            ));
+        }
+        (Some(file), None) => file.value.trim().to_string(),
+        (None, Some(url)) => match url.value.trim().strip_prefix("file://") {
+            Some(path) if path.starts_with('/') => path.to_string(),
+            _ => {
+                return Err(ConfigError::unsupported(
+                    url.key,
+                    "only a file:///absolute/path URL naming a token file is supported; the \
+                     OIDC client-credentials grant (an http or https token endpoint) is not \
+                     supported yet",
+                ));
+            }
+        },
+        (None, None) => {
+            return Err(ConfigError::Missing {
+                key: SASL_OAUTHBEARER_TOKEN_FILE.into(),
+                hint: "OAUTHBEARER needs a token: set sasl.oauthbearer.token.file, or \
+                       sasl.oauthbearer.token.endpoint.url=file:///path/to/token"
+                    .into(),
+            });
+        }
+    };
+    Ok(SaslSettings {
+        mechanism: SaslMechanism::OAuthBearer,
+        username: String::new(),
+        password: Secret::new(""),
+        oauthbearer_token_file: Some(path.into()),
+    })
 }

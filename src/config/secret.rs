@@ -29,6 +29,30 @@ impl fmt::Display for Secret {
     }
 }
 
+/// A secret file's content without trailing line breaks (as `sasl.password.file` and the other
+/// `*.file` keys are read).
+/// Reads at most 64 KiB, so a wrong path (a device, a log) fails fast instead of filling memory.
+pub(crate) fn read_secret_file(path: &str) -> Result<Secret, super::ConfigError> {
+    use std::io::Read;
+    const LIMIT: u64 = 64 * 1024;
+    let io = |source| super::ConfigError::Io {
+        path: path.into(),
+        source,
+    };
+    let mut text = String::new();
+    std::fs::File::open(path)
+        .map_err(io)?
+        .take(LIMIT + 1)
+        .read_to_string(&mut text)
+        .map_err(io)?;
+    if text.len() as u64 > LIMIT {
+        return Err(io(std::io::Error::other(
+            "larger than 64 KiB, too large for a secret; is this the right file?",
+        )));
+    }
+    Ok(Secret::new(text.trim_end_matches(['\r', '\n'])))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,13 +1,16 @@
-//! The `ssl.*` keys, with PEM stores only.
+//! The `ssl.*` keys: PEM, JKS and PKCS12 stores.
 //!
 //! Rules follow Java's `DefaultSslEngineFactory` where it has them: a store location and inline
-//! PEM exclude each other, a key needs its chain, and PEM stores take no store password. Java
-//! defaults the store types to JKS, which we cannot read, so a location without
-//! `ssl.*store.type=PEM` is an error that says how to convert; inline PEM needs no type.
+//! PEM exclude each other, a key needs its chain, PEM stores take no store password, and a JKS or
+//! PKCS12 key store needs its password. As in Java, a store location without a type is a JKS
+//! store (Java 17 then reads PKCS12 content too, and so do we).
 //!
-//! `ssl.keystore.location` names one PEM file holding both the private key and its certificate
-//! chain, as in Java. [`TlsSettings`] has separate chain and key sources, so both point at that
-//! file: the wire layer reads the certificates and the key from it separately.
+//! `ssl.keystore.location` of type PEM names one PEM file holding both the private key and its
+//! certificate chain, as in Java. [`TlsSettings`] has separate chain and key sources, so both
+//! point at that file: the wire layer reads the certificates and the key from it separately.
+//!
+//! Store passwords come from `ssl.*.password` or our `ssl.*.password.file` keys (or their
+//! `MM2_OFFSETS_*` environment variables), never from a message.
 //!
 //! # References
 //! - Kafka: `clients/src/main/java/org/apache/kafka/common/security/ssl/DefaultSslEngineFactory.java`
@@ -15,39 +18,58 @@
 
 use super::client_props::{Setting, Settings};
 use super::keys::*;
-use super::{ConfigError, PemSource, SecurityProtocol, TlsSettings};
+use super::secret::read_secret_file;
+use super::{
+    ConfigError, KeyStoreFile, KeyStoreType, PemSource, Secret, SecurityProtocol, TlsSettings,
+};
 use std::path::PathBuf;
-
-const TRUSTSTORE_HINT: &str = "convert the trust store to PEM and set ssl.truststore.type=PEM: \
-     `keytool -list -rfc -keystore truststore.jks` prints its certificates as PEM (keep the \
-     -----BEGIN/END CERTIFICATE----- blocks), and `openssl pkcs12 -in truststore.p12 -nokeys \
-     -out ca.pem` converts a PKCS12 store";
-
-const KEYSTORE_HINT: &str = "convert the key store to one PEM file with an unencrypted key and \
-     set ssl.keystore.type=PEM: `keytool -importkeystore -srckeystore keystore.jks -destkeystore \
-     keystore.p12 -deststoretype PKCS12` (for JKS), then `openssl pkcs12 -in keystore.p12 -nodes \
-     -out client.pem`; remove ssl.keystore.password and ssl.key.password";
 
 /// What an `ssl.*store.type` says.
 enum StoreType {
-    Unset,
     Pem,
-    Other(String),
+    Java(KeyStoreType),
 }
 
-fn store_type(setting: Option<Setting<'_>>) -> StoreType {
-    match setting.map(|s| s.value.trim()) {
-        None => StoreType::Unset,
-        Some(t) if t.eq_ignore_ascii_case("PEM") => StoreType::Pem,
-        Some(t) => StoreType::Other(t.to_string()),
+/// The store type; unset is JKS, Java's default.
+fn store_type(setting: Option<Setting<'_>>) -> Result<StoreType, ConfigError> {
+    let Some(setting) = setting else {
+        return Ok(StoreType::Java(KeyStoreType::Jks));
+    };
+    let value = setting.value.trim();
+    if value.eq_ignore_ascii_case("PEM") {
+        Ok(StoreType::Pem)
+    } else if value.eq_ignore_ascii_case("JKS") {
+        Ok(StoreType::Java(KeyStoreType::Jks))
+    } else if value.eq_ignore_ascii_case("PKCS12") {
+        Ok(StoreType::Java(KeyStoreType::Pkcs12))
+    } else {
+        Err(ConfigError::unsupported(
+            setting.key,
+            format!(
+                "{} is not supported; use PEM, JKS or PKCS12 (convert other stores with                  `keytool -importkeystore -deststoretype PKCS12`)",
+                setting.shown()
+            ),
+        ))
     }
 }
 
-fn not_pem(key: &str, store: &str, kind: &str, hint: &str) -> ConfigError {
-    ConfigError::unsupported(
-        key,
-        format!("{store} stores of type {kind} are not supported, only PEM; {hint}"),
-    )
+/// A secret given either as `key` or in the file named by `file_key`; returns the key it came
+/// from, for messages.
+fn secret(
+    s: &mut Settings<'_>,
+    key: &'static str,
+    file_key: &'static str,
+) -> Result<Option<(Secret, String)>, ConfigError> {
+    match (s.get(key), s.get(file_key)) {
+        (Some(v), Some(f)) => Err(ConfigError::conflict(
+            v.key,
+            f.key,
+            "give the password one way only (the file is the safer)",
+        )),
+        (Some(v), None) => Ok(Some((Secret::new(v.value), v.key.to_string()))),
+        (None, Some(f)) => Ok(Some((read_secret_file(f.value.trim())?, f.key.to_string()))),
+        (None, None) => Ok(None),
+    }
 }
 
 /// Reads the TLS settings. Without TLS, `ssl.*` keys only draw a warning.
@@ -62,24 +84,29 @@ pub(crate) fn read(
         );
         return Ok(TlsSettings::default());
     }
-    let trusted_certificates = truststore(s)?;
+    let (trusted_certificates, trust_store) = truststore(s)?;
     let verify_hostname = verify_hostname(s)?;
-    let (client_certificate_chain, client_key) = keystore(s)?.unzip();
+    let (identity, key_store) = keystore(s)?;
+    let (client_certificate_chain, client_key) = identity.unzip();
     Ok(TlsSettings {
         trusted_certificates,
+        trust_store,
+        key_store,
         client_certificate_chain,
         client_key,
         verify_hostname,
     })
 }
 
-fn truststore(s: &mut Settings<'_>) -> Result<Option<PemSource>, ConfigError> {
+type Trust = (Option<PemSource>, Option<KeyStoreFile>);
+
+fn truststore(s: &mut Settings<'_>) -> Result<Trust, ConfigError> {
     let kind = s.get(SSL_TRUSTSTORE_TYPE);
     let location = s.get(SSL_TRUSTSTORE_LOCATION);
     let certificates = s.get(SSL_TRUSTSTORE_CERTIFICATES);
-    let password = s.get(SSL_TRUSTSTORE_PASSWORD);
+    let password = secret(s, SSL_TRUSTSTORE_PASSWORD, SSL_TRUSTSTORE_PASSWORD_FILE)?;
     let type_key = kind.map_or(SSL_TRUSTSTORE_TYPE, |k| k.key);
-    let source = match (location, certificates) {
+    let trust = match (location, certificates) {
         (Some(l), Some(c)) => {
             return Err(ConfigError::conflict(
                 l.key,
@@ -87,58 +114,61 @@ fn truststore(s: &mut Settings<'_>) -> Result<Option<PemSource>, ConfigError> {
                 "give the CA certificates either as a file or inline, not both",
             ));
         }
-        (None, None) => None,
-        (Some(location), None) => match store_type(kind) {
-            StoreType::Pem => Some(PemSource::File(PathBuf::from(location.value.trim()))),
-            StoreType::Unset => {
-                return Err(ConfigError::Missing {
-                    key: SSL_TRUSTSTORE_TYPE.into(),
-                    hint: format!(
-                        "without it Java reads {} as a JKS store, and mm2-offsets reads PEM \
-                         only; set ssl.truststore.type=PEM if the file is PEM, otherwise {}",
-                        location.key, TRUSTSTORE_HINT
-                    ),
-                });
+        (None, None) => (None, None),
+        (Some(location), None) => {
+            let path = PathBuf::from(location.value.trim());
+            match store_type(kind)? {
+                StoreType::Pem => (Some(PemSource::File(path)), None),
+                StoreType::Java(store_type) => {
+                    let store = KeyStoreFile {
+                        path,
+                        store_type,
+                        password: password.map(|(p, _)| p),
+                        key_password: None,
+                    };
+                    return Ok((None, Some(store)));
+                }
             }
-            StoreType::Other(t) => return Err(not_pem(type_key, "trust", &t, TRUSTSTORE_HINT)),
-        },
-        (None, Some(certificates)) => match store_type(kind) {
-            StoreType::Pem | StoreType::Unset => {
-                Some(PemSource::Inline(certificates.value.to_string()))
-            }
-            StoreType::Other(t) => {
+        }
+        (None, Some(certificates)) => match kind.map(|k| store_type(Some(k))) {
+            None | Some(Ok(StoreType::Pem)) => (
+                Some(PemSource::Inline(certificates.value.to_string())),
+                None,
+            ),
+            Some(Ok(StoreType::Java(_))) => {
                 return Err(ConfigError::invalid(
                     type_key,
                     format!(
-                        "is {t}, but {} holds inline PEM; set ssl.truststore.type=PEM",
+                        "is {}, but {} holds inline PEM; set ssl.truststore.type=PEM",
+                        kind.map_or(String::new(), |k| k.shown()),
                         certificates.key
                     ),
                 ));
             }
+            Some(Err(e)) => return Err(e),
         },
     };
-    if let Some(password) = password {
-        if source.is_some() {
+    if let Some((_, key)) = password {
+        if trust.0.is_some() {
             return Err(ConfigError::invalid(
-                password.key,
+                key,
                 "PEM trust stores have no password (Java rejects it too); remove it",
             ));
         }
-        s.warn(format!(
-            "{} ignored: no trust store is configured",
-            password.key
-        ));
+        s.warn(format!("{key} ignored: no trust store is configured"));
     }
-    Ok(source)
+    Ok(trust)
 }
 
-fn keystore(s: &mut Settings<'_>) -> Result<Option<(PemSource, PemSource)>, ConfigError> {
+type Identity = (Option<(PemSource, PemSource)>, Option<KeyStoreFile>);
+
+fn keystore(s: &mut Settings<'_>) -> Result<Identity, ConfigError> {
     let kind = s.get(SSL_KEYSTORE_TYPE);
     let location = s.get(SSL_KEYSTORE_LOCATION);
     let chain = s.get(SSL_KEYSTORE_CERTIFICATE_CHAIN);
     let key = s.get(SSL_KEYSTORE_KEY);
-    let password = s.get(SSL_KEYSTORE_PASSWORD);
-    let key_password = s.get(SSL_KEY_PASSWORD);
+    let password = secret(s, SSL_KEYSTORE_PASSWORD, SSL_KEYSTORE_PASSWORD_FILE)?;
+    let key_password = secret(s, SSL_KEY_PASSWORD, SSL_KEY_PASSWORD_FILE)?;
     let type_key = kind.map_or(SSL_KEYSTORE_TYPE, |k| k.key);
 
     let identity = match (location, chain, key) {
@@ -147,40 +177,54 @@ fn keystore(s: &mut Settings<'_>) -> Result<Option<(PemSource, PemSource)>, Conf
             return Err(ConfigError::conflict(
                 l.key,
                 other.key,
-                "give the client key and certificates either as one PEM file or inline, not both",
+                "give the client key and certificates either as one file or inline, not both",
             ));
         }
-        (Some(location), None, None) => match store_type(kind) {
-            StoreType::Pem => {
-                let path = PathBuf::from(location.value.trim());
-                Some((PemSource::File(path.clone()), PemSource::File(path)))
+        (Some(location), None, None) => {
+            let path = PathBuf::from(location.value.trim());
+            match store_type(kind)? {
+                StoreType::Pem => Some((PemSource::File(path.clone()), PemSource::File(path))),
+                StoreType::Java(store_type) => {
+                    let Some((password, _)) = password else {
+                        return Err(ConfigError::Missing {
+                            key: SSL_KEYSTORE_PASSWORD.into(),
+                            hint: format!(
+                                "{} names a {} key store, which needs its password (Java \
+                                 requires it too); set ssl.keystore.password.file or the \
+                                 MM2_OFFSETS_SSL_KEYSTORE_PASSWORD environment variable",
+                                location.key,
+                                if store_type == KeyStoreType::Jks {
+                                    "JKS"
+                                } else {
+                                    "PKCS12"
+                                }
+                            ),
+                        });
+                    };
+                    let store = KeyStoreFile {
+                        path,
+                        store_type,
+                        key_password: Some(
+                            key_password.map_or_else(|| password.clone(), |(p, _)| p),
+                        ),
+                        password: Some(password),
+                    };
+                    return Ok((None, Some(store)));
+                }
             }
-            StoreType::Unset => {
-                return Err(ConfigError::Missing {
-                    key: SSL_KEYSTORE_TYPE.into(),
-                    hint: format!(
-                        "without it Java reads {} as a JKS store, and mm2-offsets reads PEM \
-                         only; set ssl.keystore.type=PEM if the file is PEM (key and \
-                         certificate chain in one file), otherwise {}",
-                        location.key, KEYSTORE_HINT
-                    ),
-                });
-            }
-            StoreType::Other(t) => return Err(not_pem(type_key, "key", &t, KEYSTORE_HINT)),
-        },
-        (None, Some(chain), Some(key)) => match store_type(kind) {
-            StoreType::Pem | StoreType::Unset => Some((
+        }
+        (None, Some(chain), Some(key)) => match kind.map(|k| store_type(Some(k))) {
+            None | Some(Ok(StoreType::Pem)) => Some((
                 PemSource::Inline(chain.value.to_string()),
                 PemSource::Inline(key.value.to_string()),
             )),
-            StoreType::Other(t) => {
+            Some(Ok(StoreType::Java(_))) => {
                 return Err(ConfigError::invalid(
                     type_key,
-                    format!(
-                        "is {t}, but the key and chain are inline PEM; set ssl.keystore.type=PEM"
-                    ),
+                    "is not PEM, but the key and chain are inline PEM; set ssl.keystore.type=PEM",
                 ));
             }
+            Some(Err(e)) => return Err(e),
         },
         (None, Some(chain), None) => {
             return Err(ConfigError::Missing {
@@ -196,34 +240,28 @@ fn keystore(s: &mut Settings<'_>) -> Result<Option<(PemSource, PemSource)>, Conf
         }
     };
 
-    if let Some(password) = password {
+    if let Some((_, key)) = password {
         if identity.is_some() {
             return Err(ConfigError::invalid(
-                password.key,
+                key,
                 "PEM key stores have no store password (Java rejects it too); remove it",
             ));
         }
-        s.warn(format!(
-            "{} ignored: no key store is configured",
-            password.key
-        ));
+        s.warn(format!("{key} ignored: no key store is configured"));
     }
-    if let Some(key_password) = key_password {
+    if let Some((_, key)) = key_password {
         if identity.is_some() {
             return Err(ConfigError::unsupported(
-                key_password.key,
-                "encrypted private keys are not supported; decrypt the key with \
+                key,
+                "encrypted PEM private keys are not supported; decrypt the key with \
                  `openssl pkcs8 -topk8 -nocrypt -in encrypted-key.pem -out key.pem` (or \
                  `openssl pkey -in encrypted-key.pem -out key.pem`), keep the file private, and \
                  remove ssl.key.password",
             ));
         }
-        s.warn(format!(
-            "{} ignored: no key store is configured",
-            key_password.key
-        ));
+        s.warn(format!("{key} ignored: no key store is configured"));
     }
-    Ok(identity)
+    Ok((identity, None))
 }
 
 fn verify_hostname(s: &mut Settings<'_>) -> Result<bool, ConfigError> {

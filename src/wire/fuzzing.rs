@@ -116,3 +116,19 @@ impl ScramReplay {
         self.0.verify_server_final(server_final)
     }
 }
+
+/// Decodes a JKS or PKCS12 key store's bytes as a connection does, with `password` (if any) for
+/// the integrity check and, for JKS, to recover the key of a key entry. Returns the number of
+/// entries (trusted certificates and keys) and of keys recovered.
+///
+/// # Errors
+/// The store error's text.
+pub fn key_store(bytes: &[u8], password: Option<&str>) -> Result<(usize, usize), String> {
+    let password = password.map(Secret::new);
+    let contents =
+        super::keystore::decode(bytes, crate::config::KeyStoreType::Jks, password.as_ref())
+            .map_err(|e| e.to_string())?;
+    let entries = contents.trusted.len() + contents.keys.len();
+    let keys = usize::from(contents.identity(password.as_ref()).is_ok());
+    Ok((entries, keys))
+}

@@ -21,6 +21,7 @@ mod frame;
 #[cfg(feature = "unstable-fuzzing")]
 pub mod fuzzing;
 mod header;
+mod keystore;
 mod mux;
 #[cfg(feature = "unstable-fuzzing")]
 pub mod responses;

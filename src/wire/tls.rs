@@ -1,7 +1,7 @@
 //! TLS with rustls (ring provider), from [`TlsSettings`].
 //!
-//! Trust comes from the configured CA certificates (PEM file or inline), or else the system's
-//! roots. Client certificates enable mutual TLS. The broker's certificate chain is always
+//! Trust comes from the configured CA certificates (PEM file or inline, or a JKS or PKCS12
+//! trust store), or else the system's roots. Client certificates enable mutual TLS. The broker's certificate chain is always
 //! verified; `verify_hostname = false` skips only the check that the certificate names the host
 //! (Java's empty `ssl.endpoint.identification.algorithm`).
 //!
@@ -21,7 +21,8 @@ use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
 
 use super::WireError;
-use crate::config::{PemSource, TlsSettings};
+use super::keystore;
+use crate::config::{KeyStoreFile, PemSource, TlsSettings};
 
 /// Builds a rustls client configuration from `settings`. Build it once and share it: loading the
 /// system roots reads the whole system store.
@@ -38,7 +39,7 @@ use crate::config::{PemSource, TlsSettings};
 /// ```
 pub fn tls_client_config(settings: &TlsSettings) -> Result<Arc<rustls::ClientConfig>, WireError> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let roots = Arc::new(root_store(settings.trusted_certificates.as_ref())?);
+    let roots = Arc::new(root_store(settings)?);
     let webpki = WebPkiServerVerifier::builder_with_provider(roots, provider.clone())
         .build()
         .map_err(|e| config_error(format!("cannot build the certificate verifier: {e}")))?;
@@ -52,8 +53,28 @@ pub fn tls_client_config(settings: &TlsSettings) -> Result<Arc<rustls::ClientCon
         .map_err(|e| config_error(format!("no usable TLS protocol version: {e}")))?
         .dangerous()
         .with_custom_certificate_verifier(verifier);
+    if let Some(store) = &settings.key_store
+        && (settings.client_certificate_chain.is_some() || settings.client_key.is_some())
+    {
+        return Err(config_error(format!(
+            "both a key store ({}) and a PEM client certificate or key are set; give one",
+            store.path.display()
+        )));
+    }
     let config = match (&settings.client_certificate_chain, &settings.client_key) {
-        (None, None) => builder.with_no_client_auth(),
+        (None, None) => match &settings.key_store {
+            None => builder.with_no_client_auth(),
+            Some(store) => {
+                let (chain, key) = key_store_identity(store)?;
+                builder.with_client_auth_cert(chain, key).map_err(|e| {
+                    config_error(format!(
+                        "cannot use the client certificate in the key store {} \
+                         (ssl.keystore.location) with its key: {e}",
+                        store.path.display()
+                    ))
+                })?
+            }
+        },
         (Some(chain), Some(key)) => {
             let chain_certs = certificates(chain, "client certificate chain")?;
             let key = private_key(key)?;
@@ -126,7 +147,7 @@ pub(crate) fn io_error(broker: &str, operation: &str, error: std::io::Error) -> 
         }
         rustls::Error::InvalidCertificate(CertificateError::UnknownIssuer) => {
             "; trust the broker's CA with ssl.truststore.certificates or \
-             ssl.truststore.location (PEM)"
+             ssl.truststore.location"
         }
         rustls::Error::AlertReceived(
             AlertDescription::CertificateRequired
@@ -135,7 +156,7 @@ pub(crate) fn io_error(broker: &str, operation: &str, error: std::io::Error) -> 
             | AlertDescription::CertificateUnknown,
         ) => {
             "; the broker wants a client certificate it trusts: set \
-             ssl.keystore.certificate.chain and ssl.keystore.key"
+             ssl.keystore.location, or ssl.keystore.certificate.chain and ssl.keystore.key"
         }
         rustls::Error::InvalidMessage(_) | rustls::Error::InappropriateMessage { .. } => {
             "; is this listener TLS? check security.protocol"
@@ -212,10 +233,16 @@ fn private_key(source: &PemSource) -> Result<PrivateKeyDer<'static>, WireError> 
     })
 }
 
-fn root_store(trusted: Option<&PemSource>) -> Result<RootCertStore, WireError> {
+fn root_store(settings: &TlsSettings) -> Result<RootCertStore, WireError> {
     let mut roots = RootCertStore::empty();
-    match trusted {
-        Some(source) => {
+    match (&settings.trusted_certificates, &settings.trust_store) {
+        (Some(_), Some(store)) => {
+            return Err(config_error(format!(
+                "both a trust store ({}) and PEM CA certificates are set; give one",
+                store.path.display()
+            )));
+        }
+        (Some(source), None) => {
             for (index, cert) in certificates(source, "trusted certificates")?
                 .into_iter()
                 .enumerate()
@@ -229,7 +256,28 @@ fn root_store(trusted: Option<&PemSource>) -> Result<RootCertStore, WireError> {
                 })?;
             }
         }
-        None => {
+        (None, Some(store)) => {
+            let anchors = keystore::load(store)
+                .map_err(|e| store_error(store, "trust", e))?
+                .trust_anchors();
+            if anchors.is_empty() {
+                return Err(config_error(format!(
+                    "the trust store {} (ssl.truststore.location) holds no certificates",
+                    store.path.display()
+                )));
+            }
+            for (index, cert) in anchors.into_iter().enumerate() {
+                roots.add(cert).map_err(|e| {
+                    config_error(format!(
+                        "certificate {} in the trust store {} cannot be used as a trust \
+                         anchor: {e}",
+                        index + 1,
+                        store.path.display()
+                    ))
+                })?;
+            }
+        }
+        (None, None) => {
             let loaded = rustls_native_certs::load_native_certs();
             for error in &loaded.errors {
                 tracing::warn!(%error, "problem loading a system CA certificate");
@@ -238,12 +286,49 @@ fn root_store(trusted: Option<&PemSource>) -> Result<RootCertStore, WireError> {
             if added == 0 {
                 return Err(config_error(
                     "no system CA certificates could be loaded; give the broker's CA with \
-                     ssl.truststore.certificates or ssl.truststore.location (PEM)",
+                     ssl.truststore.certificates or ssl.truststore.location",
                 ));
             }
         }
     }
     Ok(roots)
+}
+
+/// The client certificate chain and key from a JKS or PKCS12 key store.
+fn key_store_identity(
+    store: &KeyStoreFile,
+) -> Result<(Vec<CertificateDer<'static>>, PrivateKeyDer<'static>), WireError> {
+    let contents = keystore::load(store).map_err(|e| store_error(store, "key", e))?;
+    contents
+        .identity(store.key_password.as_ref())
+        .map_err(|e| match e {
+            keystore::IdentityError::Store(e) => store_error(store, "key", e),
+            other => config_error(format!(
+                "the key store {} (ssl.keystore.location) cannot give a client certificate: \
+                 {other}",
+                store.path.display()
+            )),
+        })
+}
+
+/// A store problem as an error naming the file, the key and what to change.
+fn store_error(store: &KeyStoreFile, which: &str, error: keystore::StoreError) -> WireError {
+    use keystore::StoreError as E;
+    let hint = match (&error, which) {
+        (E::WrongPassword, _) => format!("; check ssl.{which}store.password"),
+        (E::WrongKeyPassword, _) => {
+            "; check ssl.key.password (it defaults to ssl.keystore.password)".to_string()
+        }
+        #[cfg(feature = "pkcs12")]
+        (E::PasswordNeeded, _) => format!("; set ssl.{which}store.password"),
+        (E::Pem(_), _) => format!("; set ssl.{which}store.type=PEM"),
+        _ => String::new(),
+    };
+    config_error(format!(
+        "cannot load the {which} store {} (ssl.{which}store.location, type {:?}): {error}{hint}",
+        store.path.display(),
+        store.store_type
+    ))
 }
 
 /// Full chain verification, without the host name check.
@@ -299,6 +384,7 @@ impl ServerCertVerifier for SkipHostnameCheck {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use crate::config::{KeyStoreType, Secret};
     use std::io::Write;
 
     pub(crate) const CA: &str = include_str!("testdata/ca.pem");
@@ -329,6 +415,7 @@ pub(crate) mod tests {
             client_certificate_chain: inline(CLIENT_CERT),
             client_key: inline(CLIENT_KEY),
             verify_hostname: false,
+            ..TlsSettings::default()
         };
         tls_client_config(&from_file).unwrap();
     }
@@ -413,6 +500,149 @@ pub(crate) mod tests {
                 .to_string()
                 .contains("no client key")
         );
+    }
+
+    #[cfg(feature = "pkcs12")]
+    fn store(name: &str, store_type: KeyStoreType, password: Option<&str>) -> KeyStoreFile {
+        KeyStoreFile {
+            path: std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("src/wire/testdata")
+                .join(name),
+            store_type,
+            password: password.map(Secret::new),
+            key_password: password.map(Secret::new),
+        }
+    }
+
+    #[cfg(feature = "pkcs12")]
+    fn with_stores(trust: KeyStoreFile, key: Option<KeyStoreFile>) -> TlsSettings {
+        TlsSettings {
+            trust_store: Some(trust),
+            key_store: key,
+            ..TlsSettings::default()
+        }
+    }
+
+    // Both tests read keytool's PKCS12 files too.
+    #[cfg(feature = "pkcs12")]
+    #[test]
+    fn keytool_stores_load_as_trust_and_identity() {
+        use KeyStoreType::{Jks, Pkcs12};
+        let pw = Some("store-secret");
+        for trust in [
+            store("truststore.jks", Jks, pw),
+            store("truststore.jks", Jks, None),
+            store("truststore.p12", Pkcs12, pw),
+            // Java 17 reads either format under either type.
+            store("truststore.p12", Jks, pw),
+        ] {
+            let roots = root_store(&with_stores(trust.clone(), None)).unwrap();
+            assert_eq!(roots.len(), 1, "{trust:?}");
+        }
+        let jks_key = KeyStoreFile {
+            key_password: Some(Secret::new("key-secret")),
+            ..store("keystore.jks", Jks, pw)
+        };
+        for key in [
+            jks_key,
+            store("keystore.p12", Pkcs12, pw),
+            store("keystore-legacy.p12", Pkcs12, pw),
+        ] {
+            let (chain, _) = key_store_identity(&key).unwrap_or_else(|e| panic!("{key:?}: {e}"));
+            assert_eq!(chain.len(), 2, "{key:?}: leaf and CA");
+            assert_eq!(
+                chain[0].as_ref(),
+                certificates(&PemSource::Inline(CLIENT_CERT.into()), "x").unwrap()[0].as_ref()
+            );
+            tls_client_config(&with_stores(store("truststore.jks", Jks, pw), Some(key))).unwrap();
+        }
+    }
+
+    #[cfg(feature = "pkcs12")]
+    #[test]
+    fn store_errors_name_the_file_and_the_key_never_the_password() {
+        use KeyStoreType::{Jks, Pkcs12};
+        let cases = [
+            (
+                with_stores(store("truststore.jks", Jks, Some("wrong-pw")), None),
+                "cannot load the trust store",
+                "the password is wrong, or the file was altered (its integrity check failed); \
+                 check ssl.truststore.password",
+            ),
+            (
+                with_stores(store("truststore.p12", Pkcs12, Some("wrong-pw")), None),
+                "truststore.p12 (ssl.truststore.location, type Pkcs12)",
+                "check ssl.truststore.password",
+            ),
+            (
+                with_stores(store("truststore.p12", Pkcs12, None), None),
+                "truststore.p12",
+                "needs its password to be read; set ssl.truststore.password",
+            ),
+            (
+                // keystore.jks's key has its own password.
+                with_stores(
+                    store("truststore.jks", Jks, None),
+                    Some(store("keystore.jks", Jks, Some("store-secret"))),
+                ),
+                "cannot load the key store",
+                "the key password is wrong; check ssl.key.password",
+            ),
+            (
+                with_stores(
+                    store("truststore.jks", Jks, None),
+                    Some(store("keystore-camellia.p12", Pkcs12, Some("store-secret"))),
+                ),
+                "keystore-camellia.p12 (ssl.keystore.location",
+                "which is not supported",
+            ),
+            (
+                with_stores(store("truststore.jceks", Jks, None), None),
+                "truststore.jceks",
+                "the store uses JCEKS stores",
+            ),
+            (
+                with_stores(store("ca.pem", Jks, None), None),
+                "ca.pem",
+                "the file holds PEM text, not a JKS store; set ssl.truststore.type=PEM",
+            ),
+            (
+                with_stores(store("missing.jks", Jks, None), None),
+                "missing.jks",
+                "cannot read the file",
+            ),
+        ];
+        for (settings, place, reason) in cases {
+            let err = tls_client_config(&settings).unwrap_err().to_string();
+            assert!(err.contains(place), "{err}");
+            assert!(err.contains(reason), "{err}");
+            assert!(
+                !err.contains("wrong-pw") && !err.contains("store-secret"),
+                "{err}"
+            );
+        }
+
+        // A corrupt store: keytool's file with one byte changed, and cut short.
+        let mut bytes = std::fs::read(store("keystore.p12", Pkcs12, None).path).unwrap();
+        let mut file = tempfile::NamedTempFile::new().unwrap();
+        file.write_all(&bytes[..bytes.len() / 2]).unwrap();
+        let cut = KeyStoreFile {
+            path: file.path().to_path_buf(),
+            ..store("x", Pkcs12, Some("store-secret"))
+        };
+        let err = tls_client_config(&with_stores(cut, None))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("the file is not a valid store"), "{err}");
+        let middle = bytes.len() / 2;
+        bytes[middle] ^= 0x40;
+        let mut file = tempfile::NamedTempFile::new().unwrap();
+        file.write_all(&bytes).unwrap();
+        let flipped = KeyStoreFile {
+            path: file.path().to_path_buf(),
+            ..store("x", Pkcs12, Some("store-secret"))
+        };
+        assert!(tls_client_config(&with_stores(flipped, None)).is_err());
     }
 
     #[test]

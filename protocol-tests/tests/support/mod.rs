@@ -126,6 +126,7 @@ impl Cluster {
                 mechanism,
                 username: user.to_string(),
                 password: Secret::new(password),
+                oauthbearer_token_file: None,
             }),
             ..self.base("SASL_SSL", SecurityProtocol::SaslSsl)
         }

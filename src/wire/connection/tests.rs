@@ -292,6 +292,7 @@ mod tls {
                     None
                 },
                 verify_hostname,
+                ..TlsSettings::default()
             },
             ..config()
         }

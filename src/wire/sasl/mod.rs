@@ -5,10 +5,11 @@
 //! the same way. The broker's own message is kept. The password never appears in a message.
 //!
 //! # References
-//! - KIP-43 (SASL handshake), KIP-152 (SaslAuthenticate), KIP-84 (SCRAM), KIP-368 (session
-//!   lifetime and re-authentication)
+//! - KIP-43 (SASL handshake), KIP-152 (SaslAuthenticate), KIP-84 (SCRAM), KIP-255
+//!   (OAUTHBEARER), KIP-368 (session lifetime and re-authentication)
 //! - Kafka's `SaslClientAuthenticator`
 
+mod oauthbearer;
 mod plain;
 pub(crate) mod scram;
 
@@ -81,6 +82,30 @@ pub(crate) async fn authenticate(
             .map_err(|e| fail(format!("the SCRAM computation did not finish: {e}")))?;
             let server_final = exchange.step(client_final.map_err(&fail)?).await?;
             client.verify_server_final(&server_final).map_err(fail)?;
+        }
+        SaslMechanism::OAuthBearer => {
+            let path = settings.oauthbearer_token_file.as_deref().ok_or_else(|| {
+                fail("no token file is configured (sasl.oauthbearer.token.file)".to_string())
+            })?;
+            let token = oauthbearer::read_token(path).map_err(&fail)?;
+            let challenge = exchange.step(oauthbearer::initial_response(&token)).await?;
+            if !challenge.is_empty() {
+                // The broker refused the token; it ends the exchange after our acknowledgement,
+                // normally with an error that `step` reports. Keep its JSON reason either way.
+                let reason = oauthbearer::describe_challenge(&challenge);
+                let ended = exchange
+                    .step(oauthbearer::ERROR_ACKNOWLEDGEMENT.to_vec())
+                    .await;
+                let broker_message = match ended {
+                    Err(WireError::Authentication { message, .. }) => format!("; {message}"),
+                    Err(other) => return Err(other),
+                    Ok(_) => String::new(),
+                };
+                return Err(fail(format!(
+                    "the broker refused the token from {}: {reason}{broker_message}",
+                    path.display()
+                )));
+            }
         }
     }
     Ok(SaslOutcome {

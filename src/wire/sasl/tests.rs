@@ -102,6 +102,7 @@ fn config(mechanism: SaslMechanism, password: &str) -> ClientConfig {
             mechanism,
             username: "alice".to_string(),
             password: Secret::new(password),
+            oauthbearer_token_file: None,
         }),
         connection_setup_timeout: Duration::from_secs(5),
         request_timeout: Duration::from_secs(5),
@@ -345,4 +346,88 @@ fn authenticate_responses_decode_at_every_version() {
     }
     // A hostile mechanism count fails before allocating.
     assert!(decode_handshake(Bytes::from_static(&[0, 0, 0x7f, 0xff, 0xff, 0xff]), 1).is_err());
+}
+
+fn oauthbearer_config(token_file: &std::path::Path) -> ClientConfig {
+    let mut config = config(SaslMechanism::OAuthBearer, "");
+    if let Some(sasl) = config.sasl.as_mut() {
+        sasl.oauthbearer_token_file = Some(token_file.to_path_buf());
+    }
+    config
+}
+
+/// A broker that accepts only the token "good.token.1" or "good.token.2", with a session
+/// lifetime, and answers any other with RFC 7628's JSON error challenge, then fails the
+/// exchange after the client's acknowledgement (as Kafka's OAuthBearerSaslServer does).
+fn oauthbearer_script(seen: Arc<Mutex<Vec<Vec<u8>>>>) -> Script {
+    let mut script = Script::new(move |bytes| {
+        seen.lock().unwrap().push(bytes.to_vec());
+        match bytes {
+            b"n,,\x01auth=Bearer good.token.1\x01\x01"
+            | b"n,,\x01auth=Bearer good.token.2\x01\x01" => (0, None, Vec::new(), 60_000),
+            b"\x01" => (
+                58,
+                Some("Authentication failed: invalid_token"),
+                Vec::new(),
+                0,
+            ),
+            _ => (0, None, br#"{"status":"invalid_token"}"#.to_vec(), 0),
+        }
+    });
+    script.enabled = &["OAUTHBEARER"];
+    script
+}
+
+#[tokio::test]
+async fn oauthbearer_sends_the_file_token_and_rereads_a_rotated_file() {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let broker = broker(oauthbearer_script(seen.clone())).await;
+    let dir = tempfile::tempdir().unwrap();
+    let token = dir.path().join("token");
+    std::fs::write(&token, "good.token.1\n").unwrap();
+    let config = oauthbearer_config(&token);
+    let first = BrokerConnection::connect(&broker.address, &config)
+        .await
+        .unwrap();
+    first.send(&MetadataRequest::default(), 12).await.unwrap();
+    assert!(!first.is_broken(), "60 s session: retired only at 85%");
+    std::fs::write(&token, "good.token.2").unwrap();
+    BrokerConnection::connect(&broker.address, &config)
+        .await
+        .unwrap();
+    assert_eq!(
+        *seen.lock().unwrap(),
+        vec![
+            b"n,,\x01auth=Bearer good.token.1\x01\x01".to_vec(),
+            b"n,,\x01auth=Bearer good.token.2\x01\x01".to_vec(),
+        ]
+    );
+}
+
+#[tokio::test]
+async fn oauthbearer_refusal_acknowledges_and_reports_both_reasons() {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let broker = broker(oauthbearer_script(seen.clone())).await;
+    let dir = tempfile::tempdir().unwrap();
+    let token = dir.path().join("token");
+    std::fs::write(&token, "expired.token.x").unwrap();
+    let err = BrokerConnection::connect(&broker.address, &oauthbearer_config(&token))
+        .await
+        .unwrap_err();
+    let text = err.to_string();
+    assert!(
+        text.starts_with(&format!(
+            "OAUTHBEARER authentication with {} failed: the broker refused the token from {}",
+            broker.address,
+            token.display()
+        )),
+        "{text}"
+    );
+    assert!(
+        text.contains("invalid_token") && text.contains("Authentication failed"),
+        "{text}"
+    );
+    assert!(!text.contains("expired.token.x"), "{text}");
+    assert!(!err.is_retriable());
+    assert_eq!(seen.lock().unwrap().last().unwrap(), b"\x01");
 }
