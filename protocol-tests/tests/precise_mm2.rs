@@ -224,6 +224,31 @@ async fn check_flow(name: &str) {
         started.elapsed().as_millis()
     );
     assert!(precise_distance <= mm2_distance);
+
+    // The default, without interpolation: the syncs alone, also never past the truth.
+    syncs.interpolation = Interpolation::Disabled;
+    let syncs_only = mirror.translate_precise(&request, &syncs).await.unwrap();
+    let mut syncs_only_distance = 0;
+    for (o, p) in syncs_only.iter() {
+        let truth = truths[&(o.topic.to_string(), o.partition)][o.upstream_offset as usize];
+        assert!(
+            p.mm2_offset <= p.offset && p.offset <= truth,
+            "{} {}-{}",
+            o.group,
+            o.topic,
+            o.partition
+        );
+        syncs_only_distance += truth - p.offset;
+    }
+    println!(
+        "flow {name}: without interpolation: rules {:?}; distance to truth {syncs_only_distance}",
+        syncs_only
+            .rule_counts()
+            .iter()
+            .map(|(r, n)| (r.name(), *n))
+            .collect::<Vec<_>>()
+    );
+    assert!(syncs_only_distance <= mm2_distance);
     if gapless {
         assert!(rules.get(&Rule::Interpolated).copied().unwrap_or(0) > 0 || precise_distance == 0);
     }
@@ -242,4 +267,56 @@ async fn flow_c_separator_precise_is_between_mm2_and_the_truth() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn flow_d_identity_precise_is_between_mm2_and_the_truth() {
     check_flow("d").await;
+}
+
+/// The CLI's `translate --precise -o json`: `offset` is the precise offset, `mm2_offset` and
+/// `rule` are added, and the rows equal the library's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cli_precise_json_rows_match_the_library() {
+    let all = flows();
+    let f = all.flow("a");
+    let primary = all.var("PRIMARY").to_string();
+    let mirror = f.client().await;
+    let source = KafkaClient::connect(ClientConfig::plaintext([primary.clone()]))
+        .await
+        .unwrap_or_else(|e| panic!("source cluster {primary} unreachable ({e})"));
+    let mut request = TranslateRequest::new(&f.source, GroupSelector::all());
+    request.timeout = TIMEOUT;
+    let syncs = SyncsSource::new(source, &f.policy(), "backup");
+    let expected = mirror.translate_precise(&request, &syncs).await.unwrap();
+
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_mm2-offsets"))
+        .args([
+            "translate",
+            "--bootstrap-server",
+            &f.target,
+            "--source",
+            &f.source,
+        ])
+        .args(["--all-groups", "-o", "json", "--no-progress", "--precise"])
+        .args([
+            "--syncs-bootstrap-server",
+            &primary,
+            "--syncs-topic",
+            &syncs.topic,
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let doc: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(doc["schema_version"], 1);
+    assert_eq!(doc["complete"], true);
+    let rows = doc["offsets"].as_array().unwrap();
+    assert_eq!(rows.len(), expected.precise.len());
+    for (row, (o, p)) in rows.iter().zip(expected.iter()) {
+        assert_eq!(row["group"], o.group);
+        assert_eq!(row["offset"], p.offset);
+        assert_eq!(row["mm2_offset"], p.mm2_offset);
+        assert_eq!(row["rule"], p.rule.name());
+    }
+    assert!(rows.iter().any(|r| r["offset"] != r["mm2_offset"]));
 }

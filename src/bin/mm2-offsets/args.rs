@@ -179,6 +179,9 @@ pub struct TranslateArgs {
     /// Do not draw the progress line on stderr even when it is a terminal.
     #[arg(long)]
     pub no_progress: bool,
+    /// Precise translation (--precise and its settings).
+    #[command(flatten)]
+    pub precise: Box<super::precise::PreciseArgs>,
 }
 
 /// `mm2-offsets topics` and `mm2-offsets upstream`.

@@ -8,6 +8,7 @@ mod args;
 mod chunked;
 mod connection;
 mod output;
+mod precise;
 mod progress;
 
 use args::{Cli, Command, OutputFormat, TopologyArgs, TranslateArgs};
@@ -139,6 +140,13 @@ async fn run_translate(args: TranslateArgs) -> Result<i32, String> {
         progress: Some(progress.clone()),
         min_split_offsets: mm2_offsets::translate::MIN_SPLIT_OFFSETS,
     };
+    if args.precise.precise {
+        let complete = {
+            let _line = progress::ProgressLine::start(progress, !args.no_progress);
+            precise::run(&args, &client, &request).await?
+        };
+        return Ok(if complete { EXIT_OK } else { EXIT_INCOMPLETE });
+    }
     let translation = {
         let _line = progress::ProgressLine::start(progress, !args.no_progress);
         client.translate(&request).await
