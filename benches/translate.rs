@@ -18,6 +18,11 @@
 //! - `exact_1pct/none`, `regex_1pct/none`: 100 groups selected by exact id, and 99 by one
 //!   regex; values of the other groups are never decoded.
 //!
+//! - `sync_index/build_1M`: [`index_from_batches`] over a 1,000,000-record offset-syncs topic
+//!   (100 partitions, 10,000 syncs each, interleaved as MirrorSourceTask writes them): the
+//!   batch walk, the sync decode and the sorted index of `--precise`;
+//! - `sync_index/retranslate_100k`: 100,000 checkpoint offsets re-translated with that index.
+//!
 //! Run: `cargo bench --bench translate -- --warm-up-time 1 --measurement-time 5`; with
 //! `BENCH_CLOCK=cpu` in the environment the benchmark thread's CPU time is measured instead of
 //! wall time (group `translate_1M_cpu`), for a machine shared with other work. With
@@ -32,9 +37,11 @@ use std::rc::Rc;
 use criterion::measurement::Measurement;
 use criterion::{Criterion, Throughput};
 use mm2_offsets::mm2::checkpoint::{self, CheckpointKey, CheckpointValue};
+use mm2_offsets::mm2::offset_sync::{self, OffsetSyncKey, OffsetSyncValue};
+use mm2_offsets::mm2::sync_index::Interpolation;
 use mm2_offsets::records::Compression;
 use mm2_offsets::records::builder::{BatchBuilder, RecordSpec};
-use mm2_offsets::translate::{BatchTranslator, GroupSelector};
+use mm2_offsets::translate::{BatchTranslator, GroupSelector, index_from_batches};
 
 const GROUPS: usize = 10_000;
 const TOPICS: usize = 5;
@@ -100,6 +107,62 @@ fn batches(codec: Compression, records: impl IntoIterator<Item = (Vec<u8>, Vec<u
         batch.write_to(&mut out);
     }
     out
+}
+
+/// The offset syncs of `TOPICS * PARTITIONS_PER_TOPIC` partitions, `RECORDS` in all, in the
+/// order MirrorSourceTask interleaves them: every 100th record upstream synced, and every
+/// 1,000th sync after a restart that shifted the downstream by 5 (unequal steps).
+fn offset_syncs() -> impl Iterator<Item = (Vec<u8>, Vec<u8>)> {
+    let partitions = TOPICS * PARTITIONS_PER_TOPIC;
+    (0..RECORDS).map(move |n| {
+        let topic = format!("orders-{}", (n / PARTITIONS_PER_TOPIC) % TOPICS);
+        let k = (n / partitions) as i64;
+        let key = offset_sync::encode_key(&OffsetSyncKey {
+            topic: topic.as_bytes(),
+            partition: (n % PARTITIONS_PER_TOPIC) as i32,
+        })
+        .expect("short names");
+        let value = offset_sync::encode_value(&OffsetSyncValue {
+            upstream_offset: k * 100,
+            downstream_offset: k * 100 + 5 * (k / 1000),
+        });
+        (key, value)
+    })
+}
+
+fn sync_index<M: Measurement>(c: &mut Criterion<M>) {
+    let mut group = c.benchmark_group("sync_index");
+    group.sample_size(10);
+    let data = batches(Compression::None, offset_syncs());
+    let build = || {
+        index_from_batches([black_box(&data[..])], Interpolation::GaplessUpstream)
+            .expect("valid batches")
+            .0
+    };
+    let index = build();
+    assert_eq!(index.partitions(), TOPICS * PARTITIONS_PER_TOPIC);
+    group.throughput(Throughput::Elements(RECORDS as u64));
+    group.bench_function("build_1M", |b| b.iter(|| black_box(build().partitions())));
+    let lookups: Vec<(Vec<u8>, i32, i64)> = (0..100_000usize)
+        .map(|n| {
+            let topic = format!("orders-{}", n % TOPICS).into_bytes();
+            (
+                topic,
+                (n % PARTITIONS_PER_TOPIC) as i32,
+                (n as i64 * 7_919) % 1_000_000,
+            )
+        })
+        .collect();
+    group.throughput(Throughput::Elements(lookups.len() as u64));
+    group.bench_function("retranslate_100k", |b| {
+        b.iter(|| {
+            lookups
+                .iter()
+                .map(|(t, p, u)| index.translate_checkpoint(t, *p, *u, 0).offset)
+                .sum::<i64>()
+        })
+    });
+    group.finish();
 }
 
 /// Folds all batches; returns the records seen, which must be all of them.
@@ -237,6 +300,7 @@ fn main() {
     } else {
         let mut c = Criterion::default().configure_from_args();
         translate(&mut c, "translate_1M");
+        sync_index(&mut c);
         c.final_summary();
     }
 }

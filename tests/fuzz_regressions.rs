@@ -17,7 +17,7 @@ mod targets;
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 
 /// Every target, as named in fuzz/fuzz_targets/.
-const TARGETS: [&str; 19] = [
+const TARGETS: [&str; 20] = [
     "api_versions_response",
     "checkpoint_decode",
     "cli_args",
@@ -36,6 +36,7 @@ const TARGETS: [&str; 19] = [
     "response_offset_commit",
     "response_offset_fetch",
     "sasl_scram_server_first",
+    "sync_index_batches",
     "translate_batches",
 ];
 
@@ -97,6 +98,7 @@ fn run(target: &str, data: &[u8]) {
         "response_list_offsets" => drop(targets::response_list_offsets(data)),
         "response_metadata" => drop(targets::response_metadata(data)),
         "sasl_scram_server_first" => drop(targets::sasl_scram_server_first(data)),
+        "sync_index_batches" => drop(targets::sync_index_batches(data)),
         "translate_batches" => drop(targets::translate_batches(data)),
         other => panic!("unknown target {other}"),
     }
@@ -325,6 +327,12 @@ fn captured_broker_seeds_decode() {
                 if name.ends_with("-checkpoints") {
                     assert!(translated.offsets > 0, "{what}: {translated:?}");
                 }
+            }
+            "sync_index_batches" => {
+                // Real MM2 offset syncs (flow A of mm2-flows.sh): every sync is translated.
+                let indexed = targets::sync_index_batches(&data).expect("an interpolation byte");
+                assert!(indexed.partitions > 0, "{what}: no partitions");
+                assert!(indexed.translated > 0, "{what}: nothing translated");
             }
             "checkpoint_decode" => {
                 let decoded = targets::checkpoint_decode(&data).expect("a length prefix");

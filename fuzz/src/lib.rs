@@ -7,9 +7,10 @@
 //! back what was decoded so the regression test can demand more of real broker bytes.
 
 use mm2_offsets::config::{ClientConfig, Properties};
-use mm2_offsets::mm2::{checkpoint, heartbeat};
+use mm2_offsets::mm2::sync_index::Interpolation;
+use mm2_offsets::mm2::{checkpoint, heartbeat, offset_sync};
 use mm2_offsets::records::{AbortedFilter, Batch, Batches, Compression, ControlRecord, Scratch};
-use mm2_offsets::translate::{BatchTranslator, GroupSelector, JavaPattern};
+use mm2_offsets::translate::{BatchTranslator, GroupSelector, JavaPattern, index_from_batches};
 use mm2_offsets::wire::fuzzing::{
     SCRAM_CLIENT_NONCE, api_versions_response as decode_api_versions, key_store,
     scram_server_final, scram_server_first,
@@ -399,5 +400,67 @@ pub fn translate_batches(data: &[u8]) -> Option<Translated> {
         complete,
         records,
         offsets: offsets.len(),
+    })
+}
+
+/// What [`sync_index_batches`] built.
+pub struct SyncIndexed {
+    /// Partitions with sync history.
+    pub partitions: usize,
+    /// Upstream offsets translated.
+    pub translated: usize,
+}
+
+/// `sync_index_batches`: one byte choosing interpolation (even: off), then a fetched records
+/// section of an offset-syncs topic, each batch's CRC fixed first. Building the index and
+/// translating must not panic; every answer is a real downstream offset (never negative) and
+/// never below the checkpoint offset it is given.
+pub fn sync_index_batches(data: &[u8]) -> Option<SyncIndexed> {
+    let (&which, batches) = data.split_first()?;
+    let interpolation = if which % 2 == 0 {
+        Interpolation::Disabled
+    } else {
+        Interpolation::GaplessUpstream
+    };
+    let mut batches = batches.to_vec();
+    fix_crcs(&mut batches);
+    let (index, _) = index_from_batches([&batches[..]], interpolation).ok()?;
+    // Probe around every sync the input holds, read back through the key decoder.
+    let mut translated = 0;
+    let mut scratch = Scratch::new();
+    for batch in Batches::new(&batches) {
+        let Ok(batch) = batch else { break };
+        let Ok(records) = batch.records(&mut scratch) else {
+            continue;
+        };
+        for record in records.flatten() {
+            let (Some(key), Some(value)) = (record.key, record.value) else {
+                continue;
+            };
+            let (Ok(key), Ok(value)) = (
+                offset_sync::decode_key(key),
+                offset_sync::decode_value(value),
+            ) else {
+                continue;
+            };
+            for u in [
+                value.upstream_offset.saturating_sub(1),
+                value.upstream_offset,
+                value.upstream_offset.saturating_add(1),
+            ] {
+                if let Some(part) = index.partition(key.topic, key.partition)
+                    && let Some((offset, _)) = part.translate(u)
+                {
+                    assert!(offset >= 0, "negative downstream offset {offset}");
+                    translated += 1;
+                }
+                let precise = index.translate_checkpoint(key.topic, key.partition, u, 7);
+                assert!(precise.offset >= 7, "below the checkpoint offset");
+            }
+        }
+    }
+    Some(SyncIndexed {
+        partitions: index.partitions(),
+        translated,
     })
 }

@@ -28,6 +28,7 @@ mod error;
 pub mod heartbeat;
 pub mod offset_sync;
 pub mod policy;
+pub mod sync_index;
 pub mod topology;
 pub mod utf8;
 

@@ -7,11 +7,13 @@ use std::time::Instant;
 use serde::Serialize;
 
 use super::plan::{PartitionBounds, plan_ranges};
-use super::read::read_ranges;
+use super::read::{RangeOutcome, read_ranges};
 use super::report::{PartitionProgress, ReadReport, SkipCounts};
 use super::table::OffsetTable;
 use super::{GroupSelector, OffsetRef, TranslateError, TranslateRequest, Translation};
-use crate::client::{ClientError, Deadline, KafkaClient, OffsetSpec, ReadOptions};
+use crate::client::{
+    ClientError, Deadline, IsolationLevel, KafkaClient, OffsetSpec, ReadOptions, SharedTopic,
+};
 use crate::config::ClientConfig;
 use crate::mm2::ReplicationPolicy;
 
@@ -144,39 +146,7 @@ impl MirrorClient {
         )
         .await?;
 
-        let mut report = ReadReport::default();
-        let mut skipped = SkipCounts::default();
-        for outcome in &mut outcomes {
-            report.records += outcome.records;
-            report.batches += outcome.batches;
-            report.bytes += outcome.bytes;
-            skipped.merge(std::mem::take(&mut outcome.skipped));
-        }
-        report.skipped = skipped;
-        report.partitions = bounds
-            .iter()
-            .map(|b| {
-                // A partition got as far as its ranges did without a gap.
-                let mut read_to = b.start.max(if b.end <= b.start { b.end } else { b.start });
-                for o in outcomes.iter().filter(|o| {
-                    o.range.topic.name == b.topic.name && o.range.partition == b.partition
-                }) {
-                    if o.range.start <= read_to {
-                        read_to = read_to.max(o.read_to);
-                    }
-                }
-                PartitionProgress {
-                    topic: b.topic.name.clone(),
-                    partition: b.partition,
-                    start: b.start,
-                    end: b.end,
-                    read_to,
-                }
-            })
-            .collect();
-        report.complete = report.partitions.iter().all(PartitionProgress::complete)
-            && outcomes.iter().all(|o| !o.timed_out);
-        report.elapsed = started.elapsed();
+        let report = read_report(&bounds, &mut outcomes, started);
         if !report.complete && !request.allow_partial {
             return Err(TranslateError::Incomplete {
                 timeout: request.timeout,
@@ -218,37 +188,7 @@ impl MirrorClient {
             }
             Err(e) => return Err(e.into()),
         };
-        let partitions: Vec<i32> = topic.partitions.iter().map(|p| p.partition).collect();
-        let starts = self
-            .client
-            .list_offsets(
-                &topic,
-                &partitions,
-                OffsetSpec::Earliest,
-                request.isolation,
-                deadline,
-            )
-            .await?;
-        let ends = self
-            .client
-            .list_offsets(
-                &topic,
-                &partitions,
-                OffsetSpec::Latest,
-                request.isolation,
-                deadline,
-            )
-            .await?;
-        Ok(partitions
-            .iter()
-            .map(|p| PartitionBounds {
-                source: source.to_string(),
-                topic: topic.clone(),
-                partition: *p,
-                start: starts.get(p).copied().unwrap_or(0),
-                end: ends.get(p).copied().unwrap_or(0),
-            })
-            .collect())
+        Ok(topic_bounds(&self.client, source, topic, request.isolation, deadline).await?)
     }
 
     /// Java's `remoteConsumerOffsets(groupId, remoteClusterAlias, timeout)`: the translated
@@ -304,4 +244,80 @@ fn by_topic_partition<'a>(
             )
         })
         .collect()
+}
+
+/// Each partition's log start and end offsets of `topic`, snapshotted now.
+pub(crate) async fn topic_bounds(
+    client: &KafkaClient,
+    source: &str,
+    topic: SharedTopic,
+    isolation: IsolationLevel,
+    deadline: &Deadline,
+) -> Result<Vec<PartitionBounds>, ClientError> {
+    let partitions: Vec<i32> = topic.partitions.iter().map(|p| p.partition).collect();
+    let starts = client
+        .list_offsets(
+            &topic,
+            &partitions,
+            OffsetSpec::Earliest,
+            isolation,
+            deadline,
+        )
+        .await?;
+    let ends = client
+        .list_offsets(&topic, &partitions, OffsetSpec::Latest, isolation, deadline)
+        .await?;
+    Ok(partitions
+        .iter()
+        .map(|p| PartitionBounds {
+            source: source.to_string(),
+            topic: topic.clone(),
+            partition: *p,
+            start: starts.get(p).copied().unwrap_or(0),
+            end: ends.get(p).copied().unwrap_or(0),
+        })
+        .collect())
+}
+
+/// What a planned read did: volumes, skips (taken out of `outcomes`), how far each partition
+/// got (as far as its ranges did without a gap) and whether that is everything.
+pub(crate) fn read_report<T>(
+    bounds: &[PartitionBounds],
+    outcomes: &mut [RangeOutcome<T>],
+    started: Instant,
+) -> ReadReport {
+    let mut report = ReadReport::default();
+    let mut skipped = SkipCounts::default();
+    for outcome in outcomes.iter_mut() {
+        report.records += outcome.records;
+        report.batches += outcome.batches;
+        report.bytes += outcome.bytes;
+        skipped.merge(std::mem::take(&mut outcome.skipped));
+    }
+    report.skipped = skipped;
+    report.partitions = bounds
+        .iter()
+        .map(|b| {
+            let mut read_to = b.start.max(if b.end <= b.start { b.end } else { b.start });
+            for o in outcomes
+                .iter()
+                .filter(|o| o.range.topic.name == b.topic.name && o.range.partition == b.partition)
+            {
+                if o.range.start <= read_to {
+                    read_to = read_to.max(o.read_to);
+                }
+            }
+            PartitionProgress {
+                topic: b.topic.name.clone(),
+                partition: b.partition,
+                start: b.start,
+                end: b.end,
+                read_to,
+            }
+        })
+        .collect();
+    report.complete = report.partitions.iter().all(PartitionProgress::complete)
+        && outcomes.iter().all(|o| !o.timed_out);
+    report.elapsed = started.elapsed();
+    report
 }

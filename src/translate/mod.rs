@@ -15,9 +15,11 @@ mod java_pattern;
 mod mirror_client;
 mod offline;
 mod plan;
+mod precise;
 mod progress;
 mod read;
 mod report;
+mod syncs;
 mod table;
 mod translator;
 
@@ -26,9 +28,11 @@ pub use java_pattern::{Construct, JavaPattern, Refusal, RefusalKind};
 pub use mirror_client::{MirrorClient, OffsetAndMetadata};
 pub use offline::BatchTranslator;
 pub use plan::{MIN_SPLIT_OFFSETS, PartitionBounds, ReadRange, plan_ranges};
+pub use precise::{PreciseTranslation, SyncsSource, read_sync_index, retranslate};
 pub use progress::ReadProgress;
 pub use read::ReadError;
 pub use report::{PartitionProgress, ReadReport, SkipCount, SkipCounts, SkipReason};
+pub use syncs::index_from_batches;
 pub use table::OffsetRef;
 
 use std::time::Duration;
@@ -253,6 +257,14 @@ pub enum TranslateError {
         timeout: Duration,
         /// Every partition's progress (the incomplete ones have `read_to < end`).
         partitions: Vec<PartitionProgress>,
+    },
+    /// The offset-syncs topic does not exist on the cluster it was looked for on.
+    #[error(
+        "offset-syncs topic {topic:?} does not exist on the cluster given for it; MirrorMaker 2 keeps it on the source cluster unless offset-syncs.topic.location=target"
+    )]
+    MissingOffsetSyncsTopic {
+        /// The topic the replication policy names.
+        topic: String,
     },
     /// The client failed (connection, authentication, broker error).
     #[error(transparent)]

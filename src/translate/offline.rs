@@ -2,6 +2,7 @@
 //! a benchmark), with the same decoder and translator the network read uses.
 
 use super::groups::GroupSelector;
+use super::read::RangeFold;
 use super::table::OffsetTable;
 use super::translator::Accumulator;
 use super::{ReadReport, Translation};

@@ -1,5 +1,6 @@
-//! Running a planned read: one task per range, each folding its chunks into an accumulator.
-//! `table::OffsetTable::build` combines their outputs.
+//! Running a planned read: one task per range, each folding its chunks into a [`RangeFold`].
+//! For checkpoints `table::OffsetTable::build` combines their outputs; for offset syncs
+//! `syncs::SyncFold` does.
 
 use std::sync::Arc;
 
@@ -11,12 +12,93 @@ use super::progress::ReadProgress;
 use super::report::SkipCounts;
 use super::translator::{Accumulator, Folded};
 use crate::client::{ClientError, Deadline, KafkaClient, ReadOptions};
-use crate::records::{Batches, Scratch};
+use crate::records::{Batch, Batches, RecordsError, Scratch};
+
+/// What one range's worker does with the records of the data batches it owns.
+pub(crate) trait RangeFold: Send {
+    /// What the worker hands back.
+    type Output: Send + 'static;
+    /// Folds in one record of `partition`, borrowed from the fetch buffer.
+    fn add_record(
+        &mut self,
+        partition: i32,
+        offset: i64,
+        timestamp: i64,
+        key: Option<&[u8]>,
+        value: Option<&[u8]>,
+    );
+    /// The output, the skip counts and the number of records seen.
+    fn finish(self) -> (Self::Output, SkipCounts, u64);
+
+    /// Folds in the records of one delivered data batch of `partition`, ignoring records below
+    /// `min_offset` (a batch may straddle the log start).
+    fn add_batch(
+        &mut self,
+        partition: i32,
+        batch: &Batch<'_>,
+        scratch: &mut Scratch,
+        min_offset: i64,
+    ) -> Result<(), RecordsError>
+    where
+        Self: Sized,
+    {
+        for record in batch.records(scratch)? {
+            let record = record?;
+            if record.offset >= min_offset {
+                self.add_record(
+                    partition,
+                    record.offset,
+                    record.timestamp,
+                    record.key,
+                    record.value,
+                );
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Starts one [`RangeFold`] per range; shared by all workers of a read.
+pub(crate) trait FoldSpec: Send + Sync + 'static {
+    /// The per-range fold, which may borrow from the spec.
+    type Fold<'a>: RangeFold<Output = Self::Output>
+    where
+        Self: 'a;
+    /// What each range produces.
+    type Output: Send + 'static;
+    /// A fresh fold for one range.
+    fn start(&self) -> Self::Fold<'_>;
+}
+
+impl RangeFold for Accumulator<'_> {
+    type Output = Folded;
+    fn add_record(
+        &mut self,
+        partition: i32,
+        offset: i64,
+        timestamp: i64,
+        key: Option<&[u8]>,
+        value: Option<&[u8]>,
+    ) {
+        self.add(partition, offset, timestamp, key, value);
+    }
+    fn finish(self) -> (Folded, SkipCounts, u64) {
+        self.into_folded()
+    }
+}
+
+impl FoldSpec for GroupSelector {
+    type Fold<'a> = Accumulator<'a>;
+    type Output = Folded;
+    fn start(&self) -> Accumulator<'_> {
+        Accumulator::new(self)
+    }
+}
 
 /// What one range's worker produced.
-pub(crate) struct RangeOutcome {
+pub(crate) struct RangeOutcome<T> {
     pub(crate) range: ReadRange,
-    pub(crate) folded: Folded,
+    pub(crate) folded: T,
     pub(crate) skipped: SkipCounts,
     pub(crate) records: u64,
     pub(crate) batches: u64,
@@ -57,22 +139,22 @@ pub enum ReadError {
 }
 
 /// Reads every range with at most `parallelism` in flight.
-pub(crate) async fn read_ranges(
+pub(crate) async fn read_ranges<S: FoldSpec>(
     client: &KafkaClient,
     ranges: Vec<ReadRange>,
-    selector: Arc<GroupSelector>,
+    spec: Arc<S>,
     options: ReadOptions,
     parallelism: usize,
     deadline: Deadline,
     progress: Option<Arc<ReadProgress>>,
-) -> Result<Vec<RangeOutcome>, ReadError> {
+) -> Result<Vec<RangeOutcome<S::Output>>, ReadError> {
     let mut pending = ranges.into_iter().enumerate();
     let mut running = JoinSet::new();
-    let mut outcomes: Vec<(usize, RangeOutcome)> = Vec::new();
+    let mut outcomes: Vec<(usize, RangeOutcome<S::Output>)> = Vec::new();
     let mut spawn_next = |running: &mut JoinSet<_>| {
         if let Some((index, range)) = pending.next() {
             let client = client.clone();
-            let selector = selector.clone();
+            let spec = spec.clone();
             let progress = progress.clone();
             let mut options = options.clone();
             // Spread workers over the pooled connections to each leader.
@@ -80,7 +162,7 @@ pub(crate) async fn read_ranges(
             running.spawn(async move {
                 (
                     index,
-                    read_one(client, range, selector, options, deadline, progress).await,
+                    read_one(client, range, spec, options, deadline, progress).await,
                 )
             });
         }
@@ -97,14 +179,14 @@ pub(crate) async fn read_ranges(
     Ok(outcomes.into_iter().map(|(_, o)| o).collect())
 }
 
-async fn read_one(
+async fn read_one<S: FoldSpec>(
     client: KafkaClient,
     range: ReadRange,
-    selector: Arc<GroupSelector>,
+    spec: Arc<S>,
     options: ReadOptions,
     deadline: Deadline,
     progress: Option<Arc<ReadProgress>>,
-) -> Result<RangeOutcome, ReadError> {
+) -> Result<RangeOutcome<S::Output>, ReadError> {
     let options_isolation = options.isolation;
     let mut stream = client.read_range(
         range.topic.clone(),
@@ -114,7 +196,7 @@ async fn read_one(
         options,
         deadline,
     );
-    let mut acc = Accumulator::new(&selector);
+    let mut acc = spec.start();
     let mut scratch = Scratch::new();
     let mut batches = 0u64;
     let mut bytes = 0u64;
@@ -176,7 +258,7 @@ async fn read_one(
         // The stream ended early without an error only if it was cut by the deadline.
         timed_out = true;
     }
-    let (folded, skipped, records) = acc.into_folded();
+    let (folded, skipped, records) = acc.finish();
     Ok(RangeOutcome {
         range,
         folded,

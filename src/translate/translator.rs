@@ -10,7 +10,6 @@ use rustc_hash::FxHashMap;
 use super::groups::GroupSelector;
 use super::report::{SkipCounts, SkipReason};
 use crate::mm2::checkpoint;
-use crate::records::{Batch, RecordsError, Scratch};
 
 /// Distinct byte strings numbered in order of first sight. Looking up a borrowed slice does not
 /// allocate; only a new name is copied.
@@ -27,13 +26,18 @@ impl Interner {
     /// The id of `name` and whether it is new. The check against the last name is inlined
     /// into the record loop; the hash lookup is not.
     #[inline(always)]
-    fn get_or_insert(&mut self, name: &[u8]) -> (u32, bool) {
+    pub(crate) fn get_or_insert(&mut self, name: &[u8]) -> (u32, bool) {
         if let Some(last) = self.last
             && same_bytes(&self.names[last as usize], name)
         {
             return (last, false);
         }
         self.lookup(name)
+    }
+
+    /// The names by id.
+    pub(crate) fn into_names(self) -> Vec<Box<[u8]>> {
+        self.names
     }
 
     #[inline(never)]
@@ -249,30 +253,6 @@ impl<'a> Accumulator<'a> {
             index
         });
         index as usize
-    }
-
-    /// Folds in the records of one data batch of checkpoints partition `partition`, ignoring
-    /// records below `min_offset` (a batch may straddle the log start).
-    pub(crate) fn add_batch(
-        &mut self,
-        partition: i32,
-        batch: &Batch<'_>,
-        scratch: &mut Scratch,
-        min_offset: i64,
-    ) -> Result<(), RecordsError> {
-        for record in batch.records(scratch)? {
-            let record = record?;
-            if record.offset >= min_offset {
-                self.add(
-                    partition,
-                    record.offset,
-                    record.timestamp,
-                    record.key,
-                    record.value,
-                );
-            }
-        }
-        Ok(())
     }
 
     /// What was folded, for [`OffsetTable::build`](super::table::OffsetTable::build), with the

@@ -212,6 +212,9 @@ pub struct TranslateArgs {
     /// Do not draw the progress line on stderr even when it is a terminal.
     #[arg(long)]
     pub no_progress: bool,
+    /// Precise translation (--precise and its settings).
+    #[command(flatten)]
+    pub precise: Box<PreciseArgs>,
 }
 
 /// `mm2-offsets topics` and `mm2-offsets upstream`.
@@ -263,6 +266,31 @@ pub struct ApplyArgs {
     /// Use the plan saved in FILE instead of planning again (re-checked before each commit).
     #[arg(long, value_name = "FILE")]
     pub plan: Option<PathBuf>,
+}
+
+/// Flags of `translate --precise`.
+#[derive(Debug, Args, Clone, Default)]
+pub struct PreciseArgs {
+    /// Re-translate every checkpoint from MM2's full offset-sync history: never before MM2's
+    /// offset, never past the group's next record. Reads the offset-syncs topic too.
+    #[arg(long)]
+    pub precise: bool,
+    /// Brokers of the cluster holding the offset-syncs topic: the source cluster, or the target
+    /// with offset-syncs.topic.location=target. Default with --mm2-config: the --source alias.
+    #[arg(long, value_name = "HOST:PORT[,...]", requires = "precise")]
+    pub syncs_bootstrap_server: Option<String>,
+    /// Java client properties file for the cluster holding the offset-syncs topic.
+    #[arg(long, value_name = "FILE", requires = "precise")]
+    pub syncs_command_config: Option<PathBuf>,
+    /// The offset-syncs topic. Default: mm2-offset-syncs.<--target>.internal under the
+    /// replication policy (use the source alias instead with offset-syncs.topic.location=target).
+    #[arg(long, value_name = "TOPIC", requires = "precise")]
+    pub syncs_topic: Option<String>,
+    /// Interpolate between syncs: ONLY if the upstream topics have no offset gaps (no
+    /// transactional producers, no compaction, no records filtered by MM2). Off, the answer
+    /// uses the syncs themselves.
+    #[arg(long, requires = "precise")]
+    pub gapless_upstream: bool,
 }
 
 #[cfg(test)]

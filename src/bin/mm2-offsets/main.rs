@@ -14,6 +14,7 @@ mod generate;
 mod groups_file;
 mod hints;
 mod output;
+mod precise;
 mod progress;
 mod reset_files;
 mod validate;
@@ -214,12 +215,12 @@ async fn connect(
     }
 }
 
-/// Reads the checkpoints of the groups `groups` selects, with the translate options: the
-/// client, the translation, the sources read.
-async fn read_translation(
+/// Connects as the translate options say and builds their request for the groups `groups`
+/// selects: the client, the request, and the counters its progress line follows.
+async fn prepare_read(
     args: &TranslateArgs,
     groups: GroupSelector,
-) -> Result<(MirrorClient, Translation, Vec<String>), String> {
+) -> Result<(MirrorClient, TranslateRequest, Arc<ReadProgress>), String> {
     let settings = connection::settings(&args.connection)?;
     let client = connect(settings, args.timeout).await?;
     let sources = if args.sources.is_empty() {
@@ -229,7 +230,7 @@ async fn read_translation(
     };
     let progress = Arc::new(ReadProgress::default());
     let request = TranslateRequest {
-        sources: sources.clone(),
+        sources,
         groups,
         isolation: match args.isolation {
             args::Isolation::ReadUncommitted => IsolationLevel::ReadUncommitted,
@@ -242,6 +243,16 @@ async fn read_translation(
         progress: Some(progress.clone()),
         min_split_offsets: mm2_offsets::translate::MIN_SPLIT_OFFSETS,
     };
+    Ok((client, request, progress))
+}
+
+/// Reads the checkpoints of the groups `groups` selects, with the translate options: the
+/// client, the translation, the sources read.
+async fn read_translation(
+    args: &TranslateArgs,
+    groups: GroupSelector,
+) -> Result<(MirrorClient, Translation, Vec<String>), String> {
+    let (client, request, progress) = prepare_read(args, groups).await?;
     let translation = {
         let _line = progress::ProgressLine::start(progress, !args.no_progress);
         client.translate(&request).await
@@ -250,7 +261,7 @@ async fn read_translation(
         Ok(t) => t,
         Err(e) => return Err(hints::explain(&e)),
     };
-    Ok((client, translation, sources))
+    Ok((client, translation, request.sources))
 }
 
 /// The group selection, or the exit code of a usage error (already printed): a pattern Java
@@ -267,6 +278,14 @@ async fn run_translate(args: TranslateArgs) -> Result<i32, Stop> {
         Ok(groups) => groups,
         Err(code) => return Ok(code),
     };
+    if args.precise.precise {
+        let (client, request, progress) = prepare_read(&args, groups).await?;
+        let complete = {
+            let _line = progress::ProgressLine::start(progress, !args.no_progress);
+            precise::run(&args, &client, &request).await?
+        };
+        return Ok(if complete { EXIT_OK } else { EXIT_INCOMPLETE });
+    }
     let (_client, translation, _sources) = read_translation(&args, groups).await?;
     print_translation(&args, &translation)?;
     let missing = translation.missing_groups();

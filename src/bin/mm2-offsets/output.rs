@@ -43,6 +43,12 @@ pub fn write_json(out: &mut dyn Write, translation: &Translation) -> io::Result<
 
 /// One offset as a JSON object, fields in `TranslatedOffset`'s order.
 fn json_offset(w: &mut ChunkedWriter<'_>, o: &OffsetRef<'_>) {
+    json_offset_fields(w, o);
+    w.byte(b'}');
+}
+
+/// [`json_offset`] without the closing brace, for callers that add fields.
+pub fn json_offset_fields(w: &mut ChunkedWriter<'_>, o: &OffsetRef<'_>) {
     w.text("{\"source\":");
     w.json_string(o.source);
     w.text(",\"group\":");
@@ -63,7 +69,6 @@ fn json_offset(w: &mut ChunkedWriter<'_>, o: &OffsetRef<'_>) {
     w.number(o.checkpoint_partition);
     w.text(",\"checkpoint_offset\":");
     w.number(o.checkpoint_offset);
-    w.byte(b'}');
 }
 
 /// Quotes a CSV field when it holds a comma, quote or line break (RFC 4180).

@@ -1,0 +1,183 @@
+//! Precise translation: MM2's checkpoints re-translated with the full offset-sync history
+//! ([`crate::mm2::sync_index`]). The checkpoints (target cluster) and the offset syncs (source or
+//! target cluster) are read at the same time, under one deadline.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Instant;
+
+use super::mirror_client::{read_report, topic_bounds};
+use super::plan::plan_ranges;
+use super::read::read_ranges;
+use super::report::ReadReport;
+use super::syncs::{SyncSpec, build_index};
+use super::{MirrorClient, OffsetRef, TranslateError, TranslateRequest, Translation};
+use crate::client::{ClientError, Deadline, KafkaClient, ReadOptions};
+use crate::mm2::ReplicationPolicy;
+use crate::mm2::sync_index::{Interpolation, PreciseOffset, Rule, SyncIndex};
+
+/// Where the offset-syncs topic is and how to trust it.
+#[derive(Clone, Debug)]
+pub struct SyncsSource {
+    /// A client for the cluster that holds the topic: the source cluster by default, the target
+    /// with `offset-syncs.topic.location=target`.
+    pub client: KafkaClient,
+    /// The topic, e.g. `ReplicationPolicy::offset_syncs_topic(target_alias)`.
+    pub topic: String,
+    /// [`Interpolation::GaplessUpstream`] only if the upstream partitions have no offset gaps
+    /// (see [`crate::mm2::sync_index`]).
+    pub interpolation: Interpolation,
+}
+
+impl SyncsSource {
+    /// The offset-syncs topic MM2 writes for the flow towards `target_alias` (on the source
+    /// cluster) — or, with `offset-syncs.topic.location=target`, pass the source alias and a
+    /// client for the target. Interpolation off.
+    pub fn new(client: KafkaClient, policy: &ReplicationPolicy, alias: &str) -> Self {
+        SyncsSource {
+            client,
+            topic: policy.offset_syncs_topic(alias),
+            interpolation: Interpolation::Disabled,
+        }
+    }
+}
+
+/// A translation with each offset re-translated from the sync history.
+#[derive(Clone, Debug)]
+pub struct PreciseTranslation {
+    /// MM2's translation, as [`MirrorClient::translate`] returns it.
+    pub translation: Translation,
+    /// One entry per offset of `translation`, in its iteration order.
+    pub precise: Vec<PreciseOffset>,
+    /// What the read of the offset-syncs topic did.
+    pub syncs_report: ReadReport,
+    /// Partitions with sync history.
+    pub synced_partitions: usize,
+}
+
+impl PreciseTranslation {
+    /// Every offset with its precise translation, in [`Translation::iter`]'s order.
+    pub fn iter(&self) -> impl Iterator<Item = (OffsetRef<'_>, PreciseOffset)> + '_ {
+        self.translation.iter().zip(self.precise.iter().copied())
+    }
+
+    /// Records no longer re-read, per group (summed over its partitions).
+    pub fn rereads_saved_by_group(&self) -> BTreeMap<&str, i64> {
+        let mut saved = BTreeMap::new();
+        for (offset, precise) in self.iter() {
+            *saved.entry(offset.group).or_insert(0) += precise.rereads_saved();
+        }
+        saved
+    }
+
+    /// How often each rule was used.
+    pub fn rule_counts(&self) -> BTreeMap<Rule, u64> {
+        let mut counts = BTreeMap::new();
+        for precise in &self.precise {
+            *counts.entry(precise.rule).or_insert(0) += 1;
+        }
+        counts
+    }
+}
+
+/// Re-translates every offset of `translation` with `index`. A checkpoint names the topic on the
+/// target; the syncs name it on the source, one replication hop up.
+pub fn retranslate(
+    translation: &Translation,
+    index: &SyncIndex,
+    policy: &ReplicationPolicy,
+) -> Vec<PreciseOffset> {
+    translation
+        .iter()
+        .map(|o| {
+            let upstream_topic = policy.upstream_topic(o.topic).unwrap_or(o.topic);
+            index.translate_checkpoint(
+                upstream_topic.as_bytes(),
+                o.partition,
+                o.upstream_offset,
+                o.offset,
+            )
+        })
+        .collect()
+}
+
+impl MirrorClient {
+    /// [`translate`](MirrorClient::translate), then every offset re-translated from the full
+    /// offset-sync history: never before MM2's offset, never past the group's next record (see
+    /// [`crate::mm2::sync_index`] for the argument). Both topics are read in parallel within
+    /// `request.timeout`; an incomplete read of the syncs fails like one of the checkpoints
+    /// (or, with `allow_partial`, is marked in `syncs_report`).
+    pub async fn translate_precise(
+        &self,
+        request: &TranslateRequest,
+        syncs: &SyncsSource,
+    ) -> Result<PreciseTranslation, TranslateError> {
+        let deadline = Deadline::after(request.timeout);
+        let (translation, (index, syncs_report)) = tokio::try_join!(
+            self.translate(request),
+            read_sync_index(syncs, request, deadline)
+        )?;
+        let precise = retranslate(&translation, &index, self.replication_policy());
+        Ok(PreciseTranslation {
+            translation,
+            precise,
+            syncs_report,
+            synced_partitions: index.partitions(),
+        })
+    }
+}
+
+/// Reads the whole offset-syncs topic into a [`SyncIndex`], with the checkpoints reader.
+pub async fn read_sync_index(
+    syncs: &SyncsSource,
+    request: &TranslateRequest,
+    deadline: Deadline,
+) -> Result<(SyncIndex, ReadReport), TranslateError> {
+    let started = Instant::now();
+    let topic = tokio::time::timeout(
+        deadline.remaining(),
+        syncs.client.describe_topic(&syncs.topic, &deadline),
+    )
+    .await
+    .map_err(|_| ClientError::DeadlineExceeded {
+        operation: format!("describing the offset-syncs topic {}", syncs.topic),
+        timeout: request.timeout,
+        last: None,
+    })?
+    .map_err(|e| match e {
+        ClientError::UnknownTopic { .. } => TranslateError::MissingOffsetSyncsTopic {
+            topic: syncs.topic.clone(),
+        },
+        e => e.into(),
+    })?;
+    let bounds = topic_bounds(&syncs.client, "", topic, request.isolation, &deadline).await?;
+    let ranges = plan_ranges(&bounds, request.parallelism, request.min_split_offsets);
+    let options = ReadOptions {
+        isolation: request.isolation,
+        max_bytes: request.max_bytes_per_fetch,
+        ..ReadOptions::default()
+    };
+    let mut outcomes = read_ranges(
+        &syncs.client,
+        ranges,
+        Arc::new(SyncSpec),
+        options,
+        request.parallelism,
+        deadline,
+        None,
+    )
+    .await?;
+    let report = read_report(&bounds, &mut outcomes, started);
+    if !report.complete {
+        if !request.allow_partial {
+            return Err(TranslateError::Incomplete {
+                timeout: request.timeout,
+                partitions: report.partitions,
+            });
+        }
+        // A hole in the history could hide a truncation or join two syncs that were not
+        // consecutive: nothing read is trusted, every offset keeps MM2's (rule no-sync).
+        return Ok((SyncIndex::default(), report));
+    }
+    Ok((build_index(&outcomes, syncs.interpolation), report))
+}
