@@ -742,10 +742,11 @@ fn cases() -> Vec<Case> {
         Usage,
         &["cannot be used with"],
     );
+    // Nothing to select is a usage error, like a pattern Java rejects (issue 10).
     push(
         "no group selection",
         t(&["--source", &a]),
-        Error,
+        Usage,
         &["no groups selected"],
     );
     push(

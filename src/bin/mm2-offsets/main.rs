@@ -177,11 +177,12 @@ fn requested_ids(args: &TranslateArgs) -> Result<Vec<String>, String> {
     Ok(ids)
 }
 
-fn group_selector(args: &TranslateArgs) -> Result<GroupSelector, String> {
+/// The selection the flags describe, from the ids already read (`--group`, `--groups-file`).
+/// Every error is a usage error: no selection at all, or a pattern Java rejects or we refuse.
+fn group_selector(args: &TranslateArgs, ids: Vec<String>) -> Result<GroupSelector, String> {
     if args.all_groups {
         return Ok(GroupSelector::all());
     }
-    let ids = requested_ids(args)?;
     if ids.is_empty() && args.group_regexes.is_empty() {
         return Err(
             "no groups selected: pass --group, --group-regex, --groups-file or --all-groups"
@@ -203,13 +204,22 @@ async fn connect(
 ) -> Result<MirrorClient, String> {
     let mut client = settings.client;
     client.connection_setup_timeout = client.connection_setup_timeout.min(timeout);
+    // The client retries bootstrap (refused, reset, stalled) until its request timeout: cut
+    // that to the budget too, so it gives up in time with its own error, which names the last
+    // cause ("connection refused", a TLS failure). The outer timer, a little later, only
+    // catches what hangs anyway.
+    client.request_timeout = client.request_timeout.min(timeout);
     let servers = client.bootstrap_servers.join(",");
     let connecting = MirrorClient::connect(client, settings.policy);
-    match tokio::time::timeout(timeout, connecting).await {
+    let grace = std::time::Duration::from_millis(500);
+    match tokio::time::timeout(timeout.saturating_add(grace), connecting).await {
         Ok(connected) => connected.map_err(|e| diagnose::connect_error(&e)),
         Err(_) => Err(format!(
-            "could not connect to {servers} within --timeout {}: {}",
-            humantime::format_duration(timeout),
+            "could not connect to {servers} within --timeout {}: probable cause: {}",
+            // What was left of the run's budget, to the millisecond.
+            humantime::format_duration(std::time::Duration::from_millis(
+                u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX)
+            )),
             diagnose::SLOW_SETUP_HINT
         )),
     }
@@ -221,10 +231,13 @@ async fn prepare_read(
     args: &TranslateArgs,
     groups: GroupSelector,
 ) -> Result<(MirrorClient, TranslateRequest, Arc<ReadProgress>), String> {
+    // --timeout is the budget of the whole run: connecting and finding the sources spend from
+    // it, and the read gets what is left (so a slow bootstrap cannot triple the wait).
+    let budget = Deadline::after(args.timeout);
     let settings = connection::settings(&args.connection)?;
-    let client = connect(settings, args.timeout).await?;
+    let client = connect(settings, budget.remaining()).await?;
     let sources = if args.sources.is_empty() {
-        discover_sources(&client, args.timeout).await?
+        discover_sources(&client, budget.remaining()).await?
     } else {
         args.sources.clone()
     };
@@ -236,7 +249,7 @@ async fn prepare_read(
             args::Isolation::ReadUncommitted => IsolationLevel::ReadUncommitted,
             args::Isolation::ReadCommitted => IsolationLevel::ReadCommitted,
         },
-        timeout: args.timeout,
+        timeout: budget.remaining(),
         parallelism: usize::from(args.parallelism),
         allow_partial: args.allow_partial,
         max_bytes_per_fetch: args.max_fetch_bytes,
@@ -264,13 +277,20 @@ async fn read_translation(
     Ok((client, translation, request.sources))
 }
 
-/// The group selection, or the exit code of a usage error (already printed): a pattern Java
-/// rejects or that we refuse, or no selection at all.
+/// The group selection, or the exit code of an error already printed: a groups file that
+/// cannot be read is an error (exit 1, like any unreadable file); no selection, or a pattern
+/// Java rejects or we refuse, is a usage error (exit 2).
 fn group_selection(args: &TranslateArgs) -> Result<GroupSelector, i32> {
-    group_selector(args).map_err(|message| {
+    let fail = |message: String, code: i32| {
         eprintln!("error: {message}");
-        EXIT_USAGE
-    })
+        code
+    };
+    let ids = if args.all_groups {
+        Vec::new()
+    } else {
+        requested_ids(args).map_err(|message| fail(message, EXIT_ERROR))?
+    };
+    group_selector(args, ids).map_err(|message| fail(message, EXIT_USAGE))
 }
 
 async fn run_translate(args: TranslateArgs) -> Result<i32, Stop> {
@@ -416,9 +436,11 @@ fn summarize(translation: &Translation) {
 /// Connects and lists the cluster's topics, for the commands that work on topic names alone.
 async fn cluster_topics(args: &TopologyArgs) -> Result<(MirrorClient, Vec<String>), String> {
     let settings = connection::settings(&args.connection)?;
-    let client = connect(settings, args.timeout).await?;
+    // One budget for the whole run, as for translate.
+    let budget = Deadline::after(args.timeout);
+    let client = connect(settings, budget.remaining()).await?;
     let topics = client
-        .list_topics(&Deadline::after(args.timeout))
+        .list_topics(&budget)
         .await
         .map_err(|e| hints::explain(&e))?;
     Ok((client, topics))
