@@ -91,7 +91,7 @@ pub enum ClientError {
         offset: i64,
     },
     /// The operation's deadline passed.
-    #[error("{operation} did not finish within {timeout:?}{}", last_suffix(.last))]
+    #[error("{operation} did not finish within {:?}{}", crate::wire::to_millis(*.timeout), last_suffix(.last))]
     DeadlineExceeded {
         /// What was being done, naming the topic-partition or broker.
         operation: String,

@@ -52,7 +52,7 @@ pub enum WireError {
     },
 
     /// Something took longer than its deadline.
-    #[error("timed out after {after:?} waiting for {operation} from {broker}")]
+    #[error("timed out after {:?} waiting for {operation} from {broker}", to_millis(*.after))]
     Timeout {
         /// The broker.
         broker: String,
@@ -276,6 +276,12 @@ impl WireError {
     }
 }
 
+/// A duration cut to whole milliseconds, for messages: a budget's remainder reads "9.994s", not
+/// "9.994623177s".
+pub(crate) fn to_millis(duration: std::time::Duration) -> std::time::Duration {
+    std::time::Duration::from_millis(u64::try_from(duration.as_millis()).unwrap_or(u64::MAX))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -286,6 +292,19 @@ mod tests {
             operation: "reading from".into(),
             source: std::io::Error::from(kind),
         }
+    }
+
+    #[test]
+    fn waits_read_in_whole_milliseconds() {
+        let timeout = WireError::Timeout {
+            broker: "b:1".into(),
+            operation: "the response to Fetch v12".into(),
+            after: std::time::Duration::from_nanos(9_994_623_177),
+        };
+        assert_eq!(
+            timeout.to_string(),
+            "timed out after 9.994s waiting for the response to Fetch v12 from b:1"
+        );
     }
 
     #[test]

@@ -35,5 +35,6 @@ pub(crate) mod testing;
 
 pub use api_versions::ApiVersionTable;
 pub use connection::{BrokerConnection, Connector};
+pub(crate) use error::to_millis;
 pub use error::{WireError, error_name};
 pub use tls::tls_client_config;

@@ -42,9 +42,14 @@ pub async fn run(args: ApplyArgs) -> Result<i32, String> {
             plan.check_schema()
                 .map_err(|e| format!("--plan {}: {e}", path.display()))?;
             let settings = crate::connection::settings(&args.translate.connection)?;
-            let client = KafkaClient::connect(settings.client)
+            let mut config = settings.client;
+            // As translate's connect: the setup never outlasts --timeout.
+            config.connection_setup_timeout =
+                config.connection_setup_timeout.min(args.translate.timeout);
+            config.request_timeout = config.request_timeout.min(args.translate.timeout);
+            let client = KafkaClient::connect(config)
                 .await
-                .map_err(|e| e.to_string())?;
+                .map_err(|e| crate::diagnose::connect_error(&e))?;
             (client, plan)
         }
         None => {
