@@ -101,6 +101,20 @@ pub enum ClientError {
         #[source]
         last: Option<Box<ClientError>>,
     },
+    /// An OffsetCommit was sent but its answer was lost (connection closed, timed out,
+    /// undecodable): the coordinator may or may not have written it. Never retried blindly.
+    #[error(
+        "the OffsetCommit of group {group:?} was sent to {broker} but its answer was lost, so whether it was written is unknown: {source}; read the group's offsets back before committing again"
+    )]
+    CommitOutcomeUnknown {
+        /// The group.
+        group: String,
+        /// The coordinator it was sent to.
+        broker: String,
+        /// What lost the answer.
+        #[source]
+        source: Box<ClientError>,
+    },
     /// A broker answered with something we cannot work with.
     #[error("broker {broker} answered {request} unexpectedly: {problem}")]
     Protocol {

@@ -1,12 +1,9 @@
-//! Calls routed to a group's coordinator: FindCoordinator, ConsumerGroupDescribe /
-//! DescribeGroups, OffsetFetch and the admin OffsetCommit.
+//! Single attempts of the calls routed to a group's coordinator: FindCoordinator,
+//! ConsumerGroupDescribe / DescribeGroups, OffsetFetch and the admin OffsetCommit. The public,
+//! retrying versions that find the coordinator again when it moves are in `coordinator.rs`.
 //!
 //! Each call answers per group and, where the protocol does, per partition: one group's error
-//! never hides another's, and a partition's error code is kept, not collapsed. Coordinator moves
-//! (NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE, COORDINATOR_LOAD_IN_PROGRESS) are the caller's
-//! to retry: [`GroupCallError::is_coordinator_moved`] says when a fresh lookup may help. An admin
-//! commit is never retried here, because a commit whose answer was lost leaves the group's
-//! offsets unknown.
+//! never hides another's, and a partition's error code is kept, not collapsed.
 //!
 //! # References
 //! - <https://kafka.apache.org/protocol> (FindCoordinator, DescribeGroups, ConsumerGroupDescribe,
@@ -27,7 +24,6 @@ use kafka_protocol::messages::{
 use kafka_protocol::protocol::StrBytes;
 
 use super::cluster::KafkaClient;
-use super::deadline::{Backoff, Deadline};
 use super::error::ClientError;
 use crate::wire::BrokerConnection;
 use crate::wire::responses::{
@@ -64,7 +60,7 @@ pub struct GroupCallError {
 }
 
 impl GroupCallError {
-    fn new(group: &str, source: ClientError) -> Self {
+    pub(super) fn new(group: &str, source: ClientError) -> Self {
         GroupCallError {
             group: group.to_string(),
             source: Box::new(source),
@@ -83,6 +79,15 @@ impl GroupCallError {
     /// retry may succeed. Never true for an answer that was lost in transit.
     pub fn is_coordinator_moved(&self) -> bool {
         self.code().is_some_and(|c| COORDINATOR_MOVED.contains(&c))
+    }
+
+    /// Whether a commit was sent and its answer lost, so that the group's committed offsets
+    /// are unknown until they are read back. Every other commit failure wrote nothing.
+    pub fn is_outcome_unknown(&self) -> bool {
+        matches!(
+            self.source.as_ref(),
+            ClientError::CommitOutcomeUnknown { .. }
+        )
     }
 }
 
@@ -158,36 +163,10 @@ pub struct OffsetToCommit {
 }
 
 impl KafkaClient {
-    /// The coordinator of each group. Batched in one FindCoordinator where the broker offers
+    /// One FindCoordinator round for `groups`: batched in one request where the broker offers
     /// v4+, one request per group below. Each group's answer stands alone: one group's
     /// authorization failure does not fail the others.
-    ///
-    /// Groups whose coordinator is loading or not yet available are asked again, with
-    /// backoff, until `deadline`; their last error is kept if it passes.
-    pub async fn find_group_coordinators(
-        &self,
-        groups: &[String],
-        deadline: &Deadline,
-    ) -> Result<BTreeMap<String, Result<GroupCoordinator, GroupCallError>>, ClientError> {
-        let mut out = BTreeMap::new();
-        let mut pending: Vec<String> = groups.to_vec();
-        let mut backoff = Backoff::default();
-        loop {
-            let answers = self.find_group_coordinators_once(&pending).await?;
-            pending.clear();
-            for (group, answer) in answers {
-                if matches!(&answer, Err(e) if e.is_coordinator_moved()) {
-                    pending.push(group.clone());
-                }
-                out.insert(group, answer);
-            }
-            if pending.is_empty() || !backoff.wait(deadline).await {
-                return Ok(out);
-            }
-        }
-    }
-
-    async fn find_group_coordinators_once(
+    pub(super) async fn find_group_coordinators_once(
         &self,
         groups: &[String],
     ) -> Result<BTreeMap<String, Result<GroupCoordinator, GroupCallError>>, ClientError> {
@@ -249,14 +228,14 @@ impl KafkaClient {
         Ok(out)
     }
 
-    /// A group's protocol, state and member count, asked of its coordinator.
+    /// A group's protocol, state and member count, asked of `coordinator` once.
     ///
     /// Asks ConsumerGroupDescribe (KIP-848) first where the coordinator offers it, and falls
     /// back to DescribeGroups when the group is not a consumer group (GROUP_ID_NOT_FOUND) or
     /// the version is refused. A 4.x coordinator answers DescribeGroups for an active
     /// new-protocol group with "Dead" and no members, so the old API alone is never trusted
     /// where the new one exists.
-    pub async fn describe_group(
+    pub(super) async fn describe_group_once(
         &self,
         coordinator: &GroupCoordinator,
         group: &str,
@@ -348,10 +327,10 @@ impl KafkaClient {
         }
     }
 
-    /// The committed offsets of each group (all its partitions), from their common
-    /// coordinator. Batched in one OffsetFetch where the coordinator offers v8+, one request
-    /// per group below. Per-partition error codes are kept in [`CommittedOffset::error_code`].
-    pub async fn fetch_group_offsets(
+    /// The committed offsets of each group (all its partitions), asked of `coordinator` once.
+    /// Batched in one OffsetFetch where the coordinator offers v8+, one request per group
+    /// below. Per-partition error codes are kept in [`CommittedOffset::error_code`].
+    pub(super) async fn fetch_group_offsets_once(
         &self,
         coordinator: &GroupCoordinator,
         groups: &[String],
@@ -402,28 +381,23 @@ impl KafkaClient {
         Ok(out)
     }
 
-    /// Commits `offsets` for `group` in one OffsetCommit, as an admin: no member id,
+    /// Sends one admin OffsetCommit of `offsets` for `group` on `conn`: no member id,
     /// generation / member epoch -1, no instance id, the metadata carried. The coordinator
     /// accepts it only while the group has no members; UNKNOWN_MEMBER_ID means the group has
     /// (gained) members.
     ///
-    /// Returns each partition's error code (0 = committed). An `Err` means the answer is
-    /// unknown (lost, undecodable): the caller must treat the group's offsets as unknown and
-    /// must not retry blindly.
-    pub async fn commit_group_offsets(
-        &self,
-        coordinator: &GroupCoordinator,
+    /// Returns each partition's error code (0 = committed). The two errors differ in what they
+    /// leave behind: [`CommitAttemptError::NotSent`] wrote nothing (the version could not be
+    /// negotiated), [`CommitAttemptError::AnswerLost`] may have written (the request left, its
+    /// answer was lost or undecodable).
+    pub(super) async fn commit_group_offsets_once(
+        conn: &BrokerConnection,
         group: &str,
         offsets: &[OffsetToCommit],
-    ) -> Result<BTreeMap<(String, i32), i16>, GroupCallError> {
-        let wrap = |e: ClientError| GroupCallError::new(group, e);
-        let conn = self
-            .connection_to(&coordinator.address)
-            .await
-            .map_err(wrap)?;
+    ) -> Result<BTreeMap<(String, i32), i16>, CommitAttemptError> {
         let version = conn
             .negotiate(ApiKey::OffsetCommit, responses::OFFSET_COMMIT_VERSIONS)
-            .map_err(|e| wrap(e.into()))?;
+            .map_err(|e| CommitAttemptError::NotSent(e.into()))?;
         let mut by_topic: BTreeMap<&str, Vec<OffsetCommitRequestPartition>> = BTreeMap::new();
         for o in offsets {
             by_topic.entry(o.topic.as_str()).or_default().push(
@@ -452,11 +426,12 @@ impl KafkaClient {
                     })
                     .collect(),
             );
+        let lost = CommitAttemptError::AnswerLost;
         let body = conn
             .send(&request, version)
             .await
-            .map_err(|e| wrap(e.into()))?;
-        let response = decode(&conn, OffsetCommitResponse::decode, body, version).map_err(wrap)?;
+            .map_err(|e| lost(e.into()))?;
+        let response = decode(conn, OffsetCommitResponse::decode, body, version).map_err(lost)?;
         let mut out = BTreeMap::new();
         for t in &response.topics {
             for &(partition, code) in &t.partitions {
@@ -465,7 +440,7 @@ impl KafkaClient {
         }
         for o in offsets {
             if !out.contains_key(&(o.topic.clone(), o.partition)) {
-                return Err(wrap(ClientError::Protocol {
+                return Err(lost(ClientError::Protocol {
                     broker: conn.address().to_string(),
                     request: "OffsetCommit",
                     problem: format!(
@@ -477,6 +452,15 @@ impl KafkaClient {
         }
         Ok(out)
     }
+}
+
+/// Why one OffsetCommit attempt has no per-partition answer.
+#[derive(Debug)]
+pub(super) enum CommitAttemptError {
+    /// Nothing was sent: retrying is safe.
+    NotSent(ClientError),
+    /// The request was sent and its answer lost: the group's offsets are unknown.
+    AnswerLost(ClientError),
 }
 
 fn absent(group: &str) -> GroupDescription {

@@ -51,6 +51,7 @@
 //!   KIP-516 (topic ids), KIP-580 (exponential backoff)
 
 mod cluster;
+mod coordinator;
 mod deadline;
 mod error;
 #[cfg(test)]

@@ -195,6 +195,8 @@ impl Connector {
 
         let tcp = stage("TCP connect")
             .run(async {
+                // By name, every time: a broker whose DNS name moved is found at its new
+                // address on the next reconnect (Java's client resolves again when it reconnects).
                 TcpStream::connect((host, port))
                     .await
                     .map_err(|source| WireError::Io {

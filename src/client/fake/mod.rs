@@ -1,6 +1,7 @@
 //! A fault-injecting fake Kafka cluster for unit tests, in the spirit of franz-go's `kfake`
 //! control hooks: several brokers on 127.0.0.1 that speak enough of the protocol for the read
-//! path (ApiVersions, Metadata, ListOffsets, Fetch with real record batches), and controls that
+//! path (ApiVersions, Metadata, ListOffsets, Fetch with real record batches) and for a group
+//! coordinator (FindCoordinator, DescribeGroups, OffsetFetch, OffsetCommit), and controls that
 //! move a partition's leader, answer a chosen request with an error code once or N times, delay
 //! or drop a response, cut a response at a byte, kill a connection, and refuse, reset or stall
 //! new connections.
@@ -23,8 +24,9 @@ use kafka_protocol::messages::metadata_response::{
     MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
 };
 use kafka_protocol::messages::{
-    ApiKey, BrokerId, FetchRequest, FetchResponse, ListOffsetsRequest, ListOffsetsResponse,
-    MetadataRequest, MetadataResponse, TopicName,
+    ApiKey, BrokerId, DescribeGroupsRequest, FetchRequest, FetchResponse, FindCoordinatorRequest,
+    ListOffsetsRequest, ListOffsetsResponse, MetadataRequest, MetadataResponse,
+    OffsetCommitRequest, OffsetFetchRequest, TopicName,
 };
 use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, StrBytes};
 use tokio::io::AsyncWriteExt;
@@ -35,6 +37,9 @@ use crate::records::builder::BatchBuilder;
 use crate::wire::testing::{api_versions_response, read_request, response_frame};
 
 #[cfg(test)]
+mod coordinator_tests;
+mod groups;
+#[cfg(test)]
 mod tests;
 
 /// The versions the fake brokers offer: topic names in Fetch (v12), which keeps the fake small.
@@ -43,14 +48,20 @@ const RANGES: &[(ApiKey, i16, i16)] = &[
     (ApiKey::ListOffsets, 1, 7),
     (ApiKey::Metadata, 1, 12),
     (ApiKey::ApiVersions, 0, 3),
+    (ApiKey::FindCoordinator, 4, 4),
+    (ApiKey::DescribeGroups, 5, 5),
+    (ApiKey::OffsetFetch, 8, 8),
+    (ApiKey::OffsetCommit, 8, 8),
 ];
 
 /// What a fault does to the response it hits.
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum Fault {
-    /// Answer with this error code (per partition for Fetch and ListOffsets, per topic for
-    /// Metadata).
+    /// Answer with this error code (per partition for Fetch, ListOffsets and OffsetCommit,
+    /// per topic for Metadata, per group for the other group requests); nothing is written.
     Error(i16),
+    /// OffsetCommit only: refuse this partition with this code, write the others.
+    PartitionError(i32, i16),
     /// Answer after this delay.
     Delay(Duration),
     /// Never answer (the connection stays open).
@@ -95,6 +106,7 @@ impl Partition {
 #[derive(Default)]
 struct State {
     topics: BTreeMap<String, Vec<Partition>>,
+    groups: BTreeMap<String, groups::FakeGroup>,
     injections: Vec<Injection>,
     on_accept: BTreeMap<i32, (OnAccept, usize)>,
     /// Requests served, by API key, for assertions.
@@ -242,6 +254,37 @@ impl FakeCluster {
         p.log_start = offset;
     }
 
+    /// Makes `node` the coordinator of `group` (as a move of its `__consumer_offsets`
+    /// partition's leadership would): the others answer NOT_COORDINATOR from now on.
+    pub(crate) fn move_coordinator(&self, group: &str, node: i32) {
+        self.shared
+            .lock()
+            .groups
+            .entry(group.to_string())
+            .or_default()
+            .coordinator = node;
+    }
+
+    /// Gives `group` one more member (admin commits are then refused with UNKNOWN_MEMBER_ID).
+    pub(crate) fn add_member(&self, group: &str) {
+        self.shared
+            .lock()
+            .groups
+            .entry(group.to_string())
+            .or_default()
+            .members += 1;
+    }
+
+    /// `group`'s committed offsets, as its coordinator holds them.
+    pub(crate) fn committed(&self, group: &str) -> BTreeMap<(String, i32), i64> {
+        self.shared
+            .lock()
+            .groups
+            .get(group)
+            .map(|g| g.offsets.clone())
+            .unwrap_or_default()
+    }
+
     /// Applies `fault` to the next `times` requests of `api` (on broker `node`, or any broker).
     pub(crate) fn inject(&self, api: ApiKey, node: Option<i32>, times: usize, fault: Fault) {
         self.shared.lock().injections.push(Injection {
@@ -353,6 +396,27 @@ async fn serve(mut stream: TcpStream, node: i32, shared: &Shared, stall: bool) {
             Ok(ApiKey::Fetch) => {
                 let request = FetchRequest::decode(&mut body, version).expect("Fetch");
                 frame(id, &fetch(shared, node, &request, error), version)
+            }
+            Ok(ApiKey::FindCoordinator) => {
+                let request = FindCoordinatorRequest::decode(&mut body, version).expect("FC");
+                let response = groups::find_coordinator(shared, &request, error);
+                frame(id, &response, version)
+            }
+            Ok(ApiKey::DescribeGroups) => {
+                let request = DescribeGroupsRequest::decode(&mut body, version).expect("DG");
+                let response = groups::describe_groups(shared, node, &request, error);
+                frame(id, &response, version)
+            }
+            Ok(ApiKey::OffsetFetch) => {
+                let request = OffsetFetchRequest::decode(&mut body, version).expect("OF");
+                let response = groups::offset_fetch(shared, node, &request, error);
+                frame(id, &response, version)
+            }
+            Ok(ApiKey::OffsetCommit) => {
+                // Written before any fault cuts the answer: a lost answer after a write.
+                let request = OffsetCommitRequest::decode(&mut body, version).expect("OC");
+                let response = groups::offset_commit(shared, node, &request, fault);
+                frame(id, &response, version)
             }
             _ => return, // an API the fake does not speak: hang up
         };

@@ -309,6 +309,34 @@ async fn a_reset_first_bootstrap_connection_is_retried() {
     assert_eq!(cluster.accepted_connections(), 3);
 }
 
+/// Names are resolved on every connection attempt (the connector hands the name to
+/// `TcpStream::connect`, nothing caches the address), so a bootstrap name that moves to another
+/// address is followed on the next reconnect. Here "localhost" (127.0.0.1, maybe ::1 first):
+/// each reset connection is made again by name and the read completes.
+#[tokio::test]
+async fn a_bootstrap_name_is_resolved_again_on_each_reconnect() {
+    let cluster = FakeCluster::start(1).await;
+    cluster.create_topic(TOPIC, 1, 3, 2);
+    cluster.on_accept(0, OnAccept::Reset, 2);
+    let port = cluster.address(0).rsplit(':').next().unwrap().to_string();
+    let by_name = format!("localhost:{port}");
+    let client = KafkaClient::connect(config_with(
+        std::slice::from_ref(&by_name),
+        Duration::from_secs(5),
+    ))
+    .await
+    .unwrap();
+    assert_eq!(cluster.accepted_connections(), 3);
+    assert_eq!(client.config().bootstrap_servers, vec![by_name]);
+    // Every connection dies after its first Metadata answer: each reconnect resolves again.
+    cluster.inject(ApiKey::ListOffsets, None, 2, Fault::Kill);
+    let values = read_partition(&client, 0, Deadline::after(Duration::from_secs(5)), || {})
+        .await
+        .unwrap();
+    assert_eq!(values, expected(0, 6));
+    assert!(cluster.accepted_connections() >= 5);
+}
+
 #[tokio::test]
 async fn a_stalled_bootstrap_server_is_retried_until_it_answers() {
     let cluster = FakeCluster::start(1).await;

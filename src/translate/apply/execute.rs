@@ -133,7 +133,7 @@ pub async fn execute(
                 (GroupStatus::Error { message }, _, _) => (skip(message), vec![]),
                 (GroupStatus::Ready, None, _) => (GroupOutcome::NothingToDo, vec![]),
                 (GroupStatus::Ready, Some(_), Some(Ok(c))) => {
-                    apply_group(client, c, g, unknown).await
+                    apply_group(client, c, g, unknown, &deadline).await
                 }
                 (GroupStatus::Ready, Some(_), Some(Err(message))) => {
                     (error(message, false), vec![])
@@ -174,6 +174,7 @@ async fn apply_group(
     coordinator: &GroupCoordinator,
     plan: &GroupPlan,
     unknown: &AtomicBool,
+    deadline: &Deadline,
 ) -> (GroupOutcome, Vec<PartitionResult>) {
     if unknown.load(Ordering::SeqCst) {
         return (
@@ -185,7 +186,8 @@ async fn apply_group(
         );
     }
     // Re-check just before writing: members, then offsets unchanged since the plan.
-    let (description, current) = match read_group(client, coordinator, &plan.group).await {
+    let (description, current) = match read_group(client, coordinator, &plan.group, deadline).await
+    {
         Ok(found) => found,
         Err(message) => return (error(message, false), vec![]),
     };
@@ -231,14 +233,14 @@ async fn apply_group(
         })
         .collect();
     let codes = match client
-        .commit_group_offsets(coordinator, &plan.group, &offsets)
+        .commit_group_offsets(coordinator, &plan.group, &offsets, deadline)
         .await
     {
         Ok(codes) => codes,
         Err(e) => {
-            // A coordinator that said "not me" or "loading" wrote nothing; anything else
-            // (a lost answer) may have written.
-            let state_unknown = !e.is_coordinator_moved();
+            // Only a commit whose answer was lost may have written; every other failure
+            // (a coordinator that kept refusing until the deadline, no connection) wrote nothing.
+            let state_unknown = e.is_outcome_unknown();
             if state_unknown {
                 unknown.store(true, Ordering::SeqCst);
             }
@@ -252,7 +254,7 @@ async fn apply_group(
         );
     }
     let read_back = client
-        .fetch_group_offsets(coordinator, std::slice::from_ref(&plan.group))
+        .fetch_group_offsets(coordinator, std::slice::from_ref(&plan.group), deadline)
         .await
         .ok()
         .and_then(|mut m| m.remove(&plan.group))

@@ -203,7 +203,7 @@ pub async fn plan(
         let logs = logs.clone();
         async move {
             let target = match coordinator {
-                Some(Ok(c)) => read_group(client, c, group).await,
+                Some(Ok(c)) => read_group(client, c, group, deadline).await,
                 Some(Err(e)) => Err(e.to_string()),
                 None => Err(format!("no coordinator answer for group {group:?}")),
             };
@@ -226,13 +226,14 @@ pub(crate) async fn read_group(
     client: &KafkaClient,
     coordinator: &GroupCoordinator,
     group: &str,
+    deadline: &Deadline,
 ) -> Result<(GroupDescription, GroupOffsets), String> {
     let description = client
-        .describe_group(coordinator, group)
+        .describe_group(coordinator, group, deadline)
         .await
         .map_err(|e| e.to_string())?;
     let mut fetched = client
-        .fetch_group_offsets(coordinator, &[group.to_string()])
+        .fetch_group_offsets(coordinator, &[group.to_string()], deadline)
         .await
         .map_err(|e| e.to_string())?;
     let offsets = fetched
