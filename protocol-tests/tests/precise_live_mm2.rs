@@ -292,6 +292,22 @@ async fn commit(k4: &KafkaClient, group: &str, topic: &str, offsets: &[(i32, i64
     );
 }
 
+/// The end offset of partition 0.
+async fn log_end(client: &KafkaClient, topic: &str) -> i64 {
+    let deadline = Deadline::after(TIMEOUT);
+    let info = client.describe_topic(topic, &deadline).await.unwrap();
+    client
+        .list_offsets(
+            &info,
+            &[0],
+            mm2_offsets::client::OffsetSpec::Latest,
+            mm2_offsets::client::IsolationLevel::ReadUncommitted,
+            &deadline,
+        )
+        .await
+        .unwrap()[&0]
+}
+
 async fn end_offsets(k4: &KafkaClient, topic: &str, partitions: u32) -> Vec<i64> {
     let mut ends = Vec::new();
     for p in 0..partitions as i32 {
@@ -399,7 +415,16 @@ async fn live_mm2_lag10_transactions_restart_and_syncs_on_the_target() {
             None,
         );
     });
-    tokio::time::sleep(Duration::from_millis(2500)).await;
+    // Crash while MM2 is copying: once the replica has grown by 200 records since the writer
+    // started, and before Connect's next offset flush covers them.
+    let replica = format!("pup.{topic_l}");
+    let before = log_end(&client, &replica).await;
+    let waiting = Instant::now();
+    while log_end(&client, &replica).await < before + 200
+        && waiting.elapsed() < Duration::from_secs(60)
+    {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     mm2.crash();
     writer.join().expect("writer");
     seq_l += 2 * PHASE_RECORDS;
