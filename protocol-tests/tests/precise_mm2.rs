@@ -16,12 +16,11 @@ mod support;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use mm2_offsets::client::{Deadline, KafkaClient, ReadOptions};
+use mm2_offsets::client::KafkaClient;
 use mm2_offsets::config::ClientConfig;
 use mm2_offsets::mm2::sync_index::{Interpolation, Rule};
-use mm2_offsets::records::{Batches, Scratch};
 use mm2_offsets::translate::{GroupSelector, SyncsSource, TranslateRequest};
-use support::mm2::{Flow, flows};
+use support::mm2::{Flow, flows, read_log};
 
 const TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -35,49 +34,12 @@ async fn read_partition(
     topic: &str,
     partition: i32,
 ) -> (Vec<(i64, Fingerprint)>, bool) {
-    let deadline = Deadline::after(TIMEOUT);
-    let info = client
-        .describe_topic(topic, &deadline)
-        .await
-        .unwrap_or_else(|e| panic!("describing {topic}: {e}"));
-    let ends = client
-        .list_offsets(
-            &info,
-            &[partition],
-            mm2_offsets::client::OffsetSpec::Latest,
-            mm2_offsets::client::IsolationLevel::ReadUncommitted,
-            &deadline,
-        )
-        .await
-        .unwrap();
-    let end = ends[&partition];
-    let mut stream = client.read_range(info, partition, 0, end, ReadOptions::default(), deadline);
-    let mut scratch = Scratch::new();
-    let mut out = Vec::new();
-    let mut gaps = false;
-    let mut next = 0;
-    while let Some(chunk) = stream.next_chunk().await {
-        let chunk = chunk.unwrap_or_else(|e| panic!("reading {topic}-{partition}: {e}"));
-        for batch in Batches::new(&chunk.records) {
-            let batch = batch.unwrap();
-            if batch.is_control() {
-                gaps = true;
-                continue;
-            }
-            for record in batch.records(&mut scratch).unwrap() {
-                let record = record.unwrap();
-                gaps |= record.offset != next;
-                next = record.offset + 1;
-                let print = (
-                    record.key.map(<[u8]>::to_vec),
-                    record.value.map(<[u8]>::to_vec),
-                    record.timestamp,
-                );
-                out.push((record.offset, print));
-            }
-        }
-    }
-    (out, gaps || next != end)
+    let (records, _, gaps) = read_log(client, topic, partition).await;
+    let prints = records
+        .into_iter()
+        .map(|r| (r.offset, (r.key, r.value, r.timestamp)))
+        .collect();
+    (prints, gaps)
 }
 
 /// For each upstream offset U in `0..=upstream end`, the downstream offset of the first
@@ -269,10 +231,18 @@ async fn flow_d_identity_precise_is_between_mm2_and_the_truth() {
     check_flow("d").await;
 }
 
-/// The CLI's `translate --precise -o json`: `offset` is the precise offset, `mm2_offset` and
-/// `rule` are added, and the rows equal the library's.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn cli_precise_json_rows_match_the_library() {
+/// Flow A with its source client and `--precise` translation, as the CLI tests compare them.
+struct FlowA {
+    f: Flow,
+    primary: String,
+    mirror: mm2_offsets::translate::MirrorClient,
+    source: KafkaClient,
+    request: TranslateRequest,
+    syncs: SyncsSource,
+    expected: mm2_offsets::translate::PreciseTranslation,
+}
+
+async fn flow_a() -> FlowA {
     let all = flows();
     let f = all.flow("a");
     let primary = all.var("PRIMARY").to_string();
@@ -282,8 +252,30 @@ async fn cli_precise_json_rows_match_the_library() {
         .unwrap_or_else(|e| panic!("source cluster {primary} unreachable ({e})"));
     let mut request = TranslateRequest::new(&f.source, GroupSelector::all());
     request.timeout = TIMEOUT;
-    let syncs = SyncsSource::new(source, &f.policy(), "backup");
+    let syncs = SyncsSource::new(source.clone(), &f.policy(), "backup");
     let expected = mirror.translate_precise(&request, &syncs).await.unwrap();
+    FlowA {
+        f,
+        primary,
+        mirror,
+        source,
+        request,
+        syncs,
+        expected,
+    }
+}
+
+/// The CLI's `translate --precise -o json`: `offset` is the precise offset, `mm2_offset` and
+/// `rule` are added, and the rows equal the library's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cli_precise_json_rows_match_the_library() {
+    let FlowA {
+        f,
+        primary,
+        syncs,
+        expected,
+        ..
+    } = flow_a().await;
 
     let output = std::process::Command::new(env!("CARGO_BIN_EXE_mm2-offsets"))
         .args([
@@ -319,4 +311,132 @@ async fn cli_precise_json_rows_match_the_library() {
         assert_eq!(row["rule"], p.rule.name());
     }
     assert!(rows.iter().any(|r| r["offset"] != r["mm2_offset"]));
+}
+
+/// `--from-source-offsets` on a frozen flow: the source's groups committed nothing since MM2's
+/// last checkpoint, so every row reads the source's offset, equal to the checkpoint's, and the
+/// precise offsets equal `--precise`'s. `-o csv` keeps the usual columns (`offset` the precise
+/// one) and adds `mm2_offset,rule,input,checkpoint_upstream_offset`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cli_from_source_offsets_csv_reads_the_source_and_matches_the_library() {
+    let FlowA {
+        f,
+        primary,
+        mirror,
+        source,
+        request,
+        syncs,
+        expected,
+    } = flow_a().await;
+    let live = mirror
+        .translate_from_source_offsets(&request, &syncs, &source)
+        .await
+        .unwrap();
+    assert_eq!(live.precise, expected.precise);
+    assert!(
+        live.inputs
+            .iter()
+            .all(|i| i.input == mm2_offsets::translate::Input::SourceOffset)
+    );
+    // app-mixed also committed on "unmirrored", which has no checkpoint.
+    assert_eq!(live.source_groups["app-mixed"].source_only, 1);
+
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_mm2-offsets"))
+        .args(["translate", "--bootstrap-server", &f.target])
+        .args(["--source", &f.source, "--all-groups", "-o", "csv"])
+        .args(["--no-progress", "--precise", "--from-source-offsets"])
+        .args(["--syncs-bootstrap-server", &primary])
+        .args(["--syncs-topic", &syncs.topic])
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("from the source's committed offsets"),
+        "{stderr}"
+    );
+    let rows = support::csv::parse(&String::from_utf8(output.stdout).unwrap());
+    assert_eq!(
+        rows[0],
+        [
+            "source",
+            "group",
+            "topic",
+            "partition",
+            "offset",
+            "upstream_offset",
+            "metadata",
+            "checkpoint_timestamp",
+            "mm2_offset",
+            "rule",
+            "input",
+            "checkpoint_upstream_offset"
+        ]
+    );
+    assert_eq!(rows.len() - 1, expected.precise.len());
+    for (row, (o, p)) in rows[1..].iter().zip(expected.iter()) {
+        assert_eq!(row[1], o.group);
+        assert_eq!(row[4], p.offset.to_string());
+        assert_eq!(row[8], p.mm2_offset.to_string());
+        assert_eq!(row[9], p.rule.name());
+        assert_eq!(row[10], "source-offset");
+        assert_eq!(row[5], row[11]);
+    }
+}
+
+/// `apply --precise` plans the precise offsets (a dry run: nothing is written).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cli_apply_precise_plans_the_precise_offsets() {
+    let FlowA {
+        f,
+        primary,
+        syncs,
+        expected,
+        ..
+    } = flow_a().await;
+    let mut want: BTreeMap<(String, String, i32), i64> = BTreeMap::new();
+    for (o, p) in expected.iter() {
+        want.insert(
+            (o.group.to_string(), o.topic.to_string(), o.partition),
+            p.offset,
+        );
+    }
+
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_mm2-offsets"))
+        .args(["apply", "--bootstrap-server", &f.target])
+        .args(["--source", &f.source, "--all-groups", "-o", "json"])
+        .args(["--no-progress", "--precise"])
+        .args(["--syncs-bootstrap-server", &primary])
+        .args(["--syncs-topic", &syncs.topic])
+        .output()
+        .unwrap();
+    let doc: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap_or_else(|e| {
+        panic!(
+            "apply printed no JSON ({e}): {}",
+            String::from_utf8_lossy(&output.stderr)
+        )
+    });
+    assert_eq!(doc["executed"], false);
+    let mut planned = 0;
+    for group in doc["plan"]["groups"].as_array().unwrap() {
+        for p in group["partitions"].as_array().unwrap() {
+            let key = (
+                group["group"].as_str().unwrap().to_string(),
+                p["topic"].as_str().unwrap().to_string(),
+                p["partition"].as_i64().unwrap() as i32,
+            );
+            assert_eq!(p["translated"], want[&key], "{key:?}");
+            planned += 1;
+        }
+    }
+    assert_eq!(planned, want.len());
+    assert!(
+        want.values()
+            .zip(expected.precise.iter())
+            .any(|(_, p)| p.rereads_saved() > 0)
+    );
 }

@@ -19,6 +19,7 @@ mod precise;
 mod progress;
 mod read;
 mod report;
+mod source_offsets;
 mod syncs;
 mod table;
 mod translator;
@@ -32,6 +33,7 @@ pub use precise::{PreciseTranslation, SyncsSource, read_sync_index, retranslate}
 pub use progress::ReadProgress;
 pub use read::ReadError;
 pub use report::{PartitionProgress, ReadReport, SkipCount, SkipCounts, SkipReason};
+pub use source_offsets::{GroupInputs, Input, RowInput};
 pub use syncs::index_from_batches;
 pub use table::OffsetRef;
 
@@ -197,6 +199,13 @@ impl Translation {
     /// The offsets of one group (from any source), sorted by source, topic, partition.
     pub fn group<'a>(&'a self, group: &str) -> impl Iterator<Item = OffsetRef<'a>> + 'a {
         self.offsets.group(group)
+    }
+
+    /// This translation with each offset's (upstream, downstream) pair replaced, in
+    /// [`iter`](Translation::iter)'s order; names, metadata and checkpoint positions are kept.
+    pub(crate) fn with_offsets(mut self, pairs: impl IntoIterator<Item = (i64, i64)>) -> Self {
+        self.offsets.set_offsets(pairs);
+        self
     }
 
     /// Every translated offset as an owned value, in [`iter`](Translation::iter)'s order.

@@ -10,6 +10,7 @@ use super::mirror_client::{read_report, topic_bounds};
 use super::plan::plan_ranges;
 use super::read::read_ranges;
 use super::report::ReadReport;
+use super::source_offsets::{GroupInputs, Input, RowInput};
 use super::syncs::{SyncSpec, build_index};
 use super::{MirrorClient, OffsetRef, TranslateError, TranslateRequest, Translation};
 use crate::client::{ClientError, Deadline, KafkaClient, ReadOptions};
@@ -49,6 +50,11 @@ pub struct PreciseTranslation {
     pub translation: Translation,
     /// One entry per offset of `translation`, in its iteration order.
     pub precise: Vec<PreciseOffset>,
+    /// What each offset was translated from, in the same order: the checkpoint's upstream
+    /// offset, or (with [`MirrorClient::translate_from_source_offsets`]) the source's.
+    pub inputs: Vec<RowInput>,
+    /// Per group, which inputs were used; empty unless translated from the source's offsets.
+    pub source_groups: BTreeMap<String, GroupInputs>,
     /// What the read of the offset-syncs topic did.
     pub syncs_report: ReadReport,
     /// Partitions with sync history.
@@ -59,6 +65,18 @@ impl PreciseTranslation {
     /// Every offset with its precise translation, in [`Translation::iter`]'s order.
     pub fn iter(&self) -> impl Iterator<Item = (OffsetRef<'_>, PreciseOffset)> + '_ {
         self.translation.iter().zip(self.precise.iter().copied())
+    }
+
+    /// The offsets to use as a [`Translation`]: each row's `offset` is the precise one and its
+    /// `upstream_offset` the input translated; names, metadata and checkpoint positions are
+    /// the checkpoint's. What `apply --precise` plans and `-o csv` / `reset-csv` print.
+    pub fn to_translation(&self) -> Translation {
+        self.translation.clone().with_offsets(
+            self.precise
+                .iter()
+                .zip(&self.inputs)
+                .map(|(p, input)| (input.upstream_offset, p.offset)),
+        )
     }
 
     /// Records no longer re-read, per group (summed over its partitions).
@@ -118,9 +136,18 @@ impl MirrorClient {
             read_sync_index(syncs, request, deadline)
         )?;
         let precise = retranslate(&translation, &index, self.replication_policy());
+        let inputs = translation
+            .iter()
+            .map(|o| RowInput {
+                input: Input::Checkpoint,
+                upstream_offset: o.upstream_offset,
+            })
+            .collect();
         Ok(PreciseTranslation {
             translation,
             precise,
+            inputs,
+            source_groups: BTreeMap::new(),
             syncs_report,
             synced_partitions: index.partitions(),
         })

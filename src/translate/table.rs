@@ -221,6 +221,25 @@ impl OffsetTable {
         })
     }
 
+    /// Replaces each offset's (upstream, downstream) pair, in [`iter`](Self::iter)'s order:
+    /// a re-translation (precise, or from the source's live offsets) turned back into a table
+    /// the writers and `apply` already take. Each row owns its entry (winners are unique).
+    pub(crate) fn set_offsets(&mut self, pairs: impl IntoIterator<Item = (i64, i64)>) {
+        let mut pairs = pairs.into_iter();
+        for block in &self.blocks {
+            for row in &self.rows[block.start..block.end] {
+                let Some((upstream, downstream)) = pairs.next() else {
+                    return;
+                };
+                let index = self.parts.partition_point(|p| p.first_entry <= row.entry) - 1;
+                let part = &mut self.parts[index];
+                let entry = &mut part.entries[(row.entry - part.first_entry) as usize];
+                entry.upstream_offset = upstream;
+                entry.downstream_offset = downstream;
+            }
+        }
+    }
+
     fn part(&self, entry: u32) -> &PartValues {
         // One part is the common case (one partition, read by one worker).
         if let [only] = &self.parts[..] {

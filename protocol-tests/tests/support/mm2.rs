@@ -272,3 +272,67 @@ pub fn strings(value: &serde_json::Value) -> Vec<String> {
     v.sort();
     v
 }
+
+/// One record of a partition, as the precise suites align upstream and downstream.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LogRecord {
+    pub offset: i64,
+    pub key: Option<Vec<u8>>,
+    pub value: Option<Vec<u8>>,
+    pub timestamp: i64,
+}
+
+/// Every data record of `topic`-`partition` (read_uncommitted: aborted records included, control
+/// batches left out), the partition's end, and whether its offsets have gaps (a control batch,
+/// or an offset skipped).
+pub async fn read_log(
+    client: &mm2_offsets::client::KafkaClient,
+    topic: &str,
+    partition: i32,
+) -> (Vec<LogRecord>, i64, bool) {
+    use mm2_offsets::client::{Deadline, IsolationLevel, OffsetSpec, ReadOptions};
+    use mm2_offsets::records::{Batches, Scratch};
+    let deadline = Deadline::after(Duration::from_secs(30));
+    let info = client
+        .describe_topic(topic, &deadline)
+        .await
+        .unwrap_or_else(|e| panic!("describing {topic}: {e}"));
+    let ends = client
+        .list_offsets(
+            &info,
+            &[partition],
+            OffsetSpec::Latest,
+            IsolationLevel::ReadUncommitted,
+            &deadline,
+        )
+        .await
+        .unwrap_or_else(|e| panic!("end offset of {topic}-{partition}: {e}"));
+    let end = ends[&partition];
+    let mut stream = client.read_range(info, partition, 0, end, ReadOptions::default(), deadline);
+    let mut scratch = Scratch::new();
+    let mut out = Vec::new();
+    let mut gaps = false;
+    let mut next = 0;
+    while let Some(chunk) = stream.next_chunk().await {
+        let chunk = chunk.unwrap_or_else(|e| panic!("reading {topic}-{partition}: {e}"));
+        for batch in Batches::new(&chunk.records) {
+            let batch = batch.unwrap_or_else(|e| panic!("{topic}-{partition}: {e}"));
+            if batch.is_control() {
+                gaps = true;
+                continue;
+            }
+            for record in batch.records(&mut scratch).unwrap() {
+                let record = record.unwrap();
+                gaps |= record.offset != next;
+                next = record.offset + 1;
+                out.push(LogRecord {
+                    offset: record.offset,
+                    key: record.key.map(<[u8]>::to_vec),
+                    value: record.value.map(<[u8]>::to_vec),
+                    timestamp: record.timestamp,
+                });
+            }
+        }
+    }
+    (out, end, gaps || next != end)
+}

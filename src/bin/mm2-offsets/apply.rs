@@ -57,8 +57,13 @@ pub async fn run(args: ApplyArgs) -> Result<i32, String> {
                 Ok(groups) => groups,
                 Err(code) => return Ok(code),
             };
-            let (mirror, translation, sources) =
-                crate::read_translation(&args.translate, groups).await?;
+            // With --precise the plan's input is the precise translation: each row's offset is
+            // the precise one (from the checkpoint or, with --from-source-offsets, the source).
+            let (mirror, translation, sources) = if args.translate.precise.precise {
+                crate::precise::read_for_apply(&args.translate, groups).await?
+            } else {
+                crate::read_translation(&args.translate, groups).await?
+            };
             let policy = mirror.replication_policy();
             let heartbeats: BTreeMap<String, String> = sources
                 .iter()

@@ -291,6 +291,18 @@ pub struct PreciseArgs {
     /// uses the syncs themselves.
     #[arg(long, requires = "precise")]
     pub gapless_upstream: bool,
+    /// Translate each group's offsets committed on the SOURCE cluster now (OffsetFetch) instead
+    /// of MM2's last checkpoint, with the offset-sync history; each row says which input it
+    /// used. Needs a connection to the source: the --syncs-* one (the offset-syncs topic is on
+    /// the source by default), or --source-bootstrap-server / --source-command-config.
+    #[arg(long, requires = "precise")]
+    pub from_source_offsets: bool,
+    /// Brokers of the source cluster for --from-source-offsets (default: the --syncs-* cluster).
+    #[arg(long, value_name = "HOST:PORT[,...]", requires = "from_source_offsets")]
+    pub source_bootstrap_server: Option<String>,
+    /// Java client properties file of the source cluster for --from-source-offsets.
+    #[arg(long, value_name = "FILE", requires = "from_source_offsets")]
+    pub source_command_config: Option<PathBuf>,
 }
 
 #[cfg(test)]

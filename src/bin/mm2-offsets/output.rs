@@ -84,6 +84,18 @@ pub fn csv_field(value: &str) -> std::borrow::Cow<'_, str> {
 /// exact (RFC 4180 quoting only); on a `terminal` the strings from the cluster are escaped as in
 /// the table, as `ls` quotes names only on a terminal, so no escape sequence reaches it.
 pub fn write_csv(out: &mut dyn Write, translation: &Translation, terminal: bool) -> io::Result<()> {
+    write_csv_with(out, translation, terminal, "", |_, _| {})
+}
+
+/// [`write_csv`] with more columns after the usual ones: `extra_header` (starting with a comma)
+/// and, per row (by index in iteration order), `extra` writing its cells (each after a comma).
+pub fn write_csv_with(
+    out: &mut dyn Write,
+    translation: &Translation,
+    terminal: bool,
+    extra_header: &str,
+    mut extra: impl FnMut(usize, &mut ChunkedWriter<'_>),
+) -> io::Result<()> {
     let field = |w: &mut ChunkedWriter<'_>, text: &str| {
         if terminal {
             w.csv_field(&for_terminal(text));
@@ -92,8 +104,10 @@ pub fn write_csv(out: &mut dyn Write, translation: &Translation, terminal: bool)
         }
     };
     let mut w = ChunkedWriter::new(out);
-    w.text("source,group,topic,partition,offset,upstream_offset,metadata,checkpoint_timestamp\n");
-    for o in translation.iter() {
+    w.text("source,group,topic,partition,offset,upstream_offset,metadata,checkpoint_timestamp");
+    w.text(extra_header);
+    w.byte(b'\n');
+    for (i, o) in translation.iter().enumerate() {
         field(&mut w, o.source);
         w.byte(b',');
         field(&mut w, o.group);
@@ -109,6 +123,7 @@ pub fn write_csv(out: &mut dyn Write, translation: &Translation, terminal: bool)
         field(&mut w, o.metadata);
         w.byte(b',');
         w.number(o.checkpoint_timestamp);
+        extra(i, &mut w);
         w.byte(b'\n');
         w.end_row()?;
     }

@@ -1,25 +1,31 @@
-//! `translate --precise`: MM2's checkpoints re-translated from the full offset-sync history
-//! (`MirrorClient::translate_precise`), printed with MM2's offset and the rule next to the
-//! offset to use.
+//! `translate --precise`: MM2's checkpoints (or, with `--from-source-offsets`, the source's
+//! committed offsets) re-translated from the full offset-sync history
+//! (`MirrorClient::translate_precise`, `translate_from_source_offsets`), printed with MM2's
+//! offset, the rule and the input next to the offset to use; and the plan input of
+//! `apply --precise`.
 
-use std::io::{self, Write};
+use std::io::{self, IsTerminal, Write};
 
 use mm2_offsets::client::KafkaClient;
 use mm2_offsets::mm2::sync_index::{Interpolation, PreciseOffset};
 use mm2_offsets::translate::{
-    JSON_SCHEMA_VERSION, MirrorClient, OffsetRef, PreciseTranslation, SyncsSource, TranslateRequest,
+    GroupSelector, JSON_SCHEMA_VERSION, MirrorClient, OffsetRef, PreciseTranslation, RowInput,
+    SyncsSource, TranslateRequest, Translation,
 };
 
 use super::args::{ConnectionArgs, OutputFormat, TranslateArgs};
 use super::chunked::ChunkedWriter;
-use super::output::{json_offset_fields, write_aligned};
+use super::escape::for_terminal;
+use super::output::{json_offset_fields, write_aligned, write_csv_with};
 
-/// Runs the precise translation and prints it; returns whether both reads were complete.
-pub async fn run(
+/// Reads the precise translation the flags ask for (from the checkpoints, or with
+/// `--from-source-offsets` from the source's committed offsets) and prints its summary on
+/// stderr. Returns it with the offset-syncs topic's name.
+pub async fn read(
     args: &TranslateArgs,
     client: &MirrorClient,
     request: &TranslateRequest,
-) -> Result<bool, String> {
+) -> Result<PreciseTranslation, String> {
     let [source] = request.sources.as_slice() else {
         return Err(format!(
             "--precise translates one flow at a time; pass exactly one --source (got {})",
@@ -27,21 +33,72 @@ pub async fn run(
         ));
     };
     let syncs = syncs_source(args, client, source).await?;
-    let precise = client
-        .translate_precise(request, &syncs)
-        .await
-        .map_err(|e| format!("{e} (offset-syncs topic {})", syncs.topic))?;
+    let precise = if args.precise.from_source_offsets {
+        let source_cluster = source_cluster(args, &syncs).await?;
+        client
+            .translate_from_source_offsets(request, &syncs, &source_cluster)
+            .await
+    } else {
+        client.translate_precise(request, &syncs).await
+    }
+    .map_err(|e| format!("{e} (offset-syncs topic {})", syncs.topic))?;
+    summarize(&precise, &syncs);
+    Ok(precise)
+}
+
+/// Runs the precise translation and prints it; returns whether both reads were complete.
+pub async fn run(
+    args: &TranslateArgs,
+    client: &MirrorClient,
+    request: &TranslateRequest,
+) -> Result<bool, String> {
+    let precise = read(args, client, request).await?;
     let mut out = io::stdout().lock();
     let written = match args.output {
         OutputFormat::Table => write_table(&mut out, &precise),
         OutputFormat::Json => write_json(&mut out, &precise),
-        OutputFormat::Csv | OutputFormat::ResetCsv => {
-            return Err("--precise prints -o table or -o json only for now".to_string());
+        OutputFormat::Csv => write_csv(&mut out, &precise, io::stdout().is_terminal()),
+        OutputFormat::ResetCsv => {
+            let translation = precise.to_translation();
+            let files = super::reset_files::write(&args.reset_dir(), &translation)?;
+            eprintln!(
+                "precise: the reset files hold the precise offsets (the OFFSET column of the table), not MM2's"
+            );
+            files.iter().try_for_each(|(file, path)| {
+                writeln!(
+                    out,
+                    "{}\t{}\t{}",
+                    for_terminal(file.source),
+                    for_terminal(file.group),
+                    for_terminal(&path.display().to_string())
+                )
+            })
         }
     };
     written
         .and_then(|_| out.flush())
         .map_err(|e| format!("cannot write the output: {e}"))?;
+    Ok(precise.translation.report.complete && precise.syncs_report.complete)
+}
+
+/// The precise translation's offsets as the translation `apply` plans: `offset` is the precise
+/// one, `upstream_offset` the input translated.
+pub async fn read_for_apply(
+    args: &TranslateArgs,
+    groups: GroupSelector,
+) -> Result<(MirrorClient, Translation, Vec<String>), String> {
+    let (client, request, progress) = super::prepare_read(args, groups).await?;
+    let precise = {
+        let _line = super::progress::ProgressLine::start(progress, !args.no_progress);
+        read(args, &client, &request).await?
+    };
+    if !precise.syncs_report.complete {
+        return Err("the offset-syncs topic was not read to its end: refusing to plan --precise offsets (run without --precise, or with a longer --timeout)".to_string());
+    }
+    Ok((client, precise.to_translation(), request.sources))
+}
+
+fn summarize(precise: &PreciseTranslation, syncs: &SyncsSource) {
     let rules: Vec<String> = precise
         .rule_counts()
         .iter()
@@ -64,12 +121,56 @@ pub async fn run(
         },
         rules.join(" "),
     );
+    for (group, inputs) in &precise.source_groups {
+        let group = for_terminal(group);
+        eprintln!(
+            "precise: group {group}: {} partition(s) from the source's committed offsets, {} from the checkpoint{}{}",
+            inputs.source_offset,
+            inputs.checkpoint,
+            if inputs.source_only > 0 {
+                format!(
+                    "; {} committed partition(s) on the source have no checkpoint and are not translated",
+                    inputs.source_only
+                )
+            } else {
+                String::new()
+            },
+            match &inputs.error {
+                Some(e) => format!("; the source could not be read: {}", for_terminal(e)),
+                None => String::new(),
+            },
+        );
+        if inputs.moved_back_without_sync > 0 {
+            eprintln!(
+                "warning: group {group} moved back on the source on {} partition(s) to where no offset sync survives: those keep the checkpoint's offset, which may be past the group's position; check them",
+                inputs.moved_back_without_sync
+            );
+        }
+    }
     if !precise.syncs_report.complete {
         eprintln!(
             "precise: the offset-syncs topic was not read to its end: every offset keeps MM2's (rule no-sync)"
         );
     }
-    Ok(precise.translation.report.complete && precise.syncs_report.complete)
+}
+
+/// The source cluster for `--from-source-offsets`: its own flags, else the offset-syncs
+/// cluster (the source unless offset-syncs.topic.location=target).
+async fn source_cluster(args: &TranslateArgs, syncs: &SyncsSource) -> Result<KafkaClient, String> {
+    let p = &args.precise;
+    if p.source_bootstrap_server.is_none() && p.source_command_config.is_none() {
+        return Ok(syncs.client.clone());
+    }
+    let connection = ConnectionArgs {
+        bootstrap_server: p.source_bootstrap_server.clone(),
+        command_config: p.source_command_config.clone(),
+        ..ConnectionArgs::default()
+    };
+    let settings =
+        super::connection::settings(&connection).map_err(|e| format!("source cluster: {e}"))?;
+    KafkaClient::connect(settings.client)
+        .await
+        .map_err(|e| format!("source cluster: {e}"))
 }
 
 async fn syncs_source(
@@ -117,12 +218,42 @@ async fn syncs_source(
     })
 }
 
-/// The row's offset replaced by the precise one: `offset` is always the offset to use.
-fn to_use<'a>(o: &OffsetRef<'a>, p: &PreciseOffset) -> OffsetRef<'a> {
+/// The row's offset replaced by the precise one (`offset` is always the offset to use), and
+/// its upstream offset by the input translated.
+fn to_use<'a>(o: &OffsetRef<'a>, p: &PreciseOffset, input: &RowInput) -> OffsetRef<'a> {
     OffsetRef {
         offset: p.offset,
+        upstream_offset: input.upstream_offset,
         ..*o
     }
+}
+
+/// `-o csv`: the usual columns, `offset` being the precise one, then `mm2_offset`, `rule`,
+/// `input` and `checkpoint_upstream_offset`.
+fn write_csv(out: &mut dyn Write, precise: &PreciseTranslation, terminal: bool) -> io::Result<()> {
+    let translation = precise.to_translation();
+    let checkpoint_upstream: Vec<i64> = precise
+        .translation
+        .iter()
+        .map(|o| o.upstream_offset)
+        .collect();
+    write_csv_with(
+        out,
+        &translation,
+        terminal,
+        ",mm2_offset,rule,input,checkpoint_upstream_offset",
+        |i, w| {
+            let p = precise.precise[i];
+            w.byte(b',');
+            w.number(p.mm2_offset);
+            w.byte(b',');
+            w.text(p.rule.name());
+            w.byte(b',');
+            w.text(precise.inputs[i].input.name());
+            w.byte(b',');
+            w.number(checkpoint_upstream[i]);
+        },
+    )
 }
 
 /// The `-o json` document of schema version 1, each row with `mm2_offset` and `rule` added.
@@ -134,15 +265,23 @@ fn write_json(out: &mut dyn Write, precise: &PreciseTranslation) -> io::Result<(
     let complete = precise.translation.report.complete && precise.syncs_report.complete;
     w.text(if complete { "true" } else { "false" });
     w.text(",\"offsets\":[");
-    for (i, (o, p)) in precise.iter().enumerate() {
+    for (i, ((o, p), input)) in precise
+        .iter()
+        .zip(precise.inputs.iter().copied())
+        .enumerate()
+    {
         if i > 0 {
             w.byte(b',');
         }
-        json_offset_fields(&mut w, &to_use(&o, &p));
+        json_offset_fields(&mut w, &to_use(&o, &p, &input));
         w.text(",\"mm2_offset\":");
         w.number(p.mm2_offset);
         w.text(",\"rule\":");
         w.json_string(p.rule.name());
+        w.text(",\"input\":");
+        w.json_string(input.input.name());
+        w.text(",\"checkpoint_upstream_offset\":");
+        w.number(o.upstream_offset);
         w.byte(b'}');
         w.end_row()?;
     }
@@ -164,20 +303,22 @@ fn write_table(out: &mut dyn Write, precise: &PreciseTranslation) -> io::Result<
         "OFFSET",
         "SAVED",
         "RULE",
+        "INPUT",
     ];
     let mut rows = vec![header.map(str::to_string).to_vec()];
-    for (o, p) in precise.iter() {
+    for ((o, p), input) in precise.iter().zip(&precise.inputs) {
         rows.push(vec![
             // Names come from the broker: escaped, so control characters cannot reach the
             // terminal.
             o.group.escape_debug().to_string(),
             o.topic.escape_debug().to_string(),
             o.partition.to_string(),
-            o.upstream_offset.to_string(),
+            input.upstream_offset.to_string(),
             p.mm2_offset.to_string(),
             p.offset.to_string(),
             p.rereads_saved().to_string(),
             p.rule.name().to_string(),
+            input.input.name().to_string(),
         ]);
     }
     write_aligned(out, &rows)

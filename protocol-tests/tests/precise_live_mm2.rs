@@ -1,0 +1,636 @@
+//! Precise translation on a live MirrorMaker 2 that this suite starts itself, for what the
+//! frozen flows of `mm2-flows.sh` do not cover: `offset.lag.max=10`, transaction markers and
+//! aborted records upstream, MM2 killed mid-flow and restarted (at-least-once duplicates
+//! downstream), the offset-syncs topic on the target, a compacted history, and
+//! `--from-source-offsets` while the source's groups keep committing.
+//!
+//! One MM2 process (`protocol-tests/harness/config/mm2-precise.properties`) runs two flows whose
+//! three aliases all name the shared k4 broker, with topic, group and alias names no other suite
+//! uses, so the frozen flows and every other suite see nothing new. It is stopped at the end
+//! (and on failure).
+//!
+//! Every record's key is unique (`<topic>-<seq>`), so the test finds each upstream record's
+//! copies downstream and the **true position** for every upstream offset `U`: the greatest
+//! downstream offset from which a consumer still sees a copy of every record at or after `U`
+//! (the minimum, over those records, of their last copy). It asserts, for every partition of
+//! every group, `MM2 <= precise <= truth`, counts the rules, and prints the per-group table and
+//! the distances.
+
+mod support;
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use mm2_offsets::client::{Deadline, KafkaClient, OffsetToCommit};
+use mm2_offsets::mm2::ReplicationPolicy;
+use mm2_offsets::mm2::sync_index::{Interpolation, Rule};
+use mm2_offsets::translate::{
+    GroupSelector, Input, MirrorClient, PreciseTranslation, SyncsSource, TranslateRequest,
+};
+use support::mm2::read_log;
+
+const TIMEOUT: Duration = Duration::from_secs(30);
+/// Records per partition before the groups commit (about; the restart adds duplicates
+/// downstream only).
+const PHASE_RECORDS: usize = 1200;
+
+/// This checkout's harness: the MM2 runs under its own work dir, whichever brokers the tests use.
+fn own_harness(script: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("protocol-tests/harness")
+        .join(script)
+}
+
+fn mm2_env(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("protocol-tests/work")
+        .join(name)
+        .join("env")
+}
+
+/// The suite's MirrorMaker 2, stopped when dropped (also when the test fails).
+struct Mm2 {
+    name: String,
+    args: Vec<String>,
+}
+
+impl Mm2 {
+    fn start(name: &str, args: Vec<String>) -> Mm2 {
+        let mm2 = Mm2 {
+            name: name.to_string(),
+            args,
+        };
+        mm2.launch();
+        mm2
+    }
+
+    fn launch(&self) {
+        let started = Instant::now();
+        let output = Command::new("bash")
+            .arg(own_harness("mm2.sh"))
+            .arg("start")
+            .arg(&self.name)
+            .arg(own_harness("config/mm2-precise.properties"))
+            .args(&self.args)
+            .output()
+            .expect("run mm2.sh");
+        assert!(
+            output.status.success(),
+            "MirrorMaker 2 did not start: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        println!("MM2 started in {} ms", started.elapsed().as_millis());
+    }
+
+    fn pid(&self) -> String {
+        let env = std::fs::read_to_string(mm2_env(&self.name)).expect("mm2 env file");
+        env.lines()
+            .find_map(|l| l.strip_prefix("PID="))
+            .expect("PID in the mm2 env file")
+            .to_string()
+    }
+
+    /// SIGKILL, as a crash: the task's unflushed source offsets and pending syncs are lost, so
+    /// the restarted task re-sends records (duplicates downstream).
+    fn crash(&self) {
+        let pid = self.pid();
+        let status = Command::new("kill").args(["-9", &pid]).status().unwrap();
+        assert!(status.success(), "kill -9 {pid}");
+        // The JVM is gone once /proc forgets it.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Path::new(&format!("/proc/{pid}")).exists() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Mm2 {
+    fn drop(&mut self) {
+        let _ = Command::new("bash")
+            .arg(own_harness("mm2.sh"))
+            .arg("stop")
+            .arg(&self.name)
+            .output();
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// `count` raw lines for `topic`, round robin over `partitions`, each key unique.
+fn lines(topic: &str, partitions: usize, first: usize, count: usize) -> Vec<String> {
+    (first..first + count)
+        .map(|seq| {
+            let key = format!("{topic}-{seq}");
+            format!(
+                "{} {} {}",
+                seq % partitions,
+                hex(key.as_bytes()),
+                hex(format!("payload of {key}").as_bytes())
+            )
+        })
+        .collect()
+}
+
+fn write(
+    k4: &support::Cluster,
+    topic: &str,
+    partitions: u32,
+    lines: &[String],
+    plan: Option<&str>,
+) {
+    let mut extra = vec!["--summary-only"];
+    if let Some(plan) = plan {
+        extra.extend(["--plan", plan]);
+    }
+    support::write_raw(k4, topic, partitions, "none", lines, &extra);
+}
+
+/// For each upstream offset `U` in `0..=end`: the greatest downstream offset from which every
+/// record at or after `U` still has a copy (the minimum of their last copies), or the
+/// downstream end when none was copied.
+fn truth(
+    upstream: &[support::mm2::LogRecord],
+    up_end: i64,
+    downstream: &[support::mm2::LogRecord],
+    down_end: i64,
+) -> (Vec<i64>, usize) {
+    let mut last_copy: HashMap<&[u8], i64> = HashMap::new();
+    for r in downstream {
+        let key = r.key.as_deref().expect("keyed records");
+        last_copy.insert(key, r.offset);
+    }
+    let duplicates = downstream.len() - last_copy.len();
+    let mut out = vec![down_end; up_end as usize + 1];
+    let mut best = down_end;
+    let mut records = upstream.iter().rev().peekable();
+    for u in (0..=up_end).rev() {
+        while let Some(r) = records.peek().filter(|r| r.offset >= u) {
+            if let Some(&d) = last_copy.get(r.key.as_deref().unwrap()) {
+                best = best.min(d);
+            }
+            records.next();
+        }
+        out[u as usize] = best;
+    }
+    (out, duplicates)
+}
+
+/// One flow of the suite's MM2.
+struct FlowUnderTest {
+    label: &'static str,
+    source_alias: &'static str,
+    topic: String,
+    partitions: u32,
+    groups: String,
+    syncs: SyncsSource,
+}
+
+/// Truth per partition of the flow's topic, and whether its upstream partitions are gapless.
+async fn truths(k4: &KafkaClient, flow: &FlowUnderTest) -> (BTreeMap<i32, Vec<i64>>, bool) {
+    let mut out = BTreeMap::new();
+    let mut gapless = true;
+    for p in 0..flow.partitions as i32 {
+        let (up, up_end, gaps) = read_log(k4, &flow.topic, p).await;
+        let remote = format!("{}.{}", flow.source_alias, flow.topic);
+        let (down, down_end, _) = read_log(k4, &remote, p).await;
+        let (t, duplicates) = truth(&up, up_end, &down, down_end);
+        println!(
+            "{} {}-{p}: upstream {} records to offset {up_end} (gaps: {gaps}), downstream {} records to {down_end}, {duplicates} duplicates",
+            flow.label,
+            flow.topic,
+            up.len(),
+            down.len()
+        );
+        gapless &= !gaps;
+        out.insert(p, t);
+    }
+    (out, gapless)
+}
+
+/// Asserts `mm2 <= precise <= truth` for every row, prints the table; returns (mm2 distance,
+/// precise distance).
+fn check(
+    label: &str,
+    precise: &PreciseTranslation,
+    truths: &BTreeMap<i32, Vec<i64>>,
+    enforce_mm2_floor: bool,
+) -> (i64, i64) {
+    println!("{label}: group\tpartition\tupstream\tmm2\tprecise\ttruth\tsaved\trule\tinput");
+    let (mut mm2_distance, mut precise_distance) = (0, 0);
+    for ((o, p), input) in precise.iter().zip(&precise.inputs) {
+        let truth = truths[&o.partition][input.upstream_offset as usize];
+        println!(
+            "{label}: {}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}",
+            o.group,
+            o.partition,
+            input.upstream_offset,
+            p.mm2_offset,
+            p.offset,
+            truth,
+            p.rereads_saved(),
+            p.rule.name(),
+            input.input.name()
+        );
+        assert!(
+            p.offset <= truth,
+            "{label} {} p{}: precise {} is past the true position {truth} (upstream {})",
+            o.group,
+            o.partition,
+            p.offset,
+            input.upstream_offset
+        );
+        if enforce_mm2_floor {
+            assert!(p.offset >= p.mm2_offset, "{label} {}: behind MM2", o.group);
+        }
+        assert!(
+            p.mm2_offset <= truths[&o.partition][o.upstream_offset as usize],
+            "{label} {}: MM2's own offset is past the truth",
+            o.group
+        );
+        mm2_distance += truths[&o.partition][o.upstream_offset as usize] - p.mm2_offset;
+        precise_distance += truth - p.offset;
+    }
+    let rules: Vec<(&str, u64)> = precise
+        .rule_counts()
+        .iter()
+        .map(|(r, n)| (r.name(), *n))
+        .collect();
+    println!(
+        "{label}: {} offsets, rules {rules:?}, distance to the truth: MM2 {mm2_distance}, precise {precise_distance}",
+        precise.precise.len()
+    );
+    (mm2_distance, precise_distance)
+}
+
+async fn commit(k4: &KafkaClient, group: &str, topic: &str, offsets: &[(i32, i64)]) {
+    let deadline = Deadline::after(TIMEOUT);
+    let coordinators = k4
+        .find_group_coordinators(&[group.to_string()], &deadline)
+        .await
+        .unwrap();
+    let coordinator = coordinators[group].as_ref().expect("coordinator");
+    let offsets: Vec<OffsetToCommit> = offsets
+        .iter()
+        .map(|&(partition, offset)| OffsetToCommit {
+            topic: topic.to_string(),
+            partition,
+            offset,
+            metadata: None,
+        })
+        .collect();
+    let answer = k4
+        .commit_group_offsets(coordinator, group, &offsets)
+        .await
+        .unwrap();
+    assert!(
+        answer.values().all(|&code| code == 0),
+        "{group}: {answer:?}"
+    );
+}
+
+/// The end offset of partition 0.
+async fn log_end(client: &KafkaClient, topic: &str) -> i64 {
+    let deadline = Deadline::after(TIMEOUT);
+    let info = client.describe_topic(topic, &deadline).await.unwrap();
+    client
+        .list_offsets(
+            &info,
+            &[0],
+            mm2_offsets::client::OffsetSpec::Latest,
+            mm2_offsets::client::IsolationLevel::ReadUncommitted,
+            &deadline,
+        )
+        .await
+        .unwrap()[&0]
+}
+
+async fn end_offsets(k4: &KafkaClient, topic: &str, partitions: u32) -> Vec<i64> {
+    let mut ends = Vec::new();
+    for p in 0..partitions as i32 {
+        ends.push(read_log(k4, topic, p).await.1);
+    }
+    ends
+}
+
+/// Waits until every expected (group, partition) has a checkpoint, for up to 90 s. MM2 does not
+/// checkpoint a group below the oldest sync its checkpoint task holds (after a restart it
+/// reloads the history sparsely), so fewer may come: the table shows which.
+async fn wait_checkpoints(mirror: &MirrorClient, request: &TranslateRequest, want: usize) {
+    let started = Instant::now();
+    loop {
+        let t = mirror.translate(request).await.unwrap();
+        if t.len() >= want || started.elapsed() > Duration::from_secs(90) {
+            println!(
+                "{} of {want} checkpoints after {} ms: groups {:?}",
+                t.len(),
+                started.elapsed().as_millis(),
+                t.groups()
+            );
+            assert!(!t.is_empty(), "no checkpoint at all after 90 s");
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn live_mm2_lag10_transactions_restart_and_syncs_on_the_target() {
+    let started = Instant::now();
+    let k4 = support::cluster("k4");
+    let addr = k4.var("PLAINTEXT").to_string();
+    let client = KafkaClient::connect(k4.plaintext())
+        .await
+        .unwrap_or_else(|e| panic!("k4 unreachable ({e}); start the harness with up.sh"));
+    let id = support::unique_topic("x")
+        .rsplit('-')
+        .next()
+        .unwrap()
+        .to_string();
+    let topic_l = format!("pl-{id}");
+    let topic_t = format!("pt-{id}");
+    let groups_l = format!("pgl-{id}");
+    let groups_t = format!("pgt-{id}");
+
+    // Topics first (so MM2 finds them at once), then MM2, then the data.
+    write(&k4, &topic_l, 2, &lines(&topic_l, 2, 0, 2), None);
+    write(&k4, &topic_t, 1, &lines(&topic_t, 1, 0, 1), None);
+    let mm2 = Mm2::start(
+        "mm2-precise",
+        vec![
+            format!("ADDR={addr}"),
+            format!("TOPIC_L={topic_l}"),
+            format!("TOPIC_T={topic_t}"),
+            format!("GROUPS_L={groups_l}-.*"),
+            format!("GROUPS_T={groups_t}-.*"),
+        ],
+    );
+    let mut seq_l = 2;
+    let mut seq_t = 1;
+    // Plain records, then transactions (markers and aborted records: upstream gaps) on L.
+    write(
+        &k4,
+        &topic_l,
+        2,
+        &lines(&topic_l, 2, seq_l, 2 * PHASE_RECORDS),
+        None,
+    );
+    seq_l += 2 * PHASE_RECORDS;
+    write(
+        &k4,
+        &topic_t,
+        1,
+        &lines(&topic_t, 1, seq_t, PHASE_RECORDS),
+        None,
+    );
+    seq_t += PHASE_RECORDS;
+    let txn_plan = "plain:100,txn:60,commit,txn:40,abort,plain:50,txn:30,commit,txn:20,abort";
+    write(
+        &k4,
+        &topic_l,
+        2,
+        &lines(&topic_l, 2, seq_l, 300),
+        Some(txn_plan),
+    );
+    seq_l += 300;
+
+    // MM2 crashes while records flow; then it is started again.
+    let (k4_bg, topic_l_bg, topic_t_bg) = (k4.clone(), topic_l.clone(), topic_t.clone());
+    let writer = std::thread::spawn(move || {
+        write(
+            &k4_bg,
+            &topic_l_bg,
+            2,
+            &lines(&topic_l_bg, 2, seq_l, 2 * PHASE_RECORDS),
+            None,
+        );
+        write(
+            &k4_bg,
+            &topic_t_bg,
+            1,
+            &lines(&topic_t_bg, 1, seq_t, PHASE_RECORDS),
+            None,
+        );
+    });
+    // Crash while MM2 is copying: once the replica has grown by 200 records since the writer
+    // started, and before Connect's next offset flush covers them.
+    let replica = format!("pup.{topic_l}");
+    let before = log_end(&client, &replica).await;
+    let waiting = Instant::now();
+    while log_end(&client, &replica).await < before + 200
+        && waiting.elapsed() < Duration::from_secs(60)
+    {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    mm2.crash();
+    writer.join().expect("writer");
+    seq_l += 2 * PHASE_RECORDS;
+    seq_t += PHASE_RECORDS;
+    mm2.launch();
+    write(
+        &k4,
+        &topic_l,
+        2,
+        &lines(&topic_l, 2, seq_l, 300),
+        Some(txn_plan),
+    );
+    write(&k4, &topic_t, 1, &lines(&topic_t, 1, seq_t, 300), None);
+
+    // Groups at the end, 10 behind, 1,000 behind, and in the middle of the restart.
+    let ends_l = end_offsets(&client, &topic_l, 2).await;
+    let ends_t = end_offsets(&client, &topic_t, 1).await;
+    for (groups, topic, ends) in [
+        (&groups_l, &topic_l, &ends_l),
+        (&groups_t, &topic_t, &ends_t),
+    ] {
+        for (name, behind) in [("caught-up", 0), ("lag-10", 10), ("lag-1000", 1000)] {
+            let offsets: Vec<(i32, i64)> = ends
+                .iter()
+                .enumerate()
+                .map(|(p, end)| (p as i32, end - behind))
+                .collect();
+            commit(&client, &format!("{groups}-{name}"), topic, &offsets).await;
+        }
+        let middle: Vec<(i32, i64)> = ends
+            .iter()
+            .enumerate()
+            .map(|(p, end)| (p as i32, end * 3 / 5))
+            .collect();
+        commit(&client, &format!("{groups}-middle"), topic, &middle).await;
+    }
+
+    let policy = ReplicationPolicy::default();
+    let mirror = MirrorClient::new(client.clone(), policy.clone());
+    let flows = [
+        FlowUnderTest {
+            label: "L (lag.max 10, transactions, syncs on the source)",
+            source_alias: "pup",
+            topic: topic_l.clone(),
+            partitions: 2,
+            groups: groups_l.clone(),
+            syncs: SyncsSource::new(client.clone(), &policy, "pdn"),
+        },
+        FlowUnderTest {
+            label: "T (lag.max 100, syncs on the target)",
+            source_alias: "pup2",
+            topic: topic_t.clone(),
+            partitions: 1,
+            groups: groups_t.clone(),
+            // offset-syncs.topic.location=target: named after the SOURCE alias.
+            syncs: SyncsSource::new(client.clone(), &policy, "pup2"),
+        },
+    ];
+    for flow in &flows {
+        let mut request = TranslateRequest::new(
+            flow.source_alias,
+            GroupSelector::patterns([format!("{}-.*", flow.groups)]).unwrap(),
+        );
+        request.timeout = TIMEOUT;
+        wait_checkpoints(&mirror, &request, 4 * flow.partitions as usize).await;
+    }
+    // Let MM2 finish copying (the truth counts only what was copied, so this only makes the
+    // distances honest), then freeze nothing: MM2 keeps running for the live check below.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+
+    for flow in &flows {
+        let mut request = TranslateRequest::new(
+            flow.source_alias,
+            GroupSelector::patterns([format!("{}-.*", flow.groups)]).unwrap(),
+        );
+        request.timeout = TIMEOUT;
+        let (truths, gapless) = truths(&client, flow).await;
+        let mut syncs = flow.syncs.clone();
+        let precise = mirror.translate_precise(&request, &syncs).await.unwrap();
+        assert!(precise.syncs_report.complete);
+        check(flow.label, &precise, &truths, true);
+        if flow.source_alias == "pup" {
+            assert!(!gapless, "flow L must have transaction markers upstream");
+        } else {
+            assert!(gapless, "flow T must be gapless upstream");
+            // Interpolation is sound on gapless partitions, restarts and duplicates included.
+            syncs.interpolation = Interpolation::GaplessUpstream;
+            let interpolated = mirror.translate_precise(&request, &syncs).await.unwrap();
+            check(
+                &format!("{} --gapless-upstream", flow.label),
+                &interpolated,
+                &truths,
+                true,
+            );
+        }
+    }
+
+    // A compacted offset-syncs topic keeps the last sync per partition: copy exactly that from
+    // flow L's history into a topic of its own, and translate with it. Groups below that sync
+    // keep MM2's offset and say so (no-sync); the others never pass the truth.
+    let l = &flows[0];
+    let (sync_records, _, _) = read_log(&client, &l.syncs.topic, 0).await;
+    let mut last: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();
+    for r in sync_records {
+        let (Some(key), Some(value)) = (r.key, r.value) else {
+            continue;
+        };
+        let decoded = mm2_offsets::mm2::offset_sync::decode_key(&key).unwrap();
+        if decoded.topic == topic_l.as_bytes() {
+            last.insert(key, value);
+        }
+    }
+    assert_eq!(
+        last.len(),
+        2,
+        "one surviving sync per partition of {topic_l}"
+    );
+    let compacted_topic = format!("psc-{id}");
+    let compacted: Vec<String> = last
+        .iter()
+        .map(|(k, v)| format!("0 {} {}", hex(k), hex(v)))
+        .collect();
+    write(&k4, &compacted_topic, 1, &compacted, None);
+    let mut request = TranslateRequest::new(
+        "pup",
+        GroupSelector::patterns([format!("{}-.*", l.groups)]).unwrap(),
+    );
+    request.timeout = TIMEOUT;
+    let (truths_l, _) = truths(&client, l).await;
+    let compacted_syncs = SyncsSource {
+        topic: compacted_topic,
+        ..l.syncs.clone()
+    };
+    let fallback = mirror
+        .translate_precise(&request, &compacted_syncs)
+        .await
+        .unwrap();
+    check("L, compacted history", &fallback, &truths_l, true);
+    let counts = fallback.rule_counts();
+    assert!(
+        counts.get(&Rule::NoSync).copied().unwrap_or(0) > 0,
+        "the 1,000-behind group is below the only surviving sync: {counts:?}"
+    );
+    for p in &fallback.precise {
+        if matches!(p.rule, Rule::NoSync | Rule::Mm2Checkpoint) {
+            assert_eq!(p.offset, p.mm2_offset);
+        }
+    }
+
+    // --from-source-offsets while the source's group keeps committing: the 1,000-behind group
+    // moves forward 50 records every 100 ms while the translation runs.
+    let lagging = format!("{groups_l}-lag-1000");
+    let (committer_client, committer_group, committer_topic, ends) = (
+        client.clone(),
+        lagging.clone(),
+        topic_l.clone(),
+        ends_l.clone(),
+    );
+    let committer = tokio::spawn(async move {
+        for step in 1..=10 {
+            let offsets: Vec<(i32, i64)> = ends
+                .iter()
+                .enumerate()
+                .map(|(p, end)| (p as i32, end - 1000 + 50 * step))
+                .collect();
+            commit(
+                &committer_client,
+                &committer_group,
+                &committer_topic,
+                &offsets,
+            )
+            .await;
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    });
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    let live = mirror
+        .translate_from_source_offsets(&request, &l.syncs, &client)
+        .await
+        .unwrap();
+    committer.await.unwrap();
+    check("L, --from-source-offsets", &live, &truths_l, false);
+    for ((o, p), input) in live.iter().zip(&live.inputs) {
+        assert_eq!(input.input, Input::SourceOffset, "{}", o.group);
+        assert!(input.upstream_offset >= o.upstream_offset || o.group != lagging);
+        if input.upstream_offset >= o.upstream_offset {
+            assert!(p.offset >= p.mm2_offset);
+        }
+    }
+    let moved: i64 = live
+        .iter()
+        .zip(&live.inputs)
+        .filter(|((o, _), _)| o.group == lagging)
+        .map(|((o, _), i)| i.upstream_offset - o.upstream_offset)
+        .sum();
+    println!(
+        "L, --from-source-offsets: the lagging group's source offsets were {moved} records past its checkpoints; per group {:?}",
+        live.source_groups
+    );
+    if let Some(inputs) = live.source_groups.get(&lagging) {
+        assert_eq!(inputs.source_offset, 2, "{inputs:?}");
+    }
+
+    drop(mm2);
+    println!(
+        "precise_live_mm2: {} ms in all",
+        started.elapsed().as_millis()
+    );
+}
