@@ -143,7 +143,10 @@ async fn fetch_source_offsets(
         }
     }
     for (coordinator, groups) in by_coordinator.into_values() {
-        for (group, answer) in client.fetch_group_offsets(&coordinator, &groups).await? {
+        for (group, answer) in client
+            .fetch_group_offsets(&coordinator, &groups, deadline)
+            .await?
+        {
             out.insert(group, answer.map_err(|e| e.to_string()));
         }
     }
