@@ -407,9 +407,10 @@ impl KafkaClient {
     /// accepts it only while the group has no members; UNKNOWN_MEMBER_ID means the group has
     /// (gained) members.
     ///
-    /// Returns each partition's error code (0 = committed). An `Err` means the answer is
-    /// unknown (lost, undecodable): the caller must treat the group's offsets as unknown and
-    /// must not retry blindly.
+    /// Returns each partition's error code (0 = committed). A partition the coordinator left
+    /// out of its answer is missing from the map: its outcome is unknown. An `Err` means the
+    /// whole answer is unknown (lost, undecodable): the caller must treat the group's offsets
+    /// as unknown and must not retry blindly.
     pub async fn commit_group_offsets(
         &self,
         coordinator: &GroupCoordinator,
@@ -461,18 +462,6 @@ impl KafkaClient {
         for t in &response.topics {
             for &(partition, code) in &t.partitions {
                 out.insert((t.name.clone(), partition), code);
-            }
-        }
-        for o in offsets {
-            if !out.contains_key(&(o.topic.clone(), o.partition)) {
-                return Err(wrap(ClientError::Protocol {
-                    broker: conn.address().to_string(),
-                    request: "OffsetCommit",
-                    problem: format!(
-                        "no answer for {}-{} of group {group:?}; its committed offset is unknown",
-                        o.topic, o.partition
-                    ),
-                }));
             }
         }
         Ok(out)
