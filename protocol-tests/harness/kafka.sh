@@ -30,6 +30,10 @@ SCRAM_USER=alice
 SCRAM_PASSWORD=alice-secret
 PLAIN_USER=bob
 PLAIN_PASSWORD=bob-secret
+# A SCRAM user that authorization tests restrict with ACLs on their own resources (3.9+ only,
+# where the broker runs an authorizer; see write_config).
+AUTHZ_USER=carol
+AUTHZ_PASSWORD=carol-secret
 START_TIMEOUT_S="${MM2O_KAFKA_START_TIMEOUT:-180}"
 
 usage() { die "usage: kafka.sh start NAME VERSION | kafka.sh stop NAME"; }
@@ -108,6 +112,15 @@ write_config() {
     # must answer UNKNOWN_TOPIC_OR_PARTITION, not create it.
     echo "auto.create.topics.enable=false"
     echo "num.network.threads=2"
+    if [[ "$mode" == dynamic ]]; then
+      # Authorization (apply_authz.rs): ACLs are enforced only where a test adds some, on its
+      # own topics and groups; every other resource is open to every principal, and the
+      # unauthenticated principal (PLAINTEXT, SSL, inter-broker, controller) is a super user, so
+      # no suite and no harness tool is ever refused.
+      echo "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer"
+      echo "allow.everyone.if.no.acl.found=true"
+      echo "super.users=User:ANONYMOUS"
+    fi
     echo "num.io.threads=2"
     # TLS (KIP-651 PEM files). The truststore is what MTLS checks client certificates against.
     if [[ "$mode" != zookeeper ]]; then
@@ -235,7 +248,7 @@ attempt_start() {
   dynamic | static)
     tool_archive="$lib/storage-tool.jsa"
     prepare=(kafka.tools.StorageTool format -t "$cid" -c "$dir/server.properties")
-    [[ "$mode" == dynamic ]] && prepare+=(--standalone)
+    [[ "$mode" == dynamic ]] && prepare+=(--standalone --add-scram "SCRAM-SHA-512=[name=$AUTHZ_USER,password=$AUTHZ_PASSWORD]")
     prepare+=(--add-scram "SCRAM-SHA-512=[name=$SCRAM_USER,password=$SCRAM_PASSWORD]"
       --add-scram "SCRAM-SHA-256=[name=$SCRAM_USER,password=$SCRAM_PASSWORD]")
     ;;
@@ -373,6 +386,9 @@ ENV
   if [[ "$mode" == zookeeper ]]; then
     # No TLS listeners on 2.x (see write_config): their keys must not promise one.
     sed -i -e '/^SSL=/d' -e '/^MTLS=/d' -e '/^SASL_SSL=/d' "$dir/env.tmp"
+  fi
+  if [[ "$mode" == dynamic ]]; then
+    printf 'AUTHORIZER=standard\nAUTHZ_USER=%s\nAUTHZ_PASSWORD=%s\n' "$AUTHZ_USER" "$AUTHZ_PASSWORD" >>"$dir/env.tmp"
   fi
   mv "$dir/env.tmp" "$dir/env"
 }

@@ -22,10 +22,12 @@ use super::groups::{
     CommitAttemptError, GroupCallError, GroupCoordinator, GroupDescription, GroupOffsets,
     OffsetToCommit,
 };
-use super::retry::{Action, Retrier, classify};
+use super::retry::{Action, Retrier};
 
-/// COORDINATOR_NOT_AVAILABLE.
+/// The coordinator codes this module acts on by name.
+const COORDINATOR_LOAD_IN_PROGRESS: i16 = 14;
 const COORDINATOR_NOT_AVAILABLE: i16 = 15;
+const NOT_COORDINATOR: i16 = 16;
 
 impl KafkaClient {
     /// The coordinator of each group. Batched in one FindCoordinator where the broker offers
@@ -229,10 +231,11 @@ impl KafkaClient {
             let mut refused = Vec::new();
             let mut refusal = 0;
             for o in remaining {
-                let code = codes
-                    .get(&(o.topic.clone(), o.partition))
-                    .copied()
-                    .unwrap_or_default();
+                // A partition left out of the answer stays out of `answered`: its outcome is
+                // unknown to us, and sending it again could not tell us more.
+                let Some(&code) = codes.get(&(o.topic.clone(), o.partition)) else {
+                    continue;
+                };
                 if coordinator_refused(code) {
                     refusal = code;
                     refused.push(o);
@@ -324,12 +327,14 @@ fn keep_coordinator(known: Option<GroupCoordinator>, action: Action) -> Option<G
 /// Whether the coordinator refused a partition of a commit without writing it: the codes of
 /// a coordinator that is loading, moved or unavailable (and a rebalance, which Java's Admin
 /// also retries), as opposed to a verdict on the partition.
+/// Codes a coordinator answers before it appends anything to `__consumer_offsets`: the
+/// partition was certainly not written, so sending it again is safe. REQUEST_TIMED_OUT is not
+/// one of them: it comes after the append, which may still complete.
 fn coordinator_refused(code: i16) -> bool {
-    code != 0
-        && matches!(
-            classify(code),
-            Action::Backoff | Action::RediscoverCoordinator
-        )
+    matches!(
+        code,
+        COORDINATOR_LOAD_IN_PROGRESS | COORDINATOR_NOT_AVAILABLE | NOT_COORDINATOR
+    )
 }
 
 fn lost(group: &str, coordinator: &GroupCoordinator, error: ClientError) -> ClientError {

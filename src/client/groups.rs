@@ -386,7 +386,8 @@ impl KafkaClient {
     /// accepts it only while the group has no members; UNKNOWN_MEMBER_ID means the group has
     /// (gained) members.
     ///
-    /// Returns each partition's error code (0 = committed). The two errors differ in what they
+    /// Returns each partition's error code (0 = committed); a partition the coordinator left out
+    /// of its answer is missing from the map: its outcome is unknown. The two errors differ in what they
     /// leave behind: [`CommitAttemptError::NotSent`] wrote nothing (the version could not be
     /// negotiated), [`CommitAttemptError::AnswerLost`] may have written (the request left, its
     /// answer was lost or undecodable).
@@ -436,18 +437,6 @@ impl KafkaClient {
         for t in &response.topics {
             for &(partition, code) in &t.partitions {
                 out.insert((t.name.clone(), partition), code);
-            }
-        }
-        for o in offsets {
-            if !out.contains_key(&(o.topic.clone(), o.partition)) {
-                return Err(lost(ClientError::Protocol {
-                    broker: conn.address().to_string(),
-                    request: "OffsetCommit",
-                    problem: format!(
-                        "no answer for {}-{} of group {group:?}; its committed offset is unknown",
-                        o.topic, o.partition
-                    ),
-                }));
             }
         }
         Ok(out)

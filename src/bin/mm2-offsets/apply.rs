@@ -7,7 +7,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use mm2_offsets::client::{Deadline, GroupProtocol, KafkaClient};
 use mm2_offsets::translate::apply::{
-    self, ApplyOptions, ApplyPlan, ApplyReport, GroupOutcome, GroupStatus, VerdictRules,
+    self, ApplyOptions, ApplyPlan, ApplyReport, CommitState, GroupOutcome, GroupStatus,
+    VerdictRules,
 };
 
 use crate::args::{ApplyArgs, OutputFormat};
@@ -167,7 +168,8 @@ fn write_table(
                     format!("{:?} (clamped, was {:?})", p.verdict, from)
                 }
                 (GroupStatus::Ready, None) => p.verdict.as_str().to_string(),
-                _ => "group-refused".to_string(),
+                (GroupStatus::Refused { .. }, _) => "group-refused".to_string(),
+                (GroupStatus::Error { .. }, _) => "group-error".to_string(),
             };
             let outcome = result
                 .map(|r| {
@@ -176,12 +178,19 @@ fn write_table(
                         .find(|x| x.topic == p.topic && x.partition == p.partition)
                         .map_or_else(
                             || "-".to_string(),
-                            |x| match (&x.error, x.read_back) {
-                                (Some(e), _) => format!("failed: {e}"),
-                                (None, Some(o)) if o == x.offset => {
+                            |x| match (x.state, &x.error, x.read_back) {
+                                (CommitState::Unknown, e, _) => {
+                                    format!("UNKNOWN: {}", esc(e.as_deref().unwrap_or("no answer")))
+                                }
+                                (CommitState::Failed, e, _) => {
+                                    format!("failed: {}", esc(e.as_deref().unwrap_or("?")))
+                                }
+                                (CommitState::Committed, _, Some(o)) if o == x.offset => {
                                     "committed, read back".to_string()
                                 }
-                                (None, other) => format!("committed, read back {}", opt(other)),
+                                (CommitState::Committed, _, other) => {
+                                    format!("committed, read back {}", opt(other))
+                                }
                             },
                         )
                 })
@@ -254,6 +263,13 @@ fn write_table(
 fn summarize(plan: &ApplyPlan, report: Option<&ApplyReport>, execute: bool) -> i32 {
     let planned: usize = plan.groups.iter().map(|g| g.to_commit().count()).sum();
     let refused = plan.has_refusals();
+    if report.is_none() && plan.has_errors() {
+        // Authorization or coordinator failures: exit 1, as for any error, even in a dry run.
+        eprintln!(
+            "dry run: {planned} partition(s) would be committed; some groups could not be read (errors above); nothing written"
+        );
+        return EXIT_ERROR;
+    }
     match report {
         None if plan.is_noop() => {
             eprintln!(
@@ -275,7 +291,9 @@ fn summarize(plan: &ApplyPlan, report: Option<&ApplyReport>, execute: bool) -> i
         Some(report) => {
             let committed = report.committed();
             if report.has_errors() {
-                eprintln!("apply: {committed} partition(s) committed and read back; errors above");
+                eprintln!(
+                    "apply: {committed} partition(s) committed and read back; some groups failed (errors above), the others were applied"
+                );
                 EXIT_ERROR
             } else if planned == 0 {
                 eprintln!(

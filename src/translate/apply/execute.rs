@@ -5,11 +5,28 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use futures::StreamExt;
 use serde::Serialize;
 
+use super::authz::{self, GROUP_AUTHORIZATION_FAILED, TOPIC_AUTHORIZATION_FAILED};
 use super::{ApplyOptions, ApplyPlan, GroupPlan, GroupStatus, PartitionPlan, read_group, refusal};
 use crate::client::{Deadline, GroupCoordinator, KafkaClient, OffsetToCommit, error_name};
 
 /// UNKNOWN_MEMBER_ID: on an admin commit, the group has (gained) members.
 const UNKNOWN_MEMBER_ID: i16 = 25;
+/// Per-partition codes after which the commit may or may not have been written:
+/// REQUEST_TIMED_OUT and UNKNOWN_SERVER_ERROR.
+const OUTCOME_UNKNOWN: [i16; 2] = [7, -1];
+
+/// What became of one partition's commit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CommitState {
+    /// The coordinator accepted it (see `read_back` for the verification).
+    Committed,
+    /// The coordinator refused it with an error: not written.
+    Failed,
+    /// No answer says what happened (lost, timed out, left out of the answer): the offset may
+    /// or may not have been written. Read the group's offsets before trying again.
+    Unknown,
+}
 
 /// What happened to one group.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -43,9 +60,12 @@ pub struct PartitionResult {
     pub topic: String,
     /// The partition.
     pub partition: i32,
-    /// The offset committed.
+    /// The offset sent.
     pub offset: i64,
-    /// The broker's error for this partition, if any (e.g. `UnknownTopicOrPartition`).
+    /// What became of it.
+    pub state: CommitState,
+    /// Why it failed or is unknown, if it did not commit (e.g. `TOPIC_AUTHORIZATION_FAILED
+    /// (code 29)` and the missing permission).
     pub error: Option<String>,
     /// The offset read back after the commit (`None`: not read back or none).
     pub read_back: Option<i64>,
@@ -76,7 +96,7 @@ impl ApplyReport {
         self.groups
             .iter()
             .flat_map(|g| &g.partitions)
-            .filter(|p| p.error.is_none() && p.read_back == Some(p.offset))
+            .filter(|p| p.state == CommitState::Committed && p.read_back == Some(p.offset))
             .count()
     }
 
@@ -130,7 +150,9 @@ pub async fn execute(
         async move {
             let (outcome, partitions) = match (&g.status, g.to_commit().next(), coordinator) {
                 (GroupStatus::Refused { reason }, _, _) => (skip(reason), vec![]),
-                (GroupStatus::Error { message }, _, _) => (skip(message), vec![]),
+                // The target could not be asked about the group when planned: an error, not a
+                // refusal (authorization, coordinator), and nothing is written.
+                (GroupStatus::Error { message }, _, _) => (error(message.clone(), false), vec![]),
                 (GroupStatus::Ready, None, _) => (GroupOutcome::NothingToDo, vec![]),
                 (GroupStatus::Ready, Some(_), Some(Ok(c))) => {
                     apply_group(client, c, g, unknown, &deadline).await
@@ -176,14 +198,8 @@ async fn apply_group(
     unknown: &AtomicBool,
     deadline: &Deadline,
 ) -> (GroupOutcome, Vec<PartitionResult>) {
-    if unknown.load(Ordering::SeqCst) {
-        return (
-            error(
-                "not written: an earlier commit's outcome is unknown".into(),
-                false,
-            ),
-            vec![],
-        );
+    if let Some(halted) = halted(unknown) {
+        return halted;
     }
     // Re-check just before writing: members, then offsets unchanged since the plan.
     let (description, current) = match read_group(client, coordinator, &plan.group, deadline).await
@@ -222,6 +238,10 @@ async fn apply_group(
             vec![],
         );
     }
+    // The re-check took a round trip: another group's commit may have been lost meanwhile.
+    if let Some(halted) = halted(unknown) {
+        return halted;
+    }
     let to_commit: Vec<&PartitionPlan> = plan.to_commit().collect();
     let offsets: Vec<OffsetToCommit> = to_commit
         .iter()
@@ -240,11 +260,21 @@ async fn apply_group(
         Err(e) => {
             // Only a commit whose answer was lost may have written; every other failure
             // (a coordinator that kept refusing until the deadline, no connection) wrote nothing.
-            let state_unknown = e.is_outcome_unknown();
-            if state_unknown {
-                unknown.store(true, Ordering::SeqCst);
+            if !e.is_outcome_unknown() {
+                return (error(format!("nothing written: {e}"), false), vec![]);
             }
-            return (error(e.to_string(), state_unknown), vec![]);
+            unknown.store(true, Ordering::SeqCst);
+            let why = format!("no answer from the coordinator ({e})");
+            let partitions = to_commit.iter().map(|p| unknown_result(p, &why)).collect();
+            return (
+                error(
+                    format!(
+                        "the commit's outcome is unknown: {e}; read the group's offsets before running apply again"
+                    ),
+                    true,
+                ),
+                partitions,
+            );
         }
     };
     if codes.values().any(|&c| c == UNKNOWN_MEMBER_ID) {
@@ -264,25 +294,110 @@ async fn apply_group(
         .iter()
         .map(|p| {
             let key = (p.topic.clone(), p.partition);
-            let code = codes.get(&key).copied().unwrap_or(0);
+            let read_back = read_back.get(&key).map(|c| c.offset).filter(|&c| c >= 0);
+            let (state, error) = match codes.get(&key).copied() {
+                None => (
+                    CommitState::Unknown,
+                    Some("left out of the coordinator's answer".to_string()),
+                ),
+                Some(0) => (CommitState::Committed, None),
+                Some(code) if OUTCOME_UNKNOWN.contains(&code) => (
+                    CommitState::Unknown,
+                    Some(format!("{} (code {code})", error_name(code))),
+                ),
+                Some(GROUP_AUTHORIZATION_FAILED) => (
+                    CommitState::Failed,
+                    Some(authz::group_denied("OffsetCommit", &plan.group)),
+                ),
+                Some(TOPIC_AUTHORIZATION_FAILED) => (
+                    CommitState::Failed,
+                    Some(authz::topic_denied("OffsetCommit", &p.topic)),
+                ),
+                Some(code) => (
+                    CommitState::Failed,
+                    Some(format!("{} (code {code})", error_name(code))),
+                ),
+            };
             PartitionResult {
                 topic: p.topic.clone(),
                 partition: p.partition,
                 offset: p.offset,
-                error: (code != 0).then(|| format!("{} (code {code})", error_name(code))),
-                read_back: read_back.get(&key).map(|c| c.offset).filter(|&c| c >= 0),
+                state,
+                error,
+                read_back,
             }
         })
         .collect();
+    let outcome = group_outcome(&partitions);
+    if matches!(
+        outcome,
+        GroupOutcome::Error {
+            state_unknown: true,
+            ..
+        }
+    ) {
+        unknown.store(true, Ordering::SeqCst);
+    }
+    (outcome, partitions)
+}
+
+/// A partition whose commit was sent but whose answer never came.
+fn unknown_result(p: &PartitionPlan, why: &str) -> PartitionResult {
+    PartitionResult {
+        topic: p.topic.clone(),
+        partition: p.partition,
+        offset: p.offset,
+        state: CommitState::Unknown,
+        error: Some(why.to_string()),
+        read_back: None,
+    }
+}
+
+/// The group's outcome from its partitions' results.
+fn group_outcome(partitions: &[PartitionResult]) -> GroupOutcome {
+    let unknown = partitions
+        .iter()
+        .filter(|p| p.state == CommitState::Unknown)
+        .count();
+    if unknown > 0 {
+        return error(
+            format!(
+                "the outcome of {unknown} partition(s) is unknown (see their rows); read the group's offsets before running apply again"
+            ),
+            true,
+        );
+    }
+    let all_failed = partitions.iter().all(|p| p.state == CommitState::Failed);
+    if all_failed && let Some(first) = partitions.first().and_then(|p| p.error.clone()) {
+        // The coordinator refused the whole group (e.g. READ on the group is missing).
+        let same = partitions
+            .iter()
+            .all(|p| p.error.as_deref() == Some(&first));
+        if same {
+            return error(format!("nothing written: {first}"), false);
+        }
+    }
     let all_good = partitions
         .iter()
-        .all(|p| p.error.is_none() && p.read_back == Some(p.offset));
-    let outcome = if all_good {
+        .all(|p| p.state == CommitState::Committed && p.read_back == Some(p.offset));
+    if all_good {
         GroupOutcome::Applied
     } else {
         GroupOutcome::Partial
-    };
-    (outcome, partitions)
+    }
+}
+
+/// Set once a commit's outcome is unknown: no group is written after it.
+fn halted(unknown: &AtomicBool) -> Option<(GroupOutcome, Vec<PartitionResult>)> {
+    unknown.load(Ordering::SeqCst).then(|| {
+        (
+            error(
+                "not written: an earlier commit's outcome is unknown".into(),
+                false,
+            ),
+            vec![],
+        )
+    })
 }
 
 fn show(offset: Option<i64>) -> String {

@@ -12,10 +12,11 @@
 //! - Kafka's `AlterConsumerGroupOffsetsHandler`, `ClassicGroup.validateOffsetCommit`,
 //!   `ConsumerGroup.validateOffsetCommit`
 
+mod authz;
 mod execute;
 mod verdict;
 
-pub use execute::{ApplyReport, GroupOutcome, GroupResult, PartitionResult, execute};
+pub use execute::{ApplyReport, CommitState, GroupOutcome, GroupResult, PartitionResult, execute};
 pub use verdict::{Decision, TargetPartition, Verdict, VerdictRules, decide};
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -151,6 +152,14 @@ impl ApplyPlan {
         self.groups.iter().all(|g| g.to_commit().next().is_none())
     }
 
+    /// Whether the target could not be asked about some group (authorization, coordinator):
+    /// an error, not a refusal.
+    pub fn has_errors(&self) -> bool {
+        self.groups
+            .iter()
+            .any(|g| matches!(g.status, GroupStatus::Error { .. }))
+    }
+
     /// Whether any group or partition is refused, stale, or failed.
     pub fn has_refusals(&self) -> bool {
         self.groups.iter().any(|g| {
@@ -204,7 +213,7 @@ pub async fn plan(
         async move {
             let target = match coordinator {
                 Some(Ok(c)) => read_group(client, c, group, deadline).await,
-                Some(Err(e)) => Err(e.to_string()),
+                Some(Err(e)) => Err(authz::explain(e)),
                 None => Err(format!("no coordinator answer for group {group:?}")),
             };
             plan_group(translation, group, target, &logs, options.rules, now_ms)
@@ -231,7 +240,7 @@ pub(crate) async fn read_group(
     let description = client
         .describe_group(coordinator, group, deadline)
         .await
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| authz::explain(&e))?;
     let mut fetched = client
         .fetch_group_offsets(coordinator, &[group.to_string()], deadline)
         .await
@@ -248,7 +257,7 @@ pub(crate) async fn read_group(
                 }),
             })
         })
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| authz::explain(&e))?;
     Ok((description, offsets))
 }
 
@@ -276,7 +285,7 @@ fn plan_group(
     rules: VerdictRules,
     now_ms: i64,
 ) -> GroupPlan {
-    let (description, offsets, status) = match target {
+    let (description, offsets, mut status) = match target {
         Ok((d, o)) => {
             let status = match refusal(&d) {
                 None => GroupStatus::Ready,
@@ -286,16 +295,23 @@ fn plan_group(
         }
         Err(message) => (None, GroupOffsets::new(), GroupStatus::Error { message }),
     };
+    let mut denied: BTreeSet<&str> = BTreeSet::new();
     let mut partitions = Vec::new();
     for o in translation.group(group) {
         let age = now_ms.saturating_sub(o.checkpoint_timestamp);
         let log = match logs.get(o.topic) {
-            Some(Some(parts)) => parts.get(&o.partition).copied(),
+            Some(TopicLogs::Present(parts)) => parts.get(&o.partition).copied(),
             _ => None,
         };
         let target = match (logs.get(o.topic), log) {
-            (Some(Some(_)), Some((start, end))) => TargetPartition::Log { start, end },
-            (Some(Some(_)), None) => TargetPartition::NoPartition,
+            (Some(TopicLogs::Present(_)), Some((start, end))) => {
+                TargetPartition::Log { start, end }
+            }
+            (Some(TopicLogs::Present(_)), None) => TargetPartition::NoPartition,
+            (Some(TopicLogs::Denied(_)), _) => {
+                denied.insert(o.topic);
+                TargetPartition::NotAuthorized
+            }
             _ => TargetPartition::NoTopic,
         };
         let current = offsets
@@ -318,6 +334,20 @@ fn plan_group(
         });
     }
     partitions.sort_by(|a, b| (&a.topic, a.partition).cmp(&(&b.topic, b.partition)));
+    // A topic the principal may not describe hides the group's offsets on it (OffsetFetch
+    // leaves it out): nothing of the group can be proven safe, so none of it is written.
+    if !denied.is_empty() && !matches!(status, GroupStatus::Error { .. }) {
+        let reasons: Vec<String> = denied
+            .iter()
+            .filter_map(|t| match logs.get(*t) {
+                Some(TopicLogs::Denied(why)) => Some(why.clone()),
+                _ => None,
+            })
+            .collect();
+        status = GroupStatus::Error {
+            message: format!("{}; nothing of the group is written", reasons.join("; ")),
+        };
+    }
     let oldest_checkpoint_age_ms = partitions
         .iter()
         .map(|p| p.checkpoint_age_ms)
@@ -334,8 +364,18 @@ fn plan_group(
     }
 }
 
-/// Each target topic's partitions' (log start, log end); `None` for a missing topic.
-type TargetLogs = BTreeMap<String, Option<BTreeMap<i32, (i64, i64)>>>;
+/// What the target says about one topic.
+enum TopicLogs {
+    /// The topic does not exist.
+    Missing,
+    /// The principal may not describe it: why, for the operator.
+    Denied(String),
+    /// Each partition's (log start, log end).
+    Present(BTreeMap<i32, (i64, i64)>),
+}
+
+/// Each target topic, as the target describes it.
+type TargetLogs = BTreeMap<String, TopicLogs>;
 
 /// Each topic's partitions' (log start, log end) on the target; `None` for a missing topic.
 async fn target_logs(
@@ -348,7 +388,15 @@ async fn target_logs(
         let info = match client.describe_topic(topic, deadline).await {
             Ok(info) => info,
             Err(ClientError::UnknownTopic { .. }) => {
-                out.insert(topic.to_string(), None);
+                out.insert(topic.to_string(), TopicLogs::Missing);
+                continue;
+            }
+            // Only the groups on this topic are refused; the others carry on.
+            Err(ClientError::Broker { request, code, .. })
+                if code == authz::TOPIC_AUTHORIZATION_FAILED =>
+            {
+                let why = authz::topic_denied(request, topic);
+                out.insert(topic.to_string(), TopicLogs::Denied(why));
                 continue;
             }
             Err(e) => return Err(e),
@@ -371,7 +419,7 @@ async fn target_logs(
             .iter()
             .filter_map(|(p, &start)| ends.get(p).map(|&end| (*p, (start, end))))
             .collect();
-        out.insert(topic.to_string(), Some(logs));
+        out.insert(topic.to_string(), TopicLogs::Present(logs));
     }
     Ok(out)
 }

@@ -37,6 +37,16 @@ enum OnCommit {
     PartitionErrors,
     /// The connection closes without an answer.
     Vanish,
+    /// Partition 1 is left out of the answer.
+    LeaveOut,
+    /// Partition 0 answers REQUEST_TIMED_OUT, partition 1 is committed.
+    TimedOut,
+    /// Never answers: the client's request timeout passes.
+    Stall,
+    /// Every partition GROUP_AUTHORIZATION_FAILED (the principal lacks READ on the group).
+    GroupDenied,
+    /// An answer cut short (an undecodable body).
+    Garbage,
 }
 
 struct Fake {
@@ -95,9 +105,28 @@ async fn serve(fake: Arc<Fake>, mut stream: tokio::net::TcpStream) {
             ApiKey::OffsetCommit => {
                 fake.commits.fetch_add(1, Ordering::SeqCst);
                 let request = OffsetCommitRequest::decode(&mut body, v).unwrap();
+                let code_for = |partition: i32| match (fake.on_commit, partition) {
+                    (OnCommit::PartitionErrors, 1) => Some(29),
+                    (OnCommit::LeaveOut, 1) => None,
+                    (OnCommit::TimedOut, 0) => Some(7),
+                    (OnCommit::GroupDenied, _) => Some(30),
+                    _ => Some(0),
+                };
                 match fake.on_commit {
                     OnCommit::Vanish => return,
-                    OnCommit::PartitionErrors => {
+                    OnCommit::Stall => {
+                        tokio::time::sleep(std::time::Duration::from_secs(30)).await;
+                        return;
+                    }
+                    OnCommit::Garbage => {
+                        // A response header and two bytes of a body: the topic array is cut.
+                        let mut frame = Vec::new();
+                        frame.extend_from_slice(&6u32.to_be_bytes());
+                        frame.extend_from_slice(&id.to_be_bytes());
+                        frame.extend_from_slice(&[0, 0]);
+                        frame
+                    }
+                    _ => {
                         let topics = request
                             .topics
                             .into_iter()
@@ -105,14 +134,13 @@ async fn serve(fake: Arc<Fake>, mut stream: tokio::net::TcpStream) {
                                 let partitions = t
                                     .partitions
                                     .iter()
-                                    .map(|p| {
-                                        OffsetCommitResponsePartition::default()
-                                            .with_partition_index(p.partition_index)
-                                            .with_error_code(if p.partition_index == 1 {
-                                                29
-                                            } else {
-                                                0
-                                            })
+                                    .filter_map(|p| {
+                                        let code = code_for(p.partition_index)?;
+                                        Some(
+                                            OffsetCommitResponsePartition::default()
+                                                .with_partition_index(p.partition_index)
+                                                .with_error_code(code),
+                                        )
                                     })
                                     .collect();
                                 OffsetCommitResponseTopic::default()
@@ -141,9 +169,9 @@ async fn fake(on_commit: OnCommit) -> (FakeBroker, Arc<Fake>, KafkaClient) {
     let shared = fake.clone();
     let broker = FakeBroker::start(move |stream| serve(shared.clone(), stream)).await;
     *fake.address.lock().unwrap() = broker.address.clone();
-    let client = KafkaClient::connect(ClientConfig::plaintext([broker.address.clone()]))
-        .await
-        .unwrap();
+    let mut config = ClientConfig::plaintext([broker.address.clone()]);
+    config.request_timeout = std::time::Duration::from_millis(500);
+    let client = KafkaClient::connect(config).await.unwrap();
     (broker, fake, client)
 }
 
@@ -190,9 +218,12 @@ async fn partition_errors_are_reported_one_by_one() {
     let group = &report.groups[0];
     assert_eq!(group.outcome, GroupOutcome::Partial, "{report:?}");
     assert_eq!(group.partitions[0].error, None);
+    assert_eq!(group.partitions[0].state, CommitState::Committed);
+    assert_eq!(group.partitions[1].state, CommitState::Failed);
     let error = group.partitions[1].error.as_deref().unwrap();
     assert!(
-        error.contains("TOPIC_AUTHORIZATION_FAILED") && error.contains("29"),
+        error.contains("TOPIC_AUTHORIZATION_FAILED")
+            && error.contains("lacks READ on Topic \"orders\""),
         "{error}"
     );
     assert!(report.has_errors());
@@ -240,4 +271,119 @@ fn a_plan_of_another_schema_is_refused() {
             .to_string()
             .contains("version 2")
     );
+}
+
+/// Runs `plan` one group at a time against a fake that answers commits with `on_commit`;
+/// returns the report and how many commits the fake received.
+async fn run_one_at_a_time(on_commit: OnCommit, groups: &[&str]) -> (ApplyReport, usize) {
+    let (_broker, fake, client) = fake(on_commit).await;
+    let options = ApplyOptions {
+        concurrency: 1,
+        ..ApplyOptions::default()
+    };
+    let report = execute(&client, &ready_plan(groups), &options).await;
+    let commits = fake.commits.load(Ordering::SeqCst);
+    (report, commits)
+}
+
+/// The first group's outcome is unknown, and no later group was sent a commit.
+fn assert_unknown_and_stopped(report: &ApplyReport, commits: usize) {
+    match &report.groups[0].outcome {
+        GroupOutcome::Error { state_unknown, .. } => assert!(state_unknown, "{report:?}"),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(commits, 1, "a commit was sent after an unknown outcome");
+    for later in &report.groups[1..] {
+        assert!(later.partitions.is_empty(), "{later:?}");
+        assert!(
+            matches!(&later.outcome, GroupOutcome::Error { message, state_unknown: false } if message.contains("unknown")),
+            "{later:?}"
+        );
+    }
+    // The fake reads nothing back, so nothing counts as committed and verified.
+    assert_eq!(report.committed(), 0);
+}
+
+#[tokio::test]
+async fn a_partition_left_out_of_the_answer_is_unknown_never_committed() {
+    let (report, commits) = run_one_at_a_time(OnCommit::LeaveOut, &["a", "b"]).await;
+    let first = &report.groups[0];
+    assert_eq!(first.partitions[0].state, CommitState::Committed);
+    assert_eq!(first.partitions[1].state, CommitState::Unknown, "{first:?}");
+    assert!(
+        first.partitions[1]
+            .error
+            .as_deref()
+            .unwrap()
+            .contains("left out"),
+        "{first:?}"
+    );
+    assert_unknown_and_stopped(&report, commits);
+}
+
+#[tokio::test]
+async fn a_partition_timed_out_on_the_coordinator_is_unknown() {
+    let (report, commits) = run_one_at_a_time(OnCommit::TimedOut, &["a", "b"]).await;
+    let first = &report.groups[0];
+    assert_eq!(first.partitions[0].state, CommitState::Unknown, "{first:?}");
+    assert!(
+        first.partitions[0]
+            .error
+            .as_deref()
+            .unwrap()
+            .contains("REQUEST_TIMED_OUT"),
+        "{first:?}"
+    );
+    assert_eq!(first.partitions[1].state, CommitState::Committed);
+    assert_unknown_and_stopped(&report, commits);
+}
+
+#[tokio::test]
+async fn a_commit_without_answer_in_time_leaves_every_partition_unknown() {
+    let (report, commits) = run_one_at_a_time(OnCommit::Stall, &["a", "b"]).await;
+    let first = &report.groups[0];
+    assert_eq!(first.partitions.len(), 2, "{first:?}");
+    assert!(
+        first
+            .partitions
+            .iter()
+            .all(|p| p.state == CommitState::Unknown && p.read_back.is_none()),
+        "{first:?}"
+    );
+    assert_eq!(report.committed(), 0);
+    assert_unknown_and_stopped(&report, commits);
+}
+
+#[tokio::test]
+async fn an_undecodable_commit_answer_is_unknown_and_does_not_panic() {
+    let (report, commits) = run_one_at_a_time(OnCommit::Garbage, &["a", "b"]).await;
+    assert!(
+        report.groups[0]
+            .partitions
+            .iter()
+            .all(|p| p.state == CommitState::Unknown),
+        "{report:?}"
+    );
+    assert_unknown_and_stopped(&report, commits);
+}
+
+#[tokio::test]
+async fn a_group_refused_by_the_authorizer_names_the_missing_permission_and_others_carry_on() {
+    let (report, commits) = run_one_at_a_time(OnCommit::GroupDenied, &["a", "b"]).await;
+    // Not an unknown outcome: the coordinator said no, so the next group is still tried.
+    assert_eq!(commits, 2);
+    for g in &report.groups {
+        match &g.outcome {
+            GroupOutcome::Error {
+                message,
+                state_unknown: false,
+            } => assert!(
+                message.contains("GROUP_AUTHORIZATION_FAILED")
+                    && message.contains(&format!("lacks READ on Group {:?}", g.group)),
+                "{message}"
+            ),
+            other => panic!("{other:?}"),
+        }
+        assert!(g.partitions.iter().all(|p| p.state == CommitState::Failed));
+    }
 }

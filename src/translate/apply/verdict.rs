@@ -25,6 +25,8 @@ pub enum Verdict {
     NoSuchPartition,
     /// The checkpoint is older than the maximum age allowed.
     Stale,
+    /// The principal may not describe the topic on the target (TOPIC_AUTHORIZATION_FAILED).
+    NotAuthorized,
 }
 
 impl Verdict {
@@ -39,6 +41,7 @@ impl Verdict {
             Verdict::NoSuchTopic => "no-such-topic",
             Verdict::NoSuchPartition => "no-such-partition",
             Verdict::Stale => "stale",
+            Verdict::NotAuthorized => "not-authorized",
         }
     }
 
@@ -60,6 +63,8 @@ pub enum TargetPartition {
     NoTopic,
     /// The topic exists without this partition.
     NoPartition,
+    /// The principal may not describe the topic.
+    NotAuthorized,
     /// The partition's log start and end offsets.
     Log {
         /// The log start offset.
@@ -108,6 +113,7 @@ pub fn decide(
     let (start, end) = match target {
         TargetPartition::NoTopic => return refuse(Verdict::NoSuchTopic),
         TargetPartition::NoPartition => return refuse(Verdict::NoSuchPartition),
+        TargetPartition::NotAuthorized => return refuse(Verdict::NotAuthorized),
         TargetPartition::Log { start, end } => (start, end),
     };
     if rules
@@ -161,6 +167,7 @@ mod tests {
             Verdict::WouldRewind,
             Verdict::NoSuchPartition,
             Verdict::Stale,
+            Verdict::NotAuthorized,
         ] {
             assert_eq!(serde_json::to_value(v).unwrap(), v.as_str());
         }

@@ -1,0 +1,358 @@
+//! `apply --execute` as a principal whose ACLs deny some groups and topics (Kafka 4.4 and 3.9,
+//! whose harness brokers run `StandardAuthorizer` with a SCRAM user for this test, see
+//! `protocol-tests/harness/kafka.sh`).
+//!
+//! The ACLs are added by this test on its own topics and groups only (as the harness's super
+//! user, over PLAINTEXT), so no other suite is affected. Each refusal must be reported for its
+//! group with the missing permission (operation and resource), the other groups must be
+//! committed, the exit code is 1 (an authorization failure is an error; see issue 9), and an
+//! admin reading the offsets back finds nothing written for the refused groups.
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::process::Command;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use kafka_protocol::messages::create_acls_request::AclCreation;
+use kafka_protocol::messages::{
+    ApiKey, CreateAclsRequest, CreateAclsResponse, DescribeAclsRequest, DescribeAclsResponse,
+};
+use kafka_protocol::protocol::{Decodable, StrBytes};
+use mm2_offsets::client::{Deadline, KafkaClient};
+use mm2_offsets::mm2::checkpoint::{self, CheckpointKey, CheckpointValue};
+use mm2_offsets::wire::BrokerConnection;
+use support::{Cluster, cluster, data_writer, hex_or_dash, unique_topic};
+
+const BIN: &str = env!("CARGO_BIN_EXE_mm2-offsets");
+
+// Kafka's AclOperation, AclPermissionType, ResourceType and PatternType codes.
+const ALL: i8 = 2;
+const READ: i8 = 3;
+const DESCRIBE: i8 = 8;
+const DENY: i8 = 2;
+const ALLOW: i8 = 3;
+const TOPIC: i8 = 2;
+const GROUP: i8 = 3;
+const LITERAL: i8 = 3;
+
+/// One ACL: (resource type, name, operation, permission) for the test's restricted user.
+type Acl<'a> = (i8, &'a str, i8, i8);
+
+/// Writes MirrorMaker 2 checkpoint records (group, topic, partition, downstream offset) to
+/// `<source>.checkpoints.internal` with the Java producer.
+fn write_checkpoints(cluster: &Cluster, source: &str, rows: &[(&str, &str, i32, i64)]) {
+    let lines: String = rows
+        .iter()
+        .map(|&(group, topic, partition, offset)| {
+            let key = checkpoint::encode_key(&CheckpointKey {
+                group: group.as_bytes(),
+                topic: topic.as_bytes(),
+                partition,
+            })
+            .unwrap();
+            let value = checkpoint::encode_value(&CheckpointValue {
+                version: 0,
+                upstream_offset: offset + 1000,
+                downstream_offset: offset,
+                metadata: b"",
+            })
+            .unwrap();
+            format!(
+                "0 {} {}\n",
+                hex_or_dash(Some(&key)),
+                hex_or_dash(Some(&value))
+            )
+        })
+        .collect();
+    let file = std::env::temp_dir().join(format!("{source}.lines"));
+    std::fs::write(&file, lines).unwrap();
+    data_writer(
+        cluster,
+        "raw",
+        &[
+            "--topic",
+            &format!("{source}.checkpoints.internal"),
+            "--partitions",
+            "1",
+            "--file",
+            file.to_str().unwrap(),
+        ],
+    );
+    let _ = std::fs::remove_file(file);
+}
+
+/// Adds `acls` for `principal` as the harness's super user, and waits until the broker's
+/// authorizer holds them all.
+async fn add_acls(admin: &BrokerConnection, principal: &str, acls: &[Acl<'_>]) {
+    let version = admin.negotiate(ApiKey::CreateAcls, 1..=3).unwrap();
+    let creations = acls
+        .iter()
+        .map(|&(resource_type, name, operation, permission_type)| {
+            AclCreation::default()
+                .with_resource_type(resource_type)
+                .with_resource_name(StrBytes::from_string(name.to_string()))
+                .with_resource_pattern_type(LITERAL)
+                .with_principal(StrBytes::from_string(principal.to_string()))
+                .with_host(StrBytes::from_static_str("*"))
+                .with_operation(operation)
+                .with_permission_type(permission_type)
+        })
+        .collect();
+    let mut body = admin
+        .send(
+            &CreateAclsRequest::default().with_creations(creations),
+            version,
+        )
+        .await
+        .unwrap();
+    let response = CreateAclsResponse::decode(&mut body, version).unwrap();
+    for result in &response.results {
+        assert_eq!(
+            result.error_code, 0,
+            "CreateAcls failed ({:?}); code 54 (SECURITY_DISABLED) means the broker runs without \
+             an authorizer: restart it with this checkout's protocol-tests/harness/kafka.sh",
+            result.error_message
+        );
+    }
+    // ACLs reach the broker's authorizer through the metadata log: wait until it lists them.
+    let version = admin.negotiate(ApiKey::DescribeAcls, 1..=3).unwrap();
+    let give_up = Instant::now() + Duration::from_secs(30);
+    loop {
+        let filter = DescribeAclsRequest::default()
+            .with_resource_type_filter(1) // ANY
+            .with_pattern_type_filter(1) // ANY
+            .with_resource_name_filter(None)
+            .with_host_filter(None)
+            .with_principal_filter(Some(StrBytes::from_string(principal.to_string())))
+            .with_operation(1) // ANY
+            .with_permission_type(1); // ANY
+        let mut body = admin.send(&filter, version).await.unwrap();
+        let response = DescribeAclsResponse::decode(&mut body, version).unwrap();
+        let held: usize = response
+            .resources
+            .iter()
+            .filter(|r| acls.iter().any(|a| r.resource_name.as_str() == a.1))
+            .map(|r| r.acls.len())
+            .sum();
+        if held >= acls.len() {
+            return;
+        }
+        assert!(
+            Instant::now() < give_up,
+            "the broker's authorizer holds {held} of {} ACLs after 30 s",
+            acls.len()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// The group's committed offsets, read by the super user.
+async fn committed(client: &KafkaClient, group: &str) -> BTreeMap<(String, i32), i64> {
+    let coordinators = client
+        .find_group_coordinators(
+            &[group.to_string()],
+            &Deadline::after(Duration::from_secs(30)),
+        )
+        .await
+        .unwrap();
+    let coordinator = coordinators[group].as_ref().unwrap();
+    client
+        .fetch_group_offsets(coordinator, &[group.to_string()])
+        .await
+        .unwrap()
+        .remove(group)
+        .unwrap()
+        .unwrap()
+        .into_iter()
+        .filter(|(_, c)| c.offset >= 0)
+        .map(|(k, c)| (k, c.offset))
+        .collect()
+}
+
+fn now_ms() -> u128 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_millis()
+}
+
+async fn refusals_on(name: &str) {
+    let started = Instant::now();
+    let cluster = cluster(name);
+    assert_eq!(
+        cluster.var("AUTHORIZER"),
+        "standard",
+        "{name} runs without an authorizer: restart it with this checkout's protocol-tests/harness/kafka.sh"
+    );
+    let user = cluster.var("AUTHZ_USER").to_string();
+    let password = cluster.var("AUTHZ_PASSWORD").to_string();
+    let config = cluster.plaintext();
+    let admin_client = KafkaClient::connect(config.clone()).await.unwrap();
+    let admin = BrokerConnection::connect(cluster.var("PLAINTEXT"), &config)
+        .await
+        .unwrap();
+
+    let base = unique_topic("authz");
+    let open = format!("{base}-open");
+    let no_read = format!("{base}-noread");
+    let hidden = format!("{base}-hidden");
+    for (topic, partitions) in [(&open, "2"), (&no_read, "1"), (&hidden, "1")] {
+        data_writer(
+            &cluster,
+            "records",
+            &[
+                "--topic",
+                topic,
+                "--partitions",
+                partitions,
+                "--count",
+                "100",
+                "--nulls",
+                "0",
+            ],
+        );
+    }
+    let g = |s: &str| format!("{base}-{s}");
+    let (ok, group_hidden, group_no_read, topic_no_read, topic_hidden) = (
+        g("ok"),
+        g("group-hidden"),
+        g("group-noread"),
+        g("topic-noread"),
+        g("topic-hidden"),
+    );
+    let principal = format!("User:{user}");
+    add_acls(
+        &admin,
+        &principal,
+        &[
+            // Not even DESCRIBE: FindCoordinator is refused when planning.
+            (GROUP, &group_hidden, ALL, DENY),
+            // DESCRIBE but not READ: planned, refused by OffsetCommit.
+            (GROUP, &group_no_read, DESCRIBE, ALLOW),
+            (GROUP, &group_no_read, READ, DENY),
+            (TOPIC, &no_read, DESCRIBE, ALLOW),
+            (TOPIC, &no_read, READ, DENY),
+            (TOPIC, &hidden, ALL, DENY),
+        ],
+    )
+    .await;
+
+    let source = format!("authz{}", now_ms());
+    write_checkpoints(
+        &cluster,
+        &source,
+        &[
+            (&ok, &open, 0, 10),
+            (&ok, &open, 1, 20),
+            (&group_hidden, &open, 0, 11),
+            (&group_no_read, &open, 0, 12),
+            (&topic_no_read, &no_read, 0, 13),
+            (&topic_hidden, &hidden, 0, 14),
+        ],
+    );
+
+    let output = Command::new(BIN)
+        .args([
+            "apply",
+            "--bootstrap-server",
+            cluster.var("SASL_PLAINTEXT"),
+            "--security-protocol",
+            "SASL_PLAINTEXT",
+            "--sasl-mechanism",
+            "SCRAM-SHA-512",
+            "--sasl-username",
+            &user,
+            "--source",
+            &source,
+            "--all-groups",
+            "--timeout",
+            "30s",
+            "--execute",
+        ])
+        .env("MM2_OFFSETS_SASL_PASSWORD", &password)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    println!("--- {name}: apply --execute as {principal}\n{stdout}{stderr}");
+    assert_eq!(output.status.code(), Some(1), "{stdout}{stderr}");
+
+    let group_line = |group: &str| -> String {
+        stdout
+            .lines()
+            .find(|l| l.starts_with(&format!("group {group}:")))
+            .unwrap_or_else(|| panic!("no summary line for {group}:\n{stdout}"))
+            .to_string()
+    };
+    assert!(group_line(&ok).ends_with("; applied"), "{stdout}");
+    for (group, needles) in [
+        (
+            &group_hidden,
+            vec![
+                "GROUP_AUTHORIZATION_FAILED".to_string(),
+                format!("lacks DESCRIBE on Group {group_hidden:?} (FindCoordinator needs it)"),
+            ],
+        ),
+        (
+            &group_no_read,
+            vec![
+                "GROUP_AUTHORIZATION_FAILED".to_string(),
+                format!("lacks READ on Group {group_no_read:?} (OffsetCommit needs it)"),
+            ],
+        ),
+        (
+            &topic_no_read,
+            vec![
+                "TOPIC_AUTHORIZATION_FAILED".to_string(),
+                format!("lacks READ on Topic {no_read:?} (OffsetCommit needs it)"),
+            ],
+        ),
+        (
+            &topic_hidden,
+            vec![
+                "TOPIC_AUTHORIZATION_FAILED".to_string(),
+                format!("lacks DESCRIBE on Topic {hidden:?} (Metadata needs it)"),
+            ],
+        ),
+    ] {
+        let line = group_line(group);
+        assert!(line.contains("; error: "), "{group}: {line}");
+        assert!(line.contains("grant"), "{group} says what to do: {line}");
+        for needle in needles {
+            // The table escapes with escape_debug: quotes come out as \".
+            let escaped = needle.replace('"', "\\\"");
+            assert!(line.contains(&escaped), "{group}: {line} lacks {needle}");
+        }
+    }
+    assert!(
+        stderr.contains("1 partition(s) committed") || stderr.contains("2 partition(s) committed"),
+        "{stderr}"
+    );
+
+    // Read back as the super user: the open group was written, nothing else.
+    assert_eq!(
+        committed(&admin_client, &ok).await,
+        BTreeMap::from([((open.clone(), 0), 10), ((open.clone(), 1), 20)])
+    );
+    for group in [&group_hidden, &group_no_read, &topic_no_read, &topic_hidden] {
+        assert!(
+            committed(&admin_client, group).await.is_empty(),
+            "{group} was written"
+        );
+    }
+    println!(
+        "{name}: authorization refusals checked in {:?}",
+        started.elapsed()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn authorization_refusals_on_kafka_4() {
+    refusals_on("k4").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn authorization_refusals_on_kafka_3_9() {
+    refusals_on("k39").await;
+}

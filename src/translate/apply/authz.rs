@@ -1,0 +1,104 @@
+//! What an authorization refusal means for apply: which permission is missing, on which
+//! resource, and what to grant.
+//!
+//! Kafka's `KafkaApis` checks, for the calls apply makes: FindCoordinator, DescribeGroups,
+//! ConsumerGroupDescribe and OffsetFetch need DESCRIBE on the group; OffsetCommit needs READ
+//! on the group and READ on each topic; Metadata, ListOffsets and OffsetFetch need DESCRIBE on
+//! each topic. An OffsetFetch for all of a group's topics silently leaves out the topics the
+//! principal may not describe, so apply checks the topics itself (Metadata) before trusting it.
+
+use crate::client::{ClientError, GroupCallError};
+
+/// GROUP_AUTHORIZATION_FAILED.
+pub(crate) const GROUP_AUTHORIZATION_FAILED: i16 = 30;
+/// TOPIC_AUTHORIZATION_FAILED.
+pub(crate) const TOPIC_AUTHORIZATION_FAILED: i16 = 29;
+
+/// The ACL operation `request` needs on a group.
+fn group_operation(request: &str) -> &'static str {
+    if request == "OffsetCommit" {
+        "READ"
+    } else {
+        "DESCRIBE"
+    }
+}
+
+/// The operation `request` needs on a topic.
+fn topic_operation(request: &str) -> &'static str {
+    if request == "OffsetCommit" {
+        "READ"
+    } else {
+        "DESCRIBE"
+    }
+}
+
+/// The missing permission behind a group's refusal, e.g. `missing DESCRIBE on Group "g"
+/// (FindCoordinator needs it)`, followed by what to grant.
+pub(crate) fn group_denied(request: &str, group: &str) -> String {
+    format!(
+        "GROUP_AUTHORIZATION_FAILED: the principal lacks {} on Group {group:?} ({request} needs it); \
+         grant DESCRIBE and READ on the group to the principal apply connects as, then run apply again",
+        group_operation(request)
+    )
+}
+
+/// The missing permission behind a topic's refusal, and what to grant.
+pub(crate) fn topic_denied(request: &str, topic: &str) -> String {
+    format!(
+        "TOPIC_AUTHORIZATION_FAILED: the principal lacks {} on Topic {topic:?} ({request} needs it); \
+         grant DESCRIBE and READ on the topic to the principal apply connects as, then run apply again",
+        topic_operation(request)
+    )
+}
+
+/// A group call's failure for the operator: the missing permission when the authorizer
+/// refused it, else the error itself.
+pub(crate) fn explain(error: &GroupCallError) -> String {
+    match error.source.as_ref() {
+        ClientError::Broker { request, code, .. } if *code == GROUP_AUTHORIZATION_FAILED => {
+            group_denied(request, &error.group)
+        }
+        ClientError::Broker { request, code, .. } if *code == TOPIC_AUTHORIZATION_FAILED => {
+            format!(
+                "TOPIC_AUTHORIZATION_FAILED: the principal lacks DESCRIBE on a topic of group {:?} \
+                 ({request} needs it); grant DESCRIBE and READ on the group's topics, then run apply again",
+                error.group
+            )
+        }
+        _ => error.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn broker_error(request: &'static str, code: i16) -> GroupCallError {
+        GroupCallError {
+            group: "payments".into(),
+            source: Box::new(ClientError::broker(request, "group", "b:9092", code)),
+        }
+    }
+
+    #[test]
+    fn names_the_operation_each_request_needs() {
+        let lookup = explain(&broker_error("FindCoordinator", 30));
+        assert!(
+            lookup.contains("lacks DESCRIBE on Group \"payments\" (FindCoordinator needs it)"),
+            "{lookup}"
+        );
+        assert!(lookup.contains("grant DESCRIBE and READ"), "{lookup}");
+        assert!(
+            group_denied("OffsetCommit", "g").contains("lacks READ on Group \"g\""),
+            "commit needs READ"
+        );
+        assert!(topic_denied("OffsetCommit", "t").contains("lacks READ on Topic \"t\""));
+        assert!(topic_denied("Metadata", "t").contains("lacks DESCRIBE on Topic \"t\""));
+    }
+
+    #[test]
+    fn other_errors_pass_through_unchanged() {
+        let e = broker_error("DescribeGroups", 15);
+        assert_eq!(explain(&e), e.to_string());
+    }
+}
