@@ -17,13 +17,14 @@ mod targets;
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 
 /// Every target, as named in fuzz/fuzz_targets/.
-const TARGETS: [&str; 20] = [
+const TARGETS: [&str; 21] = [
     "api_versions_response",
     "checkpoint_decode",
     "cli_args",
     "heartbeat_decode",
     "java_pattern",
     "keystore_decode",
+    "oauth_token_response",
     "properties_parse",
     "records_batches",
     "records_decompress",
@@ -85,6 +86,7 @@ fn run(target: &str, data: &[u8]) {
         "cli_args" => drop(targets::cli_args(data)),
         "heartbeat_decode" => drop(targets::heartbeat_decode(data)),
         "keystore_decode" => drop(targets::keystore_decode(data)),
+        "oauth_token_response" => drop(targets::oauth_token_response(data)),
         "properties_parse" => drop(targets::properties_parse(data)),
         "java_pattern" => drop(targets::java_pattern(data)),
         "records_batches" => drop(targets::records_batches(data)),
@@ -102,6 +104,81 @@ fn run(target: &str, data: &[u8]) {
         "translate_batches" => drop(targets::translate_batches(data)),
         other => panic!("unknown target {other}"),
     }
+}
+
+/// A xorshift64 generator from `seed`: random enough to drive the stable mini-fuzzers, and the
+/// same sequence every run, so a failure reproduces.
+fn xorshift(mut state: u64) -> impl FnMut() -> u64 {
+    move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    }
+}
+
+/// The `oauth_token_response` body on stable, as a small mutation fuzzer would drive it: valid
+/// answers (Content-Length, chunked, until-close, interim 100, error documents) cut short,
+/// with bytes flipped, inserted and dropped, from a fixed seed. None may panic.
+#[test]
+fn oauth_token_answers_survive_mutation() {
+    let token = "eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJtbTIiLCJleHAiOjE5MDAwMDAwMDB9.c2ln";
+    let json = format!(r#"{{"access_token":"{token}","token_type":"Bearer","expires_in":300}}"#);
+    let error = r#"{"error":"invalid_client","error_description":"bad secret"}"#;
+    let answers = [
+        format!(
+            "HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n{json}",
+            json.len()
+        ),
+        format!(
+            "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n\
+             10\r\n{}\r\n{:x}\r\n{}\r\n0\r\n\r\n",
+            &json[..16],
+            json.len() - 16,
+            &json[16..]
+        ),
+        format!("HTTP/1.0 200 OK\r\n\r\n{json}"),
+        format!(
+            "HTTP/1.1 401 Unauthorized\r\nContent-Length: {}\r\n\r\n{error}",
+            error.len()
+        ),
+    ];
+    for answer in &answers {
+        let mut input = vec![1u8];
+        input.extend_from_slice(answer.as_bytes());
+        let parsed = targets::oauth_token_response(&input)
+            .unwrap()
+            .unwrap()
+            .unwrap();
+        assert!(
+            parsed.token.is_some() || parsed.error.is_some(),
+            "{parsed:?}"
+        );
+    }
+    let mut next = xorshift(0x2545_f491_4f6c_dd1d);
+    let mut outcomes = [0usize; 3];
+    for _ in 0..20_000 {
+        let answer = answers[(next() % answers.len() as u64) as usize].as_bytes();
+        let mut data = vec![(next() % 2) as u8];
+        data.extend_from_slice(answer);
+        for _ in 0..(next() % 4) {
+            let at = 1 + (next() as usize) % (data.len() - 1).max(1);
+            match next() % 4 {
+                0 => data.truncate(at),
+                1 if at < data.len() => data[at] ^= 1 << (next() % 8),
+                2 => data.insert(at.min(data.len()), next() as u8),
+                _ if at < data.len() => drop(data.remove(at)),
+                _ => {}
+            }
+        }
+        match targets::oauth_token_response(&data) {
+            Some(Ok(Some(_))) => outcomes[0] += 1,
+            Some(Ok(None)) => outcomes[1] += 1,
+            _ => outcomes[2] += 1,
+        }
+    }
+    // The mutations reach every outcome: parsed, incomplete, and refused.
+    assert!(outcomes.iter().all(|&n| n > 100), "{outcomes:?}");
 }
 
 /// The `cli_args` body on stable, as a small fuzzer would drive it: argument vectors drawn from
@@ -180,13 +257,7 @@ fn cli_args_survive_random_command_lines() {
         "--",
         "-",
     ];
-    let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
-    let mut next = move || {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        state
-    };
+    let mut next = xorshift(0x9e37_79b9_7f4a_7c15);
     let (mut accepted, mut refused) = (0, 0);
     for _ in 0..20_000 {
         let len = next() % 12;
@@ -361,6 +432,24 @@ fn captured_broker_seeds_decode() {
                 assert!(entries > 0, "{what}: nothing in the store");
                 if name.contains("keystore.p12") {
                     assert_eq!(keys, 1, "{what}: the key decrypts with the store password");
+                }
+            }
+            "oauth_token_response" => {
+                // Answers of the harness's token endpoint (oidc_endpoint.py), captured raw.
+                let answer = targets::oauth_token_response(&data)
+                    .and_then(Result::ok)
+                    .flatten()
+                    .unwrap_or_else(|| panic!("{what}: not a complete answer"));
+                if name.contains("200") {
+                    let token = answer.token.unwrap().unwrap();
+                    assert_eq!(token.split('.').count(), 3, "{what}: a JWT");
+                    assert!(answer.jwt_exp.is_some() && answer.expires_in == Some(3600));
+                } else {
+                    assert_eq!(answer.status, 401, "{what}");
+                    assert_eq!(
+                        answer.error.as_deref(),
+                        Some("invalid_client: client authentication failed")
+                    );
                 }
             }
             _ => panic!("{what}: no check for captured seeds of {target}"),

@@ -12,8 +12,8 @@ use mm2_offsets::mm2::{checkpoint, heartbeat, offset_sync};
 use mm2_offsets::records::{AbortedFilter, Batch, Batches, Compression, ControlRecord, Scratch};
 use mm2_offsets::translate::{BatchTranslator, GroupSelector, JavaPattern, index_from_batches};
 use mm2_offsets::wire::fuzzing::{
-    SCRAM_CLIENT_NONCE, api_versions_response as decode_api_versions, key_store,
-    scram_server_final, scram_server_first,
+    OAuthAnswer, SCRAM_CLIENT_NONCE, api_versions_response as decode_api_versions, key_store,
+    oauth_token_answer, scram_server_final, scram_server_first,
 };
 use mm2_offsets::wire::responses::{
     ConsumerGroupDescribeResponse, DescribeGroupsResponse, FetchResponse, FindCoordinatorResponse,
@@ -336,6 +336,39 @@ pub fn sasl_scram_server_first(data: &[u8]) -> Option<Result<(), String>> {
             .expect("client-final starts with the channel binding and nonce");
         assert!(nonce.starts_with(SCRAM_CLIENT_NONCE) && nonce.len() > SCRAM_CLIENT_NONCE.len());
     }))
+}
+
+/// `oauth_token_response`: a token endpoint's HTTP answer; the first byte's low bit says
+/// whether the server has closed the connection. Parsing must not panic; the body stays within
+/// 1 MiB; an answer complete before the close is the same answer after it; a token handed back
+/// is one RFC 6750 bearer token and an error text has no control characters.
+pub fn oauth_token_response(data: &[u8]) -> Option<Result<Option<OAuthAnswer>, String>> {
+    let (&flags, answer) = data.split_first()?;
+    let parsed = oauth_token_answer(answer, flags & 1 == 1);
+    if let Ok(Some(complete)) = &parsed {
+        assert!(complete.body_len <= 1024 * 1024);
+        assert!((100..1000).contains(&complete.status));
+        if flags & 1 == 0 {
+            let at_close = oauth_token_answer(answer, true);
+            assert_eq!(
+                at_close.as_ref().ok().and_then(Option::as_ref),
+                Some(complete)
+            );
+        }
+        if let Some(Ok(token)) = &complete.token {
+            assert!(!token.is_empty() && token.len() <= 64 * 1024);
+            assert!(
+                token
+                    .trim_end_matches('=')
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"-._~+/".contains(&b))
+            );
+        }
+        if let Some(error) = &complete.error {
+            assert!(!error.chars().any(char::is_control), "{error:?}");
+        }
+    }
+    Some(parsed)
 }
 
 /// Rewrites the CRC of every batch whose framing is intact, in place, so the fuzzer reaches

@@ -146,6 +146,28 @@ write_config() {
   } >"$file"
 }
 
+# add_oidc_listener FILE DIR PORT (Kafka 4.x): one more listener, OIDC (SASL_PLAINTEXT, only
+# OAUTHBEARER), whose tokens Kafka's JWKS validator checks: RS256 JWTs signed by the key in
+# DIR/oidc (made here by oidc_endpoint.py keygen; the tests serve tokens with the same key),
+# for audience mm2o-kafka and issuer mm2o-harness. The JWKS is a file: the broker needs no
+# token endpoint to start. Kafka 4.x reads JWKS URLs only when the JVM property
+# org.apache.kafka.sasl.oauthbearer.allowed.urls lists them (attempt_start passes it).
+add_oidc_listener() {
+  local file="$1" dir="$2" port="$3" h=127.0.0.1
+  python3 "$HARNESS_DIR/oidc_endpoint.py" keygen "$dir/oidc"
+  sed -i -e "s|^\(listeners=.*\)\$|\1,OIDC://$h:$port|" \
+    -e "s|^\(advertised.listeners=.*\)\$|\1,OIDC://$h:$port|" \
+    -e "s|^\(listener.security.protocol.map=.*\)\$|\1,OIDC:SASL_PLAINTEXT|" "$file"
+  {
+    echo "listener.name.oidc.sasl.enabled.mechanisms=OAUTHBEARER"
+    echo "listener.name.oidc.oauthbearer.sasl.jaas.config=org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required unsecuredLoginStringClaim_sub=\"admin\";"
+    echo "listener.name.oidc.oauthbearer.sasl.server.callback.handler.class=org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler"
+    echo "sasl.oauthbearer.jwks.endpoint.url=file://$dir/oidc/jwks.json"
+    echo "sasl.oauthbearer.expected.audience=mm2o-kafka"
+    echo "sasl.oauthbearer.expected.issuer=mm2o-harness"
+  } >>"$file"
+}
+
 # Probes PLAINTEXT with an ApiVersions round trip, then every listener with kcat
 # (librdkafka, an independent client) when it is installed: a Metadata round trip
 # per listener, with that listener's security.
@@ -229,6 +251,13 @@ attempt_start() {
   mkdir -p "$dir/data" "$dir/tmp"
   write_config "$dir/server.properties" "$dir" "$version" \
     "$p_plain" "$p_ssl" "$p_mtls" "$p_sasl_ssl" "$p_sasl_plain" "$p_ctrl" "$p_zk"
+  local p_oidc=""
+  local -a oidc_jvm=()
+  if [[ "${version%%.*}" -ge 4 ]]; then
+    p_oidc="$(free_ports 1)"
+    add_oidc_listener "$dir/server.properties" "$dir" "$p_oidc"
+    oidc_jvm=("-Dorg.apache.kafka.sasl.oauthbearer.allowed.urls=file://$dir/oidc/jwks.json")
+  fi
 
   local -a logging
   if [[ "${version%%.*}" -ge 4 ]]; then
@@ -301,7 +330,8 @@ attempt_start() {
   fi
   java -Xms256m -Xmx512m -XX:+UseG1GC -XX:MaxGCPauseMillis=20 -XX:+ExitOnOutOfMemoryError \
     -XX:+UseStringDeduplication -Djava.awt.headless=true -Djava.io.tmpdir="$dir/tmp" \
-    "${logging[@]}" ${cds[@]+"${cds[@]}"} ${extra[@]+"${extra[@]}"} -cp "$lib/*" kafka.Kafka "$dir/server.properties" \
+    "${logging[@]}" ${cds[@]+"${cds[@]}"} ${extra[@]+"${extra[@]}"} ${oidc_jvm[@]+"${oidc_jvm[@]}"} \
+    -cp "$lib/*" kafka.Kafka "$dir/server.properties" \
     </dev/null >>"$log" 2>&1 &
   pid=$!
   echo "$pid" >"$dir/pid"
@@ -383,6 +413,9 @@ PLAIN_PASSWORD=$PLAIN_PASSWORD
 PID=$pid
 LOG=$log
 ENV
+  if [[ -n "$p_oidc" ]]; then
+    printf 'OIDC=%s\nOIDC_DIR=%s\nOIDC_AUDIENCE=mm2o-kafka\n' "$h:$p_oidc" "$dir/oidc" >>"$dir/env.tmp"
+  fi
   if [[ "$mode" == zookeeper ]]; then
     # No TLS listeners on 2.x (see write_config): their keys must not promise one.
     sed -i -e '/^SSL=/d' -e '/^MTLS=/d' -e '/^SASL_SSL=/d' "$dir/env.tmp"

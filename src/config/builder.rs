@@ -24,13 +24,16 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use super::keys::{
-    BOOTSTRAP_SERVERS, REQUEST_TIMEOUT_MS, SASL_JAAS_CONFIG, SASL_MECHANISM,
+    BOOTSTRAP_SERVERS, REQUEST_TIMEOUT_MS, SASL_JAAS_CONFIG, SASL_LOGIN_CONNECT_TIMEOUT_MS,
+    SASL_LOGIN_READ_TIMEOUT_MS, SASL_MECHANISM, SASL_OAUTHBEARER_CLIENT_ID,
+    SASL_OAUTHBEARER_CLIENT_SECRET, SASL_OAUTHBEARER_TOKEN_ENDPOINT_URL,
     SASL_OAUTHBEARER_TOKEN_FILE, SECURITY_PROTOCOL, SOCKET_CONNECTION_SETUP_TIMEOUT_MS,
     SSL_KEYSTORE_CERTIFICATE_CHAIN, SSL_KEYSTORE_KEY,
 };
+use super::token_endpoint::TokenEndpoint;
 use super::{
-    ClientConfig, ConfigError, PemSource, SaslMechanism, SaslSettings, Secret, SecurityProtocol,
-    TlsSettings,
+    ClientConfig, ConfigError, OAuthClientCredentials, PemSource, SaslMechanism, SaslSettings,
+    Secret, SecurityProtocol, TlsSettings,
 };
 
 impl TlsSettings {
@@ -103,6 +106,7 @@ impl ClientConfig {
             username: username.into(),
             password,
             oauthbearer_token_file: None,
+            oauthbearer_client_credentials: None,
         })
     }
 
@@ -114,6 +118,33 @@ impl ClientConfig {
             username: String::new(),
             password: Secret::new(""),
             oauthbearer_token_file: Some(token_file.into()),
+            oauthbearer_client_credentials: None,
+        })
+    }
+
+    /// SASL `OAUTHBEARER` with a token from an OIDC token endpoint (the client-credentials
+    /// grant). The connector caches the token and fetches a new one before it expires.
+    ///
+    /// ```
+    /// use mm2_offsets::config::{ClientConfig, OAuthClientCredentials, Secret, TlsSettings};
+    ///
+    /// let grant = OAuthClientCredentials::new(
+    ///     "https://idp.example.com/oauth2/token",
+    ///     "mm2-offsets",
+    ///     Secret::new(std::env::var("CLIENT_SECRET").unwrap_or_default()),
+    /// );
+    /// let config = ClientConfig::plaintext(["broker:9093"])
+    ///     .with_tls(TlsSettings::default())
+    ///     .with_sasl_oauthbearer_client_credentials(grant);
+    /// # let _ = config;
+    /// ```
+    pub fn with_sasl_oauthbearer_client_credentials(self, grant: OAuthClientCredentials) -> Self {
+        self.with_sasl(SaslSettings {
+            mechanism: SaslMechanism::OAuthBearer,
+            username: String::new(),
+            password: Secret::new(""),
+            oauthbearer_token_file: None,
+            oauthbearer_client_credentials: Some(grant),
         })
     }
 
@@ -154,14 +185,28 @@ impl ClientConfig {
                     ),
                 ));
             }
-            (true, Some(sasl))
-                if sasl.mechanism == SaslMechanism::OAuthBearer
-                    && sasl.oauthbearer_token_file.is_none() =>
-            {
-                return Err(ConfigError::Missing {
-                    key: SASL_OAUTHBEARER_TOKEN_FILE.to_string(),
-                    hint: "SASL OAUTHBEARER reads its token (a JWT) from this file".to_string(),
-                });
+            (true, Some(sasl)) if sasl.mechanism == SaslMechanism::OAuthBearer => {
+                match (
+                    &sasl.oauthbearer_token_file,
+                    &sasl.oauthbearer_client_credentials,
+                ) {
+                    (None, None) => {
+                        return Err(ConfigError::Missing {
+                            key: SASL_OAUTHBEARER_TOKEN_FILE.to_string(),
+                            hint: "SASL OAUTHBEARER reads its token (a JWT) from this file, or                                    gets it from a token endpoint                                    (oauthbearer_client_credentials)"
+                                .to_string(),
+                        });
+                    }
+                    (Some(_), Some(_)) => {
+                        return Err(ConfigError::conflict(
+                            SASL_OAUTHBEARER_TOKEN_FILE,
+                            SASL_OAUTHBEARER_TOKEN_ENDPOINT_URL,
+                            "give the token one way: a file or a token endpoint",
+                        ));
+                    }
+                    (None, Some(grant)) => validate_grant(grant)?,
+                    (Some(_), None) => {}
+                }
             }
             (true, Some(sasl))
                 if sasl.mechanism != SaslMechanism::OAuthBearer && sasl.username.is_empty() =>
@@ -223,6 +268,26 @@ fn check_host_port(server: &str) -> Result<(), ConfigError> {
             format!("{server:?} is not host:port with a port from 1 to 65535"),
         )),
     }
+}
+
+/// The client-credentials grant: a token endpoint URL we can use, a client id and a secret.
+fn validate_grant(grant: &OAuthClientCredentials) -> Result<(), ConfigError> {
+    TokenEndpoint::parse(&grant.token_endpoint)
+        .map_err(|reason| ConfigError::invalid(SASL_OAUTHBEARER_TOKEN_ENDPOINT_URL, reason))?;
+    if grant.client_id.trim().is_empty() {
+        return Err(ConfigError::Missing {
+            key: SASL_OAUTHBEARER_CLIENT_ID.to_string(),
+            hint: "the token endpoint needs the client id".to_string(),
+        });
+    }
+    if grant.client_secret.expose().trim().is_empty() {
+        return Err(ConfigError::Missing {
+            key: SASL_OAUTHBEARER_CLIENT_SECRET.to_string(),
+            hint: "the token endpoint needs the client secret".to_string(),
+        });
+    }
+    non_zero(SASL_LOGIN_CONNECT_TIMEOUT_MS, grant.connect_timeout)?;
+    non_zero(SASL_LOGIN_READ_TIMEOUT_MS, grant.read_timeout)
 }
 
 fn non_zero(key: &str, value: Duration) -> Result<(), ConfigError> {

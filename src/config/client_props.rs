@@ -130,7 +130,7 @@ pub(crate) struct Settings<'a> {
 }
 
 impl<'a> Settings<'a> {
-    fn new(props: &'a Properties) -> Self {
+    pub(crate) fn new(props: &'a Properties) -> Self {
         Settings {
             props,
             read: HashSet::new(),
@@ -184,7 +184,7 @@ impl<'a> Settings<'a> {
     /// Warnings, including one for each key nobody read, up to [`MAX_UNUSED_KEY_WARNINGS`];
     /// the rest are counted in one more line, so a huge file of unknown keys cannot flood the
     /// caller with warnings or memory.
-    fn finish(mut self) -> Vec<String> {
+    pub(crate) fn finish(mut self) -> Vec<String> {
         let mut more = 0usize;
         let mut shown = 0usize;
         for (key, value) in self.props.iter() {
@@ -333,7 +333,7 @@ fn parse_security_protocol(setting: Setting<'_>) -> Result<SecurityProtocol, Con
 }
 
 /// A positive number of milliseconds.
-fn parse_millis(setting: Setting<'_>) -> Result<Duration, ConfigError> {
+pub(crate) fn parse_millis(setting: Setting<'_>) -> Result<Duration, ConfigError> {
     match setting.value.trim().parse::<u64>() {
         Ok(ms) if ms > 0 => Ok(Duration::from_millis(ms)),
         _ => Err(ConfigError::invalid(

@@ -328,16 +328,91 @@ fn oauthbearer_token_file() {
         Some(PathBuf::from("/run/jwt"))
     );
     let e = err(&format!(
-        "{base}sasl.oauthbearer.token.endpoint.url=https://idp/token"
+        "{base}sasl.oauthbearer.token.endpoint.url=ftp://idp/token"
     ));
-    assert!(matches!(e, ConfigError::Unsupported { .. }), "{e}");
-    assert_contains(
-        &e.to_string(),
-        &["file:///", "client-credentials", "not supported yet"],
-    );
+    assert!(matches!(e, ConfigError::Invalid { .. }), "{e}");
+    assert_contains(&e.to_string(), &["https://", "file:///"]);
     let e = err(base);
     assert!(matches!(e, ConfigError::Missing { .. }), "{e}");
-    assert_contains(&e.to_string(), &["sasl.oauthbearer.token.file"]);
+    assert_contains(
+        &e.to_string(),
+        &[
+            "sasl.oauthbearer.token.endpoint.url",
+            "sasl.oauthbearer.token.file",
+        ],
+    );
+}
+
+/// The client-credentials grant as Java users configure it: Kafka 3.x JAAS options, and the
+/// KIP-1139 keys of Kafka 4.x, which win over them.
+#[test]
+fn oauthbearer_client_credentials() {
+    let base = "bootstrap.servers=a:1\nsecurity.protocol=SASL_SSL\nsasl.mechanism=OAUTHBEARER\n\
+                sasl.login.callback.handler.class=org.apache.kafka.common.security.oauthbearer.\
+                OAuthBearerLoginCallbackHandler\n\
+                sasl.oauthbearer.token.endpoint.url=https://idp.example.com/oauth2/token\n";
+    let module = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule";
+    let (config, warnings) = ok(&format!(
+        "{base}sasl.jaas.config={module} required clientId=\"mm2\" clientSecret=\"jaas-secret\" \
+         scope=\"kafka\" ssl.truststore.type=\"PEM\" ssl.truststore.location=\"/etc/idp-ca.pem\";\n"
+    ));
+    assert!(warnings.is_empty(), "{warnings:?}");
+    let sasl = config.sasl.unwrap();
+    let grant = sasl.oauthbearer_client_credentials.as_ref().unwrap();
+    assert_eq!(grant.token_endpoint, "https://idp.example.com/oauth2/token");
+    assert_eq!(grant.client_id, "mm2");
+    assert_eq!(grant.client_secret.expose(), "jaas-secret");
+    assert_eq!(grant.scope.as_deref(), Some("kafka"));
+    assert_eq!(
+        grant.tls.trusted_certificates,
+        Some(PemSource::File("/etc/idp-ca.pem".into()))
+    );
+    assert!(sasl.oauthbearer_token_file.is_none());
+    assert!(!format!("{sasl:?}").contains("jaas-secret"));
+
+    let mut secret_file = tempfile::NamedTempFile::new().unwrap();
+    std::io::Write::write_all(&mut secret_file, b"file-secret\n").unwrap();
+    let (config, _) = ok(&format!(
+        "{base}sasl.jaas.config={module} required clientId=\"old\" clientSecret=\"old\";\n\
+         sasl.oauthbearer.client.credentials.client.id=new-id\n\
+         sasl.oauthbearer.client.credentials.client.secret.file={}\n\
+         sasl.oauthbearer.scope=a b\nsasl.oauthbearer.header.urlencode=true\n\
+         sasl.login.connect.timeout.ms=2500\nsasl.login.read.timeout.ms=4000\n",
+        secret_file.path().display()
+    ));
+    let grant = config.sasl.unwrap().oauthbearer_client_credentials.unwrap();
+    assert_eq!(
+        (grant.client_id.as_str(), grant.client_secret.expose()),
+        ("new-id", "file-secret")
+    );
+    assert_eq!(grant.scope.as_deref(), Some("a b"));
+    assert!(grant.urlencode_header);
+    assert_eq!(grant.connect_timeout, Duration::from_millis(2500));
+    assert_eq!(grant.read_timeout, Duration::from_millis(4000));
+    // No JAAS options: the system's CA certificates.
+    assert!(grant.tls.trusted_certificates.is_none() && grant.tls.trust_store.is_none());
+
+    let e = err(&format!(
+        "{base}sasl.oauthbearer.client.credentials.client.id=mm2\n"
+    ));
+    assert!(matches!(e, ConfigError::Missing { .. }), "{e}");
+    assert_contains(
+        &e.to_string(),
+        &[
+            "sasl.oauthbearer.client.credentials.client.secret",
+            "clientSecret",
+        ],
+    );
+    let e = err(&format!(
+        "{base}sasl.login.callback.handler.class=com.example.MyHandler\n"
+    ));
+    assert_contains(&e.to_string(), &["OAuthBearerLoginCallbackHandler"]);
+    let e = err(&format!(
+        "{}sasl.oauthbearer.token.endpoint.url=https://user:hunter2@idp/token\n",
+        base.lines().take(4).collect::<Vec<_>>().join("\n") + "\n"
+    ));
+    assert_contains(&e.to_string(), &["user name or password"]);
+    assert!(!e.to_string().contains("hunter2"));
 }
 
 #[test]

@@ -29,11 +29,34 @@ pub const SASL_PASSWORD: &str = "sasl.password";
 /// Ours: a file whose content (without trailing line breaks) is the SASL password.
 pub const SASL_PASSWORD_FILE: &str = "sasl.password.file";
 
-/// `sasl.oauthbearer.token.endpoint.url`: only a `file:` URL naming a token file (KIP-768), read
-/// at every authentication.
+/// `sasl.oauthbearer.token.endpoint.url`: an OIDC token endpoint (`https://`, or `http://`) for
+/// the client-credentials grant, or a `file:` URL naming a token file read at every
+/// authentication (KIP-768).
 pub const SASL_OAUTHBEARER_TOKEN_ENDPOINT_URL: &str = "sasl.oauthbearer.token.endpoint.url";
 /// Ours: a file holding the `OAUTHBEARER` token, read at every authentication.
 pub const SASL_OAUTHBEARER_TOKEN_FILE: &str = "sasl.oauthbearer.token.file";
+/// `sasl.oauthbearer.client.credentials.client.id` (KIP-1139): the client id of the
+/// client-credentials grant; overrides the JAAS `clientId` option.
+pub const SASL_OAUTHBEARER_CLIENT_ID: &str = "sasl.oauthbearer.client.credentials.client.id";
+/// `sasl.oauthbearer.client.credentials.client.secret` (KIP-1139): the client secret; overrides
+/// the JAAS `clientSecret` option. Prefer [`SASL_OAUTHBEARER_CLIENT_SECRET_FILE`].
+pub const SASL_OAUTHBEARER_CLIENT_SECRET: &str =
+    "sasl.oauthbearer.client.credentials.client.secret";
+/// Ours: a file whose content (without trailing line breaks) is the client secret.
+pub const SASL_OAUTHBEARER_CLIENT_SECRET_FILE: &str =
+    "sasl.oauthbearer.client.credentials.client.secret.file";
+/// `sasl.oauthbearer.scope` (KIP-1139): the grant's `scope`; overrides the JAAS `scope` option.
+pub const SASL_OAUTHBEARER_SCOPE: &str = "sasl.oauthbearer.scope";
+/// `sasl.oauthbearer.header.urlencode`: `true` to URL-encode the client id and secret in the
+/// `Authorization` header (RFC 6749 §2.3.1); `false` by default, as in Java.
+pub const SASL_OAUTHBEARER_HEADER_URLENCODE: &str = "sasl.oauthbearer.header.urlencode";
+/// `sasl.login.callback.handler.class`: Java users set Kafka's `OAuthBearerLoginCallbackHandler`
+/// for a token endpoint; any other class is refused.
+pub const SASL_LOGIN_CALLBACK_HANDLER_CLASS: &str = "sasl.login.callback.handler.class";
+/// `sasl.login.connect.timeout.ms`: longest wait to connect to the token endpoint.
+pub const SASL_LOGIN_CONNECT_TIMEOUT_MS: &str = "sasl.login.connect.timeout.ms";
+/// `sasl.login.read.timeout.ms`: longest wait for the token endpoint's answer.
+pub const SASL_LOGIN_READ_TIMEOUT_MS: &str = "sasl.login.read.timeout.ms";
 
 /// `ssl.truststore.type`: `PEM`, `JKS` (Java's default) or `PKCS12`.
 pub const SSL_TRUSTSTORE_TYPE: &str = "ssl.truststore.type";
@@ -86,6 +109,14 @@ pub const CLIENT_KEYS: &[&str] = &[
     SASL_PASSWORD_FILE,
     SASL_OAUTHBEARER_TOKEN_ENDPOINT_URL,
     SASL_OAUTHBEARER_TOKEN_FILE,
+    SASL_OAUTHBEARER_CLIENT_ID,
+    SASL_OAUTHBEARER_CLIENT_SECRET,
+    SASL_OAUTHBEARER_CLIENT_SECRET_FILE,
+    SASL_OAUTHBEARER_SCOPE,
+    SASL_OAUTHBEARER_HEADER_URLENCODE,
+    SASL_LOGIN_CALLBACK_HANDLER_CLASS,
+    SASL_LOGIN_CONNECT_TIMEOUT_MS,
+    SASL_LOGIN_READ_TIMEOUT_MS,
     SSL_TRUSTSTORE_TYPE,
     SSL_TRUSTSTORE_LOCATION,
     SSL_TRUSTSTORE_CERTIFICATES,
@@ -143,6 +174,10 @@ pub fn is_connection_key(key: &str) -> bool {
 /// [`layered`](super::layered)) drops the others from the lower layers.
 pub(crate) const ALTERNATIVES: &[&[&[&str]]] = &[
     &[&[SASL_PASSWORD], &[SASL_PASSWORD_FILE]],
+    &[
+        &[SASL_OAUTHBEARER_CLIENT_SECRET],
+        &[SASL_OAUTHBEARER_CLIENT_SECRET_FILE],
+    ],
     &[
         &[SASL_OAUTHBEARER_TOKEN_FILE],
         &[SASL_OAUTHBEARER_TOKEN_ENDPOINT_URL],

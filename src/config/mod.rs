@@ -39,6 +39,7 @@ pub mod properties;
 mod sasl_props;
 mod secret;
 mod tls_props;
+pub(crate) mod token_endpoint;
 
 pub use error::ConfigError;
 pub use layers::{ENV_KEYS, ENV_PREFIX, env_properties, env_var_name, layered, overlay};
@@ -170,7 +171,8 @@ pub enum SaslMechanism {
     ScramSha256,
     /// `SCRAM-SHA-512`.
     ScramSha512,
-    /// `OAUTHBEARER` (RFC 7628, KIP-255) with a token read from a file.
+    /// `OAUTHBEARER` (RFC 7628, KIP-255) with a token read from a file or obtained from an
+    /// OIDC token endpoint with the client-credentials grant.
     OAuthBearer,
 }
 
@@ -198,7 +200,76 @@ pub struct SaslSettings {
     /// For `OAUTHBEARER`: the file holding the token (a JWT). It is read at every
     /// authentication, so a rotated file is used by the next connection.
     pub oauthbearer_token_file: Option<PathBuf>,
+    /// For `OAUTHBEARER`: get the token from an OIDC token endpoint instead of a file.
+    pub oauthbearer_client_credentials: Option<OAuthClientCredentials>,
 }
+
+/// The OAuth 2 client-credentials grant (RFC 6749 §4.4) that gets `OAUTHBEARER` its token, as
+/// Kafka's `OAuthBearerLoginCallbackHandler` does with an `https` (or `http`)
+/// `sasl.oauthbearer.token.endpoint.url`.
+///
+/// The token is cached by the connector and fetched again once 80% of its lifetime (the JWT's
+/// `exp`, else the response's `expires_in`) has passed, Java's default
+/// `sasl.login.refresh.window.factor`. `Debug` hides the secret.
+#[derive(Clone, Debug)]
+pub struct OAuthClientCredentials {
+    /// The token endpoint, `https://host[:port]/path` (or `http://`, for tests and sidecars).
+    pub token_endpoint: String,
+    /// The client id.
+    pub client_id: String,
+    /// The client secret.
+    pub client_secret: Secret,
+    /// The `scope` parameter, if any.
+    pub scope: Option<String>,
+    /// URL-encode the id and secret in the `Authorization` header (RFC 6749 §2.3.1);
+    /// Java's `sasl.oauthbearer.header.urlencode`, off by default.
+    pub urlencode_header: bool,
+    /// Trust for an `https` endpoint. As in Java, these come from the `ssl.*` options inside
+    /// `sasl.jaas.config`, not from the broker connection's `ssl.*` keys; by default the
+    /// system's CA certificates are trusted and host names verified.
+    pub tls: TlsSettings,
+    /// Longest wait for the TCP connection and TLS handshake to the endpoint
+    /// (`sasl.login.connect.timeout.ms`). The connection setup deadline bounds it too.
+    pub connect_timeout: Duration,
+    /// Longest wait for the answer once connected (`sasl.login.read.timeout.ms`). The connection
+    /// setup deadline bounds it too.
+    pub read_timeout: Duration,
+}
+
+impl OAuthClientCredentials {
+    /// The grant for `token_endpoint` with `client_id` and `client_secret`, other settings at
+    /// their defaults (no scope, no URL-encoding, system CA certificates, 10 s timeouts).
+    ///
+    /// ```
+    /// use mm2_offsets::config::{OAuthClientCredentials, Secret};
+    ///
+    /// let grant = OAuthClientCredentials::new(
+    ///     "https://idp.example.com/oauth2/token",
+    ///     "mm2-offsets",
+    ///     Secret::new("s3cret"),
+    /// );
+    /// assert!(!format!("{grant:?}").contains("s3cret"));
+    /// ```
+    pub fn new(
+        token_endpoint: impl Into<String>,
+        client_id: impl Into<String>,
+        client_secret: Secret,
+    ) -> Self {
+        OAuthClientCredentials {
+            token_endpoint: token_endpoint.into(),
+            client_id: client_id.into(),
+            client_secret,
+            scope: None,
+            urlencode_header: false,
+            tls: TlsSettings::default(),
+            connect_timeout: DEFAULT_TOKEN_ENDPOINT_TIMEOUT,
+            read_timeout: DEFAULT_TOKEN_ENDPOINT_TIMEOUT,
+        }
+    }
+}
+
+/// Default longest wait for the token endpoint, to connect and then for its answer: 10 s.
+pub const DEFAULT_TOKEN_ENDPOINT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Everything a client needs to reach a cluster.
 #[derive(Clone, Debug)]

@@ -23,9 +23,10 @@ const LONGEST_SETUP: Duration = Duration::from_secs(86_400);
 use super::WireError;
 use super::api_versions::{self, ApiVersionTable};
 use super::mux::{Multiplexer, MuxSettings};
+use super::oauth::TokenProvider;
 use super::sasl;
 use super::tls;
-use crate::config::ClientConfig;
+use crate::config::{ClientConfig, SaslMechanism};
 
 /// A connection to one broker, shared by cheap clones. Requests may be sent concurrently from
 /// any number of clones; responses are matched to their requests by correlation id.
@@ -144,6 +145,9 @@ impl BrokerConnection {
 pub struct Connector {
     config: Arc<ClientConfig>,
     tls: Option<tokio_rustls::TlsConnector>,
+    /// The OAUTHBEARER token source of the client-credentials grant, shared by every connection
+    /// so that one token serves them all until it is renewed.
+    oauth: Option<Arc<TokenProvider>>,
 }
 
 impl fmt::Debug for Connector {
@@ -173,9 +177,19 @@ impl Connector {
         } else {
             None
         };
+        let oauth = match &config.sasl {
+            Some(sasl) if protocol.uses_sasl() => sasl
+                .oauthbearer_client_credentials
+                .as_ref()
+                .filter(|_| sasl.mechanism == SaslMechanism::OAuthBearer)
+                .map(|grant| TokenProvider::new(grant).map(Arc::new))
+                .transpose()?,
+            _ => None,
+        };
         Ok(Connector {
             config: Arc::new(config.clone()),
             tls,
+            oauth,
         })
     }
 
@@ -245,9 +259,22 @@ impl Connector {
             .as_ref()
             .filter(|_| self.config.security_protocol.uses_sasl())
         {
+            let token = match &self.oauth {
+                // Bounded by the setup deadline inside, with errors naming the endpoint.
+                Some(provider) => Some(provider.token(deadline).await?),
+                None => None,
+            };
+            let granted = token.as_ref().zip(self.oauth.as_deref());
             let outcome = stage("SASL authentication")
-                .run(sasl::authenticate(&mux, &versions, sasl_settings))
-                .await?;
+                .run(sasl::authenticate(&mux, &versions, sasl_settings, granted))
+                .await;
+            if let (Err(WireError::Authentication { .. }), Some((token, provider))) =
+                (&outcome, granted)
+            {
+                // A refused token may have been revoked or expired early: ask for a new one next.
+                provider.forget(token).await;
+            }
+            let outcome = outcome?;
             // Retire the connection at 85% of the session, as Java re-authenticates by then.
             retire_at = outcome
                 .session_lifetime

@@ -170,6 +170,28 @@ pub enum WireError {
         /// The broker's message or what went wrong in the exchange. Never holds the password.
         message: String,
     },
+
+    /// The OAuth token endpoint (`OAUTHBEARER` with the client-credentials grant) gave no
+    /// token: unreachable, too slow, TLS refused, credentials refused, or a malformed answer.
+    #[error("getting an OAUTHBEARER token from {endpoint} failed: {message}{}", io_suffix(.source))]
+    TokenEndpoint {
+        /// The endpoint's URL without its query (never credentials).
+        endpoint: String,
+        /// What went wrong and what to do. Never holds the client secret or a token.
+        message: String,
+        /// The HTTP status, when the endpoint answered.
+        status: Option<u16>,
+        /// The I/O error, when the exchange failed on the network or timed out.
+        #[source]
+        source: Option<std::io::Error>,
+    },
+}
+
+fn io_suffix(source: &Option<std::io::Error>) -> String {
+    source
+        .as_ref()
+        .map(|e| format!(": {e}"))
+        .unwrap_or_default()
 }
 
 fn broker_support(api: &str, range: &Option<RangeInclusive<i16>>) -> String {
@@ -238,6 +260,16 @@ impl WireError {
     pub fn is_retriable(&self) -> bool {
         match self {
             WireError::Io { .. } | WireError::Closed { .. } | WireError::Timeout { .. } => true,
+            // Network trouble and server-side failures may pass; refused credentials do not.
+            WireError::TokenEndpoint { status, source, .. } => match status {
+                Some(status) => *status >= 500 || matches!(status, 408 | 429),
+                // Refused TLS (an untrusted certificate) fails the same way again.
+                None => source.as_ref().is_some_and(|e| {
+                    e.get_ref()
+                        .and_then(|inner| inner.downcast_ref::<rustls::Error>())
+                        .is_none()
+                }),
+            },
             // A broken connection is as retriable as what broke it.
             WireError::ConnectionBroken { cause, .. } => cause.is_retriable(),
             WireError::InvalidAddress { .. }
@@ -269,9 +301,10 @@ impl WireError {
             | WireError::Tls { broker, .. }
             | WireError::Authentication { broker, .. } => Some(broker),
             WireError::InvalidAddress { address, .. } => Some(address),
-            WireError::Config { .. } | WireError::TlsConfig { .. } | WireError::Encode { .. } => {
-                None
-            }
+            WireError::Config { .. }
+            | WireError::TlsConfig { .. }
+            | WireError::Encode { .. }
+            | WireError::TokenEndpoint { .. } => None,
         }
     }
 }

@@ -132,3 +132,58 @@ pub fn key_store(bytes: &[u8], password: Option<&str>) -> Result<(usize, usize),
     let keys = usize::from(contents.identity(password.as_ref()).is_ok());
     Ok((entries, keys))
 }
+
+/// What the OAUTHBEARER client-credentials grant takes from a token endpoint's answer.
+#[derive(Debug, PartialEq, Eq)]
+pub struct OAuthAnswer {
+    /// The HTTP status.
+    pub status: u16,
+    /// The body's length after de-chunking.
+    pub body_len: usize,
+    /// For a 2xx answer: the token, or why the body holds none.
+    pub token: Option<Result<String, String>>,
+    /// The answer's `expires_in`, in seconds.
+    pub expires_in: Option<u64>,
+    /// The token's JWT `exp` claim.
+    pub jwt_exp: Option<u64>,
+    /// For another status: the RFC 6749 error, as shown in messages.
+    pub error: Option<String>,
+}
+
+/// Parses `bytes` as a token endpoint's answer, `eof` telling whether the server has closed
+/// the connection: `Ok(None)` when more bytes are needed.
+///
+/// # Errors
+/// Why the HTTP framing is malformed.
+pub fn oauth_token_answer(bytes: &[u8], eof: bool) -> Result<Option<OAuthAnswer>, String> {
+    use super::oauth::http::{Parsed, parse_response};
+    use super::oauth::token_response::{describe_error_response, jwt_expiry, parse_token_response};
+    let response = match parse_response(bytes, eof)? {
+        Parsed::Incomplete => return Ok(None),
+        Parsed::Complete(response) => response,
+    };
+    let success = (200..300).contains(&response.status);
+    let parsed = success.then(|| parse_token_response(&response.body));
+    let (token, expires_in, jwt_exp) = match parsed {
+        None => (None, None, None),
+        Some(Err(problem)) => (Some(Err(problem)), None, None),
+        Some(Ok(answer)) => {
+            let exp = jwt_expiry(answer.token.expose());
+            (
+                Some(Ok(answer.token.expose().to_string())),
+                answer.expires_in.map(|d| d.as_secs()),
+                exp,
+            )
+        }
+    };
+    Ok(Some(OAuthAnswer {
+        status: response.status,
+        body_len: response.body.len(),
+        token,
+        expires_in,
+        jwt_exp,
+        error: (!success)
+            .then(|| describe_error_response(&response.body))
+            .flatten(),
+    }))
+}

@@ -23,6 +23,7 @@ pub mod fuzzing;
 mod header;
 mod keystore;
 mod mux;
+mod oauth;
 #[cfg(feature = "unstable-fuzzing")]
 pub mod responses;
 #[cfg(not(feature = "unstable-fuzzing"))]

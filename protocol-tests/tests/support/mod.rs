@@ -127,6 +127,7 @@ impl Cluster {
                 username: user.to_string(),
                 password: Secret::new(password),
                 oauthbearer_token_file: None,
+                oauthbearer_client_credentials: None,
             }),
             ..self.base("SASL_SSL", SecurityProtocol::SaslSsl)
         }

@@ -24,7 +24,8 @@ use super::api_versions::ApiVersionTable;
 use super::decode::{DecodeError, Decoder};
 use super::error::error_name;
 use super::mux::Multiplexer;
-use crate::config::{SaslMechanism, SaslSettings};
+use super::oauth::TokenProvider;
+use crate::config::{SaslMechanism, SaslSettings, Secret};
 use scram::{ScramClient, ScramHash};
 
 /// Kafka's UNSUPPORTED_SASL_MECHANISM error code.
@@ -42,6 +43,7 @@ pub(crate) async fn authenticate(
     mux: &Multiplexer,
     versions: &ApiVersionTable,
     settings: &SaslSettings,
+    granted: Option<(&Secret, &TokenProvider)>,
 ) -> Result<SaslOutcome, WireError> {
     let mechanism = settings.mechanism.name();
     let fail = |message: String| WireError::Authentication {
@@ -84,11 +86,26 @@ pub(crate) async fn authenticate(
             client.verify_server_final(&server_final).map_err(fail)?;
         }
         SaslMechanism::OAuthBearer => {
-            let path = settings.oauthbearer_token_file.as_deref().ok_or_else(|| {
-                fail("no token file is configured (sasl.oauthbearer.token.file)".to_string())
-            })?;
-            let token = oauthbearer::read_token(path).map_err(&fail)?;
-            let challenge = exchange.step(oauthbearer::initial_response(&token)).await?;
+            let (token, origin) = match granted {
+                Some((token, provider)) => (
+                    token.clone(),
+                    format!("the token endpoint {}", provider.endpoint()),
+                ),
+                None => {
+                    let path = settings.oauthbearer_token_file.as_deref().ok_or_else(|| {
+                        fail(
+                            "no token file or token endpoint is configured \
+                             (sasl.oauthbearer.token.file or sasl.oauthbearer.token.endpoint.url)"
+                                .to_string(),
+                        )
+                    })?;
+                    let token = oauthbearer::read_token(path).map_err(&fail)?;
+                    (Secret::new(token), path.display().to_string())
+                }
+            };
+            let challenge = exchange
+                .step(oauthbearer::initial_response(token.expose()))
+                .await?;
             if !challenge.is_empty() {
                 // The broker refused the token; it ends the exchange after our acknowledgement,
                 // normally with an error that `step` reports. Keep its JSON reason either way.
@@ -102,8 +119,7 @@ pub(crate) async fn authenticate(
                     Ok(_) => String::new(),
                 };
                 return Err(fail(format!(
-                    "the broker refused the token from {}: {reason}{broker_message}",
-                    path.display()
+                    "the broker refused the token from {origin}: {reason}{broker_message}"
                 )));
             }
         }

@@ -9,30 +9,23 @@
 
 use std::path::Path;
 
-/// Largest token file read: JWTs are a few KiB; a wrong path must not fill memory.
-const MAX_TOKEN_LEN: u64 = 64 * 1024;
+use crate::wire::oauth::token_response::{MAX_TOKEN_LEN, is_bearer_token};
 
 /// The token in `path`, without surrounding white space. Errors name the file, never the token.
 pub(crate) fn read_token(path: &Path) -> Result<String, String> {
     use std::io::Read;
     let mut text = String::new();
     std::fs::File::open(path)
-        .and_then(|f| f.take(MAX_TOKEN_LEN + 1).read_to_string(&mut text))
+        .and_then(|f| f.take(MAX_TOKEN_LEN as u64 + 1).read_to_string(&mut text))
         .map_err(|e| format!("cannot read the token file {}: {e}", path.display()))?;
-    if text.len() as u64 > MAX_TOKEN_LEN {
+    if text.len() > MAX_TOKEN_LEN {
         return Err(format!(
             "the token file {} is larger than 64 KiB; is it the right file?",
             path.display()
         ));
     }
     let token = text.trim();
-    // RFC 6750 b64token: the only characters a bearer token may hold.
-    let valid = !token.is_empty()
-        && token
-            .trim_end_matches('=')
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"-._~+/".contains(&b));
-    if !valid {
+    if !is_bearer_token(token) {
         return Err(format!(
             "the token file {} does not hold one bearer token (RFC 6750: letters, digits and \
              -._~+/ only, then optional '=')",

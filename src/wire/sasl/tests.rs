@@ -103,6 +103,7 @@ fn config(mechanism: SaslMechanism, password: &str) -> ClientConfig {
             username: "alice".to_string(),
             password: Secret::new(password),
             oauthbearer_token_file: None,
+            oauthbearer_client_credentials: None,
         }),
         connection_setup_timeout: Duration::from_secs(5),
         request_timeout: Duration::from_secs(5),
