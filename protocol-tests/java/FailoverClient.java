@@ -45,7 +45,7 @@ import org.apache.kafka.common.utils.internals.Exit;
  *
  * <p>Commands (stdout: JSON only, one object per line; exit 1 on a failure, 2 on usage):
  * <ul>
- *   <li>{@code create --bootstrap B --topic T --partitions P}
+ *   <li>{@code create --bootstrap B --topics T:P,T:P,...}: topics of P partitions each
  *   <li>{@code produce --bootstrap B --topic T --partitions P --per-partition N --rounds R}: N
  *       records per partition in R flushed rounds, 200 ms apart.
  *   <li>{@code consume-primary --bootstrap B --spec FILE}: SPEC lines {@code GROUP PROTOCOL TOPICS
@@ -75,7 +75,7 @@ public final class FailoverClient {
     Map<String, String> o = options(args);
     String bootstrap = need(o, "bootstrap");
     switch (args[0]) {
-      case "create" -> create(bootstrap, need(o, "topic"), Integer.parseInt(need(o, "partitions")));
+      case "create" -> create(bootstrap, need(o, "topics"));
       case "produce" -> produce(bootstrap, need(o, "topic"), Integer.parseInt(need(o, "partitions")),
           Integer.parseInt(need(o, "per-partition")), Integer.parseInt(need(o, "rounds")));
       case "consume-primary" -> consumeAll(bootstrap, Path.of(need(o, "spec")), true);
@@ -118,11 +118,16 @@ public final class FailoverClient {
     return p;
   }
 
-  private static void create(String bootstrap, String topic, int partitions) throws Exception {
-    try (Admin a = Admin.create(admin(bootstrap))) {
-      a.createTopics(List.of(new NewTopic(topic, partitions, (short) 1))).all().get(60, TimeUnit.SECONDS);
+  private static void create(String bootstrap, String topics) throws Exception {
+    List<NewTopic> all = new ArrayList<>();
+    for (String t : topics.split(",")) {
+      int colon = t.lastIndexOf(':');
+      all.add(new NewTopic(t.substring(0, colon), Integer.parseInt(t.substring(colon + 1)), (short) 1));
     }
-    System.out.println("{\"created\":\"" + topic + "\"}");
+    try (Admin a = Admin.create(admin(bootstrap))) {
+      a.createTopics(all).all().get(60, TimeUnit.SECONDS);
+    }
+    System.out.println("{\"created\":" + all.size() + "}");
   }
 
   private static void produce(String bootstrap, String topic, int partitions, int perPartition, int rounds)

@@ -1067,7 +1067,8 @@ fn a_broken_pipe_ends_quietly_with_141() {
 #[test]
 fn apply_on_a_broken_pipe_ends_quietly_with_141_and_its_summary() {
     let f = fixture();
-    let mut args = translate_args(&["--source", &f.source_a, "--all-groups"]);
+    // Not --all-groups: the fixture's hostile topic name fails the whole plan (see the report).
+    let mut args = translate_args(&["--source", &f.source_a, "--group", "app"]);
     args[0] = s("apply");
     let mut child = Command::new(BIN)
         .args(&args)
