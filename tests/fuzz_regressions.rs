@@ -17,7 +17,7 @@ mod targets;
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 
 /// Every target, as named in fuzz/fuzz_targets/.
-const TARGETS: [&str; 21] = [
+const TARGETS: [&str; 22] = [
     "api_versions_response",
     "checkpoint_decode",
     "cli_args",
@@ -32,6 +32,7 @@ const TARGETS: [&str; 21] = [
     "response_describe_groups",
     "response_fetch",
     "response_find_coordinator",
+    "response_list_groups",
     "response_list_offsets",
     "response_metadata",
     "response_offset_commit",
@@ -94,6 +95,7 @@ fn run(target: &str, data: &[u8]) {
         "response_fetch" => drop(targets::response_fetch(data)),
         "response_find_coordinator" => drop(targets::response_find_coordinator(data)),
         "response_describe_groups" => drop(targets::response_describe_groups(data)),
+        "response_list_groups" => drop(targets::response_list_groups(data)),
         "response_consumer_group_describe" => drop(targets::response_consumer_group_describe(data)),
         "response_offset_fetch" => drop(targets::response_offset_fetch(data)),
         "response_offset_commit" => drop(targets::response_offset_commit(data)),
@@ -284,10 +286,11 @@ fn saved_crash_inputs_pass_their_targets() {
 /// The group-coordinator responses (added with `apply`) have no seeds captured from real
 /// brokers yet: fuzz/capture.sh does not send these requests. Their decoders are round-trip
 /// tested against kafka-protocol's encoders and exercised by protocol-tests/tests/apply_kafka.rs.
-const NOT_CAPTURED_YET: [&str; 5] = [
+const NOT_CAPTURED_YET: [&str; 6] = [
     "response_consumer_group_describe",
     "response_describe_groups",
     "response_find_coordinator",
+    "response_list_groups",
     "response_offset_commit",
     "response_offset_fetch",
 ];

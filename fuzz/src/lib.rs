@@ -17,7 +17,8 @@ use mm2_offsets::wire::fuzzing::{
 };
 use mm2_offsets::wire::responses::{
     ConsumerGroupDescribeResponse, DescribeGroupsResponse, FetchResponse, FindCoordinatorResponse,
-    ListOffsetsResponse, MetadataResponse, OffsetCommitResponse, OffsetFetchResponse,
+    ListGroupsResponse, ListOffsetsResponse, MetadataResponse, OffsetCommitResponse,
+    OffsetFetchResponse,
 };
 
 // The command line's own argument definition and validation, compiled here from the binary's
@@ -92,6 +93,12 @@ pub fn response_find_coordinator(data: &[u8]) -> Option<Result<FindCoordinatorRe
 pub fn response_describe_groups(data: &[u8]) -> Option<Result<DescribeGroupsResponse, String>> {
     let (version, body) = split_version(data)?;
     Some(DescribeGroupsResponse::decode(body, version).map_err(|e| e.to_string()))
+}
+
+/// `response_list_groups`: 2 bytes big-endian version, then a ListGroupsResponse body.
+pub fn response_list_groups(data: &[u8]) -> Option<Result<ListGroupsResponse, String>> {
+    let (version, body) = split_version(data)?;
+    Some(ListGroupsResponse::decode(body, version).map_err(|e| e.to_string()))
 }
 
 /// `response_consumer_group_describe`: 2 bytes big-endian version, then a ConsumerGroupDescribeResponse body.

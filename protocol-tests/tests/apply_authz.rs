@@ -158,7 +158,11 @@ async fn committed(client: &KafkaClient, group: &str) -> BTreeMap<(String, i32),
         .unwrap();
     let coordinator = coordinators[group].as_ref().unwrap();
     client
-        .fetch_group_offsets(coordinator, &[group.to_string()])
+        .fetch_group_offsets(
+            coordinator,
+            &[group.to_string()],
+            &Deadline::after(Duration::from_secs(30)),
+        )
         .await
         .unwrap()
         .remove(group)

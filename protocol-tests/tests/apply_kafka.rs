@@ -14,7 +14,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use kafka_protocol::messages::{
     ApiKey, ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse, GroupId,
-    JoinGroupRequest, JoinGroupResponse, TopicName, join_group_request::JoinGroupRequestProtocol,
+    JoinGroupRequest, JoinGroupResponse, ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse,
+    TopicName, join_group_request::JoinGroupRequestProtocol,
 };
 use kafka_protocol::protocol::{Decodable, StrBytes};
 use mm2_offsets::client::{Deadline, GroupProtocol, KafkaClient, OffsetToCommit};
@@ -223,7 +224,9 @@ async fn apply_on(cluster_name: &str) {
         g("gains"),
     );
 
-    // Target state before the plan: "ahead" already at 40 on p0, "moved" at 5.
+    // Target state before the plan: "ahead" already at 40 on p0, "moved" at 5. First a ready
+    // group coordinator: on a fresh __consumer_offsets it answers codes 14-16 for a moment.
+    support::wait_for_group_coordinator(&client, Duration::from_secs(60)).await;
     let coordinators = client
         .find_group_coordinators(
             &[ahead.clone(), moved.clone()],
@@ -446,4 +449,70 @@ async fn consumer_protocol_group_with_a_member_is_refused_on_kafka_4() {
         GroupOutcome::Skipped { .. }
     ));
     assert!(committed(&client, &group).await.is_empty());
+}
+
+/// A share group (KIP-932; Kafka 4.4 finalizes share.version by default) is refused by name,
+/// although ConsumerGroupDescribe and DescribeGroups answer for it exactly as for a group the
+/// broker has never seen: ListGroups names its type. Nothing is written.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn share_group_is_refused_on_kafka_4() {
+    let cluster = cluster("k4");
+    let config = cluster.plaintext();
+    let client = KafkaClient::connect(config.clone()).await.unwrap();
+    support::wait_for_group_coordinator(&client, Duration::from_secs(60)).await;
+    let topic = unique_topic("apply-share");
+    data_writer(
+        &cluster,
+        "records",
+        &[
+            "--topic",
+            &topic,
+            "--partitions",
+            "1",
+            "--count",
+            "20",
+            "--nulls",
+            "0",
+        ],
+    );
+    let group = format!("{topic}-g");
+    // A share member, by a raw ShareGroupHeartbeat (independent of the code under test).
+    let conn = coordinator_connection(&client, &config, &group).await;
+    let version = conn.negotiate(ApiKey::ShareGroupHeartbeat, 1..=1).unwrap();
+    let request = ShareGroupHeartbeatRequest::default()
+        .with_group_id(GroupId(StrBytes::from_string(group.clone())))
+        .with_member_id(StrBytes::from_string(uuid_like()))
+        .with_member_epoch(0)
+        .with_subscribed_topic_names(Some(vec![TopicName(StrBytes::from_string(topic.clone()))]));
+    let mut body = conn.send(&request, version).await.unwrap();
+    let response = ShareGroupHeartbeatResponse::decode(&mut body, version).unwrap();
+    assert_eq!(
+        response.error_code, 0,
+        "ShareGroupHeartbeat for {group}: {:?}",
+        response.error_message
+    );
+    let translation = checkpoints(&[(group.as_str(), topic.as_str(), 0, 5, "")]);
+    let options = ApplyOptions::default();
+    let planned = plan(&client, &translation, &options).await;
+    let g = &planned.groups[0];
+    let GroupStatus::Refused { reason } = &g.status else {
+        panic!("share group not refused: {g:?}");
+    };
+    assert!(reason.contains("share group"), "{reason}");
+    assert_eq!(g.state.as_deref(), Some("share"));
+    let report = apply::execute(&client, &planned, &options).await;
+    assert!(
+        matches!(report.groups[0].outcome, GroupOutcome::Skipped { .. }),
+        "{report:?}"
+    );
+    drop(conn);
+}
+
+/// A member id of 22 URL-safe characters, as the share protocol wants a client-made one.
+fn uuid_like() -> String {
+    let n = now_ms() as u128 * 6_364_136_223_846_793_005;
+    let alphabet = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    (0..22)
+        .map(|i| alphabet[((n >> (i * 5)) & 63) as usize] as char)
+        .collect()
 }

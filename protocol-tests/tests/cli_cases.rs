@@ -1062,6 +1062,29 @@ fn a_broken_pipe_ends_quietly_with_141() {
     assert!(!stderr.contains("error"), "{stderr}");
 }
 
+/// apply prints through the same broken-pipe rule as translate: quiet, 141, and its summary on
+/// stderr still says what happened (a dry run here: nothing is written).
+#[test]
+fn apply_on_a_broken_pipe_ends_quietly_with_141_and_its_summary() {
+    let f = fixture();
+    // Not --all-groups: the fixture's hostile topic name fails the whole plan (see the report).
+    let mut args = translate_args(&["--source", &f.source_a, "--group", "app"]);
+    args[0] = s("apply");
+    let mut child = Command::new(BIN)
+        .args(&args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let output = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(141), "{stderr}");
+    assert!(!stderr.contains("Broken pipe"), "{stderr}");
+    assert!(!stderr.contains("error"), "{stderr}");
+    assert!(stderr.contains("dry run"), "{stderr}");
+}
+
 #[test]
 fn an_http_port_fails_within_the_timeout_with_a_diagnosis() {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();

@@ -283,7 +283,7 @@ async fn commit(k4: &KafkaClient, group: &str, topic: &str, offsets: &[(i32, i64
         })
         .collect();
     let answer = k4
-        .commit_group_offsets(coordinator, group, &offsets)
+        .commit_group_offsets(coordinator, group, &offsets, &deadline)
         .await
         .unwrap();
     assert!(

@@ -58,6 +58,7 @@ mod error;
 mod fake;
 mod fetch;
 mod groups;
+mod list_groups;
 mod metadata;
 mod pool;
 mod retry;
@@ -73,5 +74,6 @@ pub use groups::{
     CommittedOffset, GroupCallError, GroupCoordinator, GroupDescription, GroupOffsets,
     GroupProtocol, OffsetToCommit,
 };
+pub use list_groups::{ListedGroup, NOT_CONSUMER_GROUP_TYPES, not_a_consumer_group};
 pub use metadata::{BrokerInfo, PartitionInfo, SharedTopic, TopicInfo};
 pub use retry::{Action, classify};

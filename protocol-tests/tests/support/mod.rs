@@ -259,3 +259,49 @@ pub fn hex_or_dash(bytes: Option<&[u8]>) -> String {
         Some(b) => b.iter().map(|x| format!("{x:02x}")).collect(),
     }
 }
+
+/// Waits until `client`'s cluster can coordinate groups: FindCoordinator names a coordinator and
+/// that coordinator answers OffsetFetch without COORDINATOR_LOAD_IN_PROGRESS (14),
+/// COORDINATOR_NOT_AVAILABLE (15) or NOT_COORDINATOR (16). On a broker whose
+/// `__consumer_offsets` is created by the test's first group call, the coordinator answers
+/// those codes for a moment; a test's setup asks here first instead of sleeping. Panics after
+/// `within`, naming the last answer.
+pub async fn wait_for_group_coordinator(
+    client: &mm2_offsets::client::KafkaClient,
+    within: Duration,
+) {
+    use mm2_offsets::client::Deadline;
+    let probe = format!("mm2o-coordinator-probe-{}", std::process::id());
+    let give_up = std::time::Instant::now() + within;
+    let mut last = String::from("no answer yet");
+    let mut pause = Duration::from_millis(50);
+    while std::time::Instant::now() < give_up {
+        let deadline = Deadline::after(Duration::from_secs(10));
+        match client
+            .find_group_coordinators(std::slice::from_ref(&probe), &deadline)
+            .await
+        {
+            Ok(mut found) => match found.remove(&probe) {
+                Some(Ok(coordinator)) => {
+                    match client
+                        .fetch_group_offsets(&coordinator, std::slice::from_ref(&probe), &deadline)
+                        .await
+                    {
+                        Ok(mut fetched) => match fetched.remove(&probe) {
+                            Some(Ok(_)) => return,
+                            Some(Err(e)) => last = e.to_string(),
+                            None => last = "OffsetFetch did not answer for the probe".into(),
+                        },
+                        Err(e) => last = e.to_string(),
+                    }
+                }
+                Some(Err(e)) => last = e.to_string(),
+                None => last = "FindCoordinator did not answer for the probe".into(),
+            },
+            Err(e) => last = e.to_string(),
+        }
+        tokio::time::sleep(pause).await;
+        pause = (pause * 2).min(Duration::from_secs(1));
+    }
+    panic!("the group coordinator was not ready within {within:?}: {last}");
+}

@@ -12,10 +12,11 @@ use mm2_offsets::translate::apply::{
 };
 
 use crate::args::{ApplyArgs, OutputFormat};
-use crate::{EXIT_ERROR, EXIT_INCOMPLETE, EXIT_OK, EXIT_USAGE};
+use crate::{EXIT_ERROR, EXIT_INCOMPLETE, EXIT_OK, EXIT_USAGE, Stop};
 
-/// Runs `apply` and returns the exit code.
-pub async fn run(args: ApplyArgs) -> Result<i32, String> {
+/// Runs `apply` and returns the exit code. A closed stdout (`| head`) stops quietly with the
+/// broken-pipe exit code, as translate does, after the summary on stderr.
+pub(crate) async fn run(args: ApplyArgs) -> Result<i32, Stop> {
     if !matches!(
         args.translate.output,
         OutputFormat::Table | OutputFormat::Json
@@ -109,10 +110,13 @@ pub async fn run(args: ApplyArgs) -> Result<i32, String> {
         }
         _ => write_table(&mut out, &plan, report.as_ref()),
     };
-    written
-        .and_then(|_| out.flush())
-        .map_err(|e| format!("cannot write the output: {e}"))?;
-    Ok(summarize(&plan, report.as_ref(), args.execute))
+    // The stderr summary says what was written even when stdout's reader went away (`| head`):
+    // the commits happened whatever became of the table.
+    let printed = written.and_then(|_| out.flush());
+    drop(out);
+    let code = summarize(&plan, report.as_ref(), args.execute);
+    printed.map_err(crate::output_failed)?;
+    Ok(code)
 }
 
 fn now_ms() -> i64 {
@@ -218,7 +222,11 @@ fn write_table(
             Some(GroupProtocol::Consumer) => {
                 format!("consumer, {}", esc(g.state.as_deref().unwrap_or("?")))
             }
-            None => "state unknown".to_string(),
+            // A share or streams group (named by ListGroups), or a group that could not be read.
+            None => g.state.as_deref().map_or_else(
+                || "state unknown".to_string(),
+                |t| format!("{} group", esc(t)),
+            ),
         };
         let state = format!(
             "{state}, {} member(s), oldest checkpoint {} ms",

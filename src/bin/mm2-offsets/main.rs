@@ -156,7 +156,7 @@ fn init_logging(verbose: u8) {
 async fn run(command: Command) -> Result<i32, Stop> {
     match command {
         Command::Translate(args) => run_translate(args).await,
-        Command::Apply(args) => apply::run(*args).await.map_err(Stop::from),
+        Command::Apply(args) => apply::run(*args).await,
         Command::Topics(args) => run_topics(args).await,
         Command::Upstream(args) => run_upstream(args).await,
         Command::Completions { shell } => {

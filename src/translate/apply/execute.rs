@@ -6,8 +6,13 @@ use futures::StreamExt;
 use serde::Serialize;
 
 use super::authz::{self, GROUP_AUTHORIZATION_FAILED, TOPIC_AUTHORIZATION_FAILED};
-use super::{ApplyOptions, ApplyPlan, GroupPlan, GroupStatus, PartitionPlan, read_group, refusal};
-use crate::client::{Deadline, GroupCoordinator, KafkaClient, OffsetToCommit, error_name};
+use super::{
+    ApplyOptions, ApplyPlan, GroupPlan, GroupStatus, PartitionPlan, non_consumer_groups,
+    read_group, refusal,
+};
+use crate::client::{
+    Deadline, GroupCoordinator, KafkaClient, OffsetToCommit, error_name, not_a_consumer_group,
+};
 
 /// UNKNOWN_MEMBER_ID: on an admin commit, the group has (gained) members.
 const UNKNOWN_MEMBER_ID: i16 = 25;
@@ -139,6 +144,12 @@ pub async fn execute(
         .map(|g| g.group.clone())
         .collect();
     let coordinators = client.find_group_coordinators(&writable, &deadline).await;
+    // Re-checked like members and offsets: a group that became a share or streams group since
+    // the plan is not written.
+    let kinds = match &coordinators {
+        Ok(map) => non_consumer_groups(client, map).await,
+        Err(_) => Default::default(),
+    };
     let groups = futures::stream::iter(plan.groups.iter().map(|g| {
         let unknown = &unknown;
         let coordinator = match &coordinators {
@@ -147,20 +158,34 @@ pub async fn execute(
                 .map(|r| r.as_ref().map_err(|e| e.to_string())),
             Err(e) => Some(Err(e.to_string())),
         };
+        let kind = kinds.get(&g.group);
         async move {
-            let (outcome, partitions) = match (&g.status, g.to_commit().next(), coordinator) {
-                (GroupStatus::Refused { reason }, _, _) => (skip(reason), vec![]),
+            let (outcome, partitions) = match (&g.status, g.to_commit().next(), kind, coordinator) {
+                (GroupStatus::Refused { reason }, _, _, _) => (skip(reason), vec![]),
                 // The target could not be asked about the group when planned: an error, not a
                 // refusal (authorization, coordinator), and nothing is written.
-                (GroupStatus::Error { message }, _, _) => (error(message.clone(), false), vec![]),
-                (GroupStatus::Ready, None, _) => (GroupOutcome::NothingToDo, vec![]),
-                (GroupStatus::Ready, Some(_), Some(Ok(c))) => {
+                (GroupStatus::Error { message }, _, _, _) => {
+                    (error(message.clone(), false), vec![])
+                }
+                (GroupStatus::Ready, None, _, _) => (GroupOutcome::NothingToDo, vec![]),
+                (GroupStatus::Ready, Some(_), Some(Ok(group_type)), _) => (
+                    skip(&format!(
+                        "changed since the plan: {}",
+                        not_a_consumer_group(group_type)
+                            .unwrap_or_else(|| format!("group is a {group_type} group"))
+                    )),
+                    vec![],
+                ),
+                (GroupStatus::Ready, Some(_), Some(Err(message)), _) => {
+                    (error(message.clone(), false), vec![])
+                }
+                (GroupStatus::Ready, Some(_), None, Some(Ok(c))) => {
                     apply_group(client, c, g, unknown, &deadline).await
                 }
-                (GroupStatus::Ready, Some(_), Some(Err(message))) => {
+                (GroupStatus::Ready, Some(_), None, Some(Err(message))) => {
                     (error(message, false), vec![])
                 }
-                (GroupStatus::Ready, Some(_), None) => (
+                (GroupStatus::Ready, Some(_), None, None) => (
                     error("no coordinator answer for the group".into(), false),
                     vec![],
                 ),

@@ -27,8 +27,9 @@ use serde::{Deserialize, Serialize};
 
 use super::Translation;
 use crate::client::{
-    ClientError, Deadline, GroupCoordinator, GroupDescription, GroupOffsets, GroupProtocol,
-    IsolationLevel, KafkaClient, OffsetSpec, ReadOptions,
+    ClientError, Deadline, GroupCallError, GroupCoordinator, GroupDescription, GroupOffsets,
+    GroupProtocol, IsolationLevel, KafkaClient, NOT_CONSUMER_GROUP_TYPES, OffsetSpec, ReadOptions,
+    not_a_consumer_group,
 };
 use crate::records::Batches;
 
@@ -207,16 +208,36 @@ pub async fn plan(
         let newest = newest_timestamp(client, topic, deadline).await?;
         heartbeat_age_ms.insert(source.clone(), newest.map(|t| now_ms - t));
     }
+    let kinds = non_consumer_groups(client, &coordinators).await;
     let planned: Vec<GroupPlan> = futures::stream::iter(groups.iter().map(|group| {
         let coordinator = coordinators.get(group);
         let logs = logs.clone();
+        let kind = kinds.get(group);
         async move {
-            let target = match coordinator {
-                Some(Ok(c)) => read_group(client, c, group, deadline).await,
-                Some(Err(e)) => Err(authz::explain(e)),
-                None => Err(format!("no coordinator answer for group {group:?}")),
+            let target = match (kind, coordinator) {
+                // A share or streams group is refused before anything else is asked of it.
+                (Some(_), _) => Err(String::new()),
+                (None, Some(Ok(c))) => read_group(client, c, group, deadline).await,
+                (None, Some(Err(e))) => Err(authz::explain(e)),
+                (None, None) => Err(format!("no coordinator answer for group {group:?}")),
             };
-            plan_group(translation, group, target, &logs, options.rules, now_ms)
+            let mut planned = plan_group(translation, group, target, &logs, options.rules, now_ms);
+            match kind {
+                Some(Ok(group_type)) => {
+                    planned.state = Some(group_type.clone());
+                    planned.status = GroupStatus::Refused {
+                        reason: not_a_consumer_group(group_type)
+                            .unwrap_or_else(|| format!("group is a {group_type} group")),
+                    };
+                }
+                Some(Err(message)) => {
+                    planned.status = GroupStatus::Error {
+                        message: message.clone(),
+                    }
+                }
+                None => {}
+            }
+            planned
         }
     }))
     .buffered(options.concurrency.max(1))
@@ -228,6 +249,60 @@ pub async fn plan(
         heartbeat_age_ms,
         groups: planned,
     })
+}
+
+/// The groups among `coordinators`' keys that their coordinator lists as share or streams
+/// groups (with that type), or, for every group of a coordinator that could not be asked, why:
+/// without the answer such a group cannot be told from one the target does not know yet.
+/// One ListGroups per coordinator, filtered by type where the coordinator offers v5+ (a
+/// coordinator without v5 has neither kind).
+pub(crate) async fn non_consumer_groups(
+    client: &KafkaClient,
+    coordinators: &BTreeMap<String, Result<GroupCoordinator, GroupCallError>>,
+) -> BTreeMap<String, Result<String, String>> {
+    let mut by_coordinator: BTreeMap<&str, (&GroupCoordinator, Vec<&str>)> = BTreeMap::new();
+    for (group, coordinator) in coordinators {
+        if let Ok(c) = coordinator {
+            by_coordinator
+                .entry(c.address.as_str())
+                .or_insert_with(|| (c, Vec::new()))
+                .1
+                .push(group);
+        }
+    }
+    let mut out = BTreeMap::new();
+    for (coordinator, groups) in by_coordinator.values() {
+        match client
+            .list_groups(coordinator, &NOT_CONSUMER_GROUP_TYPES)
+            .await
+        {
+            Ok(None) => {}
+            Ok(Some(listed)) => {
+                let ours: BTreeSet<&str> = groups.iter().copied().collect();
+                for g in listed {
+                    let group_type = g.group_type.unwrap_or_default();
+                    // The filter already asked for these types; a broker that ignored it still
+                    // has its consumer groups pass.
+                    if ours.contains(g.group_id.as_str())
+                        && NOT_CONSUMER_GROUP_TYPES.contains(&group_type.as_str())
+                    {
+                        out.insert(g.group_id, Ok(group_type));
+                    }
+                }
+            }
+            Err(e) => {
+                for group in groups {
+                    out.insert(
+                        group.to_string(),
+                        Err(format!(
+                            "cannot list the coordinator's share and streams groups, so the group's kind is unknown: {e}"
+                        )),
+                    );
+                }
+            }
+        }
+    }
+    out
 }
 
 /// A group's description and committed offsets, or why they could not be read.

@@ -5,14 +5,16 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use kafka_protocol::messages::find_coordinator_response::Coordinator;
+use kafka_protocol::messages::list_groups_response::ListedGroup;
 use kafka_protocol::messages::offset_commit_response::{
     OffsetCommitResponsePartition, OffsetCommitResponseTopic,
 };
 use kafka_protocol::messages::offset_fetch_response::OffsetFetchResponseGroup;
 use kafka_protocol::messages::{
     ApiKey, BrokerId, DescribeGroupsResponse, FindCoordinatorRequest, FindCoordinatorResponse,
-    MetadataResponse, OffsetCommitRequest, OffsetCommitResponse, OffsetFetchRequest,
-    OffsetFetchResponse, describe_groups_response::DescribedGroup,
+    GroupId, ListGroupsRequest, ListGroupsResponse, MetadataResponse, OffsetCommitRequest,
+    OffsetCommitResponse, OffsetFetchRequest, OffsetFetchResponse,
+    describe_groups_response::DescribedGroup,
 };
 use kafka_protocol::protocol::{Decodable, StrBytes};
 use tokio::io::AsyncWriteExt;
@@ -28,6 +30,7 @@ const RANGES: &[(ApiKey, i16, i16)] = &[
     (ApiKey::DescribeGroups, 0, 5),
     (ApiKey::OffsetFetch, 0, 9),
     (ApiKey::OffsetCommit, 0, 9),
+    (ApiKey::ListGroups, 0, 5),
 ];
 
 /// What the fake coordinator does with an OffsetCommit for a group.
@@ -53,6 +56,10 @@ struct Fake {
     address: Mutex<String>,
     commits: AtomicUsize,
     on_commit: OnCommit,
+    /// (group, type) that ListGroups lists, filtered by the request's types.
+    listed: Vec<(&'static str, &'static str)>,
+    /// The types filter of every ListGroups request.
+    types_asked: Mutex<Vec<Vec<String>>>,
 }
 
 async fn serve(fake: Arc<Fake>, mut stream: tokio::net::TcpStream) {
@@ -152,6 +159,25 @@ async fn serve(fake: Arc<Fake>, mut stream: tokio::net::TcpStream) {
                     }
                 }
             }
+            ApiKey::ListGroups => {
+                let request = ListGroupsRequest::decode(&mut body, v).unwrap();
+                let types: Vec<String> =
+                    request.types_filter.iter().map(|t| t.to_string()).collect();
+                let groups = fake
+                    .listed
+                    .iter()
+                    .filter(|(_, t)| types.is_empty() || types.iter().any(|x| x == t))
+                    .map(|&(g, t)| {
+                        ListedGroup::default()
+                            .with_group_id(GroupId(StrBytes::from_static_str(g)))
+                            .with_protocol_type(StrBytes::from_static_str(t))
+                            .with_group_state(StrBytes::from_static_str("Empty"))
+                            .with_group_type(StrBytes::from_static_str(t))
+                    })
+                    .collect();
+                fake.types_asked.lock().unwrap().push(types);
+                response_frame(id, &ListGroupsResponse::default().with_groups(groups), v)
+            }
             other => panic!("unexpected request {other:?}"),
         };
         if stream.write_all(&frame).await.is_err() {
@@ -161,10 +187,19 @@ async fn serve(fake: Arc<Fake>, mut stream: tokio::net::TcpStream) {
 }
 
 async fn fake(on_commit: OnCommit) -> (FakeBroker, Arc<Fake>, KafkaClient) {
+    fake_listing(on_commit, vec![]).await
+}
+
+async fn fake_listing(
+    on_commit: OnCommit,
+    listed: Vec<(&'static str, &'static str)>,
+) -> (FakeBroker, Arc<Fake>, KafkaClient) {
     let fake = Arc::new(Fake {
         address: Mutex::new(String::new()),
         commits: AtomicUsize::new(0),
         on_commit,
+        listed,
+        types_asked: Mutex::new(Vec::new()),
     });
     let shared = fake.clone();
     let broker = FakeBroker::start(move |stream| serve(shared.clone(), stream)).await;
@@ -386,4 +421,116 @@ async fn a_group_refused_by_the_authorizer_names_the_missing_permission_and_othe
         }
         assert!(g.partitions.iter().all(|p| p.state == CommitState::Failed));
     }
+}
+
+/// Checkpoints of (group, topic, partition, offset), stamped now.
+fn translation(rows: &[(&str, &str, i32, i64)]) -> Translation {
+    use crate::mm2::checkpoint::{self, CheckpointKey, CheckpointValue};
+    use crate::records::builder::BatchBuilder;
+    use crate::translate::{BatchTranslator, GroupSelector};
+    let encoded: Vec<(Vec<u8>, Vec<u8>)> = rows
+        .iter()
+        .map(|&(group, topic, partition, offset)| {
+            let key = CheckpointKey {
+                group: group.as_bytes(),
+                topic: topic.as_bytes(),
+                partition,
+            };
+            let value = CheckpointValue {
+                version: 0,
+                upstream_offset: offset,
+                downstream_offset: offset,
+                metadata: b"",
+            };
+            (
+                checkpoint::encode_key(&key).unwrap(),
+                checkpoint::encode_value(&value).unwrap(),
+            )
+        })
+        .collect();
+    let mut builder = BatchBuilder::new(0).log_append_time(1);
+    for (k, v) in &encoded {
+        builder = builder.record(Some(k), Some(v));
+    }
+    let selector = GroupSelector::all();
+    let mut translator = BatchTranslator::new(&selector);
+    translator.add_batches(0, &builder.build()).unwrap();
+    translator.finish("primary")
+}
+
+#[tokio::test]
+async fn share_and_streams_groups_are_refused_with_their_kind() {
+    let listed = vec![("word-count", "streams"), ("shared-work", "share")];
+    let (_broker, fake, client) = fake_listing(OnCommit::PartitionErrors, listed).await;
+    let translation = translation(&[
+        ("word-count", "orders", 0, 5),
+        ("shared-work", "orders", 0, 5),
+        ("orders-app", "orders", 0, 5),
+    ]);
+    let deadline = Deadline::after(std::time::Duration::from_secs(10));
+    let planned = plan(
+        &client,
+        &translation,
+        &BTreeMap::new(),
+        &ApplyOptions::default(),
+        2,
+        &deadline,
+    )
+    .await
+    .unwrap();
+    let by_group: BTreeMap<&str, &GroupPlan> = planned
+        .groups
+        .iter()
+        .map(|g| (g.group.as_str(), g))
+        .collect();
+    for (group, kind, tool) in [
+        ("word-count", "streams", "streams reset tool"),
+        ("shared-work", "share", "share-partition state"),
+    ] {
+        let g = by_group[group];
+        match &g.status {
+            GroupStatus::Refused { reason } => assert!(
+                reason.contains(&format!("{kind} group")) && reason.contains(tool),
+                "{reason}"
+            ),
+            other => panic!("{group}: {other:?}"),
+        }
+        assert_eq!(g.state.as_deref(), Some(kind));
+    }
+    // A consumer group is not refused for its kind (its topic is missing on this fake).
+    assert_eq!(by_group["orders-app"].status, GroupStatus::Ready);
+    // One ListGroups for the one coordinator, filtered to the two kinds.
+    assert_eq!(
+        *fake.types_asked.lock().unwrap(),
+        vec![vec!["share".to_string(), "streams".to_string()]]
+    );
+    let report = execute(&client, &planned, &ApplyOptions::default()).await;
+    assert_eq!(fake.commits.load(Ordering::SeqCst), 0, "{report:?}");
+}
+
+#[tokio::test]
+async fn a_group_that_became_a_streams_group_since_the_plan_is_skipped() {
+    let (_broker, fake, client) =
+        fake_listing(OnCommit::PartitionErrors, vec![("word-count", "streams")]).await;
+    let report = execute(
+        &client,
+        &ready_plan(&["g", "word-count"]),
+        &ApplyOptions::default(),
+    )
+    .await;
+    let outcome = &report
+        .groups
+        .iter()
+        .find(|g| g.group == "word-count")
+        .unwrap()
+        .outcome;
+    match outcome {
+        GroupOutcome::Skipped { reason } => assert!(
+            reason.contains("changed since the plan") && reason.contains("streams group"),
+            "{reason}"
+        ),
+        other => panic!("{other:?}"),
+    }
+    // Only "g" was committed.
+    assert_eq!(fake.commits.load(Ordering::SeqCst), 1);
 }

@@ -25,6 +25,7 @@ pub mod consumer_group_describe;
 pub mod describe_groups;
 pub mod fetch;
 pub mod find_coordinator;
+pub mod list_groups;
 pub mod list_offsets;
 pub mod metadata;
 pub mod offset_commit;
@@ -41,6 +42,8 @@ pub use describe_groups::DescribeGroupsResponse;
 pub use fetch::FetchResponse;
 #[cfg(feature = "unstable-fuzzing")]
 pub use find_coordinator::FindCoordinatorResponse;
+#[cfg(feature = "unstable-fuzzing")]
+pub use list_groups::ListGroupsResponse;
 #[cfg(feature = "unstable-fuzzing")]
 pub use list_offsets::ListOffsetsResponse;
 #[cfg(feature = "unstable-fuzzing")]
@@ -65,6 +68,10 @@ pub const FIND_COORDINATOR_VERSIONS: RangeInclusive<i16> = 0..=6;
 
 /// DescribeGroups (API key 15) versions we can send and decode.
 pub const DESCRIBE_GROUPS_VERSIONS: RangeInclusive<i16> = 0..=6;
+
+/// ListGroups (API key 16) versions we can send and decode (v5+ carries group types and takes
+/// a types filter).
+pub const LIST_GROUPS_VERSIONS: RangeInclusive<i16> = 0..=5;
 
 /// ConsumerGroupDescribe (API key 69, KIP-848) versions we can send and decode.
 pub const CONSUMER_GROUP_DESCRIBE_VERSIONS: RangeInclusive<i16> = 0..=1;

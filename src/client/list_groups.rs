@@ -1,0 +1,108 @@
+//! ListGroups on a group coordinator, and what it says about the kind of each group.
+//!
+//! Only consumer groups (classic or KIP-848) keep the committed offsets an admin OffsetCommit
+//! writes. A share group (KIP-932) tracks its progress as share-partition state, not committed
+//! offsets; a streams group (KIP-1071) belongs to a Kafka Streams application, whose offsets
+//! and internal topics move together (Kafka's streams reset tool is the way to reset them). Both
+//! answer ConsumerGroupDescribe and DescribeGroups with GROUP_ID_NOT_FOUND, exactly as a group
+//! the coordinator has never seen, so only ListGroups v5+ (which carries the group type) tells
+//! them apart.
+//!
+//! # References
+//! - <https://kafka.apache.org/protocol#The_Messages_ListGroups>
+//! - KIP-848 (group types, the types filter), KIP-932 (share groups), KIP-1071 (streams groups)
+
+use kafka_protocol::messages::{ApiKey, ListGroupsRequest};
+use kafka_protocol::protocol::StrBytes;
+
+use super::cluster::KafkaClient;
+use super::error::ClientError;
+use super::groups::GroupCoordinator;
+use crate::wire::responses::{
+    self,
+    list_groups::{FIRST_WITH_TYPE, ListGroupsResponse},
+};
+
+/// The group types apply refuses to write, as ListGroups v5+ names them.
+pub const NOT_CONSUMER_GROUP_TYPES: [&str; 2] = ["share", "streams"];
+
+/// One group a coordinator listed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ListedGroup {
+    /// The group id.
+    pub group_id: String,
+    /// The protocol type ("consumer", "connect", "" for offsets only, ...).
+    pub protocol_type: String,
+    /// The state, where the coordinator says it (ListGroups v4+).
+    pub state: Option<String>,
+    /// The group type ("classic", "consumer", "share", "streams"), where the coordinator says
+    /// it (ListGroups v5+).
+    pub group_type: Option<String>,
+}
+
+impl KafkaClient {
+    /// The groups `coordinator` coordinates. With `types`, only groups of those types
+    /// ("classic", "consumer", "share", "streams") where the coordinator offers ListGroups v5+;
+    /// an older coordinator cannot filter nor name types, and `Ok(None)` says so, as it does
+    /// for a coordinator that does not offer ListGroups at all (a broker older than v5 has no
+    /// share nor streams groups: both arrived with Kafka 4.x, which offers v5).
+    pub async fn list_groups(
+        &self,
+        coordinator: &GroupCoordinator,
+        types: &[&str],
+    ) -> Result<Option<Vec<ListedGroup>>, ClientError> {
+        let conn = self.connection_to(&coordinator.address).await?;
+        if conn.api_versions().get(ApiKey::ListGroups).is_none() {
+            return Ok(None);
+        }
+        let version = conn.negotiate(ApiKey::ListGroups, responses::LIST_GROUPS_VERSIONS)?;
+        if !types.is_empty() && version < FIRST_WITH_TYPE {
+            return Ok(None);
+        }
+        let request = ListGroupsRequest::default().with_types_filter(
+            types
+                .iter()
+                .map(|t| StrBytes::from_string(t.to_string()))
+                .collect(),
+        );
+        let body = conn.send(&request, version).await?;
+        let response =
+            ListGroupsResponse::decode(body, version).map_err(|source| ClientError::Decode {
+                broker: conn.address().to_string(),
+                source,
+            })?;
+        if response.error_code != 0 {
+            return Err(ClientError::broker(
+                "ListGroups",
+                &format!("coordinator {}", coordinator.node_id),
+                conn.address(),
+                response.error_code,
+            ));
+        }
+        Ok(Some(
+            response
+                .groups
+                .into_iter()
+                .map(|g| ListedGroup {
+                    group_id: g.group_id,
+                    protocol_type: g.protocol_type,
+                    state: g.group_state,
+                    group_type: g.group_type,
+                })
+                .collect(),
+        ))
+    }
+}
+
+/// Why apply must not write a group of `group_type`, or `None` for a consumer group.
+pub fn not_a_consumer_group(group_type: &str) -> Option<String> {
+    match group_type {
+        "share" => Some(
+            "group is a share group (KIP-932): its progress is share-partition state, not committed consumer offsets; apply writes consumer groups only".to_string(),
+        ),
+        "streams" => Some(
+            "group is a streams group (KIP-1071): its offsets belong to a Kafka Streams application and move with its internal topics; reset it with Kafka's streams reset tool, not apply".to_string(),
+        ),
+        _ => None,
+    }
+}
