@@ -59,7 +59,7 @@ mod fetch;
 mod groups;
 mod metadata;
 mod pool;
-mod retry;
+pub(crate) mod retry;
 
 pub use crate::wire::error_name;
 pub use cluster::{IsolationLevel, KafkaClient, OffsetSpec};

@@ -22,6 +22,7 @@ mod report;
 mod syncs;
 mod table;
 mod translator;
+pub mod watch;
 
 pub use groups::{GroupSelector, InvalidGroupPattern};
 pub use java_pattern::{Construct, JavaPattern, Refusal, RefusalKind};
