@@ -52,7 +52,11 @@ use live_map::LiveMap;
 use super::report::{PartitionProgress, ReadReport};
 use super::table::OffsetTable;
 use super::{GroupSelector, MirrorClient, TranslateError, Translation};
-use crate::client::{ClientError, DEFAULT_FETCH_MAX_BYTES, Deadline, IsolationLevel};
+use crate::client::{ClientError, DEFAULT_FETCH_MAX_BYTES, Deadline, IsolationLevel, KafkaClient};
+
+/// The most connections per broker the tail opens (one per tailed partition up to this; more
+/// partitions share them, and their idle polls then take turns).
+const MAX_TAIL_CONNECTIONS: usize = 64;
 
 /// How to watch.
 #[derive(Clone, Debug)]
@@ -292,12 +296,19 @@ impl Watcher {
             options,
             stop,
         });
+        // The tail has a client of its own, with one connection per tailed partition: a broker
+        // answers the requests of one connection in order, so a long poll held for `max_wait`
+        // would delay every request queued behind it on the same connection, the caller's
+        // metadata and ListOffsets requests as much as another partition's poll.
+        let mut tail_config = kafka.config().clone();
+        tail_config.connections_per_broker = bounds.len().clamp(1, MAX_TAIL_CONNECTIONS);
+        let tail_client = KafkaClient::connect(tail_config).await?;
         let tasks = bounds
             .into_iter()
             .enumerate()
             .map(|(slot, (_, b))| {
                 let tail = tail::Tail::new(
-                    kafka.clone(),
+                    tail_client.clone(),
                     shared.clone(),
                     slot,
                     b.topic,
