@@ -608,3 +608,98 @@ fn status_of(state: &State, options: &WatchOptions, now: SystemTime) -> WatchSta
         last_error: state.last_error.clone(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn partition(stream: Stream, caught_up: Option<u64>, last_ok: Option<u64>) -> PartitionState {
+        let at = |s: u64| SystemTime::UNIX_EPOCH + Duration::from_secs(s);
+        PartitionState {
+            stream,
+            topic: "t".into(),
+            partition: 0,
+            start: 0,
+            position: 10,
+            end: 10,
+            caught_up_at: caught_up.map(at),
+            last_ok: last_ok.map(at),
+            failing: false,
+            errors: 0,
+        }
+    }
+
+    fn state(partitions: Vec<PartitionState>) -> State {
+        State {
+            sources: vec![SourceState {
+                alias: "primary".into(),
+                map: LiveMap::new(GroupSelector::all()),
+                records: 0,
+                heartbeat_records: 0,
+                last_heartbeat_ms: Some(99_000),
+            }],
+            partitions,
+            heartbeats_topic: Some("heartbeats".into()),
+            other_heartbeat_records: 0,
+            last_error: None,
+        }
+    }
+
+    #[test]
+    fn as_of_is_the_oldest_caught_up_time_and_waits_for_every_partition() {
+        let options = WatchOptions::new("primary", GroupSelector::all());
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(100);
+        let mut s = state(vec![
+            partition(Stream::Checkpoints(0), Some(95), Some(99)),
+            partition(Stream::Checkpoints(0), None, Some(99)),
+            partition(Stream::Heartbeats, Some(90), Some(99)),
+        ]);
+        let status = status_of(&s, &options, now);
+        assert!(!status.first_read_done && !status.ready);
+        assert_eq!(
+            status.as_of, None,
+            "no freshness before every partition was read"
+        );
+        s.partitions[1].caught_up_at = Some(SystemTime::UNIX_EPOCH + Duration::from_secs(97));
+        let status = status_of(&s, &options, now);
+        assert!(status.first_read_done && status.tail_live && status.ready);
+        // The oldest checkpoints partition; the heartbeats topic does not date the map.
+        assert_eq!(
+            status.as_of,
+            Some(SystemTime::UNIX_EPOCH + Duration::from_secs(95))
+        );
+        assert_eq!(status.sources[0].as_of, status.as_of);
+        assert_eq!(
+            status.sources[0].last_heartbeat,
+            Some(SystemTime::UNIX_EPOCH + Duration::from_secs(99))
+        );
+    }
+
+    #[test]
+    fn a_failing_or_silent_partition_makes_the_tail_not_live() {
+        let options = WatchOptions::new("primary", GroupSelector::all());
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(100);
+        let mut s = state(vec![
+            partition(Stream::Checkpoints(0), Some(95), Some(99)),
+            partition(Stream::Heartbeats, Some(95), Some(99)),
+        ]);
+        assert!(status_of(&s, &options, now).ready);
+        s.partitions[1].failing = true;
+        s.partitions[1].errors = 3;
+        let status = status_of(&s, &options, now);
+        assert!(status.first_read_done && !status.tail_live && !status.ready);
+        assert_eq!(
+            status.sources[0].read_errors, 3,
+            "heartbeat errors count for every source"
+        );
+        // As of stays where the data is: an outage does not move it.
+        assert_eq!(
+            status.as_of,
+            Some(SystemTime::UNIX_EPOCH + Duration::from_secs(95))
+        );
+        s.partitions[1].failing = false;
+        // Last answer 20 s ago with a 10 s window: silent, not live.
+        s.partitions[0].last_ok = Some(SystemTime::UNIX_EPOCH + Duration::from_secs(80));
+        assert!(!status_of(&s, &options, now).tail_live);
+    }
+}

@@ -73,9 +73,10 @@ impl Tail {
             let error = match outcome {
                 Ok(chunk) => match self.apply(&chunk, sent) {
                     Ok(progressed) => {
-                        if progressed {
-                            retrier.progressed();
-                        } else if !chunk.records.is_empty() {
+                        // A good answer, even an idle poll's: the next failure starts its
+                        // backoff afresh.
+                        retrier.progressed();
+                        if !progressed && !chunk.records.is_empty() {
                             // One batch larger than we asked for: ask for more next time, up to
                             // the largest response we accept.
                             let cap = i32::try_from(self.client.config().max_response_size)
