@@ -61,7 +61,7 @@ mod groups;
 mod list_groups;
 mod metadata;
 mod pool;
-mod retry;
+pub(crate) mod retry;
 
 pub use crate::wire::error_name;
 pub use cluster::{IsolationLevel, KafkaClient, OffsetSpec};

@@ -23,6 +23,7 @@ mod source_offsets;
 mod syncs;
 mod table;
 mod translator;
+pub mod watch;
 
 pub use groups::{GroupSelector, InvalidGroupPattern};
 pub use java_pattern::{Construct, JavaPattern, Refusal, RefusalKind};

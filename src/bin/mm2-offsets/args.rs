@@ -47,6 +47,9 @@ pub enum Command {
     /// Commit the translated offsets on this (target) cluster, for every selected group at once:
     /// a dry run that prints the plan unless --execute is given.
     Apply(Box<ApplyArgs>),
+    /// Keep the translation of every selected group current in memory, and serve it with
+    /// Prometheus metrics over HTTP (/metrics, /offsets, /offsets/GROUP, /healthz, /readyz).
+    Watch(Box<WatchArgs>),
     /// List MirrorMaker 2 topics on the cluster: checkpoints, heartbeats and remote topics.
     Topics(TopologyArgs),
     /// List upstream clusters (from heartbeat topics) with their replication hop counts.
@@ -266,6 +269,67 @@ pub struct ApplyArgs {
     /// Use the plan saved in FILE instead of planning again (re-checked before each commit).
     #[arg(long, value_name = "FILE")]
     pub plan: Option<PathBuf>,
+}
+
+/// Examples shown at the end of `watch --help`.
+pub const WATCH_EXAMPLES: &str = "Examples:
+  # serve every group of source 'primary' on 127.0.0.1:9464
+  mm2-offsets watch --bootstrap-server backup:9092 --source primary --all-groups
+
+  # in a container: listen on every interface, per-partition metrics for one family of groups
+  mm2-offsets watch --bootstrap-server backup:9092 --source primary --group-regex 'orders-.*' \\
+      --listen 0.0.0.0:9464 --partition-metrics --heartbeat-stale-after 1m
+
+Endpoints: /metrics (Prometheus text 0.0.4), /offsets (translate -o json's document plus as_of),
+/offsets/GROUP (percent-encoded id; 404 when unknown), /healthz, /readyz (503 until the first
+full read is done, and while the tail cannot reach the brokers). SIGTERM or SIGINT stops it.";
+
+/// `mm2-offsets watch`.
+#[derive(Debug, Args)]
+#[command(after_help = WATCH_EXAMPLES)]
+pub struct WatchArgs {
+    /// Connection.
+    #[command(flatten)]
+    pub connection: ConnectionArgs,
+    /// Source cluster alias whose checkpoints to follow (repeatable). Default: every source that
+    /// has a checkpoints topic on this cluster when the watch starts.
+    #[arg(long = "source", value_name = "ALIAS")]
+    pub sources: Vec<String>,
+    /// A consumer group id (repeatable).
+    #[arg(long = "group", value_name = "GROUP")]
+    pub groups: Vec<String>,
+    /// A Java regular expression that must match the WHOLE group id (repeatable).
+    #[arg(long = "group-regex", value_name = "REGEX")]
+    pub group_regexes: Vec<String>,
+    /// A UTF-8 file of group ids, one per line (as for translate).
+    #[arg(long, value_name = "FILE")]
+    pub groups_file: Option<PathBuf>,
+    /// Every group that has checkpoints.
+    #[arg(long, conflicts_with_all = ["groups", "group_regexes", "groups_file"])]
+    pub all_groups: bool,
+    /// Which records are visible.
+    #[arg(long, value_enum, default_value = "read_uncommitted")]
+    pub isolation: Isolation,
+    /// Budget for connecting and finding the topics at start, e.g. 30s.
+    #[arg(long, value_parser = validate::timeout, default_value = "60s", allow_hyphen_values = true)]
+    pub timeout: Duration,
+    /// Largest Fetch response per partition, in bytes, 1024 to 2147483647.
+    #[arg(long, default_value_t = mm2_offsets::client::DEFAULT_FETCH_MAX_BYTES, value_name = "BYTES", value_parser = validate::max_fetch_bytes, allow_negative_numbers = true)]
+    pub max_fetch_bytes: i32,
+    /// Address of the HTTP server.
+    #[arg(long, value_name = "HOST:PORT", default_value = "127.0.0.1:9464")]
+    pub listen: String,
+    /// How long the broker may hold each tailing Fetch when nothing is new (the poll), 10ms to 30s.
+    #[arg(long, value_name = "DURATION", value_parser = validate::poll_interval, default_value = "1s")]
+    pub poll: Duration,
+    /// mm2_source_up goes to 0 when the newest heartbeat of a source is older than this.
+    #[arg(long, value_name = "DURATION", value_parser = validate::checkpoint_age, default_value = "30s")]
+    pub heartbeat_stale_after: Duration,
+    /// Also export per group and partition: translated and upstream offsets, checkpoint age,
+    /// and the lag after a failover (target log end minus translated offset). One series per
+    /// partition of every group: mind your Prometheus's cardinality.
+    #[arg(long)]
+    pub partition_metrics: bool,
 }
 
 /// Flags of `translate --precise`.

@@ -18,6 +18,7 @@ mod precise;
 mod progress;
 mod reset_files;
 mod validate;
+mod watch;
 
 use args::{Cli, Command, OutputFormat, TopologyArgs, TranslateArgs};
 
@@ -157,6 +158,7 @@ async fn run(command: Command) -> Result<i32, Stop> {
     match command {
         Command::Translate(args) => run_translate(args).await,
         Command::Apply(args) => apply::run(*args).await,
+        Command::Watch(args) => watch::run(*args).await.map_err(Stop::from),
         Command::Topics(args) => run_topics(args).await,
         Command::Upstream(args) => run_upstream(args).await,
         Command::Completions { shell } => {

@@ -35,6 +35,15 @@ pub fn checkpoint_age(text: &str) -> Result<Duration, String> {
     )
 }
 
+/// `watch --poll`: how long a tailing Fetch may wait, 10 ms to 30 s.
+pub fn poll_interval(text: &str) -> Result<Duration, String> {
+    duration(
+        text,
+        "a poll interval",
+        Duration::from_millis(10)..=Duration::from_secs(30),
+    )
+}
+
 /// A duration within `range`, with messages that name `what` and the range.
 fn duration(
     text: &str,
@@ -140,6 +149,23 @@ pub fn usage(command: &Command) -> Result<(), String> {
             Ok(())
         }
         Command::Apply(args) => translate_usage(&args.translate),
+        Command::Watch(args) => {
+            connection(&args.connection)?;
+            args.sources
+                .iter()
+                .try_for_each(|alias| source_alias(alias))?;
+            if args.groups.is_empty()
+                && args.group_regexes.is_empty()
+                && args.groups_file.is_none()
+                && !args.all_groups
+            {
+                return Err(
+                    "no groups selected: pass --group, --group-regex, --groups-file or --all-groups"
+                        .to_string(),
+                );
+            }
+            Ok(())
+        }
         // Generated documents: no connection, nothing to combine.
         Command::Completions { .. } | Command::Man => Ok(()),
     }

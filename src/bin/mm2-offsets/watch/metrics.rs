@@ -1,0 +1,316 @@
+//! The Prometheus text exposition format (version 0.0.4) of a watch snapshot.
+//!
+//! Names follow kafka-lag-exporter where the concept is the same (`group`, `topic`, `partition`
+//! labels, `_seconds` units) and start with `mm2_` for what only MirrorMaker 2 has. Label values
+//! are group ids and topics read from the cluster: untrusted, so every one is escaped.
+
+use std::collections::HashMap;
+use std::fmt::Write;
+use std::time::SystemTime;
+
+use mm2_offsets::translate::watch::Snapshot;
+
+/// What a scrape shows besides the snapshot.
+pub struct Scrape<'a> {
+    pub snapshot: &'a Snapshot,
+    pub now: SystemTime,
+    /// A source is up while its newest heartbeat is at most this old.
+    pub heartbeat_stale_after: std::time::Duration,
+    /// Per (topic, partition) on the target, its log end offset; `None` without
+    /// per-partition metrics.
+    pub log_ends: Option<&'a HashMap<(String, i32), i64>>,
+}
+
+/// The exposition's content type.
+pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
+
+/// Escapes a label value: backslash, double quote and line feed.
+pub fn escape_label(value: &str, out: &mut String) {
+    for c in value.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '"' => out.push_str("\\\""),
+            '\n' => out.push_str("\\n"),
+            c => out.push(c),
+        }
+    }
+}
+
+struct Writer {
+    out: String,
+}
+
+impl Writer {
+    fn family(&mut self, name: &str, kind: &str, help: &str) {
+        // HELP text is ours (no backslash or line feed), so it needs no escaping.
+        let _ = writeln!(self.out, "# HELP {name} {help}\n# TYPE {name} {kind}");
+    }
+
+    fn sample(&mut self, name: &str, labels: &[(&str, &str)], value: f64) {
+        self.out.push_str(name);
+        if !labels.is_empty() {
+            self.out.push('{');
+            for (i, (key, value)) in labels.iter().enumerate() {
+                if i > 0 {
+                    self.out.push(',');
+                }
+                self.out.push_str(key);
+                self.out.push_str("=\"");
+                escape_label(value, &mut self.out);
+                self.out.push('"');
+            }
+            self.out.push('}');
+        }
+        self.out.push(' ');
+        if value.is_nan() {
+            self.out.push_str("NaN");
+        } else if value.is_infinite() {
+            self.out.push_str(if value > 0.0 { "+Inf" } else { "-Inf" });
+        } else {
+            let _ = write!(self.out, "{value}");
+        }
+        self.out.push('\n');
+    }
+}
+
+fn seconds_since_epoch(t: SystemTime) -> f64 {
+    match t.duration_since(SystemTime::UNIX_EPOCH) {
+        Ok(d) => d.as_secs_f64(),
+        Err(e) => -e.duration().as_secs_f64(),
+    }
+}
+
+/// `now - t` in seconds (negative when `t` is in the future: clocks of MM2 and of this host
+/// disagree, which the operator should see rather than a clamped zero).
+fn age(now: SystemTime, t: SystemTime) -> f64 {
+    seconds_since_epoch(now) - seconds_since_epoch(t)
+}
+
+fn age_ms(now: SystemTime, ms: i64) -> f64 {
+    seconds_since_epoch(now) - ms as f64 / 1000.0
+}
+
+/// Renders the whole exposition.
+pub fn render(scrape: &Scrape<'_>) -> String {
+    let snapshot = scrape.snapshot;
+    let status = &snapshot.status;
+    let now = scrape.now;
+    let mut w = Writer {
+        out: String::with_capacity(4096),
+    };
+    let flag = |b: bool| if b { 1.0 } else { 0.0 };
+
+    w.family(
+        "mm2_watch_ready",
+        "gauge",
+        "1 when the first full read of every partition is done and the tail reaches the brokers.",
+    );
+    w.sample("mm2_watch_ready", &[], flag(status.ready));
+    w.family(
+        "mm2_watch_tail_live",
+        "gauge",
+        "1 when every tailed partition answered a Fetch recently and its last Fetch succeeded.",
+    );
+    w.sample("mm2_watch_tail_live", &[], flag(status.tail_live));
+    if let Some(as_of) = snapshot.as_of {
+        w.family(
+            "mm2_watch_as_of_timestamp_seconds",
+            "gauge",
+            "Every checkpoint written before this time is in the served map.",
+        );
+        w.sample(
+            "mm2_watch_as_of_timestamp_seconds",
+            &[],
+            seconds_since_epoch(as_of),
+        );
+        w.family(
+            "mm2_watch_data_age_seconds",
+            "gauge",
+            "How old the served map is: now minus mm2_watch_as_of_timestamp_seconds.",
+        );
+        w.sample("mm2_watch_data_age_seconds", &[], age(now, as_of));
+    }
+
+    w.family(
+        "mm2_source_up",
+        "gauge",
+        "1 while the newest MirrorMaker 2 heartbeat of the source is younger than the threshold.",
+    );
+    for s in &status.sources {
+        let up = s
+            .last_heartbeat
+            .is_some_and(|t| age(now, t) <= scrape.heartbeat_stale_after.as_secs_f64());
+        w.sample("mm2_source_up", &[("source", &s.source)], flag(up));
+    }
+    w.family(
+        "mm2_heartbeat_age_seconds",
+        "gauge",
+        "Age of the newest heartbeat MirrorMaker 2 wrote for the source (absent before the first).",
+    );
+    for s in &status.sources {
+        if let Some(t) = s.last_heartbeat {
+            w.sample(
+                "mm2_heartbeat_age_seconds",
+                &[("source", &s.source)],
+                age(now, t),
+            );
+        }
+    }
+    w.family(
+        "mm2_checkpoint_newest_age_seconds",
+        "gauge",
+        "Age of the newest checkpoint record of the source (absent before the first).",
+    );
+    for s in &status.sources {
+        if let Some(t) = s.newest_checkpoint {
+            w.sample(
+                "mm2_checkpoint_newest_age_seconds",
+                &[("source", &s.source)],
+                age(now, t),
+            );
+        }
+    }
+    w.family(
+        "mm2_records_read_total",
+        "counter",
+        "Checkpoint and heartbeat records read for the source.",
+    );
+    for s in &status.sources {
+        w.sample(
+            "mm2_records_read_total",
+            &[("source", &s.source)],
+            s.records_read as f64,
+        );
+    }
+    w.family(
+        "mm2_read_errors_total",
+        "counter",
+        "Failed Fetches of the source's checkpoints partitions and of the heartbeats topic.",
+    );
+    for s in &status.sources {
+        w.sample(
+            "mm2_read_errors_total",
+            &[("source", &s.source)],
+            s.read_errors as f64,
+        );
+    }
+    w.family(
+        "mm2_last_successful_read_timestamp_seconds",
+        "gauge",
+        "Time of the newest successful Fetch of the source's partitions.",
+    );
+    for s in &status.sources {
+        if let Some(t) = s.last_successful_read {
+            w.sample(
+                "mm2_last_successful_read_timestamp_seconds",
+                &[("source", &s.source)],
+                seconds_since_epoch(t),
+            );
+        }
+    }
+    w.family(
+        "mm2_translated_offsets",
+        "gauge",
+        "Group partitions with a translated offset in the served map.",
+    );
+    for s in &status.sources {
+        w.sample(
+            "mm2_translated_offsets",
+            &[("source", &s.source)],
+            s.offsets as f64,
+        );
+    }
+    w.family(
+        "mm2_consumergroup_oldest_checkpoint_age_seconds",
+        "gauge",
+        "Age of the oldest checkpoint among the group's partitions: an idle group ages, a live MirrorMaker 2 keeps mm2_source_up at 1.",
+    );
+    for g in &snapshot.oldest_checkpoint_per_group {
+        w.sample(
+            "mm2_consumergroup_oldest_checkpoint_age_seconds",
+            &[("source", &g.source), ("group", &g.group)],
+            age(now, g.oldest_checkpoint),
+        );
+    }
+
+    if let Some(log_ends) = scrape.log_ends {
+        partition_metrics(&mut w, snapshot, now, log_ends);
+    }
+    w.out
+}
+
+fn partition_metrics(
+    w: &mut Writer,
+    snapshot: &Snapshot,
+    now: SystemTime,
+    log_ends: &HashMap<(String, i32), i64>,
+) {
+    type Value = fn(&mm2_offsets::translate::OffsetRef<'_>, SystemTime, Option<i64>) -> Option<f64>;
+    let families: [(&str, &str, Value); 4] = [
+        (
+            "mm2_consumergroup_translated_offset",
+            "The offset the group would resume at on the target cluster.",
+            |o, _, _| Some(o.offset as f64),
+        ),
+        (
+            "mm2_consumergroup_upstream_offset",
+            "The group's committed offset on the source cluster that the checkpoint translated.",
+            |o, _, _| Some(o.upstream_offset as f64),
+        ),
+        (
+            "mm2_consumergroup_checkpoint_age_seconds",
+            "Age of the partition's checkpoint.",
+            |o, now, _| Some(age_ms(now, o.checkpoint_timestamp)),
+        ),
+        (
+            "mm2_consumergroup_failover_lag",
+            "Target log end offset minus translated offset: the lag the group would have after failing over now.",
+            |o, _, end| end.map(|end| (end - o.offset) as f64),
+        ),
+    ];
+    for (name, help, value) in families {
+        w.family(name, "gauge", help);
+        for o in snapshot.translation.iter() {
+            let end = log_ends.get(&(o.topic.to_string(), o.partition)).copied();
+            if let Some(v) = value(&o, now, end) {
+                let partition = itoa::Buffer::new().format(o.partition).to_string();
+                w.sample(
+                    name,
+                    &[
+                        ("source", o.source),
+                        ("group", o.group),
+                        ("topic", o.topic),
+                        ("partition", &partition),
+                    ],
+                    v,
+                );
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn label_values_are_escaped() {
+        let mut out = String::new();
+        escape_label("a\"b\\c\nd}e", &mut out);
+        assert_eq!(out, "a\\\"b\\\\c\\nd}e");
+    }
+
+    #[test]
+    fn samples_have_labels_and_prometheus_numbers() {
+        let mut w = Writer { out: String::new() };
+        w.family("m", "gauge", "h.");
+        w.sample("m", &[("group", "x\"y"), ("topic", "t")], 1.5);
+        w.sample("m", &[], f64::NAN);
+        w.sample("m", &[], f64::INFINITY);
+        w.sample("m", &[], 12345678901.0);
+        assert_eq!(
+            w.out,
+            "# HELP m h.\n# TYPE m gauge\nm{group=\"x\\\"y\",topic=\"t\"} 1.5\nm NaN\nm +Inf\nm 12345678901\n"
+        );
+    }
+}

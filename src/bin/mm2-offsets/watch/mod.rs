@@ -1,0 +1,123 @@
+//! `mm2-offsets watch`: the library's live translation map ([`Watcher`]) behind an HTTP server
+//! with Prometheus metrics, until SIGTERM or SIGINT.
+
+mod http;
+mod metrics;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use mm2_offsets::client::IsolationLevel;
+use mm2_offsets::translate::GroupSelector;
+use mm2_offsets::translate::watch::{WatchError, WatchOptions, Watcher};
+
+use super::args::{Isolation, WatchArgs};
+use super::escape::for_terminal;
+
+/// How long in-flight HTTP responses may take to finish after a stop signal.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
+
+/// The groups the flags select (as translate selects them).
+fn selector(args: &WatchArgs) -> Result<GroupSelector, String> {
+    if args.all_groups {
+        return Ok(GroupSelector::all());
+    }
+    let mut ids = args.groups.clone();
+    if let Some(path) = &args.groups_file {
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            format!(
+                "cannot read --groups-file {}: {e}",
+                for_terminal(&path.display().to_string())
+            )
+        })?;
+        ids.extend(super::groups_file::parse(&text));
+    }
+    GroupSelector::new(
+        ids.iter().map(String::as_str),
+        args.group_regexes.iter().map(String::as_str),
+    )
+    .map_err(|e| format!("--group-regex: {e}"))
+}
+
+/// Resolves when the process is asked to stop (SIGTERM from a container runtime, SIGINT from a
+/// terminal).
+async fn stop_signal() {
+    use tokio::signal::unix::{SignalKind, signal};
+    match signal(SignalKind::terminate()) {
+        Ok(mut term) => {
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = tokio::signal::ctrl_c() => {}
+            }
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot listen for SIGTERM; only SIGINT stops the watch");
+            let _ = tokio::signal::ctrl_c().await;
+        }
+    }
+}
+
+pub async fn run(args: WatchArgs) -> Result<i32, String> {
+    let groups = selector(&args)?;
+    let settings = super::connection::settings(&args.connection)?;
+    let client = super::connect(settings, args.timeout).await?;
+    let sources = if args.sources.is_empty() {
+        super::discover_sources(&client, args.timeout).await?
+    } else {
+        args.sources.clone()
+    };
+    let isolation = match args.isolation {
+        Isolation::ReadUncommitted => IsolationLevel::ReadUncommitted,
+        Isolation::ReadCommitted => IsolationLevel::ReadCommitted,
+    };
+    let mut options = WatchOptions::new(sources[0].clone(), groups);
+    options.sources = sources;
+    options.isolation = isolation;
+    options.max_wait = args.poll;
+    options.max_bytes_per_fetch = args.max_fetch_bytes;
+    options.start_timeout = args.timeout;
+    // Live while a Fetch answered within a few polls (the broker answers an idle long poll
+    // after `poll`), with room for a slow broker.
+    options.live_window = args.poll * 3 + Duration::from_secs(5);
+
+    // Bind before starting the read: a taken port fails at once, not after a long first read.
+    let listener = tokio::net::TcpListener::bind(&args.listen)
+        .await
+        .map_err(|e| {
+            format!(
+                "cannot listen on --listen {}: {e}",
+                for_terminal(&args.listen)
+            )
+        })?;
+    let address = listener
+        .local_addr()
+        .map_or_else(|_| args.listen.clone(), |a| a.to_string());
+
+    let watcher = Watcher::start(&client, options)
+        .await
+        .map_err(|e| match e {
+            WatchError::Start(e) => super::hints::explain(&e),
+            e => e.to_string(),
+        })?;
+    eprintln!(
+        "watching the checkpoints of {} on http://{address}/ (/metrics, /offsets, /healthz, /readyz)",
+        watcher
+            .options()
+            .sources
+            .iter()
+            .map(|s| for_terminal(s).into_owned())
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    let app = Arc::new(http::App {
+        watcher: watcher.clone(),
+        kafka: client.kafka().clone(),
+        heartbeat_stale_after: args.heartbeat_stale_after,
+        partition_metrics: args.partition_metrics,
+        isolation,
+    });
+    http::serve(listener, app, stop_signal(), SHUTDOWN_GRACE).await;
+    watcher.stop().await;
+    eprintln!("stopped");
+    Ok(super::EXIT_OK)
+}
