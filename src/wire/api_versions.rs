@@ -33,7 +33,7 @@ const SOFTWARE_NAME: &str = "mm2-offsets";
 /// The versions of each API one broker supports, from its ApiVersions response.
 ///
 /// ```
-/// use kafka_protocol::messages::ApiKey;
+/// use mm2_offsets::wire::kafka_protocol::messages::ApiKey;
 /// use mm2_offsets::wire::ApiVersionTable;
 ///
 /// let table = ApiVersionTable::new([(ApiKey::Fetch as i16, 4..=17)]);

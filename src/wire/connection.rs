@@ -37,7 +37,7 @@ use crate::config::{ClientConfig, SaslMechanism};
 /// last clone is dropped.
 ///
 /// ```no_run
-/// use kafka_protocol::messages::{ApiKey, MetadataRequest};
+/// use mm2_offsets::wire::kafka_protocol::messages::{ApiKey, MetadataRequest};
 /// use mm2_offsets::config::ClientConfig;
 /// use mm2_offsets::wire::BrokerConnection;
 ///

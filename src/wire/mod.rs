@@ -38,4 +38,9 @@ pub use api_versions::ApiVersionTable;
 pub use connection::{BrokerConnection, Connector};
 pub(crate) use error::to_millis;
 pub use error::{WireError, error_name};
-pub use tls::tls_client_config;
+/// The `kafka-protocol` crate, re-exported on purpose: [`BrokerConnection::send`] takes its
+/// request types and [`ApiVersionTable`] its [`ApiKey`](kafka_protocol::messages::ApiKey), so a
+/// program that sends raw requests names them through this path and gets exactly the version
+/// this crate was built with. A kafka-protocol upgrade that changes them is a breaking change of
+/// this crate, and its changelog says so.
+pub use kafka_protocol;

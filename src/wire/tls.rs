@@ -24,20 +24,15 @@ use super::WireError;
 use super::keystore;
 use crate::config::{KeyStoreFile, PemSource, TlsSettings};
 
-/// Builds a rustls client configuration from `settings`. Build it once and share it: loading the
-/// system roots reads the whole system store.
+/// Builds a rustls client configuration from `settings`. Built once per [`Connector`]
+/// (and per token endpoint): loading the system roots reads the whole system store. Internal:
+/// a rustls type is no part of the crate's API; programs hand [`TlsSettings`] to a
+/// `ClientConfig` instead.
 ///
-/// ```no_run
-/// use mm2_offsets::config::{PemSource, TlsSettings};
-///
-/// let settings = TlsSettings {
-///     trusted_certificates: Some(PemSource::File("/etc/kafka/ca.pem".into())),
-///     ..TlsSettings::default()
-/// };
-/// let config = mm2_offsets::wire::tls_client_config(&settings)?;
-/// # Ok::<(), mm2_offsets::wire::WireError>(())
-/// ```
-pub fn tls_client_config(settings: &TlsSettings) -> Result<Arc<rustls::ClientConfig>, WireError> {
+/// [`Connector`]: super::Connector
+pub(crate) fn tls_client_config(
+    settings: &TlsSettings,
+) -> Result<Arc<rustls::ClientConfig>, WireError> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let roots = Arc::new(root_store(settings)?);
     let webpki = WebPkiServerVerifier::builder_with_provider(roots, provider.clone())
