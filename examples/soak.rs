@@ -280,8 +280,14 @@ fn classify(ran: &Run, apply: bool, expected: &serde_json::Value) -> (Kind, Stri
     match (ran.code, doc) {
         // translate: 0 is complete; apply's dry run: 0, or 3 when the plan refuses something.
         (Some(0), Some(d)) | (Some(3), Some(d)) if apply || d["complete"] == true => {
-            if answer(&d, apply) == *expected {
+            let got = answer(&d, apply);
+            if got == *expected {
                 (Kind::Complete, String::new())
+            } else if apply && groups_in_error(&got, expected) > 0 {
+                // Groups the plan marks `error` (e.g. not asked before the deadline), every
+                // other group as planned without the fault: explicit, not silent.
+                let n = groups_in_error(&got, expected);
+                (Kind::Incomplete, format!("{n} groups in error; {last}"))
             } else {
                 (Kind::Wrong, format!("exit {:?}, answer differs", ran.code))
             }
@@ -295,6 +301,29 @@ fn classify(ran: &Run, apply: bool, expected: &serde_json::Value) -> (Kind, Stri
             format!("exit {code:?} with answer: {has_answer}, stderr: {last}"),
         ),
     }
+}
+
+/// How many groups of an apply plan are marked `error` when every other group equals the
+/// no-fault plan; 0 when any group differs otherwise.
+fn groups_in_error(got: &serde_json::Value, expected: &serde_json::Value) -> usize {
+    let (Some(got), Some(expected)) = (got.as_array(), expected.as_array()) else {
+        return 0;
+    };
+    if got.len() != expected.len() {
+        return 0;
+    }
+    let mut errors = 0;
+    for (g, e) in got.iter().zip(expected) {
+        if g["group"] != e["group"] {
+            return 0;
+        }
+        if g["status"] == "error" && g["message"].as_str().is_some_and(|m| !m.is_empty()) {
+            errors += 1;
+        } else if g != e {
+            return 0;
+        }
+    }
+    errors
 }
 
 fn percentile(sorted: &[Duration], p: f64) -> f64 {
