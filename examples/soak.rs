@@ -477,7 +477,7 @@ fn faults(
         started.elapsed().as_secs_f64()
     );
     println!(
-        "| command | complete answer | explicit error | complete: false | wrong | panic | hang | p50 | p99 | max |"
+        "| command | complete answer | explicit error | complete: false (apply: groups in error) | wrong | panic | hang | p50 | p99 | max |"
     );
     println!("|---|---|---|---|---|---|---|---|---|---|");
     for (op, t) in &mut times {
