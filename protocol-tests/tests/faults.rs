@@ -15,13 +15,14 @@
 mod support;
 
 use std::collections::BTreeMap;
-use std::io::{Read, Write};
+use std::io::Write;
 use std::net::SocketAddr;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use support::child::Run;
 use support::proxy::{Fault, FaultProxy};
 use support::{Cluster, cluster, unique_topic};
 
@@ -212,57 +213,12 @@ fn reassign(c3: &Cluster, topic: &str, replicas: &[[u32; 3]], rf: usize, verify:
     }
 }
 
-/// How one run of the command line ended.
-#[derive(Debug)]
-struct Run {
-    code: Option<i32>,
-    stdout: Vec<u8>,
-    stderr: String,
-    elapsed: Duration,
-    killed: bool,
-}
-
 fn run_cli(args: &[String], timeout: Duration) -> Run {
-    let started = Instant::now();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_mm2-offsets"))
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("run mm2-offsets");
-    let mut out = child.stdout.take().unwrap();
-    let mut err = child.stderr.take().unwrap();
-    let out_t = std::thread::spawn(move || {
-        let mut b = Vec::new();
-        let _ = out.read_to_end(&mut b);
-        b
-    });
-    let err_t = std::thread::spawn(move || {
-        let mut b = Vec::new();
-        let _ = err.read_to_end(&mut b);
-        b
-    });
-    let mut killed = false;
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if started.elapsed() > timeout + hang_after() {
-            killed = true;
-            let _ = child.kill();
-            break child.wait().unwrap();
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    let elapsed = started.elapsed();
-    Run {
-        code: status.code(),
-        stdout: out_t.join().unwrap(),
-        stderr: String::from_utf8_lossy(&err_t.join().unwrap()).into_owned(),
-        elapsed,
-        killed,
-    }
+    support::child::run_bounded(
+        Path::new(env!("CARGO_BIN_EXE_mm2-offsets")),
+        args,
+        timeout + hang_after(),
+    )
 }
 
 /// The outcome classes of the matrix.
@@ -670,6 +626,10 @@ fn fault_matrix() {
         );
     }
 
+    if wanted("reauth-due") {
+        reauth_row(&mut s);
+    }
+
     let c3 = s.c3.clone();
     if wanted("leader-killed") {
         // Node 1 leads partitions 0 and 3: SIGKILL it 2 s into a slow read, start it again at once.
@@ -955,6 +915,71 @@ fn pseudo_fraction() -> f64 {
         .map(|d| d.subsec_nanos())
         .unwrap_or(0);
     0.05 + f64::from(nanos % 9000) / 10_000.0
+}
+
+/// Re-authentication due mid-read (KIP-368): cluster3's SASL listener sets
+/// `connections.max.reauth.ms` (REAUTH_MS, 3 s), and the read through it is slowed to span
+/// several sessions. The client retires a connection at 85% of the session the broker granted
+/// and opens a new one for new work (where Java re-authenticates in band); the broker closes a
+/// connection whose session has expired at its next request. Either way the answer must be the
+/// exact one, and more connections than brokers must have been made (else no session ran out).
+fn reauth_row(s: &mut Suite) {
+    let routes: Vec<(SocketAddr, SocketAddr)> = (1..=3)
+        .map(|n| {
+            (
+                addr(s.c3.var(&format!("NODE_{n}_SASL_PROXY"))),
+                addr(s.c3.var(&format!("NODE_{n}_SASL"))),
+            )
+        })
+        .collect();
+    let sasl_proxy = FaultProxy::start(&routes);
+    sasl_proxy.arm(SLOW_READ);
+    let session = Duration::from_millis(s.c3.var("REAUTH_MS").parse().expect("REAUTH_MS"));
+    let dir = tempfile::tempdir().unwrap();
+    let password = dir.path().join("sasl-password");
+    std::fs::write(&password, s.c3.var("SASL_PASSWORD")).unwrap();
+    let mut args = s.args(
+        "60s",
+        &[
+            "--security-protocol",
+            "SASL_PLAINTEXT",
+            "--sasl-mechanism",
+            "PLAIN",
+            "--sasl-username",
+            s.c3.var("SASL_USER"),
+            "--sasl-password-file",
+            password.to_str().unwrap(),
+        ],
+    );
+    args[2] = s.c3.var("SASL_PROXY_BOOTSTRAP").to_string();
+    let run = run_cli(&args, Duration::from_secs(60));
+    let connections = sasl_proxy.connections();
+    let sessions = run.elapsed.as_secs_f64() / session.as_secs_f64();
+    s.record(
+        "reauth-due",
+        &format!(
+            "SASL PLAIN sessions of {} s (connections.max.reauth.ms), read slowed to 100 KB/s per connection",
+            session.as_secs_f64()
+        ),
+        &format!(
+            "{sessions:.1} session lifetimes in the read; {connections} SASL connections made"
+        ),
+        &run,
+        Duration::from_secs(60),
+        Want::Exact,
+    );
+    if sessions < 3.0 {
+        s.failures.push(format!(
+            "reauth-due: the read lasted {:.1} s, under 3 sessions: re-authentication was never due",
+            run.elapsed.as_secs_f64()
+        ));
+    }
+    // Bootstrap plus one connection per leader is 4 when no session runs out.
+    if connections <= 4 {
+        s.failures.push(format!(
+            "reauth-due: {connections} connections for {sessions:.1} sessions: none was renewed"
+        ));
+    }
 }
 
 /// TLS rows: a TLS front presenting the chosen certificate, forwarding to node 1 in plaintext.

@@ -6,6 +6,7 @@
 //! never passes by skipping.
 #![allow(dead_code)]
 
+pub mod child;
 pub mod csv;
 pub mod mm2;
 pub mod proxy;

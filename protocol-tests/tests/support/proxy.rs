@@ -78,6 +78,7 @@ struct State {
 pub struct FaultProxy {
     state: Arc<Mutex<State>>,
     downstream_bytes: Arc<AtomicU64>,
+    connections: Arc<AtomicU64>,
     runtime: tokio::runtime::Runtime,
 }
 
@@ -95,13 +96,16 @@ impl FaultProxy {
             landed: None,
         }));
         let downstream_bytes = Arc::new(AtomicU64::new(0));
+        let connections = Arc::new(AtomicU64::new(0));
         for (i, (listen, upstream)) in routes.iter().enumerate() {
             let listener = runtime
                 .block_on(TcpListener::bind(listen))
                 .unwrap_or_else(|e| panic!("proxy cannot listen on {listen}: {e}"));
             let (state, bytes, upstream) = (state.clone(), downstream_bytes.clone(), *upstream);
+            let accepted = connections.clone();
             runtime.spawn(async move {
                 while let Ok((client, _)) = listener.accept().await {
+                    accepted.fetch_add(1, Ordering::Relaxed);
                     let (state, bytes) = (state.clone(), bytes.clone());
                     tokio::spawn(async move {
                         connection(i + 1, client, upstream, state, bytes).await;
@@ -112,6 +116,7 @@ impl FaultProxy {
         FaultProxy {
             state,
             downstream_bytes,
+            connections,
             runtime,
         }
     }
@@ -132,6 +137,11 @@ impl FaultProxy {
     /// Response bytes written to clients so far.
     pub fn downstream_bytes(&self) -> u64 {
         self.downstream_bytes.load(Ordering::Relaxed)
+    }
+
+    /// Client connections accepted so far (all nodes).
+    pub fn connections(&self) -> u64 {
+        self.connections.load(Ordering::Relaxed)
     }
 
     /// The proxy's runtime, for helpers (TLS fronts) that live as long as it.
