@@ -11,7 +11,9 @@ use mm2_offsets::client::{
     ClientError, Deadline, IsolationLevel, KafkaClient, OffsetSpec, ReadOptions, SharedTopic,
 };
 use mm2_offsets::records::{Batches, Scratch};
-use support::{Cluster, SeenRecord, cluster, data_writer, java_consume, unique_topic};
+use support::{
+    Cluster, SeenRecord, cluster, data_writer, java_consume, java_consume_expecting, unique_topic,
+};
 
 fn deadline() -> Deadline {
     Deadline::after(Duration::from_secs(60))
@@ -96,7 +98,7 @@ async fn codecs_read_back_like_the_java_consumer(name: &str) {
         assert_eq!(topic.partitions.len(), 3);
         // A small fetch size forces many fetches and batches cut at response ends.
         let ours = read_all(&client, &topic, IsolationLevel::ReadUncommitted, 3000).await;
-        let java = java_consume(&c, &topic_name, "read_uncommitted");
+        let java = java_consume_expecting(&c, &topic_name, "read_uncommitted", 603);
         assert_eq!(ours.len(), 603, "{name} {codec}");
         assert_eq!(
             ours, java,

@@ -203,11 +203,34 @@ fn unhex(value: &serde_json::Value) -> Option<Vec<u8>> {
 
 /// Reads a whole topic with the Java consumer: the independent oracle for what we decode.
 pub fn java_consume(cluster: &Cluster, topic: &str, isolation: &str) -> Vec<SeenRecord> {
-    let out = run_data_writer(
+    java_consume_args(cluster, &["--topic", topic, "--isolation", isolation])
+}
+
+/// [`java_consume`] for a topic the caller knows holds `expect` records: the Java consumer
+/// reads on until it has them, asking the end offsets again (Tansu can report an end offset
+/// short of records it has just acknowledged).
+pub fn java_consume_expecting(
+    cluster: &Cluster,
+    topic: &str,
+    isolation: &str,
+    expect: usize,
+) -> Vec<SeenRecord> {
+    let expect = expect.to_string();
+    java_consume_args(
         cluster,
-        "consume",
-        &["--topic", topic, "--isolation", isolation],
-    );
+        &[
+            "--topic",
+            topic,
+            "--isolation",
+            isolation,
+            "--expect",
+            &expect,
+        ],
+    )
+}
+
+fn java_consume_args(cluster: &Cluster, args: &[&str]) -> Vec<SeenRecord> {
+    let out = run_data_writer(cluster, "consume", args);
     let mut records: Vec<SeenRecord> = out
         .lines()
         .filter(|l| !l.trim().is_empty())
