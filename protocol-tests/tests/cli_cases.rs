@@ -1067,7 +1067,7 @@ fn a_broken_pipe_ends_quietly_with_141() {
 #[test]
 fn apply_on_a_broken_pipe_ends_quietly_with_141_and_its_summary() {
     let f = fixture();
-    // Not --all-groups: the fixture's hostile topic name fails the whole plan (see the report).
+    // One group: its summary line on stderr is then free of the hostile group's refusal.
     let mut args = translate_args(&["--source", &f.source_a, "--group", "app"]);
     args[0] = s("apply");
     let mut child = Command::new(BIN)
@@ -1083,6 +1083,45 @@ fn apply_on_a_broken_pipe_ends_quietly_with_141_and_its_summary() {
     assert!(!stderr.contains("Broken pipe"), "{stderr}");
     assert!(!stderr.contains("error"), "{stderr}");
     assert!(stderr.contains("dry run"), "{stderr}");
+}
+
+/// A checkpoint whose topic name the target refuses as a name (the fixture's hostile one:
+/// INVALID_TOPIC_EXCEPTION) refuses that group's partitions as `no-such-topic`; the plan of
+/// every other group is made, and nothing is written (a dry run).
+#[test]
+fn apply_plans_around_a_topic_name_the_target_refuses() {
+    let f = fixture();
+    let mut args = translate_args(&["--source", &f.source_a, "--all-groups", "-o", "json"]);
+    args[0] = s("apply");
+    let output = Command::new(BIN).args(&args).output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(3), "{stderr}");
+    let doc: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(doc["executed"], false, "a dry run");
+    let plan = &doc["plan"];
+    let groups = plan["groups"].as_array().unwrap_or_else(|| panic!("{doc}"));
+    let evil = groups
+        .iter()
+        .find(|g| g["group"] == EVIL_GROUP)
+        .unwrap_or_else(|| panic!("{plan}"));
+    assert!(
+        evil["partitions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|p| p["verdict"] == "no-such-topic"),
+        "{evil}"
+    );
+    // The other groups are planned too: `app` with both its partitions and their verdicts.
+    let app = groups.iter().find(|g| g["group"] == "app").unwrap();
+    let app_partitions = app["partitions"].as_array().unwrap();
+    assert_eq!(app_partitions.len(), 2, "{app}");
+    assert!(
+        app_partitions
+            .iter()
+            .all(|p| p["topic"] == "orders" && p["verdict"].is_string()),
+        "{app}"
+    );
 }
 
 #[test]

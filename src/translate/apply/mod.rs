@@ -452,6 +452,9 @@ enum TopicLogs {
 /// Each target topic, as the target describes it.
 type TargetLogs = BTreeMap<String, TopicLogs>;
 
+/// INVALID_TOPIC_EXCEPTION: the broker does not accept the name as a topic name.
+const INVALID_TOPIC_EXCEPTION: i16 = 17;
+
 /// Each topic's partitions' (log start, log end) on the target; `None` for a missing topic.
 async fn target_logs(
     client: &KafkaClient,
@@ -463,6 +466,13 @@ async fn target_logs(
         let info = match client.describe_topic(topic, deadline).await {
             Ok(info) => info,
             Err(ClientError::UnknownTopic { .. }) => {
+                out.insert(topic.to_string(), TopicLogs::Missing);
+                continue;
+            }
+            // A name the target refuses as a topic name (INVALID_TOPIC_EXCEPTION: a checkpoint
+            // from a source with other naming rules, or a hostile one) cannot exist there:
+            // its partitions are `no-such-topic`, and the plan carries on for the others.
+            Err(ClientError::Broker { code, .. }) if code == INVALID_TOPIC_EXCEPTION => {
                 out.insert(topic.to_string(), TopicLogs::Missing);
                 continue;
             }
