@@ -42,14 +42,8 @@ build_reference() {
   mvn -q -B package -DskipTests -f "$REF_DIR/pom.xml" >&2 || die "building the Java reference failed"
 }
 
-# Our CLI, debug build (the one cargo test uses too). Prints its path. MM2O_CLI names one
-# already built (.ci/run builds it with the test features first), so no cargo runs here.
+# Our CLI, debug build (the one cargo test uses too). Prints its path.
 build_cli() {
-  if [[ -n "${MM2O_CLI:-}" ]]; then
-    [[ -x "$MM2O_CLI" ]] || die "MM2O_CLI=$MM2O_CLI is not an executable"
-    echo "$MM2O_CLI"
-    return 0
-  fi
   local target="${CARGO_TARGET_DIR:-$REPO_ROOT/target}"
   (cd "$REPO_ROOT" && cargo build --quiet --bin mm2-offsets) >&2 || die "cargo build --bin mm2-offsets failed"
   echo "$target/debug/mm2-offsets"
