@@ -6,6 +6,9 @@
 # Prints the binary's path, `file` and `ldd` verdicts and size; exits 1 if it is not static.
 #
 # Usage: benches/build-musl.sh            -> target/x86_64-unknown-linux-musl/release/mm2-offsets
+#        benches/build-musl.sh static-check   -> .../static-check/mm2-offsets: the same code and
+#          the same static link without release's fat LTO over one codegen unit (Cargo.toml);
+#          .ci/run builds this one, as the proof that the static binary builds and runs.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 target=x86_64-unknown-linux-musl
@@ -22,9 +25,10 @@ if ! command -v musl-gcc >/dev/null; then
   }
 fi
 
-CC_x86_64_unknown_linux_musl=musl-gcc cargo build --release --target "$target" --bin mm2-offsets
+profile="${1:-release}"
+CC_x86_64_unknown_linux_musl=musl-gcc cargo build --profile "$profile" --target "$target" --bin mm2-offsets
 
-bin="target/$target/release/mm2-offsets"
+bin="target/$target/$profile/mm2-offsets"
 echo "binary: $bin"
 file "$bin"
 ldd_out="$(ldd "$bin" 2>&1 || true)"

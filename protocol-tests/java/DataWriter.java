@@ -62,7 +62,7 @@ public final class DataWriter {
           "common options:",
           "  --partitions P (1)  --compact  --no-create  --compression none|gzip|snappy|lz4|zstd",
           "  --batch-size BYTES (16384)  --linger-ms MS (100)  --config KEY=VALUE (repeatable;",
-          "  extra client settings, e.g. security.protocol=SSL)  --timeout-ms MS (30000)");
+          "  extra client settings, e.g. security.protocol=SSL)  --timeout-ms MS (120000)");
 
   private final Map<String, List<String>> opts;
   private final String bootstrap;
@@ -75,7 +75,9 @@ public final class DataWriter {
     this.bootstrap = required("bootstrap");
     this.topic = required("topic");
     this.partitions = intOpt("partitions", 1);
-    this.timeoutMs = longOpt("timeout-ms", 30_000);
+    // Two minutes: the harness starts several brokers and MirrorMaker 2 beside a compiler on two
+    // cores, and a slow CI machine once needed more than 30 s for the first metadata answer.
+    this.timeoutMs = longOpt("timeout-ms", 120_000);
     if (partitions < 1) {
       throw new UsageException("--partitions must be at least 1");
     }
@@ -603,7 +605,8 @@ public final class DataWriter {
     Properties p = new Properties();
     p.put("bootstrap.servers", bootstrap);
     p.put("client.id", "mm2o-datawriter");
-    // Fail within a test's patience instead of the clients' minute-long defaults.
+    // One slow answer is retried within default.api.timeout.ms (--timeout-ms) rather than waited
+    // for the clients' default of 30 s.
     p.put("request.timeout.ms", "10000");
     p.put("default.api.timeout.ms", Long.toString(timeoutMs));
     applyConfigOverrides(p);
