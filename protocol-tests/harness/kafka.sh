@@ -318,7 +318,7 @@ attempt_start() {
   rm -f "$log"
   : >"$log"
   t0="$(now_ms)"
-  # MM2O_KAFKA_JVM_OPTS: extra broker JVM flags (word-split), for experiments.
+  # MM2O_KAFKA_JVM_OPTS: extra broker JVM flags (word-split); .ci/run passes C1-only JIT there.
   local -a extra cds
   read -r -a extra <<<"${MM2O_KAFKA_JVM_OPTS:-}"
   local archive="$lib/broker.jsa" archive_tmp="$dir/broker.jsa.tmp"

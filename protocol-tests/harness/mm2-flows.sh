@@ -43,11 +43,18 @@ build_reference() {
 }
 
 # Our CLI, debug build (the one cargo test uses too). Prints its path. MM2O_CLI_BIN names one
-# built already: .ci/run builds it before anything else, so this script never waits for the
-# cargo lock that the static checks hold while they run beside it.
+# that somebody else builds, and MM2O_CLI_READY the file that appears once it is built: .ci/run
+# builds it in the foreground while this script starts the clusters and MM2, so this script
+# never waits for the cargo lock that the static checks hold beside it.
 build_cli() {
-  local target="${CARGO_TARGET_DIR:-$REPO_ROOT/target}"
+  local target="${CARGO_TARGET_DIR:-$REPO_ROOT/target}" waited=0
   if [[ -n "${MM2O_CLI_BIN:-}" ]]; then
+    until [[ -f "${MM2O_CLI_READY:-$MM2O_CLI_BIN}" ]]; do
+      ((waited < 1800)) || die "$MM2O_CLI_BIN was not built within 1800 s"
+      sleep 1
+      waited=$((waited + 1))
+    done
+    ((waited == 0)) || log "waited ${waited} s for $MM2O_CLI_BIN"
     [[ -x "$MM2O_CLI_BIN" ]] || die "MM2O_CLI_BIN=$MM2O_CLI_BIN is not an executable"
     echo "$MM2O_CLI_BIN"
     return 0
@@ -256,7 +263,6 @@ up() {
   build_reference
   "$HARNESS_DIR/groupcommitter.sh" build
   "$HARNESS_DIR/datawriter.sh" build
-  cli="$(build_cli)"
   "$HARNESS_DIR/kafka-jars.sh" 4.3.1 kafka4,mirror >/dev/null
 
   phase "starting Kafka $KAFKA4_VERSION: ${CLUSTERS[*]}"
@@ -286,6 +292,8 @@ up() {
   write_data
   "$HARNESS_DIR/groupcommitter.sh" --cluster mm2-primary --file "$FLOWS_DIR/primary-groups.spec" >&2
 
+  # Only needed from here on; with MM2O_CLI_BIN it may still be building (see build_cli).
+  cli="$(build_cli)"
   phase "waiting for primary.orders on backup, then committing backup's groups (chain)"
   if ! wait_topic "$cli" mm2-backup primary.orders 120; then
     mm2_log_tail

@@ -131,8 +131,12 @@ start() {
 
   log="$dir/mm2.log"
   t0="$(now_ms)"
+  # MM2O_MM2_JVM_OPTS: extra JVM flags (word-split); .ci/run passes C1-only there, as for brokers.
+  local -a extra
+  read -r -a extra <<<"${MM2O_MM2_JVM_OPTS:-}"
   java -Xms256m -Xmx512m -XX:+UseSerialGC -XX:+ExitOnOutOfMemoryError -Djava.awt.headless=true \
     -Djava.io.tmpdir="$dir/tmp" "-Dlog4j2.configurationFile=$HARNESS_DIR/config/log4j2-mm2.properties" \
+    ${extra[@]+"${extra[@]}"} \
     -cp "$lib/*" org.apache.kafka.connect.mirror.MirrorMaker "$conf" </dev/null >"$log" 2>&1 &
   pid=$!
   echo "$pid" >"$dir/pid"
