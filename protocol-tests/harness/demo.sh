@@ -8,6 +8,7 @@
 #   3. writes orders and payments on primary and commits 12 consumer groups there;
 #   4. builds mm2-offsets (release) and waits until MM2's checkpoints for every group are on backup;
 #   5. runs: mm2-offsets translate --bootstrap-server <backup> --source primary --all-groups
+#      and the same with --precise (MM2's offset-sync history, read from primary)
 # and stops everything it started on exit, even on failure or Ctrl-C. Set MM2O_DEMO_KEEP=1 to
 # leave the clusters and MM2 running (stop them with kafka.sh stop / mm2.sh stop, names above).
 set -euo pipefail
@@ -140,3 +141,15 @@ echo "OFFSET is where each group resumes on backup; UPSTREAM is its committed of
 echo "MirrorMaker 2 translates conservatively: it keeps offset syncs ever sparser further back from"
 echo "the end, and an offset between two syncs maps to just after the older one (re-reading, never"
 echo "skipping), which is why groups far behind show small offsets."
+echo
+# The same checkpoints re-translated from MM2's whole offset-sync history (on primary, the
+# default offset-syncs.topic.location=source): what --precise saves, never past a group's next record.
+echo "\$ mm2-offsets translate --bootstrap-server $backup --source primary --all-groups --precise \\"
+echo "    --syncs-bootstrap-server $primary --syncs-topic mm2-offset-syncs.backup.internal"
+"$bin" translate --bootstrap-server "$backup" --source primary --all-groups --no-progress \
+  --precise --syncs-bootstrap-server "$primary" --syncs-topic mm2-offset-syncs.backup.internal
+echo
+echo "--precise applies MM2's own rule to MM2's whole offset-sync history instead of the 64 sparse"
+echo "syncs per partition MM2 keeps in memory: exact-sync where a sync names the group's very offset,"
+echo "mm2-rule from the nearest sync below it, mm2-checkpoint where the history proves no more. It"
+echo "never goes past a group's next record, nor behind MM2; SAVED is the re-reads saved."
