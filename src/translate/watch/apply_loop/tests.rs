@@ -23,6 +23,8 @@ struct FakeMap {
     snapshot: Mutex<Snapshot>,
     /// What `status()` answers after the snapshot was taken (`None`: the snapshot's status).
     later: Mutex<Option<WatchStatus>>,
+    /// Called by `status()`, which a run asks between its plan and its commits.
+    on_recheck: Mutex<Option<Box<dyn Fn() + Send>>>,
 }
 
 impl MapSource for FakeMap {
@@ -31,6 +33,9 @@ impl MapSource for FakeMap {
     }
 
     fn status(&self) -> WatchStatus {
+        if let Some(hook) = &*self.on_recheck.lock().unwrap() {
+            hook();
+        }
         let later = self.later.lock().unwrap().clone();
         later.unwrap_or_else(|| self.snapshot.lock().unwrap().status.clone())
     }
@@ -89,6 +94,7 @@ fn map(rows: &[(&str, i32, i64)], ready: bool, age: Duration) -> FakeMap {
             status: status(ready, Some(as_of)),
         }),
         later: Mutex::new(None),
+        on_recheck: Mutex::new(None),
     }
 }
 
@@ -262,6 +268,26 @@ async fn an_empty_group_is_committed_an_active_one_is_not_and_nothing_is_rewound
     assert_eq!((totals.runs, totals.committed_partitions), (2, 2));
     assert_eq!(totals.skipped_groups[&SkipReason::Active], 2);
     assert_eq!(totals.last_success, Some(again.started_at));
+}
+
+#[tokio::test]
+async fn a_group_that_gains_a_member_after_the_plan_is_skipped_as_changed() {
+    let (cluster, _client, apply) = target().await;
+    let cluster = std::sync::Arc::new(cluster);
+    let source = map(&[("idle", 0, 10), ("joins", 0, 10)], true, Duration::ZERO);
+    let joining = cluster.clone();
+    *source.on_recheck.lock().unwrap() = Some(Box::new(move || joining.add_member("joins")));
+    let report = apply.tick_on(&source).await;
+    assert_eq!(
+        report.skipped_groups,
+        BTreeMap::from([(SkipReason::ChangedSincePlan, 1)]),
+        "{report}"
+    );
+    let note = report.notes.iter().find(|n| n.group == "joins").unwrap();
+    assert!(note.message.contains("changed since the plan"), "{note:?}");
+    assert_eq!(report.committed_partitions, 1);
+    assert!(cluster.committed("joins").is_empty());
+    assert_eq!(cluster.committed("idle"), offsets(&[(0, 10)]));
 }
 
 #[tokio::test]
