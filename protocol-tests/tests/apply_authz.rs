@@ -20,9 +20,8 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::{Decodable, StrBytes};
 use mm2_offsets::client::{Deadline, KafkaClient};
-use mm2_offsets::mm2::checkpoint::{self, CheckpointKey, CheckpointValue};
 use mm2_offsets::wire::BrokerConnection;
-use support::{Cluster, cluster, data_writer, hex_or_dash, unique_topic};
+use support::{Cluster, cluster, data_writer, unique_topic};
 
 const BIN: &str = env!("CARGO_BIN_EXE_mm2-offsets");
 
@@ -45,24 +44,7 @@ fn write_checkpoints(cluster: &Cluster, source: &str, rows: &[(&str, &str, i32, 
     let lines: String = rows
         .iter()
         .map(|&(group, topic, partition, offset)| {
-            let key = checkpoint::encode_key(&CheckpointKey {
-                group: group.as_bytes(),
-                topic: topic.as_bytes(),
-                partition,
-            })
-            .unwrap();
-            let value = checkpoint::encode_value(&CheckpointValue {
-                version: 0,
-                upstream_offset: offset + 1000,
-                downstream_offset: offset,
-                metadata: b"",
-            })
-            .unwrap();
-            format!(
-                "0 {} {}\n",
-                hex_or_dash(Some(&key)),
-                hex_or_dash(Some(&value))
-            )
+            support::checkpoint_line(group, topic, partition, offset, "") + "\n"
         })
         .collect();
     let file = std::env::temp_dir().join(format!("{source}.lines"));

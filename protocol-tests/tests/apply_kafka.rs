@@ -67,6 +67,25 @@ fn checkpoints(rows: &[(&str, &str, i32, i64, &str)]) -> Translation {
     translator.finish("primary")
 }
 
+/// `count` records over `partitions` partitions of a new `topic`, by the Java producer: log end
+/// `count / partitions` on each.
+fn write_records(cluster: &support::Cluster, topic: &str, partitions: u32, count: u32) {
+    data_writer(
+        cluster,
+        "records",
+        &[
+            "--topic",
+            topic,
+            "--partitions",
+            &partitions.to_string(),
+            "--count",
+            &count.to_string(),
+            "--nulls",
+            "0",
+        ],
+    );
+}
+
 async fn plan(
     client: &KafkaClient,
     translation: &Translation,
@@ -198,20 +217,7 @@ async fn apply_on(cluster_name: &str) {
     let client = KafkaClient::connect(config.clone()).await.unwrap();
     let topic = unique_topic("apply-target");
     // 100 records over 2 partitions: log end 50 on each.
-    data_writer(
-        &cluster,
-        "records",
-        &[
-            "--topic",
-            &topic,
-            "--partitions",
-            "2",
-            "--count",
-            "100",
-            "--nulls",
-            "0",
-        ],
-    );
+    write_records(&cluster, &topic, 2, 100);
     let missing = unique_topic("apply-missing");
     let g = |name: &str| format!("{topic}-{name}");
     let (fresh, ahead, beyond, absent, classic, moved, gains) = (
@@ -417,20 +423,7 @@ async fn consumer_protocol_group_with_a_member_is_refused_on_kafka_4() {
     let config = cluster.plaintext();
     let client = KafkaClient::connect(config.clone()).await.unwrap();
     let topic = unique_topic("apply-848");
-    data_writer(
-        &cluster,
-        "records",
-        &[
-            "--topic",
-            &topic,
-            "--partitions",
-            "1",
-            "--count",
-            "20",
-            "--nulls",
-            "0",
-        ],
-    );
+    write_records(&cluster, &topic, 1, 20);
     let group = format!("{topic}-g");
     let _member = join_consumer(&client, &config, &group, &topic).await;
     let translation = checkpoints(&[(group.as_str(), topic.as_str(), 0, 5, "")]);
@@ -461,20 +454,7 @@ async fn share_group_is_refused_on_kafka_4() {
     let client = KafkaClient::connect(config.clone()).await.unwrap();
     support::wait_for_group_coordinator(&client, Duration::from_secs(60)).await;
     let topic = unique_topic("apply-share");
-    data_writer(
-        &cluster,
-        "records",
-        &[
-            "--topic",
-            &topic,
-            "--partitions",
-            "1",
-            "--count",
-            "20",
-            "--nulls",
-            "0",
-        ],
-    );
+    write_records(&cluster, &topic, 1, 20);
     let group = format!("{topic}-g");
     // A share member, by a raw ShareGroupHeartbeat (independent of the code under test).
     let conn = coordinator_connection(&client, &config, &group).await;
@@ -515,4 +495,204 @@ fn uuid_like() -> String {
     (0..22)
         .map(|i| alphabet[((n >> (i * 5)) & 63) as usize] as char)
         .collect()
+}
+
+/// One HTTP/1.1 GET to the watcher: status and body.
+fn http_get(address: &str, path: &str) -> (u16, String) {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(address)
+        .unwrap_or_else(|e| panic!("connect to the watcher on {address}: {e}"));
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    let (head, body) = response.split_once("\r\n\r\n").expect("an HTTP head");
+    let status = head.split_whitespace().nth(1).unwrap().parse().unwrap();
+    (status, body.to_string())
+}
+
+/// The value of the sample `series` (name and labels exactly as exported) in a /metrics body.
+fn sample(body: &str, series: &str) -> Option<f64> {
+    body.lines()
+        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))
+        .and_then(|v| v.parse().ok())
+}
+
+/// A `mm2-offsets watch` child process, stopped (SIGKILL) if the test fails before its SIGTERM.
+struct WatchChild(std::process::Child);
+
+impl Drop for WatchChild {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// `watch --apply-interval 1s` as a user runs it, without MirrorMaker 2: checkpoints for a
+/// made-up source alias are written straight into its checkpoints topic on Kafka 4.4. The empty
+/// group is committed and read back; the group with a member (a raw JoinGroup) is never written;
+/// /metrics and the per-run lines on stderr say so; SIGTERM stops it with exit code 0.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watch_apply_interval_commits_empty_groups_only_on_kafka_4() {
+    use std::io::{BufRead, BufReader, Read};
+    use std::process::{Command, Stdio};
+    use std::sync::{Arc, Mutex};
+    let started = std::time::Instant::now();
+    let cluster = cluster("k4");
+    let config = cluster.plaintext();
+    let client = KafkaClient::connect(config.clone()).await.unwrap();
+    support::wait_for_group_coordinator(&client, Duration::from_secs(60)).await;
+    let topic = unique_topic("watch-apply");
+    write_records(&cluster, &topic, 2, 100);
+    let (idle, busy) = (format!("{topic}-idle"), format!("{topic}-busy"));
+    let _busy_member = join_classic(&client, &config, &busy).await;
+    let alias = unique_topic("wapply");
+    let lines: Vec<String> = [(&idle, 0, 10), (&idle, 1, 20), (&busy, 0, 30)]
+        .iter()
+        .map(|&(group, partition, offset)| {
+            support::checkpoint_line(group, &topic, partition, offset, "from-watch")
+        })
+        .collect();
+    support::write_raw(
+        &cluster,
+        &format!("{alias}.checkpoints.internal"),
+        1,
+        "none",
+        &lines,
+        &[],
+    );
+    let setup = started.elapsed();
+
+    let mut child = Command::new(env!("CARGO_BIN_EXE_mm2-offsets"))
+        .args([
+            "watch",
+            "--bootstrap-server",
+            cluster.var("PLAINTEXT"),
+            "--source",
+            &alias,
+            "--group-regex",
+            &format!("{topic}-.*"),
+            "--listen",
+            "127.0.0.1:0",
+            "--poll",
+            "200ms",
+            "--apply-interval",
+            "1s",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start mm2-offsets watch");
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut child = WatchChild(child);
+    // The line that says where it listens (a warning may come first: k4 has no heartbeats).
+    let mut first = String::new();
+    while !first.contains("http://") {
+        first.clear();
+        let n = stderr.read_line(&mut first).unwrap();
+        assert!(n > 0, "watch exited before listening");
+    }
+    let address = first
+        .split("http://")
+        .nth(1)
+        .and_then(|rest| rest.split('/').next())
+        .unwrap_or_else(|| panic!("watch did not say where it listens: {first:?}"))
+        .to_string();
+    let log = Arc::new(Mutex::new(String::new()));
+    let drain = {
+        let log = log.clone();
+        std::thread::spawn(move || {
+            let mut chunk = [0u8; 4096];
+            while let Ok(n) = stderr.read(&mut chunk) {
+                if n == 0 {
+                    break;
+                }
+                log.lock()
+                    .unwrap()
+                    .push_str(&String::from_utf8_lossy(&chunk[..n]));
+            }
+        })
+    };
+
+    // The empty group's offsets arrive on the target within a few runs.
+    let expected = BTreeMap::from([((topic.clone(), 0), 10), ((topic.clone(), 1), 20)]);
+    let give_up = std::time::Instant::now() + Duration::from_secs(20);
+    while committed(&client, &idle).await != expected {
+        assert!(
+            std::time::Instant::now() < give_up,
+            "the empty group was not committed; watcher said:\n{}",
+            log.lock().unwrap()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let applied_after = started.elapsed();
+    // Wait for one more run after the commit: it must find nothing left to write.
+    let runs_then = sample(&http_get(&address, "/metrics").1, "mm2_apply_runs_total").unwrap();
+    let metrics = loop {
+        let (status, body) = http_get(&address, "/metrics");
+        assert_eq!(status, 200);
+        if sample(&body, "mm2_apply_runs_total").unwrap() >= runs_then + 1.0 {
+            break body;
+        }
+        assert!(
+            std::time::Instant::now() < give_up,
+            "no further run:\n{body}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    // Exactly the empty group's two partitions were committed, once; the active group was
+    // skipped in every run after the map was ready, and nothing failed.
+    assert_eq!(
+        sample(&metrics, "mm2_apply_committed_partitions_total"),
+        Some(2.0),
+        "{metrics}"
+    );
+    let active = sample(
+        &metrics,
+        "mm2_apply_skipped_groups_total{reason=\"active\"}",
+    )
+    .unwrap();
+    assert!(active >= 2.0, "{metrics}");
+    assert_eq!(sample(&metrics, "mm2_apply_errors_total"), Some(0.0));
+    assert!(
+        sample(&metrics, "mm2_apply_last_successful_run_timestamp_seconds").unwrap()
+            > (now_ms() / 1000 - 60) as f64,
+        "{metrics}"
+    );
+    assert!(
+        committed(&client, &busy).await.is_empty(),
+        "the group with a member was written"
+    );
+
+    let pid = child.0.id().to_string();
+    let killed = Command::new("kill").args(["-TERM", &pid]).status().unwrap();
+    assert!(killed.success());
+    let give_up = std::time::Instant::now() + Duration::from_secs(15);
+    let status = loop {
+        if let Some(status) = child.0.try_wait().unwrap() {
+            break status;
+        }
+        assert!(std::time::Instant::now() < give_up, "no exit after SIGTERM");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    drain.join().unwrap();
+    let log = log.lock().unwrap().clone();
+    assert_eq!(status.code(), Some(0), "{log}");
+    assert!(log.contains("this writes offsets"), "{log}");
+    assert!(
+        log.contains("1 applied, 2 partition(s) committed and read back")
+            && log.contains("skipped groups: active 1"),
+        "{log}"
+    );
+    eprintln!("[watcher stderr]\n{log}");
+    eprintln!(
+        "watch --apply-interval on k4: setup {setup:?}, empty group committed after {applied_after:?}, total {:?}",
+        started.elapsed()
+    );
 }

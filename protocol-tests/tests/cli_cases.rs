@@ -10,8 +10,7 @@ use std::process::{Command, Output, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use mm2_offsets::mm2::checkpoint::{self, CheckpointKey, CheckpointValue};
-use support::{Cluster, cluster, hex_or_dash, unique_topic, write_raw};
+use support::{Cluster, checkpoint_line, cluster, unique_topic, write_raw};
 
 const BIN: &str = env!("CARGO_BIN_EXE_mm2-offsets");
 /// A secret handed to the tool in files, -X and the environment; it must never be printed.
@@ -99,27 +98,6 @@ const EVIL_METADATA: &str = "meta\u{1b}]0;pwned\u{7}";
 
 fn long_group() -> String {
     "g".repeat(250)
-}
-
-fn checkpoint_line(group: &str, topic: &str, partition: i32, offset: i64, meta: &str) -> String {
-    let key = checkpoint::encode_key(&CheckpointKey {
-        group: group.as_bytes(),
-        topic: topic.as_bytes(),
-        partition,
-    })
-    .unwrap();
-    let value = checkpoint::encode_value(&CheckpointValue {
-        version: 0,
-        upstream_offset: offset + 1000,
-        downstream_offset: offset,
-        metadata: meta.as_bytes(),
-    })
-    .unwrap();
-    format!(
-        "0 {} {}",
-        hex_or_dash(Some(&key)),
-        hex_or_dash(Some(&value))
-    )
 }
 
 fn fixture() -> &'static Fixture {

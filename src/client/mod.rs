@@ -55,7 +55,7 @@ mod coordinator;
 mod deadline;
 mod error;
 #[cfg(test)]
-mod fake;
+pub(crate) mod fake;
 mod fetch;
 mod groups;
 mod list_groups;

@@ -284,6 +284,37 @@ pub fn hex_or_dash(bytes: Option<&[u8]>) -> String {
     }
 }
 
+/// One MirrorMaker 2 checkpoint record as a `write_raw` line (partition 0): group, topic and
+/// partition in the key, `offset` downstream (and `offset + 1000` upstream) and `meta` in the
+/// value.
+pub fn checkpoint_line(
+    group: &str,
+    topic: &str,
+    partition: i32,
+    offset: i64,
+    meta: &str,
+) -> String {
+    use mm2_offsets::mm2::checkpoint::{self, CheckpointKey, CheckpointValue};
+    let key = checkpoint::encode_key(&CheckpointKey {
+        group: group.as_bytes(),
+        topic: topic.as_bytes(),
+        partition,
+    })
+    .unwrap();
+    let value = checkpoint::encode_value(&CheckpointValue {
+        version: 0,
+        upstream_offset: offset + 1000,
+        downstream_offset: offset,
+        metadata: meta.as_bytes(),
+    })
+    .unwrap();
+    format!(
+        "0 {} {}",
+        hex_or_dash(Some(&key)),
+        hex_or_dash(Some(&value))
+    )
+}
+
 /// Waits until `client`'s cluster can coordinate groups: FindCoordinator names a coordinator and
 /// that coordinator answers OffsetFetch without COORDINATOR_LOAD_IN_PROGRESS (14),
 /// COORDINATOR_NOT_AVAILABLE (15) or NOT_COORDINATOR (16). On a broker whose

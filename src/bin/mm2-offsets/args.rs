@@ -280,6 +280,10 @@ pub const WATCH_EXAMPLES: &str = "Examples:
   mm2-offsets watch --bootstrap-server backup:9092 --source primary --group-regex 'orders-.*' \\
       --listen 0.0.0.0:9464 --partition-metrics --heartbeat-stale-after 1m
 
+  # also commit the map every minute to target groups without members (this WRITES)
+  mm2-offsets watch --bootstrap-server backup:9092 --source primary --all-groups \\
+      --apply-interval 1m
+
 Endpoints: /metrics (Prometheus text 0.0.4), /offsets (translate -o json's document plus as_of),
 /offsets/GROUP (percent-encoded id; 404 when unknown), /healthz, /readyz (503 until the first
 full read is done, and while the tail cannot reach the brokers). SIGTERM or SIGINT stops it.";
@@ -330,6 +334,14 @@ pub struct WatchArgs {
     /// partition of every group: mind your Prometheus's cardinality.
     #[arg(long)]
     pub partition_metrics: bool,
+    /// WRITES to the target: every DURATION (1s to 1d), commit the current map to the target
+    /// groups that have no members, with every guard of `apply --execute` (no rewind, nothing
+    /// outside the log, no missing topic; each group re-checked just before its commit). Runs
+    /// only from a ready map caught up within the readiness window; a run that cannot prove
+    /// that writes nothing and says why. One line per run on stderr, mm2_apply_* metrics.
+    /// Off by default.
+    #[arg(long, value_name = "DURATION", value_parser = validate::apply_interval)]
+    pub apply_interval: Option<Duration>,
 }
 
 /// Flags of `translate --precise`.
@@ -383,6 +395,28 @@ mod tests {
     fn durations_read_like_people_write_them() {
         assert_eq!(validate::timeout("2m").unwrap(), Duration::from_secs(120));
         assert!(validate::timeout("soon").is_err());
+    }
+
+    #[test]
+    fn apply_interval_is_off_unless_given() {
+        let watch = |extra: &[&str]| {
+            let mut argv = vec!["mm2-offsets", "watch", "--bootstrap-server", "x:1"];
+            argv.extend_from_slice(extra);
+            match Cli::try_parse_from(argv).map(|c| c.command) {
+                Ok(Command::Watch(args)) => Ok(args.apply_interval),
+                Ok(other) => panic!("{other:?}"),
+                Err(e) => Err(e.kind()),
+            }
+        };
+        assert_eq!(watch(&[]), Ok(None));
+        assert_eq!(
+            watch(&["--apply-interval", "1m"]),
+            Ok(Some(Duration::from_secs(60)))
+        );
+        assert_eq!(
+            watch(&["--apply-interval", "500ms"]),
+            Err(clap::error::ErrorKind::ValueValidation)
+        );
     }
 
     #[test]

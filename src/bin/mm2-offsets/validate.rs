@@ -44,6 +44,16 @@ pub fn poll_interval(text: &str) -> Result<Duration, String> {
     )
 }
 
+/// `watch --apply-interval`: 1 s to a day. Each run reads every selected group on the target,
+/// so a shorter interval only loads the coordinators.
+pub fn apply_interval(text: &str) -> Result<Duration, String> {
+    duration(
+        text,
+        "an apply interval",
+        Duration::from_secs(1)..=Duration::from_secs(86_400),
+    )
+}
+
 /// A duration within `range`, with messages that name `what` and the range.
 fn duration(
     text: &str,

@@ -17,6 +17,9 @@
 //! written before it is missing from the map. While a broker is unreachable, `as_of` stays where
 //! it was, so a snapshot never claims to be fresher than it is.
 //!
+//! With [`ApplyLoop`], the map is also committed periodically to the target groups that have no
+//! members, with every guard of [`apply`](crate::translate::apply).
+//!
 //! ```no_run
 //! # async fn example() -> Result<(), Box<dyn std::error::Error>> {
 //! use std::time::Duration;
@@ -41,8 +44,11 @@
 //! # }
 //! ```
 
+mod apply_loop;
 mod live_map;
 mod tail;
+
+pub use apply_loop::{ApplyLoop, ApplyLoopOptions, ApplyTotals, GroupNote, SkipReason, TickReport};
 
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, SystemTime};

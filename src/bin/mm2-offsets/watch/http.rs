@@ -16,7 +16,7 @@ use hyper_util::server::graceful::GracefulShutdown;
 use tokio::net::TcpListener;
 
 use mm2_offsets::client::{Deadline, IsolationLevel, KafkaClient, OffsetSpec};
-use mm2_offsets::translate::watch::{Snapshot, Watcher};
+use mm2_offsets::translate::watch::{ApplyLoop, Snapshot, Watcher};
 
 use super::metrics;
 
@@ -27,6 +27,8 @@ pub struct App {
     pub heartbeat_stale_after: Duration,
     pub partition_metrics: bool,
     pub isolation: IsolationLevel,
+    /// The periodic apply, with `--apply-interval`: its counters are exported.
+    pub apply: Option<ApplyLoop>,
 }
 
 type Reply = Response<Full<Bytes>>;
@@ -186,12 +188,14 @@ impl App {
         } else {
             None
         };
+        let apply = self.apply.as_ref().map(ApplyLoop::totals);
         let body = metrics::render(&metrics::Scrape {
             snapshot: &snapshot,
             // Ages are of the snapshot's moment, not of after the log-end lookups.
             now: snapshot.taken_at,
             heartbeat_stale_after: self.heartbeat_stale_after,
             log_ends: log_ends.as_ref(),
+            apply: apply.as_ref(),
         });
         reply(StatusCode::OK, metrics::CONTENT_TYPE, body)
     }

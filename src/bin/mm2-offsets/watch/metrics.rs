@@ -8,7 +8,8 @@ use std::collections::HashMap;
 use std::fmt::Write;
 use std::time::SystemTime;
 
-use mm2_offsets::translate::watch::Snapshot;
+use mm2_offsets::translate::apply::Verdict;
+use mm2_offsets::translate::watch::{ApplyTotals, SkipReason, Snapshot};
 
 /// What a scrape shows besides the snapshot.
 pub struct Scrape<'a> {
@@ -19,6 +20,8 @@ pub struct Scrape<'a> {
     /// Per (topic, partition) on the target, its log end offset; `None` without
     /// per-partition metrics.
     pub log_ends: Option<&'a HashMap<(String, i32), i64>>,
+    /// The periodic apply's counters; `None` without `--apply-interval` (no `mm2_apply_` series).
+    pub apply: Option<&'a ApplyTotals>,
 }
 
 /// The exposition's content type.
@@ -236,7 +239,102 @@ pub fn render(scrape: &Scrape<'_>) -> String {
     if let Some(log_ends) = scrape.log_ends {
         partition_metrics(&mut w, snapshot, now, log_ends);
     }
+    if let Some(totals) = scrape.apply {
+        apply_metrics(&mut w, totals);
+    }
     w.out
+}
+
+/// Every verdict that refuses a partition, so each is a series from the first scrape on.
+const REFUSALS: [Verdict; 7] = [
+    Verdict::WouldRewind,
+    Verdict::BelowLogStart,
+    Verdict::BeyondLogEnd,
+    Verdict::NoSuchTopic,
+    Verdict::NoSuchPartition,
+    Verdict::Stale,
+    Verdict::NotAuthorized,
+];
+
+/// The periodic apply's counters (`--apply-interval`). Every reason and verdict is exported from
+/// the start, at zero, so that `rate()` and `increase()` see the first one.
+fn apply_metrics(w: &mut Writer, totals: &ApplyTotals) {
+    w.family(
+        "mm2_apply_runs_total",
+        "counter",
+        "Periodic apply runs finished, whatever they did.",
+    );
+    w.sample("mm2_apply_runs_total", &[], totals.runs as f64);
+    w.family(
+        "mm2_apply_committed_partitions_total",
+        "counter",
+        "Group partitions committed on the target and read back by the periodic apply.",
+    );
+    w.sample(
+        "mm2_apply_committed_partitions_total",
+        &[],
+        totals.committed_partitions as f64,
+    );
+    w.family(
+        "mm2_apply_skipped_groups_total",
+        "counter",
+        "Groups a run did not write, by reason (once per run): map-not-ready, map-stale, active, not-consumer-group, changed-since-plan.",
+    );
+    for reason in SkipReason::ALL {
+        let n = totals.skipped_groups.get(&reason).copied().unwrap_or(0);
+        w.sample(
+            "mm2_apply_skipped_groups_total",
+            &[("reason", reason.as_str())],
+            n as f64,
+        );
+    }
+    w.family(
+        "mm2_apply_refused_partitions_total",
+        "counter",
+        "Partitions of writable groups that apply's verdict rules refused, by verdict (once per run).",
+    );
+    for verdict in REFUSALS {
+        let n = totals
+            .refused_partitions
+            .get(&verdict)
+            .copied()
+            .unwrap_or(0);
+        w.sample(
+            "mm2_apply_refused_partitions_total",
+            &[("verdict", verdict.as_str())],
+            n as f64,
+        );
+    }
+    w.family(
+        "mm2_apply_errors_total",
+        "counter",
+        "Groups the periodic apply could not read or write (refused, unknown or partial commits), plus runs whose plan failed.",
+    );
+    w.sample("mm2_apply_errors_total", &[], totals.errors as f64);
+    if let Some(t) = totals.last_success {
+        w.family(
+            "mm2_apply_last_successful_run_timestamp_seconds",
+            "gauge",
+            "Start of the newest run that planned and committed without an error (absent before the first).",
+        );
+        w.sample(
+            "mm2_apply_last_successful_run_timestamp_seconds",
+            &[],
+            seconds_since_epoch(t),
+        );
+    }
+    if let Some(t) = totals.last_run {
+        w.family(
+            "mm2_apply_last_run_timestamp_seconds",
+            "gauge",
+            "Start of the newest run (absent before the first).",
+        );
+        w.sample(
+            "mm2_apply_last_run_timestamp_seconds",
+            &[],
+            seconds_since_epoch(t),
+        );
+    }
 }
 
 fn partition_metrics(
@@ -312,5 +410,36 @@ mod tests {
             w.out,
             "# HELP m h.\n# TYPE m gauge\nm{group=\"x\\\"y\",topic=\"t\"} 1.5\nm NaN\nm +Inf\nm 12345678901\n"
         );
+    }
+
+    #[test]
+    fn apply_counters_export_every_reason_and_verdict() {
+        let mut w = Writer { out: String::new() };
+        let totals = ApplyTotals {
+            runs: 3,
+            committed_partitions: 5,
+            skipped_groups: [(SkipReason::Active, 2)].into(),
+            refused_partitions: [(Verdict::WouldRewind, 4)].into(),
+            errors: 1,
+            last_success: Some(SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_700)),
+            last_run: None,
+        };
+        apply_metrics(&mut w, &totals);
+        for line in [
+            "mm2_apply_runs_total 3\n",
+            "mm2_apply_committed_partitions_total 5\n",
+            "mm2_apply_skipped_groups_total{reason=\"active\"} 2\n",
+            "mm2_apply_skipped_groups_total{reason=\"map-not-ready\"} 0\n",
+            "mm2_apply_skipped_groups_total{reason=\"changed-since-plan\"} 0\n",
+            "mm2_apply_refused_partitions_total{verdict=\"would-rewind\"} 4\n",
+            "mm2_apply_refused_partitions_total{verdict=\"no-such-topic\"} 0\n",
+            "mm2_apply_errors_total 1\n",
+            "# TYPE mm2_apply_errors_total counter\n",
+            "mm2_apply_last_successful_run_timestamp_seconds 1700\n",
+        ] {
+            assert!(w.out.contains(line), "{line:?} missing from\n{}", w.out);
+        }
+        // Before the first run there is no time to show.
+        assert!(!w.out.contains("mm2_apply_last_run_timestamp_seconds"));
     }
 }

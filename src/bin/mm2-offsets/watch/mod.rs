@@ -1,5 +1,6 @@
 //! `mm2-offsets watch`: the library's live translation map ([`Watcher`]) behind an HTTP server
-//! with Prometheus metrics, until SIGTERM or SIGINT.
+//! with Prometheus metrics, until SIGTERM or SIGINT; with `--apply-interval`, also the library's
+//! periodic apply ([`ApplyLoop`]), which writes.
 
 mod http;
 mod metrics;
@@ -9,7 +10,9 @@ use std::time::Duration;
 
 use mm2_offsets::client::IsolationLevel;
 use mm2_offsets::translate::GroupSelector;
-use mm2_offsets::translate::watch::{WatchError, WatchOptions, Watcher};
+use mm2_offsets::translate::watch::{
+    ApplyLoop, ApplyLoopOptions, TickReport, WatchError, WatchOptions, Watcher,
+};
 
 use super::args::{Isolation, WatchArgs};
 use super::escape::for_terminal;
@@ -57,6 +60,24 @@ async fn stop_signal() {
     }
 }
 
+/// One line per apply run on stderr, then one per group that failed (always) or was skipped
+/// (with -v). Group ids and errors come from the cluster: escaped for the terminal.
+fn log_run(run: &TickReport) {
+    eprintln!("{}", for_terminal(&run.to_string()));
+    for note in &run.notes {
+        let (group, message) = (for_terminal(&note.group), for_terminal(&note.message));
+        match note.skipped {
+            None => tracing::warn!("apply: group {group}: {message}"),
+            Some(reason) => {
+                tracing::info!(
+                    "apply: group {group} skipped ({}): {message}",
+                    reason.as_str()
+                )
+            }
+        }
+    }
+}
+
 pub async fn run(args: WatchArgs) -> Result<i32, String> {
     let groups = selector(&args)?;
     let settings = super::connection::settings(&args.connection)?;
@@ -79,6 +100,7 @@ pub async fn run(args: WatchArgs) -> Result<i32, String> {
     // Live while a Fetch answered within a few polls (the broker answers an idle long poll
     // after `poll`), with room for a slow broker.
     options.live_window = args.poll * 3 + Duration::from_secs(5);
+    let live_window = options.live_window;
 
     // Bind before starting the read: a taken port fails at once, not after a long first read.
     let listener = tokio::net::TcpListener::bind(&args.listen)
@@ -109,14 +131,43 @@ pub async fn run(args: WatchArgs) -> Result<i32, String> {
             .collect::<Vec<_>>()
             .join(", ")
     );
+    let apply = args.apply_interval.map(|interval| {
+        let mut options = ApplyLoopOptions::new(interval);
+        options.plan_timeout = args.timeout;
+        options.apply.timeout = args.timeout;
+        // Applied only from a map caught up within the readiness window: as fresh as /readyz
+        // demands of a live tail.
+        options.max_map_age = live_window;
+        eprintln!(
+            "applying the map every {} to target groups without members (this writes offsets)",
+            humantime::format_duration(interval)
+        );
+        ApplyLoop::new(client.kafka().clone(), options)
+    });
     let app = Arc::new(http::App {
         watcher: watcher.clone(),
         kafka: client.kafka().clone(),
         heartbeat_stale_after: args.heartbeat_stale_after,
         partition_metrics: args.partition_metrics,
         isolation,
+        apply: apply.clone(),
     });
-    http::serve(listener, app, stop_signal(), SHUTDOWN_GRACE).await;
+    let (stop_apply, mut apply_stopped) = tokio::sync::watch::channel(false);
+    let serving = async {
+        http::serve(listener, app, stop_signal(), SHUTDOWN_GRACE).await;
+        stop_apply.send_replace(true);
+    };
+    // Beside the server in this task: a run in progress when the stop signal comes finishes
+    // (within --timeout), so that its line says what it wrote.
+    let applying = async {
+        if let Some(apply) = &apply {
+            let stop = async {
+                let _ = apply_stopped.wait_for(|stop| *stop).await;
+            };
+            apply.run(&watcher, stop, log_run).await;
+        }
+    };
+    tokio::join!(serving, applying);
     watcher.stop().await;
     eprintln!("stopped");
     Ok(super::EXIT_OK)
