@@ -440,3 +440,51 @@ async fn cli_apply_precise_plans_the_precise_offsets() {
             .any(|(_, p)| p.rereads_saved() > 0)
     );
 }
+
+/// Without `--syncs-topic` or `--target`, `--precise` takes the one offset-syncs topic on the
+/// syncs cluster (flow B: backup is the source of backup->c only) and names it; a cluster that
+/// is the source of several flows (primary: ->backup, ->d under the default policy, and ->c with
+/// `_`) is an error that lists the candidates.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cli_precise_finds_the_only_offset_syncs_topic_or_lists_them() {
+    let all = flows();
+    let b = all.flow("b");
+    let backup = all.var("BACKUP").to_string();
+    let primary = all.var("PRIMARY").to_string();
+    let precise = |syncs_cluster: &str, extra: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_mm2-offsets"))
+            .args(["translate", "--bootstrap-server", &b.target])
+            .args(["--source", &b.source, "--all-groups", "-o", "json"])
+            .args(["--no-progress", "--precise", "--syncs-bootstrap-server"])
+            .arg(syncs_cluster)
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+
+    let found = precise(&backup, &[]);
+    let stderr = String::from_utf8_lossy(&found.stderr);
+    assert!(found.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("offset-syncs topic mm2-offset-syncs.c.internal (the only one"),
+        "{stderr}"
+    );
+    let named = precise(&backup, &["--syncs-topic", "mm2-offset-syncs.c.internal"]);
+    assert!(
+        named.status.success(),
+        "{}",
+        String::from_utf8_lossy(&named.stderr)
+    );
+    let rows =
+        |out: &[u8]| serde_json::from_slice::<serde_json::Value>(out).unwrap()["offsets"].clone();
+    assert_eq!(rows(&found.stdout), rows(&named.stdout));
+    assert!(!rows(&found.stdout).as_array().unwrap().is_empty());
+
+    let several = precise(&primary, &[]);
+    let stderr = String::from_utf8_lossy(&several.stderr);
+    assert_eq!(several.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("offset-syncs topics on the offset-syncs cluster (mm2-offset-syncs.backup.internal, mm2-offset-syncs.d.internal): pass --syncs-topic"),
+        "{stderr}"
+    );
+}

@@ -359,7 +359,8 @@ pub struct PreciseArgs {
     #[arg(long, value_name = "FILE", requires = "precise")]
     pub syncs_command_config: Option<PathBuf>,
     /// The offset-syncs topic. Default: mm2-offset-syncs.<--target>.internal under the
-    /// replication policy (use the source alias instead with offset-syncs.topic.location=target).
+    /// replication policy (use the source alias instead with offset-syncs.topic.location=target);
+    /// without --target, the only such topic on the offset-syncs cluster.
     #[arg(long, value_name = "TOPIC", requires = "precise")]
     pub syncs_topic: Option<String>,
     /// Interpolate between syncs: ONLY if the upstream topics have no offset gaps (no

@@ -5,8 +5,10 @@
 //! `apply --precise`.
 
 use std::io::{self, IsTerminal, Write};
+use std::time::Duration;
 
-use mm2_offsets::client::KafkaClient;
+use mm2_offsets::client::{Deadline, KafkaClient};
+use mm2_offsets::mm2::ReplicationPolicy;
 use mm2_offsets::mm2::sync_index::{Interpolation, PreciseOffset};
 use mm2_offsets::translate::{
     GroupSelector, JSON_SCHEMA_VERSION, MirrorClient, OffsetRef, PreciseTranslation, RowInput,
@@ -197,16 +199,14 @@ async fn syncs_source(
     let settings = super::connection::settings(&connection)
         .map_err(|e| format!("offset-syncs cluster: {e}"))?;
     let policy = client.replication_policy();
-    let topic = match (&p.syncs_topic, &args.connection.target) {
-        (Some(topic), _) => topic.clone(),
-        (None, Some(target)) => policy.offset_syncs_topic(target),
-        (None, None) => {
-            return Err("--precise needs the offset-syncs topic: pass --syncs-topic, or --target with --mm2-config (the topic is mm2-offset-syncs.<target alias>.internal)".to_string());
-        }
-    };
     let kafka = KafkaClient::connect(settings.client)
         .await
         .map_err(|e| format!("offset-syncs cluster: {e}"))?;
+    let topic = match (&p.syncs_topic, &args.connection.target) {
+        (Some(topic), _) => topic.clone(),
+        (None, Some(target)) => policy.offset_syncs_topic(target),
+        (None, None) => the_only_offset_syncs_topic(&kafka, policy, args.timeout).await?,
+    };
     Ok(SyncsSource {
         client: kafka,
         topic,
@@ -216,6 +216,60 @@ async fn syncs_source(
             Interpolation::Disabled
         },
     })
+}
+
+/// Without `--syncs-topic` or `--target`, the offset-syncs topic is the one topic on the
+/// offset-syncs cluster that the replication policy names `mm2-offset-syncs.<alias>.internal`.
+/// A cluster that is the source of several flows holds one per target: then the operator must
+/// say which, and the error lists them.
+async fn the_only_offset_syncs_topic(
+    kafka: &KafkaClient,
+    policy: &ReplicationPolicy,
+    timeout: Duration,
+) -> Result<String, String> {
+    let topics = kafka
+        .list_topics(&Deadline::after(timeout))
+        .await
+        .map_err(|e| format!("offset-syncs cluster: listing its topics: {e}"))?;
+    let found = offset_syncs_topics(policy, topics.iter().map(|t| t.name.as_str()));
+    match found.as_slice() {
+        [one] => {
+            eprintln!(
+                "precise: offset-syncs topic {} (the only one on the offset-syncs cluster; --syncs-topic names another)",
+                for_terminal(one)
+            );
+            Ok(one.to_string())
+        }
+        [] => Err(format!(
+            "--precise found no offset-syncs topic ({}) on the offset-syncs cluster: point --syncs-bootstrap-server at the cluster holding it (the source, or the target with offset-syncs.topic.location=target), or pass --syncs-topic",
+            policy.offset_syncs_topic("<alias>")
+        )),
+        several => Err(format!(
+            "--precise found {} offset-syncs topics on the offset-syncs cluster ({}): pass --syncs-topic, or --target with --mm2-config",
+            several.len(),
+            // Escaped for the terminal with the whole message, where it is printed.
+            several.join(", ")
+        )),
+    }
+}
+
+/// The names among `topics` that `policy` gives to an offset-syncs topic of some alias.
+fn offset_syncs_topics<'a>(
+    policy: &ReplicationPolicy,
+    topics: impl Iterator<Item = &'a str>,
+) -> Vec<&'a str> {
+    // The policy builds the name around the alias; a probe alias shows the parts around it
+    // (the internal separator is configurable).
+    const PROBE: &str = "\u{0}";
+    let probe = policy.offset_syncs_topic(PROBE);
+    let (prefix, suffix) = probe.split_once(PROBE).unwrap_or((&probe, ""));
+    topics
+        .filter(|name| {
+            name.strip_prefix(prefix)
+                .and_then(|rest| rest.strip_suffix(suffix))
+                .is_some_and(|alias| !alias.is_empty() && policy.offset_syncs_topic(alias) == *name)
+        })
+        .collect()
 }
 
 /// The row's offset replaced by the precise one (`offset` is always the offset to use), and
@@ -322,4 +376,44 @@ fn write_table(out: &mut dyn Write, precise: &PreciseTranslation) -> io::Result<
         ]);
     }
     write_aligned(out, &rows)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::offset_syncs_topics;
+    use mm2_offsets::mm2::ReplicationPolicy;
+    use mm2_offsets::mm2::policy::DefaultReplicationPolicy;
+
+    const TOPICS: [&str; 7] = [
+        "mm2-offset-syncs.backup.internal",
+        "mm2-offset-syncs..internal",
+        "mm2-offset-syncs_dr_internal",
+        "orders",
+        "primary.checkpoints.internal",
+        "mm2-offset-syncs.backup.internal.extra",
+        "xmm2-offset-syncs.backup.internal",
+    ];
+
+    #[test]
+    fn the_default_policy_finds_its_offset_syncs_topics_only() {
+        let found = offset_syncs_topics(&ReplicationPolicy::default(), TOPICS.into_iter());
+        assert_eq!(found, ["mm2-offset-syncs.backup.internal"]);
+    }
+
+    #[test]
+    fn a_custom_internal_separator_is_followed() {
+        let policy = ReplicationPolicy::Default(DefaultReplicationPolicy::new("_", true));
+        let found = offset_syncs_topics(&policy, TOPICS.into_iter());
+        assert_eq!(found, ["mm2-offset-syncs_dr_internal"]);
+    }
+
+    #[test]
+    fn several_targets_are_all_listed() {
+        let topics = [
+            "mm2-offset-syncs.dr-east.internal",
+            "mm2-offset-syncs.dr-west.internal",
+        ];
+        let found = offset_syncs_topics(&ReplicationPolicy::default(), topics.into_iter());
+        assert_eq!(found, topics);
+    }
 }
