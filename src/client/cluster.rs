@@ -377,7 +377,18 @@ impl KafkaClient {
                 .await?;
             // Whatever the action, the leaders are re-read: the partitions that failed may have
             // moved, and describe_topic is the one call that learns it.
-            current = self.describe_topic(&topic.name, deadline).await?;
+            current = match self.describe_topic(&topic.name, deadline).await {
+                Ok(current) => current,
+                // The budget ran out while re-reading the leaders: what failed is still the
+                // listing of these partitions, and the last broker answer says why.
+                Err(ClientError::DeadlineExceeded { .. }) => {
+                    return Err(retrier.expired(format!(
+                        "listing offsets of {} partitions {failed:?}",
+                        topic.name
+                    )));
+                }
+                Err(e) => return Err(e),
+            };
             pending = failed;
         }
     }

@@ -196,6 +196,42 @@ async fn list_offsets_past_the_deadline_names_the_partitions() {
     assert!(text.contains("LEADER_NOT_AVAILABLE"), "{text}");
 }
 
+/// The deadline passing while the leaders are re-read (a slow Metadata answer after a refused
+/// ListOffsets) still names the partitions that were not listed and the broker's last answer:
+/// seen on a loaded CI machine, where the test above ran out inside that refresh.
+#[tokio::test]
+async fn list_offsets_out_of_time_during_the_leader_refresh_names_the_partitions() {
+    let cluster = FakeCluster::start(2).await;
+    cluster.create_topic(TOPIC, 2, 1, 1);
+    let client = client_for(&cluster).await;
+    let deadline = Deadline::after(Duration::from_millis(600));
+    let topic = client.describe_topic(TOPIC, &deadline).await.unwrap();
+    cluster.inject(ApiKey::ListOffsets, Some(1), usize::MAX, Fault::Error(5));
+    cluster.inject(
+        ApiKey::Metadata,
+        None,
+        usize::MAX,
+        Fault::Delay(Duration::from_secs(5)),
+    );
+    let err = client
+        .list_offsets(
+            &topic,
+            &[0, 1],
+            OffsetSpec::Latest,
+            IsolationLevel::ReadUncommitted,
+            &deadline,
+        )
+        .await
+        .unwrap_err();
+    assert!(matches!(err, ClientError::DeadlineExceeded { .. }), "{err}");
+    let text = err.to_string();
+    assert!(
+        text.contains("listing offsets of checkpoints partitions [1]"),
+        "{text}"
+    );
+    assert!(text.contains("LEADER_NOT_AVAILABLE"), "{text}");
+}
+
 #[tokio::test]
 async fn a_dropped_response_times_out_closes_its_connection_and_the_retry_succeeds() {
     let cluster = FakeCluster::start(1).await;
