@@ -19,8 +19,9 @@ use kafka_protocol::messages::{
     ApiKey, CreateAclsRequest, CreateAclsResponse, DescribeAclsRequest, DescribeAclsResponse,
 };
 use kafka_protocol::protocol::{Decodable, StrBytes};
-use mm2_offsets::client::{Deadline, KafkaClient};
+use mm2_offsets::client::KafkaClient;
 use mm2_offsets::wire::BrokerConnection;
+use support::groups::committed;
 use support::{Cluster, cluster, data_writer, unique_topic};
 
 const BIN: &str = env!("CARGO_BIN_EXE_mm2-offsets");
@@ -127,33 +128,6 @@ async fn add_acls(admin: &BrokerConnection, principal: &str, acls: &[Acl<'_>]) {
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-}
-
-/// The group's committed offsets, read by the super user.
-async fn committed(client: &KafkaClient, group: &str) -> BTreeMap<(String, i32), i64> {
-    let coordinators = client
-        .find_group_coordinators(
-            &[group.to_string()],
-            &Deadline::after(Duration::from_secs(30)),
-        )
-        .await
-        .unwrap();
-    let coordinator = coordinators[group].as_ref().unwrap();
-    client
-        .fetch_group_offsets(
-            coordinator,
-            &[group.to_string()],
-            &Deadline::after(Duration::from_secs(30)),
-        )
-        .await
-        .unwrap()
-        .remove(group)
-        .unwrap()
-        .unwrap()
-        .into_iter()
-        .filter(|(_, c)| c.offset >= 0)
-        .map(|(k, c)| (k, c.offset))
-        .collect()
 }
 
 fn now_ms() -> u128 {

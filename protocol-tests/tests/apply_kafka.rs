@@ -4,8 +4,8 @@
 //! missing on the target, and a saved plan whose group gained a member or whose offsets moved.
 //!
 //! Members are held by this test itself with raw JoinGroup / ConsumerGroupHeartbeat requests
-//! (encoded and decoded with `kafka-protocol`, independent of the code under test), which keeps
-//! each group non-empty for the session timeout, long enough for the assertions.
+//! (`support/members.rs`, independent of the code under test), which keeps each group non-empty
+//! for the session timeout, long enough for the assertions.
 
 mod support;
 
@@ -13,9 +13,7 @@ use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use kafka_protocol::messages::{
-    ApiKey, ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse, GroupId,
-    JoinGroupRequest, JoinGroupResponse, ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse,
-    TopicName, join_group_request::JoinGroupRequestProtocol,
+    ApiKey, GroupId, ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse, TopicName,
 };
 use kafka_protocol::protocol::{Decodable, StrBytes};
 use mm2_offsets::client::{Deadline, GroupProtocol, KafkaClient, OffsetToCommit};
@@ -25,7 +23,7 @@ use mm2_offsets::translate::apply::{
     self, ApplyOptions, ApplyPlan, GroupOutcome, GroupStatus, Verdict,
 };
 use mm2_offsets::translate::{BatchTranslator, GroupSelector, Translation};
-use mm2_offsets::wire::BrokerConnection;
+use support::groups::{committed, coordinator_connection, join_classic, join_consumer};
 use support::{cluster, data_writer, unique_topic};
 
 fn now_ms() -> i64 {
@@ -102,113 +100,6 @@ async fn plan(
     )
     .await
     .expect("plan")
-}
-
-async fn committed(client: &KafkaClient, group: &str) -> BTreeMap<(String, i32), i64> {
-    let coordinators = client
-        .find_group_coordinators(
-            &[group.to_string()],
-            &Deadline::after(Duration::from_secs(30)),
-        )
-        .await
-        .unwrap();
-    let coordinator = coordinators[group].as_ref().unwrap();
-    let mut fetched = client
-        .fetch_group_offsets(
-            coordinator,
-            &[group.to_string()],
-            &Deadline::after(Duration::from_secs(30)),
-        )
-        .await
-        .unwrap();
-    fetched
-        .remove(group)
-        .unwrap()
-        .unwrap()
-        .into_iter()
-        .filter(|(_, c)| c.offset >= 0)
-        .map(|(k, c)| (k, c.offset))
-        .collect()
-}
-
-async fn coordinator_connection(
-    client: &KafkaClient,
-    config: &mm2_offsets::config::ClientConfig,
-    group: &str,
-) -> BrokerConnection {
-    let coordinators = client
-        .find_group_coordinators(
-            &[group.to_string()],
-            &Deadline::after(Duration::from_secs(30)),
-        )
-        .await
-        .unwrap();
-    let address = coordinators[group].as_ref().unwrap().address.clone();
-    BrokerConnection::connect(&address, config).await.unwrap()
-}
-
-/// Joins `group` as a classic consumer (JoinGroup, twice when the broker asks for a member id)
-/// and returns the connection, which must be kept while the member is wanted.
-async fn join_classic(
-    client: &KafkaClient,
-    config: &mm2_offsets::config::ClientConfig,
-    group: &str,
-) -> BrokerConnection {
-    let conn = coordinator_connection(client, config, group).await;
-    let version = conn.negotiate(ApiKey::JoinGroup, 4..=9).unwrap();
-    let mut member_id = String::new();
-    for _ in 0..2 {
-        let request = JoinGroupRequest::default()
-            .with_group_id(GroupId(StrBytes::from_string(group.to_string())))
-            .with_session_timeout_ms(60_000)
-            .with_rebalance_timeout_ms(60_000)
-            .with_member_id(StrBytes::from_string(member_id.clone()))
-            .with_protocol_type(StrBytes::from_static_str("consumer"))
-            .with_protocols(vec![
-                JoinGroupRequestProtocol::default()
-                    .with_name(StrBytes::from_static_str("range"))
-                    .with_metadata(bytes::Bytes::from_static(&[0, 0, 0, 0, 0, 0, 0, 0])),
-            ]);
-        let mut body = conn.send(&request, version).await.unwrap();
-        let response = JoinGroupResponse::decode(&mut body, version).unwrap();
-        match response.error_code {
-            0 => return conn,
-            79 => member_id = response.member_id.to_string(), // MEMBER_ID_REQUIRED
-            code => panic!("JoinGroup for {group} failed with code {code}"),
-        }
-    }
-    panic!("JoinGroup for {group} did not complete");
-}
-
-/// Joins `group` with the new consumer protocol (KIP-848), subscribed to `topic`.
-async fn join_consumer(
-    client: &KafkaClient,
-    config: &mm2_offsets::config::ClientConfig,
-    group: &str,
-    topic: &str,
-) -> BrokerConnection {
-    let conn = coordinator_connection(client, config, group).await;
-    let version = conn
-        .negotiate(ApiKey::ConsumerGroupHeartbeat, 0..=1)
-        .unwrap();
-    let member_id = format!("apply-test-member-{}", now_ms());
-    let request = ConsumerGroupHeartbeatRequest::default()
-        .with_group_id(GroupId(StrBytes::from_string(group.to_string())))
-        .with_member_id(StrBytes::from_string(member_id))
-        .with_member_epoch(0)
-        .with_rebalance_timeout_ms(60_000)
-        .with_subscribed_topic_names(Some(vec![TopicName(StrBytes::from_string(
-            topic.to_string(),
-        ))]))
-        .with_topic_partitions(Some(vec![]));
-    let mut body = conn.send(&request, version).await.unwrap();
-    let response = ConsumerGroupHeartbeatResponse::decode(&mut body, version).unwrap();
-    assert_eq!(
-        response.error_code, 0,
-        "ConsumerGroupHeartbeat for {group}: {:?}",
-        response.error_message
-    );
-    conn
 }
 
 async fn apply_on(cluster_name: &str) {

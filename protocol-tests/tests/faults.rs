@@ -3,6 +3,10 @@
 //! that `protocol-tests/harness/cluster3.sh up` starts (replication factor 3, six partitions led
 //! by three different brokers), reached only through the fault proxy in `support/proxy.rs`.
 //!
+//! The `apply-*` rows (`faults/apply.rs`) inject faults aimed at the group coordinator's answers
+//! during `apply --execute` of 40 groups, and check the report, partition by partition, against
+//! what the coordinator holds afterwards.
+//!
 //! For each row the outcome must be the exact answer of the no-fault read, or an explicit error
 //! (or `complete: false`) within the deadline; never a silent partial answer, a hang past the
 //! deadline or a panic. The rows run one after the other in ONE test (they share the cluster,
@@ -12,6 +16,8 @@
 //! `MM2O_FAULTS_ONLY=name,name` runs a subset (the baseline always runs). Every row runs by
 //! default; a row whose outcome is unsafe fails the suite.
 
+#[path = "faults/apply.rs"]
+mod apply;
 mod support;
 
 use std::collections::BTreeMap;
@@ -59,19 +65,7 @@ fn hex(b: &[u8]) -> String {
 /// must give: per key, the last round's downstream offset.
 fn write_topic(c3: &Cluster, source: &str) -> Answer {
     let topic = format!("{source}.checkpoints.internal");
-    tool(
-        c3,
-        "org.apache.kafka.tools.TopicCommand",
-        &[
-            "--bootstrap-server",
-            c3.var("INTERNAL_BOOTSTRAP"),
-            "--create",
-            "--topic",
-            &topic,
-            "--replica-assignment",
-            ASSIGNMENT,
-        ],
-    );
+    create_topic(c3, &topic, &["--replica-assignment", ASSIGNMENT]);
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("checkpoints.txt");
     let mut out = std::io::BufWriter::new(std::fs::File::create(&file).unwrap());
@@ -124,6 +118,20 @@ fn write_topic(c3: &Cluster, source: &str) -> Answer {
         ],
     );
     answer
+}
+
+/// Creates `topic` on the cluster with TopicCommand (`layout`: partitions and replicas).
+fn create_topic(c3: &Cluster, topic: &str, layout: &[&str]) {
+    let bootstrap = c3.var("INTERNAL_BOOTSTRAP");
+    let mut args = vec![
+        "--bootstrap-server",
+        bootstrap,
+        "--create",
+        "--topic",
+        topic,
+    ];
+    args.extend_from_slice(layout);
+    tool(c3, "org.apache.kafka.tools.TopicCommand", &args);
 }
 
 /// Runs a Kafka tool from the cluster's jars (cluster3.sh tool) and returns its stdout.
@@ -414,12 +422,27 @@ impl Suite {
             }
             _ => {}
         }
+        self.push_row(name, fault, landed, &outcome.cell(), run, deadline, verdict);
+    }
+
+    /// Prints and keeps one row; `verdict` lists what is wrong with it (empty: the row passed).
+    /// A run past its deadline is added to the verdict here.
+    #[allow(clippy::too_many_arguments)]
+    fn push_row(
+        &mut self,
+        name: &str,
+        fault: &str,
+        landed: &str,
+        outcome: &str,
+        run: &Run,
+        deadline: Duration,
+        mut verdict: Vec<String>,
+    ) {
         if run.elapsed > deadline + EXIT_GRACE && !run.killed {
             verdict.push(format!("past the deadline ({:?})", deadline));
         }
         let row = format!(
-            "| {name} | {fault} | {landed} | {} | {:.1} s (deadline {} s) |",
-            outcome.cell(),
+            "| {name} | {fault} | {landed} | {outcome} | {:.1} s (deadline {} s) |",
             run.elapsed.as_secs_f64(),
             deadline.as_secs()
         );
@@ -484,7 +507,14 @@ fn fault_matrix() {
     let proxy = FaultProxy::start(&routes);
     let source = unique_topic("faults");
     let t = Instant::now();
+    // The apply rows' checkpoints (their own topic, pointing at this one) are written beside it:
+    // two JVMs at once cost less wall time than one after the other.
+    let apply_writer = {
+        let (c3, target) = (c3.clone(), format!("{source}.checkpoints.internal"));
+        std::thread::spawn(move || apply::write_checkpoints(&c3, &target))
+    };
     let expected = write_topic(&c3, &source);
+    let apply_data = apply_writer.join().expect("apply checkpoints written");
     let _ = writeln!(
         std::io::stderr(),
         "[faults] topic written in {:?}",
@@ -629,6 +659,10 @@ fn fault_matrix() {
     if wanted("reauth-due") {
         reauth_row(&mut s);
     }
+
+    // The apply rows commit to the topic the rows above read: before the rows below move its
+    // log start (delete-records) or delete it.
+    apply::rows(&mut s, &apply_data);
 
     let c3 = s.c3.clone();
     if wanted("leader-killed") {

@@ -16,8 +16,10 @@ use kafka_protocol::messages::{ApiKey, ListGroupsRequest};
 use kafka_protocol::protocol::StrBytes;
 
 use super::cluster::KafkaClient;
+use super::deadline::Deadline;
 use super::error::ClientError;
 use super::groups::GroupCoordinator;
+use super::retry::retry_with_backoff;
 use crate::wire::responses::{
     self,
     list_groups::{FIRST_WITH_TYPE, ListGroupsResponse},
@@ -46,7 +48,25 @@ impl KafkaClient {
     /// an older coordinator cannot filter nor name types, and `Ok(None)` says so, as it does
     /// for a coordinator that does not offer ListGroups at all (a broker older than v5 has no
     /// share nor streams groups: both arrived with Kafka 4.x, which offers v5).
+    ///
+    /// A coordinator that is still loading (COORDINATOR_LOAD_IN_PROGRESS, as right after
+    /// `__consumer_offsets` is created) or a failed connection is asked again with backoff until
+    /// `deadline`, as Java's Admin retries a retriable ListGroups error.
     pub async fn list_groups(
+        &self,
+        coordinator: &GroupCoordinator,
+        types: &[&str],
+        deadline: &Deadline,
+    ) -> Result<Option<Vec<ListedGroup>>, ClientError> {
+        retry_with_backoff(
+            deadline,
+            || format!("ListGroups on coordinator {}", coordinator.node_id),
+            || self.list_groups_once(coordinator, types),
+        )
+        .await
+    }
+
+    async fn list_groups_once(
         &self,
         coordinator: &GroupCoordinator,
         types: &[&str],

@@ -8,6 +8,7 @@
 
 pub mod child;
 pub mod csv;
+pub mod groups;
 pub mod mm2;
 pub mod proxy;
 pub mod tls_front;

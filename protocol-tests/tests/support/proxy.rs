@@ -8,7 +8,9 @@
 //! which is why the suite has its own (see RELIABILITY.md).
 //!
 //! Faults are armed with [`FaultProxy::arm`]; one-shot faults record where they landed
-//! ([`Landed`]) and disarm themselves.
+//! ([`Landed`]) and disarm themselves. Faults on other responses than Fetch name the API key
+//! they aim at (OffsetCommit, DescribeGroups, ...), and [`FaultProxy::on_request`] runs a hook
+//! before a chosen request is forwarded (to change the cluster at an exact point of a run).
 #![allow(dead_code)]
 
 use std::collections::HashMap;
@@ -23,6 +25,10 @@ use tokio::net::{TcpListener, TcpStream};
 
 /// Kafka's Fetch API key.
 pub const FETCH: i16 = 1;
+/// Kafka's OffsetCommit API key.
+pub const OFFSET_COMMIT: i16 = 8;
+/// Kafka's DescribeGroups API key.
+pub const DESCRIBE_GROUPS: i16 = 15;
 
 /// What the proxy does to the traffic (the client-to-broker direction is always forwarded
 /// untouched; faults act on responses).
@@ -49,6 +55,15 @@ pub enum Fault {
     /// Flip one byte of the correlation id of a Fetch response (after the first `skip`).
     /// One-shot.
     FlipInHeader { skip: u32 },
+    /// Reset both connections (RST) after writing `at_fraction` of a response to a request of
+    /// `api_key`, skipping the first `skip` such responses. One-shot.
+    ResetIn {
+        api_key: i16,
+        skip: u32,
+        at_fraction: f64,
+    },
+    /// Hold every response to a request of `api_key` this long; the others pass at once.
+    LatencyOn { api_key: i16, delay: Duration },
 }
 
 /// Where a one-shot fault landed.
@@ -56,7 +71,9 @@ pub enum Fault {
 pub struct Landed {
     /// Broker node (1-based) whose response it hit.
     pub node: usize,
-    /// Fetch request version of that response.
+    /// API key of the request it answered.
+    pub api_key: i16,
+    /// Request version of that response.
     pub api_version: i16,
     /// Size of the response frame, bytes (without the 4-byte length).
     pub frame_len: usize,
@@ -74,9 +91,16 @@ struct State {
     landed: Option<Landed>,
 }
 
+/// Runs on a request of its API key (the node it goes to, and the request frame without its
+/// length: header and body) before the proxy forwards it; the request, and every request
+/// behind it on that connection, waits until it returns.
+pub type RequestHook = Arc<dyn Fn(usize, &[u8]) + Send + Sync>;
+type Hooks = Arc<Mutex<HashMap<i16, RequestHook>>>;
+
 /// The running proxy.
 pub struct FaultProxy {
     state: Arc<Mutex<State>>,
+    hooks: Hooks,
     downstream_bytes: Arc<AtomicU64>,
     connections: Arc<AtomicU64>,
     runtime: tokio::runtime::Runtime,
@@ -95,6 +119,7 @@ impl FaultProxy {
             seen: 0,
             landed: None,
         }));
+        let hooks: Hooks = Arc::new(Mutex::new(HashMap::new()));
         let downstream_bytes = Arc::new(AtomicU64::new(0));
         let connections = Arc::new(AtomicU64::new(0));
         for (i, (listen, upstream)) in routes.iter().enumerate() {
@@ -103,18 +128,20 @@ impl FaultProxy {
                 .unwrap_or_else(|e| panic!("proxy cannot listen on {listen}: {e}"));
             let (state, bytes, upstream) = (state.clone(), downstream_bytes.clone(), *upstream);
             let accepted = connections.clone();
+            let hooks = hooks.clone();
             runtime.spawn(async move {
                 while let Ok((client, _)) = listener.accept().await {
                     accepted.fetch_add(1, Ordering::Relaxed);
-                    let (state, bytes) = (state.clone(), bytes.clone());
+                    let (state, bytes, hooks) = (state.clone(), bytes.clone(), hooks.clone());
                     tokio::spawn(async move {
-                        connection(i + 1, client, upstream, state, bytes).await;
+                        connection(i + 1, client, upstream, state, bytes, hooks).await;
                     });
                 }
             });
         }
         FaultProxy {
             state,
+            hooks,
             downstream_bytes,
             connections,
             runtime,
@@ -127,6 +154,16 @@ impl FaultProxy {
         s.fault = fault;
         s.seen = 0;
         s.landed = None;
+    }
+
+    /// Runs `hook` before each request of `api_key` is forwarded (replacing an earlier hook for
+    /// that key); `None` removes it. The hook runs on a blocking thread and may take seconds.
+    pub fn on_request(&self, api_key: i16, hook: Option<RequestHook>) {
+        let mut hooks = self.hooks.lock().unwrap();
+        match hook {
+            Some(h) => hooks.insert(api_key, h),
+            None => hooks.remove(&api_key),
+        };
     }
 
     /// Where the last one-shot fault landed, if it did.
@@ -158,6 +195,7 @@ async fn connection(
     upstream: SocketAddr,
     state: Arc<Mutex<State>>,
     bytes: Arc<AtomicU64>,
+    hooks: Hooks,
 ) {
     let _ = client.set_nodelay(true);
     if state.lock().unwrap().fault == Fault::HalfOpen {
@@ -176,13 +214,19 @@ async fn connection(
     let in_flight: InFlight = Arc::new(Mutex::new(HashMap::new()));
     let (client_r, client_w) = client.into_split();
     let (server_r, server_w) = server.into_split();
-    let up = tokio::spawn(requests(client_r, server_w, in_flight.clone()));
+    let up = tokio::spawn(requests(node, client_r, server_w, in_flight.clone(), hooks));
     responses(node, server_r, client_w, in_flight, state, bytes).await;
     up.abort();
 }
 
 /// Client to broker: forwarded byte for byte; each request's key and version are noted.
-async fn requests(mut from: OwnedReadHalf, mut to: OwnedWriteHalf, in_flight: InFlight) {
+async fn requests(
+    node: usize,
+    mut from: OwnedReadHalf,
+    mut to: OwnedWriteHalf,
+    in_flight: InFlight,
+    hooks: Hooks,
+) {
     loop {
         let mut len = [0u8; 4];
         if from.read_exact(&mut len).await.is_err() {
@@ -200,6 +244,12 @@ async fn requests(mut from: OwnedReadHalf, mut to: OwnedWriteHalf, in_flight: In
         let version = i16::from_be_bytes([body[2], body[3]]);
         let corr = i32::from_be_bytes([body[4], body[5], body[6], body[7]]);
         in_flight.lock().unwrap().insert(corr, (key, version));
+        let hook = hooks.lock().unwrap().get(&key).cloned();
+        if let Some(hook) = hook {
+            // Off the runtime's workers: the hook may block for seconds (a tool, a JoinGroup).
+            let frame = body.clone();
+            let _ = tokio::task::spawn_blocking(move || hook(node, &frame)).await;
+        }
         if to.write_all(&len).await.is_err() || to.write_all(&body).await.is_err() {
             return;
         }
@@ -318,6 +368,7 @@ fn decide(
     let land = |s: &mut State, at: usize| {
         s.landed = Some(Landed {
             node,
+            api_key: key,
             api_version: version,
             frame_len: body.len(),
             at,
@@ -332,8 +383,15 @@ fn decide(
         Fault::Bandwidth(rate) => Action::Throttle(rate),
         Fault::HalfOpen => Action::Swallow,
         Fault::Slice { first } => Action::Slice(first),
-        Fault::ResetInFetch { skip, at_fraction } => {
-            if records.is_none() {
+        Fault::ResetInFetch { skip, at_fraction }
+        | Fault::ResetIn {
+            skip, at_fraction, ..
+        } => {
+            let aimed_at = match s.fault {
+                Fault::ResetIn { api_key, .. } => key == api_key,
+                _ => records.is_some(),
+            };
+            if !aimed_at {
                 return Action::Forward;
             }
             s.seen += 1;
@@ -366,6 +424,8 @@ fn decide(
             land(&mut s, at);
             Action::Flip(4 + at)
         }
+        Fault::LatencyOn { api_key, delay } if key == api_key => Action::Delay(delay),
+        Fault::LatencyOn { .. } => Action::Forward,
         Fault::FlipInHeader { skip } => {
             if records.is_none() {
                 return Action::Forward;

@@ -457,3 +457,45 @@ async fn apply_with_a_lost_commit_answer_names_the_unknown_group_and_writes_no_f
     assert_eq!(cluster.committed("group-2").len(), 2);
     assert_eq!(report.committed(), 4);
 }
+
+#[tokio::test]
+async fn apply_while_list_groups_answers_loading_asks_again_and_applies() {
+    // Right after `__consumer_offsets` is created, a coordinator answers ListGroups with
+    // COORDINATOR_LOAD_IN_PROGRESS for a moment: apply must wait for it, not fail every group.
+    let cluster = FakeCluster::start(1).await;
+    let groups: Vec<String> = (0..3).map(|i| format!("group-{i}")).collect();
+    let client = client_for(&cluster).await;
+    let plan = plan_for(&groups);
+    cluster.inject(ApiKey::ListGroups, None, 2, Fault::Error(14));
+    let report = apply::execute(&client, &plan, &ApplyOptions::default()).await;
+    for g in &report.groups {
+        assert_eq!(g.outcome, GroupOutcome::Applied, "{}", g.group);
+    }
+    assert_eq!(cluster.served(ApiKey::ListGroups), 3);
+    assert_eq!(cluster.pending_faults(), 0);
+    assert_report_matches_the_cluster(&report, &cluster);
+}
+
+#[tokio::test]
+async fn list_groups_loading_past_the_deadline_writes_nothing() {
+    let cluster = FakeCluster::start(1).await;
+    let groups: Vec<String> = (0..2).map(|i| format!("group-{i}")).collect();
+    let client = client_for(&cluster).await;
+    let plan = plan_for(&groups);
+    cluster.inject(ApiKey::ListGroups, None, 1000, Fault::Error(14));
+    let options = ApplyOptions {
+        timeout: Duration::from_millis(500),
+        ..ApplyOptions::default()
+    };
+    let report = apply::execute(&client, &plan, &options).await;
+    for g in &report.groups {
+        assert!(
+            matches!(&g.outcome, GroupOutcome::Error { state_unknown: false, message } if message.contains("COORDINATOR_LOAD_IN_PROGRESS")),
+            "{}: {:?}",
+            g.group,
+            g.outcome
+        );
+    }
+    assert_eq!(cluster.served(ApiKey::OffsetCommit), 0);
+    assert_report_matches_the_cluster(&report, &cluster);
+}

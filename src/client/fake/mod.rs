@@ -25,7 +25,7 @@ use kafka_protocol::messages::metadata_response::{
 };
 use kafka_protocol::messages::{
     ApiKey, BrokerId, DescribeGroupsRequest, FetchRequest, FetchResponse, FindCoordinatorRequest,
-    ListOffsetsRequest, ListOffsetsResponse, MetadataRequest, MetadataResponse,
+    ListGroupsResponse, ListOffsetsRequest, ListOffsetsResponse, MetadataRequest, MetadataResponse,
     OffsetCommitRequest, OffsetFetchRequest, TopicName,
 };
 use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, StrBytes};
@@ -52,6 +52,7 @@ const RANGES: &[(ApiKey, i16, i16)] = &[
     (ApiKey::DescribeGroups, 5, 5),
     (ApiKey::OffsetFetch, 8, 8),
     (ApiKey::OffsetCommit, 8, 8),
+    (ApiKey::ListGroups, 5, 5),
 ];
 
 /// What a fault does to the response it hits.
@@ -418,6 +419,12 @@ async fn serve(mut stream: TcpStream, node: i32, shared: &Shared, stall: bool) {
                 let response = groups::offset_commit(shared, node, &request, fault);
                 frame(id, &response, version)
             }
+            // The fake has consumer groups only: no share or streams group to list.
+            Ok(ApiKey::ListGroups) => frame(
+                id,
+                &ListGroupsResponse::default().with_error_code(error),
+                version,
+            ),
             _ => return, // an API the fake does not speak: hang up
         };
         match fault {

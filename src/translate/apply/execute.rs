@@ -147,7 +147,7 @@ pub async fn execute(
     // Re-checked like members and offsets: a group that became a share or streams group since
     // the plan is not written.
     let kinds = match &coordinators {
-        Ok(map) => non_consumer_groups(client, map).await,
+        Ok(map) => non_consumer_groups(client, map, &deadline).await,
         Err(_) => Default::default(),
     };
     let groups = futures::stream::iter(plan.groups.iter().map(|g| {

@@ -208,7 +208,7 @@ pub async fn plan(
         let newest = newest_timestamp(client, topic, deadline).await?;
         heartbeat_age_ms.insert(source.clone(), newest.map(|t| now_ms - t));
     }
-    let kinds = non_consumer_groups(client, &coordinators).await;
+    let kinds = non_consumer_groups(client, &coordinators, deadline).await;
     let planned: Vec<GroupPlan> = futures::stream::iter(groups.iter().map(|group| {
         let coordinator = coordinators.get(group);
         let logs = logs.clone();
@@ -259,6 +259,7 @@ pub async fn plan(
 pub(crate) async fn non_consumer_groups(
     client: &KafkaClient,
     coordinators: &BTreeMap<String, Result<GroupCoordinator, GroupCallError>>,
+    deadline: &Deadline,
 ) -> BTreeMap<String, Result<String, String>> {
     let mut by_coordinator: BTreeMap<&str, (&GroupCoordinator, Vec<&str>)> = BTreeMap::new();
     for (group, coordinator) in coordinators {
@@ -273,7 +274,7 @@ pub(crate) async fn non_consumer_groups(
     let mut out = BTreeMap::new();
     for (coordinator, groups) in by_coordinator.values() {
         match client
-            .list_groups(coordinator, &NOT_CONSUMER_GROUP_TYPES)
+            .list_groups(coordinator, &NOT_CONSUMER_GROUP_TYPES, deadline)
             .await
         {
             Ok(None) => {}
