@@ -23,6 +23,16 @@
 //!   batch walk, the sync decode and the sorted index of `--precise`;
 //! - `sync_index/retranslate_100k`: 100,000 checkpoint offsets re-translated with that index.
 //!
+//! - `precise_100k/*`, the benchmark of `--precise` (issue 12): a checkpoints topic of 100,000
+//!   keys (1,000 groups x 100 partitions, checkpointed 10 times: 1,000,000 records, upstream
+//!   offsets inside the synced range) and the 1,000,000-record offset-syncs topic above.
+//!   `plain` is the plain translation (fold + finish); `syncs_1M` the index built from the syncs;
+//!   `retranslate` the 100,000 re-translations through [`retranslate`] (the replication policy's
+//!   topic rename included); `precise` all three in a row on one thread. The goal: `precise`
+//!   within 2x of `plain` (the network read runs the two reads in parallel, so one thread is the
+//!   conservative case). Under `cargo test --benches` (no `--bench` argument) the data is a
+//!   tenth of that, to keep CI's setup short.
+//!
 //! Run: `cargo bench --bench translate -- --warm-up-time 1 --measurement-time 5`; with
 //! `BENCH_CLOCK=cpu` in the environment the benchmark thread's CPU time is measured instead of
 //! wall time (group `translate_1M_cpu`), for a machine shared with other work. With
@@ -36,12 +46,13 @@ use std::rc::Rc;
 
 use criterion::measurement::Measurement;
 use criterion::{Criterion, Throughput};
+use mm2_offsets::mm2::ReplicationPolicy;
 use mm2_offsets::mm2::checkpoint::{self, CheckpointKey, CheckpointValue};
 use mm2_offsets::mm2::offset_sync::{self, OffsetSyncKey, OffsetSyncValue};
 use mm2_offsets::mm2::sync_index::Interpolation;
 use mm2_offsets::records::Compression;
 use mm2_offsets::records::builder::{BatchBuilder, RecordSpec};
-use mm2_offsets::translate::{BatchTranslator, GroupSelector, index_from_batches};
+use mm2_offsets::translate::{BatchTranslator, GroupSelector, index_from_batches, retranslate};
 
 const GROUPS: usize = 10_000;
 const TOPICS: usize = 5;
@@ -109,12 +120,12 @@ fn batches(codec: Compression, records: impl IntoIterator<Item = (Vec<u8>, Vec<u
     out
 }
 
-/// The offset syncs of `TOPICS * PARTITIONS_PER_TOPIC` partitions, `RECORDS` in all, in the
+/// The offset syncs of `TOPICS * PARTITIONS_PER_TOPIC` partitions, `records` in all, in the
 /// order MirrorSourceTask interleaves them: every 100th record upstream synced, and every
 /// 1,000th sync after a restart that shifted the downstream by 5 (unequal steps).
-fn offset_syncs() -> impl Iterator<Item = (Vec<u8>, Vec<u8>)> {
+fn offset_syncs(records: usize) -> impl Iterator<Item = (Vec<u8>, Vec<u8>)> {
     let partitions = TOPICS * PARTITIONS_PER_TOPIC;
-    (0..RECORDS).map(move |n| {
+    (0..records).map(move |n| {
         let topic = format!("orders-{}", (n / PARTITIONS_PER_TOPIC) % TOPICS);
         let k = (n / partitions) as i64;
         let key = offset_sync::encode_key(&OffsetSyncKey {
@@ -133,7 +144,7 @@ fn offset_syncs() -> impl Iterator<Item = (Vec<u8>, Vec<u8>)> {
 fn sync_index<M: Measurement>(c: &mut Criterion<M>) {
     let mut group = c.benchmark_group("sync_index");
     group.sample_size(10);
-    let data = batches(Compression::None, offset_syncs());
+    let data = batches(Compression::None, offset_syncs(RECORDS));
     let build = || {
         index_from_batches([black_box(&data[..])], Interpolation::GaplessUpstream)
             .expect("valid batches")
@@ -160,6 +171,93 @@ fn sync_index<M: Measurement>(c: &mut Criterion<M>) {
                 .iter()
                 .map(|(t, p, u)| index.translate_checkpoint(t, *p, *u, 0).offset)
                 .sum::<i64>()
+        })
+    });
+    group.finish();
+}
+
+/// `keys` checkpoint keys (groups of `TOPICS * PARTITIONS_PER_TOPIC` partitions) checkpointed
+/// `emits` times, group by group, with upstream offsets that grow each emit and stay below
+/// `synced_to`, the upstream offset the syncs of [`offset_syncs`] reach; MM2's offset lags
+/// 10,000 upstream records behind, as from a sparse sync.
+fn precise_checkpoints(
+    keys: usize,
+    emits: usize,
+    synced_to: i64,
+) -> impl Iterator<Item = (Vec<u8>, Vec<u8>)> {
+    let per_group = TOPICS * PARTITIONS_PER_TOPIC;
+    let step = synced_to / (emits as i64 + 1);
+    (0..keys * emits).map(move |n| {
+        let (emit, k) = ((n / keys) as i64, n % keys);
+        let group = format!("app-team-{}", k / per_group);
+        let topic = format!("primary.orders-{}", (k / PARTITIONS_PER_TOPIC) % TOPICS);
+        let upstream = emit * step + (k as i64 * 7_919) % step;
+        let key = checkpoint::encode_key(&CheckpointKey {
+            group: group.as_bytes(),
+            topic: topic.as_bytes(),
+            partition: (k % PARTITIONS_PER_TOPIC) as i32,
+        })
+        .expect("short names");
+        let value = checkpoint::encode_value(&CheckpointValue {
+            version: 0,
+            upstream_offset: upstream,
+            downstream_offset: (upstream - 10_000).max(0),
+            metadata: b"",
+        })
+        .expect("short metadata");
+        (key, value)
+    })
+}
+
+fn precise<M: Measurement>(c: &mut Criterion<M>, name: &str) {
+    // `cargo bench` passes --bench; `cargo test --benches` does not and runs each case once.
+    let scale = if std::env::args().any(|a| a == "--bench") {
+        1
+    } else {
+        10
+    };
+    let (syncs, keys, emits) = (RECORDS / scale, 100_000 / scale, 10);
+    let synced_to = (syncs / (TOPICS * PARTITIONS_PER_TOPIC)) as i64 * 100;
+    let sync_data = batches(Compression::None, offset_syncs(syncs));
+    let checkpoint_data = batches(
+        Compression::None,
+        precise_checkpoints(keys, emits, synced_to),
+    );
+    let all = GroupSelector::all();
+    let policy = ReplicationPolicy::default();
+    let plain = || {
+        let mut translator = BatchTranslator::new(&all);
+        translator
+            .add_batches(0, black_box(&checkpoint_data))
+            .expect("valid batches");
+        translator.finish("primary")
+    };
+    let index = || {
+        index_from_batches([black_box(&sync_data[..])], Interpolation::GaplessUpstream)
+            .expect("valid batches")
+            .0
+    };
+    let translation = plain();
+    let synced = index();
+    assert_eq!(translation.len(), keys);
+    assert_eq!(synced.partitions(), TOPICS * PARTITIONS_PER_TOPIC);
+    let precise = retranslate(&translation, &synced, &policy);
+    // Every key has a sync below it: none may keep MM2's offset for want of history.
+    assert!(precise.iter().all(|p| p.offset > p.mm2_offset));
+
+    let mut group = c.benchmark_group(name);
+    group.sample_size(10);
+    group.throughput(Throughput::Elements(keys as u64));
+    group.bench_function("plain", |b| b.iter(|| black_box(plain().len())));
+    group.bench_function("syncs_1M", |b| b.iter(|| black_box(index().partitions())));
+    group.bench_function("retranslate", |b| {
+        b.iter(|| black_box(retranslate(&translation, &synced, &policy).len()))
+    });
+    group.bench_function("precise", |b| {
+        b.iter(|| {
+            let translation = plain();
+            let synced = index();
+            black_box(retranslate(&translation, &synced, &policy).len())
         })
     });
     group.finish();
@@ -296,11 +394,13 @@ fn main() {
             .with_measurement(support::ThreadCpuTime)
             .configure_from_args();
         translate(&mut c, "translate_1M_cpu");
+        precise(&mut c, "precise_100k_cpu");
         c.final_summary();
     } else {
         let mut c = Criterion::default().configure_from_args();
         translate(&mut c, "translate_1M");
         sync_index(&mut c);
+        precise(&mut c, "precise_100k");
         c.final_summary();
     }
 }

@@ -66,7 +66,9 @@
 //!   `MirrorSourceTask.java`, `OffsetSyncStore.java`
 //! - KAFKA-12468 / PR #13178 (why MM2 steps only `+1` past a sync)
 
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::BinaryHeap;
+
+use rustc_hash::FxHashMap;
 
 /// Which rule produced a precise offset.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -122,6 +124,16 @@ pub struct PreciseOffset {
 }
 
 impl PreciseOffset {
+    /// MM2's offset kept because no sync at or below the upstream offset survives
+    /// ([`Rule::NoSync`]).
+    pub fn no_sync(mm2_offset: i64) -> Self {
+        PreciseOffset {
+            offset: mm2_offset,
+            mm2_offset,
+            rule: Rule::NoSync,
+        }
+    }
+
     /// Records a consumer no longer re-reads: `offset - mm2_offset` (never negative).
     pub fn rereads_saved(&self) -> i64 {
         self.offset - self.mm2_offset
@@ -184,28 +196,32 @@ impl PartitionLog {
     }
 
     fn finish(self, interpolation: Interpolation) -> PartitionIndex {
-        let runs = match interpolation {
-            Interpolation::GaplessUpstream => envelope(one_for_one_runs(&self.syncs)),
-            Interpolation::Disabled => Vec::new(),
+        let runs: Box<[Run]> = match interpolation {
+            Interpolation::GaplessUpstream => envelope(one_for_one_runs(&self.syncs)).into(),
+            Interpolation::Disabled => Box::default(),
         };
+        let run_starts = runs.iter().map(|r| r.start).collect();
         let mut stats = self.stats;
         stats.syncs = self.syncs.len() as u64;
-        let mut points = self.syncs;
-        points.sort_unstable_by_key(|s| (s.upstream, s.downstream));
+        let mut syncs = self.syncs;
+        // Already sorted within a task lifetime; the sort is a linear check then.
+        syncs.sort_unstable_by_key(|s| (s.upstream, s.downstream));
+        let upstreams = syncs.iter().map(|s| s.upstream).collect();
         let mut best = i64::MIN;
-        let points = points
-            .into_iter()
+        let downstreams = syncs
+            .iter()
             .map(|s| {
                 best = best.max(s.downstream);
-                Point {
-                    upstream: s.upstream,
-                    downstream: s.downstream,
-                    best_downstream: best,
+                Downstream {
+                    offset: s.downstream,
+                    best,
                 }
             })
             .collect();
         PartitionIndex {
-            points,
+            upstreams,
+            downstreams,
+            run_starts,
             runs,
             stats,
         }
@@ -239,7 +255,30 @@ fn one_for_one_runs(syncs: &[Sync]) -> Vec<Run> {
 
 /// Runs of different lifetimes may overlap; each is safe alone, so the upper envelope (greatest
 /// delta per offset) is too. Returns disjoint runs sorted by start.
-fn envelope(mut runs: Vec<Run>) -> Vec<Run> {
+fn envelope(runs: Vec<Run>) -> Vec<Run> {
+    // One task lifetime (the usual history) gives runs that are already sorted and disjoint:
+    // their envelope is themselves, with touching runs of one delta joined, in one pass.
+    if runs.windows(2).all(|pair| pair[0].end <= pair[1].start) {
+        return join_touching(runs);
+    }
+    overlapping_envelope(runs)
+}
+
+/// Joins each run to the one before it when they touch and share a delta, in place.
+fn join_touching(mut runs: Vec<Run>) -> Vec<Run> {
+    runs.dedup_by(|next, last| {
+        let touching = last.end == next.start && last.delta == next.delta;
+        if touching {
+            last.end = next.end;
+        }
+        touching
+    });
+    runs
+}
+
+/// [`envelope`] of runs that may overlap: cut at every start and end, keep the greatest delta
+/// per piece.
+fn overlapping_envelope(mut runs: Vec<Run>) -> Vec<Run> {
     runs.sort_unstable_by_key(|r| r.start);
     let mut cuts: Vec<i64> = runs.iter().flat_map(|r| [r.start, r.end]).collect();
     cuts.sort_unstable();
@@ -269,20 +308,28 @@ fn envelope(mut runs: Vec<Run>) -> Vec<Run> {
     out
 }
 
-#[derive(Clone, Copy, Debug)]
-struct Point {
-    upstream: i64,
-    downstream: i64,
-    /// The greatest downstream offset among this point and all before it (by upstream).
-    best_downstream: i64,
-}
-
 /// The sync history of one partition, ready for lookups.
+///
+/// The upstream offsets are kept apart from the downstream ones: a lookup binary-searches the
+/// upstream offsets only, and a dense array of 8-byte keys touches a third of the cache lines an
+/// array of whole points would.
 #[derive(Clone, Debug)]
 pub struct PartitionIndex {
-    points: Vec<Point>,
-    runs: Vec<Run>,
+    /// Every kept sync's upstream offset, sorted (then by downstream offset).
+    upstreams: Box<[i64]>,
+    /// The same syncs' downstream offsets, and the greatest downstream offset among each sync
+    /// and all before it (by upstream).
+    downstreams: Box<[Downstream]>,
+    /// The interpolation runs' starts, searched apart for the same reason, and the runs.
+    run_starts: Box<[i64]>,
+    runs: Box<[Run]>,
     stats: HistoryStats,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Downstream {
+    offset: i64,
+    best: i64,
 }
 
 impl PartitionIndex {
@@ -294,18 +341,24 @@ impl PartitionIndex {
     /// The greatest downstream offset the history proves at or before the next record at or
     /// after `upstream`, and the rule that proved it; `None` if no sync at or below `upstream`.
     pub fn translate(&self, upstream: i64) -> Option<(i64, Rule)> {
-        let at_or_below = self.points.partition_point(|p| p.upstream <= upstream);
-        let below = self.points.partition_point(|p| p.upstream < upstream);
-        let exact = (at_or_below > below).then(|| self.points[at_or_below - 1].downstream);
-        let after_sync = below
-            .checked_sub(1)
-            .map(|i| self.points[i].best_downstream + 1);
-        let run = self.runs.partition_point(|r| r.start <= upstream);
-        let interpolated = run
-            .checked_sub(1)
-            .map(|i| self.runs[i])
-            .filter(|r| upstream < r.end)
-            .map(|r| upstream + r.delta);
+        let below = self.upstreams.partition_point(|&u| u < upstream);
+        // Syncs of `upstream` itself follow `below`; they are sorted by downstream offset, so
+        // the last one holds the greatest. More than one only after restarts.
+        let equal = self.upstreams[below..]
+            .iter()
+            .take_while(|&&u| u == upstream)
+            .count();
+        let exact = (equal > 0).then(|| self.downstreams[below + equal - 1].offset);
+        let after_sync = below.checked_sub(1).map(|i| self.downstreams[i].best + 1);
+        let interpolated = if self.runs.is_empty() {
+            None
+        } else {
+            let run = self.run_starts.partition_point(|&start| start <= upstream);
+            run.checked_sub(1)
+                .map(|i| self.runs[i])
+                .filter(|r| upstream < r.end)
+                .map(|r| upstream + r.delta)
+        };
         // Ties go to the most specific rule.
         [
             (exact, Rule::ExactSync),
@@ -337,11 +390,7 @@ impl PartitionIndex {
                 mm2_offset,
                 rule: Rule::Mm2Checkpoint,
             },
-            None => PreciseOffset {
-                offset: mm2_offset,
-                mm2_offset,
-                rule: Rule::NoSync,
-            },
+            None => PreciseOffset::no_sync(mm2_offset),
         }
     }
 }
@@ -349,7 +398,7 @@ impl PartitionIndex {
 /// Builds a [`SyncIndex`] from offset-sync records fed in log order.
 #[derive(Debug, Default)]
 pub struct SyncIndexBuilder {
-    topics: HashMap<Box<[u8]>, HashMap<i32, PartitionLog>>,
+    topics: FxHashMap<Box<[u8]>, FxHashMap<i32, PartitionLog>>,
 }
 
 impl SyncIndexBuilder {
@@ -359,34 +408,85 @@ impl SyncIndexBuilder {
     }
 
     /// Adds one sync for upstream `topic`-`partition`. Must be called in log order: the order
-    /// carries the lifetime and truncation signals. Allocates only for a topic not seen before.
+    /// carries the lifetime and truncation signals. Allocates only for a partition not seen
+    /// before (and as its history grows).
     pub fn add(&mut self, topic: &[u8], partition: i32, upstream: i64, downstream: i64) {
+        self.extend(topic, partition, [(upstream, downstream)]);
+    }
+
+    /// Adds `syncs` (upstream, downstream) of upstream `topic`-`partition`, in log order, after
+    /// the ones added before: what [`add`](Self::add) does for each, with one lookup of the
+    /// partition for the whole run. Syncs of different partitions are independent, so a reader
+    /// may group each range's syncs by partition and feed the groups range by range.
+    pub fn extend(
+        &mut self,
+        topic: &[u8],
+        partition: i32,
+        syncs: impl IntoIterator<Item = (i64, i64)>,
+    ) {
         let partitions = match self.topics.get_mut(topic) {
             Some(partitions) => partitions,
             None => self.topics.entry(topic.into()).or_default(),
         };
-        partitions
-            .entry(partition)
-            .or_default()
-            .add(upstream, downstream);
+        let log = partitions.entry(partition).or_default();
+        let syncs = syncs.into_iter();
+        // One growth step per run rather than several.
+        log.syncs.reserve(syncs.size_hint().0);
+        for (upstream, downstream) in syncs {
+            log.add(upstream, downstream);
+        }
     }
 
     /// Sorts every partition's history for lookups.
     pub fn finish(self, interpolation: Interpolation) -> SyncIndex {
-        let partitions = self
+        let topics = self
             .topics
             .into_iter()
             .map(|(topic, parts)| {
-                let parts = parts
+                let mut partitions: Vec<(i32, PartitionIndex)> = parts
                     .into_iter()
                     .map(|(p, log)| (p, log.finish(interpolation)))
                     .collect();
-                (topic, parts)
+                partitions.sort_unstable_by_key(|(p, _)| *p);
+                (topic, TopicSyncs { partitions })
             })
             .collect();
         SyncIndex {
-            topics: partitions,
+            topics,
             interpolation,
+        }
+    }
+}
+
+/// The sync histories of one upstream topic's partitions.
+#[derive(Clone, Debug, Default)]
+pub struct TopicSyncs {
+    /// Sorted by partition: a topic has tens of partitions, so a binary search over them is a
+    /// few compares in one or two cache lines.
+    partitions: Vec<(i32, PartitionIndex)>,
+}
+
+impl TopicSyncs {
+    /// One partition's history, if any sync for it survives.
+    pub fn partition(&self, partition: i32) -> Option<&PartitionIndex> {
+        let at = self
+            .partitions
+            .binary_search_by_key(&partition, |(p, _)| *p)
+            .ok()?;
+        Some(&self.partitions[at].1)
+    }
+
+    /// Translates a checkpoint's upstream offset for `partition`, keeping MM2's offset when no
+    /// sync helps: [`SyncIndex::translate_checkpoint`] with the topic already looked up.
+    pub fn translate_checkpoint(
+        &self,
+        partition: i32,
+        upstream: i64,
+        mm2_offset: i64,
+    ) -> PreciseOffset {
+        match self.partition(partition) {
+            Some(part) => part.translate_checkpoint(upstream, mm2_offset),
+            None => PreciseOffset::no_sync(mm2_offset),
         }
     }
 }
@@ -395,14 +495,20 @@ impl SyncIndexBuilder {
 /// partition.
 #[derive(Clone, Debug, Default)]
 pub struct SyncIndex {
-    topics: HashMap<Box<[u8]>, HashMap<i32, PartitionIndex>>,
+    topics: FxHashMap<Box<[u8]>, TopicSyncs>,
     interpolation: Interpolation,
 }
 
 impl SyncIndex {
+    /// One upstream topic's histories, if any sync for it survives. Rows of one topic can look
+    /// it up once and then go through [`TopicSyncs`].
+    pub fn topic(&self, topic: &[u8]) -> Option<&TopicSyncs> {
+        self.topics.get(topic)
+    }
+
     /// One partition's history, if any sync for it survives.
     pub fn partition(&self, topic: &[u8], partition: i32) -> Option<&PartitionIndex> {
-        self.topics.get(topic)?.get(&partition)
+        self.topic(topic)?.partition(partition)
     }
 
     /// Translates a checkpoint's upstream offset, keeping MM2's offset when no sync helps.
@@ -413,13 +519,9 @@ impl SyncIndex {
         upstream: i64,
         mm2_offset: i64,
     ) -> PreciseOffset {
-        match self.partition(topic, partition) {
-            Some(part) => part.translate_checkpoint(upstream, mm2_offset),
-            None => PreciseOffset {
-                offset: mm2_offset,
-                mm2_offset,
-                rule: Rule::NoSync,
-            },
+        match self.topic(topic) {
+            Some(topic) => topic.translate_checkpoint(partition, upstream, mm2_offset),
+            None => PreciseOffset::no_sync(mm2_offset),
         }
     }
 
@@ -430,7 +532,7 @@ impl SyncIndex {
 
     /// Number of partitions with history.
     pub fn partitions(&self) -> usize {
-        self.topics.values().map(HashMap::len).sum()
+        self.topics.values().map(|t| t.partitions.len()).sum()
     }
 }
 

@@ -357,3 +357,85 @@ proptest! {
         prop_assert_eq!(check(&outcome, len, Interpolation::GaplessUpstream), Ok(()));
     }
 }
+
+/// The lookup's rules stated plainly, by a scan of every kept sync and run: what the binary
+/// searches of [`PartitionIndex::translate`] must answer, rule for rule.
+fn scanned(part: &PartitionIndex, upstream: i64) -> Option<(i64, Rule)> {
+    let syncs = || part.upstreams.iter().zip(part.downstreams.iter());
+    let exact = syncs()
+        .filter(|(u, _)| **u == upstream)
+        .map(|(_, d)| d.offset)
+        .max();
+    let after_sync = syncs()
+        .filter(|(u, _)| **u < upstream)
+        .map(|(_, d)| d.offset + 1)
+        .max();
+    let interpolated = part
+        .runs
+        .iter()
+        .find(|r| r.start <= upstream && upstream < r.end)
+        .map(|r| upstream + r.delta);
+    let mut best: Option<(i64, Rule)> = None;
+    for (offset, rule) in [
+        (exact, Rule::ExactSync),
+        (interpolated, Rule::Interpolated),
+        (after_sync, Rule::Mm2Rule),
+    ] {
+        if let Some(o) = offset
+            && best.is_none_or(|(b, _)| o > b)
+        {
+            best = Some((o, rule));
+        }
+    }
+    best
+}
+
+proptest! {
+    #[test]
+    fn lookups_agree_with_a_scan_of_the_history(
+        syncs in proptest::collection::vec((-1i64..40, -1i64..60), 0..40),
+        gapless: bool,
+    ) {
+        let interpolation = if gapless {
+            Interpolation::GaplessUpstream
+        } else {
+            Interpolation::Disabled
+        };
+        let mut builder = SyncIndexBuilder::new();
+        for &(u, d) in &syncs {
+            builder.add(b"t", 0, u, d);
+        }
+        let index = builder.finish(interpolation);
+        let Some(part) = index.partition(b"t", 0) else {
+            // Only syncs with a negative offset, or none.
+            prop_assert!(syncs.iter().all(|&(u, d)| u < 0 || d < 0));
+            return Ok(());
+        };
+        for upstream in -2..45 {
+            prop_assert_eq!(part.translate(upstream), scanned(part, upstream), "U = {}", upstream);
+        }
+    }
+}
+
+proptest! {
+    /// Sorted, disjoint runs (one task lifetime) take the one-pass path; it must answer as the
+    /// general envelope does, touching runs of one delta joined.
+    #[test]
+    fn disjoint_runs_envelope_as_the_general_case(
+        steps in proptest::collection::vec((0i64..3, 1i64..4, 0i64..2), 0..30),
+    ) {
+        let mut at = 0;
+        let runs: Vec<Run> = steps
+            .iter()
+            .map(|&(gap, len, delta)| {
+                let start = at + gap;
+                at = start + len;
+                Run { start, end: at, delta }
+            })
+            .collect();
+        let got: Vec<_> = envelope(runs.clone()).iter().map(|r| (r.start, r.end, r.delta)).collect();
+        let want: Vec<_> =
+            overlapping_envelope(runs).iter().map(|r| (r.start, r.end, r.delta)).collect();
+        prop_assert_eq!(got, want);
+    }
+}

@@ -15,7 +15,7 @@ use super::syncs::{SyncSpec, build_index};
 use super::{MirrorClient, OffsetRef, TranslateError, TranslateRequest, Translation};
 use crate::client::{ClientError, Deadline, KafkaClient, ReadOptions};
 use crate::mm2::ReplicationPolicy;
-use crate::mm2::sync_index::{Interpolation, PreciseOffset, Rule, SyncIndex};
+use crate::mm2::sync_index::{Interpolation, PreciseOffset, Rule, SyncIndex, TopicSyncs};
 
 /// Where the offset-syncs topic is and how to trust it.
 #[derive(Clone, Debug)]
@@ -105,18 +105,49 @@ pub fn retranslate(
     index: &SyncIndex,
     policy: &ReplicationPolicy,
 ) -> Vec<PreciseOffset> {
-    translation
-        .iter()
-        .map(|o| {
-            let upstream_topic = policy.upstream_topic(o.topic).unwrap_or(o.topic);
-            index.translate_checkpoint(
-                upstream_topic.as_bytes(),
-                o.partition,
-                o.upstream_offset,
-                o.offset,
-            )
-        })
-        .collect()
+    let mut topics = UpstreamTopics::new(index, policy);
+    let mut out = Vec::with_capacity(translation.len());
+    out.extend(translation.iter().map(|o| match topics.get(o.topic).1 {
+        Some(syncs) => syncs.translate_checkpoint(o.partition, o.upstream_offset, o.offset),
+        None => PreciseOffset::no_sync(o.offset),
+    }));
+    out
+}
+
+/// The upstream name and sync histories of the rows' topics, looked up once per run of rows of
+/// one topic: a translation's rows come sorted by group, then topic, so a group's partitions of
+/// one topic follow each other and share the lookup (the policy's rename and the hash of the
+/// name).
+pub(crate) struct UpstreamTopics<'a> {
+    index: &'a SyncIndex,
+    policy: &'a ReplicationPolicy,
+    /// The last topic looked up: (target name, upstream name, its histories).
+    last: Option<(&'a str, &'a str, Option<&'a TopicSyncs>)>,
+}
+
+impl<'a> UpstreamTopics<'a> {
+    pub(crate) fn new(index: &'a SyncIndex, policy: &'a ReplicationPolicy) -> Self {
+        UpstreamTopics {
+            index,
+            policy,
+            last: None,
+        }
+    }
+
+    /// The upstream name of target topic `topic` (itself if it is not remote) and the sync
+    /// histories of that upstream topic.
+    #[inline]
+    pub(crate) fn get(&mut self, topic: &'a str) -> (&'a str, Option<&'a TopicSyncs>) {
+        if let Some((name, upstream, syncs)) = self.last
+            && name == topic
+        {
+            return (upstream, syncs);
+        }
+        let upstream = self.policy.upstream_topic(topic).unwrap_or(topic);
+        let syncs = self.index.topic(upstream.as_bytes());
+        self.last = Some((topic, upstream, syncs));
+        (upstream, syncs)
+    }
 }
 
 impl MirrorClient {

@@ -13,13 +13,13 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use super::precise::PreciseTranslation;
+use super::precise::{PreciseTranslation, UpstreamTopics};
 use super::{MirrorClient, OffsetRef, TranslateError, TranslateRequest};
 use crate::client::{
     ClientError, CommittedOffset, Deadline, GroupCoordinator, GroupOffsets, KafkaClient,
 };
 use crate::mm2::ReplicationPolicy;
-use crate::mm2::sync_index::{PreciseOffset, Rule, SyncIndex};
+use crate::mm2::sync_index::{PreciseOffset, Rule, SyncIndex, TopicSyncs};
 
 /// Which upstream offset a row was translated from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -160,17 +160,20 @@ fn usable(committed: Option<&CommittedOffset>) -> Option<i64> {
         .map(|c| c.offset)
 }
 
-/// Translates one checkpointed row from the source's committed offset `source_offset`, if any.
+/// Translates one checkpointed row from the source's committed offset `source_offset`, if any,
+/// with the sync histories of its upstream topic (`None`: no sync of that topic survives).
 fn translate_row(
     o: &OffsetRef<'_>,
-    upstream_topic: &str,
+    syncs: Option<&TopicSyncs>,
     source_offset: Option<i64>,
-    index: &SyncIndex,
 ) -> (PreciseOffset, RowInput) {
-    let topic = upstream_topic.as_bytes();
+    let translate = |upstream: i64| match syncs {
+        Some(syncs) => syncs.translate_checkpoint(o.partition, upstream, o.offset),
+        None => PreciseOffset::no_sync(o.offset),
+    };
     let from_checkpoint = || {
         (
-            index.translate_checkpoint(topic, o.partition, o.upstream_offset, o.offset),
+            translate(o.upstream_offset),
             RowInput {
                 input: Input::Checkpoint,
                 upstream_offset: o.upstream_offset,
@@ -186,14 +189,11 @@ fn translate_row(
     };
     if upstream >= o.upstream_offset {
         // MM2's offset bounds the checkpoint's upstream offset, so it bounds this later one too.
-        return (
-            index.translate_checkpoint(topic, o.partition, upstream, o.offset),
-            input,
-        );
+        return (translate(upstream), input);
     }
     // The group moved back on the source: MM2's offset may be past its next record now.
-    match index
-        .partition(topic, o.partition)
+    match syncs
+        .and_then(|t| t.partition(o.partition))
         .and_then(|p| p.translate(upstream))
     {
         Some((offset, rule)) => (
@@ -227,13 +227,14 @@ pub(crate) fn retranslate_from_source(
     let mut precise = Vec::with_capacity(translation.len());
     let mut inputs = Vec::with_capacity(translation.len());
     let mut groups: BTreeMap<String, GroupInputs> = BTreeMap::new();
+    let mut topics = UpstreamTopics::new(index, policy);
     for o in translation.iter() {
-        let upstream_topic = policy.upstream_topic(o.topic).unwrap_or(o.topic);
+        let (upstream_topic, syncs) = topics.get(o.topic);
         let committed = match fetched.get(o.group) {
             Some(Ok(offsets)) => usable(offsets.get(&(upstream_topic.to_string(), o.partition))),
             _ => None,
         };
-        let (p, input) = translate_row(&o, upstream_topic, committed, index);
+        let (p, input) = translate_row(&o, syncs, committed);
         let account = groups.entry(o.group.to_string()).or_default();
         match input.input {
             Input::SourceOffset => account.source_offset += 1,

@@ -1,6 +1,9 @@
-//! Reading the offset-syncs topic with the checkpoints reader: each range collects its syncs in
-//! log order (names interned, 24 bytes a sync), and the ranges are fed to the
-//! [`SyncIndexBuilder`] in offset order, since the order carries the lifetime signals.
+//! Reading the offset-syncs topic with the checkpoints reader: each range groups its syncs by
+//! upstream partition, in log order (topic names interned, 16 bytes a sync, one map lookup per
+//! record on integers), and the ranges are fed to the [`SyncIndexBuilder`] in offset order, one
+//! partition's run at a time, since the order within a partition carries the lifetime signals.
+
+use rustc_hash::FxHashMap;
 
 use super::read::{FoldSpec, RangeFold, RangeOutcome};
 use super::report::{SkipCounts, SkipReason};
@@ -9,27 +12,28 @@ use crate::mm2::offset_sync;
 use crate::mm2::sync_index::{Interpolation, SyncIndex, SyncIndexBuilder};
 use crate::records::{RecordsError, Scratch};
 
-/// One sync as a range saw it, with its topic interned per range.
-#[derive(Clone, Copy)]
-struct RawSync {
+/// The syncs one range holds for one upstream partition, in log order.
+struct PartitionRun {
+    /// Interned in the range's own table.
     topic: u32,
     partition: i32,
-    upstream: i64,
-    downstream: i64,
+    /// (upstream, downstream) pairs.
+    syncs: Vec<(i64, i64)>,
 }
 
-/// What one range of the offset-syncs topic held, in log order.
+/// What one range of the offset-syncs topic held, per upstream partition, in log order.
 pub(crate) struct SyncRun {
     topics: Vec<Box<[u8]>>,
-    syncs: Vec<RawSync>,
+    partitions: Vec<PartitionRun>,
 }
 
 impl SyncRun {
-    /// Adds this run's syncs to `builder`, in log order.
+    /// Adds this run's syncs to `builder`, each partition's in log order. Partitions are
+    /// independent, so feeding one after the other keeps the meaning of the interleaved log.
     fn feed(&self, builder: &mut SyncIndexBuilder) {
-        for sync in &self.syncs {
-            let topic = &self.topics[sync.topic as usize];
-            builder.add(topic, sync.partition, sync.upstream, sync.downstream);
+        for run in &self.partitions {
+            let topic = &self.topics[run.topic as usize];
+            builder.extend(topic, run.partition, run.syncs.iter().copied());
         }
     }
 }
@@ -46,13 +50,33 @@ impl FoldSpec for SyncSpec {
 }
 
 /// Collects one range's syncs. Decodes keys and values in place; copies a topic name only the
-/// first time the range sees it.
+/// first time the range sees it, and allocates only as a partition's run grows.
 #[derive(Default)]
 pub(crate) struct SyncFold {
     topics: Interner,
-    syncs: Vec<RawSync>,
+    /// (interned topic, partition) -> index in `partitions`.
+    slots: FxHashMap<(u32, i32), u32>,
+    partitions: Vec<PartitionRun>,
     skipped: SkipCounts,
     records: u64,
+}
+
+impl SyncFold {
+    /// The run of `topic`-`partition`, created on first sight.
+    #[inline]
+    fn run(&mut self, topic: u32, partition: i32) -> &mut Vec<(i64, i64)> {
+        let partitions = &mut self.partitions;
+        let slot = *self.slots.entry((topic, partition)).or_insert_with(|| {
+            partitions.push(PartitionRun {
+                topic,
+                partition,
+                syncs: Vec::new(),
+            });
+            // u32: 2^32 partitions would take a record each first, far past any fetch.
+            (partitions.len() - 1) as u32
+        });
+        &mut self.partitions[slot as usize].syncs
+    }
 }
 
 impl RangeFold for SyncFold {
@@ -86,18 +110,14 @@ impl RangeFold for SyncFold {
             return;
         };
         let (topic, _) = self.topics.get_or_insert(key.topic);
-        self.syncs.push(RawSync {
-            topic,
-            partition: key.partition,
-            upstream: value.upstream_offset,
-            downstream: value.downstream_offset,
-        });
+        self.run(topic, key.partition)
+            .push((value.upstream_offset, value.downstream_offset));
     }
 
     fn finish(self) -> (SyncRun, SkipCounts, u64) {
         let run = SyncRun {
             topics: self.topics.into_names(),
-            syncs: self.syncs,
+            partitions: self.partitions,
         };
         (run, self.skipped, self.records)
     }
@@ -156,6 +176,61 @@ mod tests {
             downstream_offset: d,
         });
         (key, value)
+    }
+
+    /// Grouping each range's syncs by partition and feeding the ranges in order builds the
+    /// same index as adding every sync in log order: the interleaving carries no meaning across
+    /// partitions, and each partition's order (restarts, truncations, duplicates) is kept.
+    #[test]
+    fn ranges_grouped_by_partition_build_the_log_order_index() {
+        // Three partitions interleaved, with a restart (upstream rewind), a re-sent sync and a
+        // truncation, split over three ranges at arbitrary points.
+        let log: Vec<(&[u8], i32, i64, i64)> = vec![
+            (b"a", 0, 0, 0),
+            (b"b", 1, 5, 50),
+            (b"a", 0, 10, 10),
+            (b"a", 1, 0, 7),
+            (b"b", 1, 15, 60),
+            (b"a", 0, 10, 10),
+            (b"a", 0, 5, 11),
+            (b"b", 1, 25, 30),
+            (b"a", 1, 20, 27),
+            (b"a", 0, 30, 36),
+            (b"b", 1, 35, 40),
+            (b"a", 0, -1, 40),
+        ];
+        for interpolation in [Interpolation::Disabled, Interpolation::GaplessUpstream] {
+            let mut expected = SyncIndexBuilder::new();
+            for &(topic, partition, u, d) in &log {
+                expected.add(topic, partition, u, d);
+            }
+            let expected = expected.finish(interpolation);
+            let mut builder = SyncIndexBuilder::new();
+            for range in [&log[..4], &log[4..9], &log[9..]] {
+                let mut fold = SyncFold::default();
+                for (offset, &(topic, partition, u, d)) in range.iter().enumerate() {
+                    let (key, value) = sync(topic, partition, u, d);
+                    fold.add_record(0, offset as i64, 0, Some(&key), Some(&value));
+                }
+                fold.finish().0.feed(&mut builder);
+            }
+            let got = builder.finish(interpolation);
+            assert_eq!(got.partitions(), 3);
+            for (topic, partition) in [(&b"a"[..], 0), (b"a", 1), (b"b", 1)] {
+                let (want, have) = (
+                    expected.partition(topic, partition).unwrap(),
+                    got.partition(topic, partition).unwrap(),
+                );
+                assert_eq!(want.stats(), have.stats());
+                for u in -1..45 {
+                    assert_eq!(want.translate(u), have.translate(u), "{partition} {u}");
+                }
+            }
+            let b = got.partition(b"b", 1).unwrap().stats();
+            assert_eq!((b.truncations, b.syncs), (1, 2));
+            let a = got.partition(b"a", 0).unwrap().stats();
+            assert_eq!((a.duplicates, a.lifetimes, a.invalid), (1, 2, 1));
+        }
     }
 
     #[test]
