@@ -16,7 +16,8 @@
 #               so every request the Rust client sends after bootstrap crosses the proxy.
 #               Nothing listens on the proxy ports until the fault suite starts its proxy.
 #   CONTROLLER  the KRaft quorum
-#   SASL        SASL_PLAINTEXT (PLAIN, user SASL_USER), connections.max.reauth.ms=3000; advertised
+#   SASL        SASL_PLAINTEXT (PLAIN, user SASL_USER; SCRAM-SHA-256, users made by the tests),
+#               connections.max.reauth.ms=3000; advertised
 #               as NODE_N_SASL_PROXY (a second proxy route), for the re-authentication row
 # Writes protocol-tests/work/c3/env (see NOTES.md, "The 3-node fault cluster") once all three
 # nodes are ready and the quorum has registered every broker. State lives in work/c3/.
@@ -54,7 +55,10 @@ advertised.listeners=INTERNAL://$h:$p_int,EXTERNAL://$h:$p_proxy,SASL://$h:$p_sa
 listener.security.protocol.map=INTERNAL:PLAINTEXT,EXTERNAL:PLAINTEXT,CONTROLLER:PLAINTEXT,SASL:SASL_PLAINTEXT
 # SASL (PLAIN) with short sessions: a client must re-authenticate, or open a new connection,
 # every 3 s (KIP-368). Only the SASL listener authenticates, so only it is affected.
-sasl.enabled.mechanisms=PLAIN
+# SCRAM too, for the password-rotation row: its users are made (and their passwords changed)
+# at run time with kafka-configs, so nothing about them is fixed here.
+sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256
+listener.name.sasl.scram-sha-256.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;
 listener.name.sasl.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required username="$SASL_USER" password="$SASL_PASSWORD" user_$SASL_USER="$SASL_PASSWORD";
 connections.max.reauth.ms=$REAUTH_MS
 log.dirs=$d/data

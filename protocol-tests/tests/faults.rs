@@ -659,6 +659,9 @@ fn fault_matrix() {
     if wanted("reauth-due") {
         reauth_row(&mut s);
     }
+    if wanted("sasl-rotated") {
+        rotation_row(&mut s);
+    }
 
     // The apply rows commit to the topic the rows above read: before the rows below move its
     // log start (delete-records) or delete it.
@@ -958,16 +961,7 @@ fn pseudo_fraction() -> f64 {
 /// connection whose session has expired at its next request. Either way the answer must be the
 /// exact one, and more connections than brokers must have been made (else no session ran out).
 fn reauth_row(s: &mut Suite) {
-    let routes: Vec<(SocketAddr, SocketAddr)> = (1..=3)
-        .map(|n| {
-            (
-                addr(s.c3.var(&format!("NODE_{n}_SASL_PROXY"))),
-                addr(s.c3.var(&format!("NODE_{n}_SASL"))),
-            )
-        })
-        .collect();
-    let sasl_proxy = FaultProxy::start(&routes);
-    sasl_proxy.arm(SLOW_READ);
+    let sasl_proxy = sasl_proxy(&s.c3);
     let session = Duration::from_millis(s.c3.var("REAUTH_MS").parse().expect("REAUTH_MS"));
     let dir = tempfile::tempdir().unwrap();
     let password = dir.path().join("sasl-password");
@@ -1012,6 +1006,114 @@ fn reauth_row(s: &mut Suite) {
     if connections <= 4 {
         s.failures.push(format!(
             "reauth-due: {connections} connections for {sessions:.1} sessions: none was renewed"
+        ));
+    }
+}
+
+/// The proxy routes to the SASL listeners, slowed like the other mid-read rows.
+fn sasl_proxy(c3: &Cluster) -> FaultProxy {
+    let routes: Vec<(SocketAddr, SocketAddr)> = (1..=3)
+        .map(|n| {
+            (
+                addr(c3.var(&format!("NODE_{n}_SASL_PROXY"))),
+                addr(c3.var(&format!("NODE_{n}_SASL"))),
+            )
+        })
+        .collect();
+    let proxy = FaultProxy::start(&routes);
+    proxy.arm(SLOW_READ);
+    proxy
+}
+
+/// Sets `user`'s SCRAM-SHA-256 password on the cluster (kafka-configs; makes the user if new).
+fn set_scram_password(c3: &Cluster, user: &str, password: &str) {
+    let credential = format!("SCRAM-SHA-256=[iterations=4096,password={password}]");
+    tool(
+        c3,
+        "org.apache.kafka.tools.ConfigCommand",
+        &[
+            "--bootstrap-server",
+            c3.var("INTERNAL_BOOTSTRAP"),
+            "--alter",
+            "--add-config",
+            &credential,
+            "--entity-type",
+            "users",
+            "--entity-name",
+            user,
+        ],
+    );
+}
+
+/// The SASL password rotated on the broker mid-read (SCRAM, `kafka-configs --alter`). Sessions
+/// already authenticated go on until they end (`connections.max.reauth.ms`, 3 s); every new
+/// connection, which the client opens when a session is due, presents the password it was given
+/// and the broker no longer accepts it. The answer must be the exact one (read on the old
+/// sessions) or an explicit authentication error within the deadline, never a partial answer
+/// taken for a whole one; and a run with the new password must then give the exact answer.
+fn rotation_row(s: &mut Suite) {
+    let user = format!("c3rotor-{}", std::process::id());
+    let (old, new) = ("rotor-old-secret", "rotor-new-secret");
+    set_scram_password(&s.c3, &user, old);
+    let proxy = sasl_proxy(&s.c3);
+    // Slower than the other rows: the whole read would take about 50 s, so the tool JVM that
+    // changes the password (seconds here, up to 25 s on a loaded two-core machine) still lands
+    // mid-read.
+    proxy.arm(Fault::Bandwidth(25_000));
+    let dir = tempfile::tempdir().unwrap();
+    let scram_args = |s: &Suite, password: &str, file: &str| {
+        let path = dir.path().join(file);
+        std::fs::write(&path, password).unwrap();
+        let mut args = s.args(
+            "120s",
+            &[
+                "--security-protocol",
+                "SASL_PLAINTEXT",
+                "--sasl-mechanism",
+                "SCRAM-SHA-256",
+                "--sasl-username",
+                &user,
+                "--sasl-password-file",
+                path.to_str().unwrap(),
+            ],
+        );
+        args[2] = s.c3.var("SASL_PROXY_BOOTSTRAP").to_string();
+        args
+    };
+    let old_args = scram_args(s, old, "old-password");
+    let c3 = s.c3.clone();
+    let rotated_user = user.clone();
+    let handle = during(Duration::from_secs(2), move || {
+        set_scram_password(&c3, &rotated_user, new)
+    });
+    let run = run_cli(&old_args, Duration::from_secs(120));
+    let at = handle.join().unwrap();
+    let landed = mid_read(at, &run, "password changed (kafka-configs --alter)");
+    s.record(
+        "sasl-rotated",
+        "SCRAM password rotated on the broker mid-read; sessions of 3 s (connections.max.reauth.ms)",
+        &landed,
+        &run,
+        Duration::from_secs(120),
+        Want::Safe,
+    );
+    if at >= run.elapsed {
+        s.failures.push(format!(
+            "sasl-rotated: the password changed at {:.1} s, after the {:.1} s read: nothing was tested",
+            at.as_secs_f64(),
+            run.elapsed.as_secs_f64()
+        ));
+    }
+    // The client holds no stale state: the new password reads the exact answer.
+    proxy.arm(Fault::None);
+    let after = run_cli(
+        &scram_args(s, new, "new-password"),
+        Duration::from_secs(120),
+    );
+    if classify(&after, &s.expected) != Outcome::Exact {
+        s.failures.push(format!(
+            "sasl-rotated: with the new password the read was not exact: {}",
+            last_line(&after.stderr)
         ));
     }
 }
