@@ -388,26 +388,6 @@ fn uuid_like() -> String {
         .collect()
 }
 
-/// One HTTP/1.1 GET to the watcher: status and body.
-fn http_get(address: &str, path: &str) -> (u16, String) {
-    use std::io::{Read, Write};
-    let mut stream = std::net::TcpStream::connect(address)
-        .unwrap_or_else(|e| panic!("connect to the watcher on {address}: {e}"));
-    stream
-        .set_read_timeout(Some(Duration::from_secs(10)))
-        .unwrap();
-    write!(
-        stream,
-        "GET {path} HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut response = String::new();
-    stream.read_to_string(&mut response).unwrap();
-    let (head, body) = response.split_once("\r\n\r\n").expect("an HTTP head");
-    let status = head.split_whitespace().nth(1).unwrap().parse().unwrap();
-    (status, body.to_string())
-}
-
 /// The value of the sample `series` (name and labels exactly as exported) in a /metrics body.
 fn sample(body: &str, series: &str) -> Option<f64> {
     body.lines()
@@ -524,9 +504,13 @@ async fn watch_apply_interval_commits_empty_groups_only_on_kafka_4() {
     }
     let applied_after = started.elapsed();
     // Wait for one more run after the commit: it must find nothing left to write.
-    let runs_then = sample(&http_get(&address, "/metrics").1, "mm2_apply_runs_total").unwrap();
+    let runs_then = sample(
+        &support::http_get(&address, "/metrics").1,
+        "mm2_apply_runs_total",
+    )
+    .unwrap();
     let metrics = loop {
-        let (status, body) = http_get(&address, "/metrics");
+        let (status, body) = support::http_get(&address, "/metrics");
         assert_eq!(status, 200);
         if sample(&body, "mm2_apply_runs_total").unwrap() >= runs_then + 1.0 {
             break body;

@@ -17,12 +17,12 @@
 mod support;
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant, SystemTime};
 
 use mm2_offsets::client::{Deadline, KafkaClient, OffsetToCommit};
+use support::http_get as get;
 
 /// Where the active group moves on the source during the test: the end of its 300 records.
 const MOVED_TO: i64 = 300;
@@ -98,31 +98,6 @@ fn now_ms() -> i64 {
         .duration_since(SystemTime::UNIX_EPOCH)
         .unwrap()
         .as_millis() as i64
-}
-
-/// One HTTP/1.1 GET: status and body.
-fn get(address: &str, path: &str) -> (u16, String) {
-    let mut stream =
-        TcpStream::connect(address).unwrap_or_else(|e| panic!("connect {address}: {e}"));
-    stream
-        .set_read_timeout(Some(Duration::from_secs(20)))
-        .unwrap();
-    write!(
-        stream,
-        "GET {path} HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut response = String::new();
-    stream.read_to_string(&mut response).unwrap();
-    let (head, body) = response
-        .split_once("\r\n\r\n")
-        .unwrap_or_else(|| panic!("no HTTP head in {response:?}"));
-    let status = head
-        .split_whitespace()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| panic!("bad status line in {head:?}"));
-    (status, body.to_string())
 }
 
 fn get_json(address: &str, path: &str) -> (u16, serde_json::Value) {
