@@ -335,6 +335,12 @@ impl RangeReader {
                             .await
                         {
                             Ok(fresh) => self.topic = fresh,
+                            // Out of time while re-reading the leaders: what failed is still
+                            // this partition's read, and the last broker answer says why.
+                            Err(ClientError::DeadlineExceeded { .. }) => {
+                                let _ = tx.send(Err(retrier.expired(self.operation()))).await;
+                                return;
+                            }
                             Err(e) => {
                                 let _ = tx.send(Err(e)).await;
                                 return;

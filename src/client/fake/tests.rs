@@ -170,6 +170,35 @@ async fn an_error_past_the_deadline_is_an_explicit_error_naming_the_partition() 
     assert!(elapsed < budget + Duration::from_millis(500), "{elapsed:?}");
 }
 
+/// The deadline passing inside the leader refresh that NOT_LEADER_OR_FOLLOWER asks for still
+/// names the partition, its offset and that answer (a quiet CI run once ran out right there).
+#[tokio::test]
+async fn a_read_out_of_time_during_the_leader_refresh_names_the_partition() {
+    let cluster = FakeCluster::start(2).await;
+    cluster.create_topic(TOPIC, 2, 8, 4);
+    let client = client_for(&cluster).await;
+    let read = read_partition(
+        &client,
+        1,
+        Deadline::after(Duration::from_millis(600)),
+        || {
+            cluster.inject(ApiKey::Fetch, None, usize::MAX, Fault::Error(6));
+            cluster.inject(
+                ApiKey::Metadata,
+                None,
+                usize::MAX,
+                Fault::Delay(Duration::from_secs(5)),
+            );
+        },
+    )
+    .await;
+    let err = read.unwrap_err();
+    assert!(matches!(err, ClientError::DeadlineExceeded { .. }), "{err}");
+    let text = err.to_string();
+    assert!(text.contains("reading checkpoints-1 at offset "), "{text}");
+    assert!(text.contains("NOT_LEADER_OR_FOLLOWER"), "{text}");
+}
+
 #[tokio::test]
 async fn list_offsets_past_the_deadline_names_the_partitions() {
     let cluster = FakeCluster::start(2).await;
