@@ -155,74 +155,133 @@ pub struct HistoryStats {
     pub invalid: u64,
 }
 
+/// One offset sync: the record at upstream offset `upstream` was written at downstream offset
+/// `downstream`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Sync {
-    upstream: i64,
-    downstream: i64,
+pub(crate) struct Sync {
+    pub(crate) upstream: i64,
+    pub(crate) downstream: i64,
 }
 
-/// Collects syncs in log order.
+/// Syncs as a reader collects them, in log order: chunks that double in size up to
+/// [`SyncChunks::MAX_CHUNK`] syncs. Growing never copies what was collected (a vector that
+/// doubles would copy it again and again, and with a hundred partitions growing side by side
+/// the allocator can seldom extend one in place), and a partition with one sync costs one
+/// small allocation.
+#[derive(Debug, Default)]
+pub(crate) struct SyncChunks {
+    chunks: Vec<Vec<Sync>>,
+    len: usize,
+}
+
+impl SyncChunks {
+    /// The largest chunk: 64 KiB, big enough that the allocator's cost per sync vanishes.
+    const MAX_CHUNK: usize = 4096;
+    const FIRST_CHUNK: usize = 8;
+
+    /// Adds the sync that follows the ones collected.
+    #[inline]
+    pub(crate) fn push(&mut self, sync: Sync) {
+        match self.chunks.last_mut() {
+            Some(chunk) if chunk.len() < chunk.capacity() => chunk.push(sync),
+            _ => self.push_to_new_chunk(sync),
+        }
+        self.len += 1;
+    }
+
+    #[cold]
+    fn push_to_new_chunk(&mut self, sync: Sync) {
+        let size = (Self::FIRST_CHUNK << self.chunks.len().min(16)).min(Self::MAX_CHUNK);
+        let mut chunk = Vec::with_capacity(size);
+        chunk.push(sync);
+        self.chunks.push(chunk);
+    }
+
+    /// Appends `later`, which follows these syncs in the log; its chunks are moved, not copied.
+    pub(crate) fn append(&mut self, later: SyncChunks) {
+        self.chunks.extend(later.chunks);
+        self.len += later.len;
+    }
+
+    /// The syncs in log order.
+    fn iter(&self) -> impl Iterator<Item = Sync> + '_ {
+        self.chunks.iter().flatten().copied()
+    }
+}
+
+/// One partition's syncs as read, in log order, nothing filtered yet: the reader hands over
+/// each range's chunks without looking at them, and [`PartitionLog::finish`] reads the history
+/// once.
 #[derive(Debug, Default)]
 struct PartitionLog {
-    syncs: Vec<Sync>,
-    stats: HistoryStats,
+    syncs: SyncChunks,
 }
 
 impl PartitionLog {
-    fn add(&mut self, upstream: i64, downstream: i64) {
-        if upstream < 0 || downstream < 0 {
-            self.stats.invalid += 1;
-            return;
-        }
-        let sync = Sync {
-            upstream,
-            downstream,
-        };
-        match self.syncs.last() {
-            None => self.stats.lifetimes = 1,
-            Some(&last) if last == sync => {
-                self.stats.duplicates += 1;
-                return;
-            }
-            Some(&last) if downstream <= last.downstream => {
-                self.stats.truncations += 1;
-                self.stats.lifetimes = 1;
-                self.syncs.clear();
-            }
-            Some(&last) if upstream <= last.upstream => self.stats.lifetimes += 1,
-            Some(_) => {}
-        }
-        self.syncs.push(sync);
-    }
-
+    /// One pass over the history in log order, copying it once into the index's own array:
+    /// drops invalid and re-sent syncs and everything before a truncation, counts lifetimes,
+    /// builds the one-for-one runs and tells whether the kept syncs are already sorted (one
+    /// task lifetime). Then sorts only if they are not, and keeps the running maximum of the
+    /// downstream offsets only if they are not increasing. No allocation beyond the array and
+    /// the runs in the usual history.
     fn finish(self, interpolation: Interpolation) -> PartitionIndex {
-        let runs: Box<[Run]> = match interpolation {
-            Interpolation::GaplessUpstream => envelope(one_for_one_runs(&self.syncs)).into(),
-            Interpolation::Disabled => Box::default(),
-        };
-        let run_starts = runs.iter().map(|r| r.start).collect();
-        let mut stats = self.stats;
-        stats.syncs = self.syncs.len() as u64;
-        let mut syncs = self.syncs;
-        // Already sorted within a task lifetime; the sort is a linear check then.
-        syncs.sort_unstable_by_key(|s| (s.upstream, s.downstream));
-        let upstreams = syncs.iter().map(|s| s.upstream).collect();
-        let mut best = i64::MIN;
-        let downstreams = syncs
-            .iter()
-            .map(|s| {
-                best = best.max(s.downstream);
-                Downstream {
-                    offset: s.downstream,
-                    best,
+        let mut syncs: Vec<Sync> = Vec::with_capacity(self.syncs.len);
+        let mut stats = HistoryStats::default();
+        let mut runs: Vec<Run> = Vec::new();
+        let mut log_sorted = true;
+        for sync in self.syncs.iter() {
+            if sync.upstream < 0 || sync.downstream < 0 {
+                stats.invalid += 1;
+                continue;
+            }
+            match syncs.last().copied() {
+                None => stats.lifetimes = 1,
+                Some(last) if last == sync => {
+                    stats.duplicates += 1;
+                    continue;
                 }
-            })
-            .collect();
+                Some(last) if sync.downstream <= last.downstream => {
+                    stats.truncations += 1;
+                    stats.lifetimes = 1;
+                    syncs.clear();
+                    runs.clear();
+                    log_sorted = true;
+                }
+                Some(last) if sync.upstream <= last.upstream => {
+                    stats.lifetimes += 1;
+                    // Downstream offsets only grow past this point, so equal upstream offsets
+                    // stay in (upstream, downstream) order.
+                    log_sorted &= sync.upstream == last.upstream;
+                }
+                Some(last) => {
+                    if interpolation == Interpolation::GaplessUpstream {
+                        extend_runs(&mut runs, last, sync);
+                    }
+                }
+            }
+            syncs.push(sync);
+        }
+        let kept = syncs.len();
+        stats.syncs = kept as u64;
+        if !log_sorted {
+            syncs.sort_unstable_by_key(|s| (s.upstream, s.downstream));
+        }
+        let best_downstream = if syncs.windows(2).all(|p| p[0].downstream < p[1].downstream) {
+            Box::default()
+        } else {
+            let mut best = i64::MIN;
+            syncs
+                .iter()
+                .map(|s| {
+                    best = best.max(s.downstream);
+                    best
+                })
+                .collect()
+        };
         PartitionIndex {
-            upstreams,
-            downstreams,
-            run_starts,
-            runs,
+            syncs: syncs.into_boxed_slice(),
+            best_downstream,
+            runs: envelope(runs).into(),
             stats,
         }
     }
@@ -236,21 +295,28 @@ struct Run {
     delta: i64,
 }
 
-/// The one-for-one stretches: consecutive syncs in log order with equal steps. Their inner
-/// offsets `(u1, u2)` map to `U + (d1 - u1)`.
-fn one_for_one_runs(syncs: &[Sync]) -> Vec<Run> {
-    syncs
-        .windows(2)
-        .filter_map(|pair| {
-            let (a, b) = (pair[0], pair[1]);
-            let step = b.upstream - a.upstream;
-            (step > 1 && b.downstream - a.downstream == step).then_some(Run {
-                start: a.upstream + 1,
-                end: b.upstream,
-                delta: a.downstream - a.upstream,
-            })
-        })
-        .collect()
+/// Adds the stretch between `a` and the sync `b` that follows it in one lifetime (`a.upstream <
+/// b.upstream`) if its steps are equal. The run covers both syncs, `[a.upstream, b.upstream]`:
+/// at a sync the line `U + delta` meets the sync's own downstream offset, so including the ends
+/// changes no answer (ties go to [`Rule::ExactSync`]) and lets the stretches of one line join
+/// into a single run. Stretches that share a sync always share their delta (`d - u` of that
+/// sync), so a lifetime's uninterrupted history becomes one run, not one per sync.
+fn extend_runs(runs: &mut Vec<Run>, a: Sync, b: Sync) {
+    let step = b.upstream - a.upstream;
+    if b.downstream - a.downstream != step {
+        return;
+    }
+    let delta = a.downstream - a.upstream;
+    // `end` is exclusive; an upstream offset of i64::MAX is still answered as an exact sync.
+    let end = b.upstream.saturating_add(1);
+    match runs.last_mut() {
+        Some(last) if last.end == a.upstream + 1 && last.delta == delta => last.end = end,
+        _ => runs.push(Run {
+            start: a.upstream,
+            end,
+            delta,
+        }),
+    }
 }
 
 /// Runs of different lifetimes may overlap; each is safe alone, so the upper envelope (greatest
@@ -310,26 +376,19 @@ fn overlapping_envelope(mut runs: Vec<Run>) -> Vec<Run> {
 
 /// The sync history of one partition, ready for lookups.
 ///
-/// The upstream offsets are kept apart from the downstream ones: a lookup binary-searches the
-/// upstream offsets only, and a dense array of 8-byte keys touches a third of the cache lines an
-/// array of whole points would.
+/// The kept syncs sit in one sorted array that a lookup binary-searches. The running maximum of
+/// the downstream offsets exists only when they are not already increasing (a history with
+/// restarts); a lifetime's one-for-one stretches are one run each.
 #[derive(Clone, Debug)]
 pub struct PartitionIndex {
-    /// Every kept sync's upstream offset, sorted (then by downstream offset).
-    upstreams: Box<[i64]>,
-    /// The same syncs' downstream offsets, and the greatest downstream offset among each sync
-    /// and all before it (by upstream).
-    downstreams: Box<[Downstream]>,
-    /// The interpolation runs' starts, searched apart for the same reason, and the runs.
-    run_starts: Box<[i64]>,
+    /// Every kept sync, sorted by upstream offset, then downstream offset.
+    syncs: Box<[Sync]>,
+    /// For each sync, the greatest downstream offset among it and all before it; empty when
+    /// the downstream offsets increase along `syncs` (then each is its own maximum).
+    best_downstream: Box<[i64]>,
+    /// The interpolation runs, disjoint and sorted by start.
     runs: Box<[Run]>,
     stats: HistoryStats,
-}
-
-#[derive(Clone, Copy, Debug)]
-struct Downstream {
-    offset: i64,
-    best: i64,
 }
 
 impl PartitionIndex {
@@ -341,26 +400,38 @@ impl PartitionIndex {
     /// The greatest downstream offset the history proves at or before the next record at or
     /// after `upstream`, and the rule that proved it; `None` if no sync at or below `upstream`.
     pub fn translate(&self, upstream: i64) -> Option<(i64, Rule)> {
-        let below = self.upstreams.partition_point(|&u| u < upstream);
+        self.translate_from(0, upstream).1
+    }
+
+    /// [`translate`](Self::translate), searching the syncs from position `from` on, which must
+    /// be at or below the answer's position: a caller that looks up increasing offsets passes
+    /// the position the previous lookup returned, and each search covers only the syncs
+    /// between the two offsets. Returns the position of the first sync at or above `upstream`.
+    pub(crate) fn translate_from(
+        &self,
+        from: usize,
+        upstream: i64,
+    ) -> (usize, Option<(i64, Rule)>) {
+        let below = from + self.syncs[from..].partition_point(|s| s.upstream < upstream);
         // Syncs of `upstream` itself follow `below`; they are sorted by downstream offset, so
         // the last one holds the greatest. More than one only after restarts.
-        let equal = self.upstreams[below..]
+        let equal = self.syncs[below..]
             .iter()
-            .take_while(|&&u| u == upstream)
+            .take_while(|s| s.upstream == upstream)
             .count();
-        let exact = (equal > 0).then(|| self.downstreams[below + equal - 1].offset);
-        let after_sync = below.checked_sub(1).map(|i| self.downstreams[i].best + 1);
+        let exact = (equal > 0).then(|| self.syncs[below + equal - 1].downstream);
+        let after_sync = below.checked_sub(1).map(|i| self.best_downstream(i) + 1);
         let interpolated = if self.runs.is_empty() {
             None
         } else {
-            let run = self.run_starts.partition_point(|&start| start <= upstream);
+            let run = self.runs.partition_point(|r| r.start <= upstream);
             run.checked_sub(1)
                 .map(|i| self.runs[i])
                 .filter(|r| upstream < r.end)
                 .map(|r| upstream + r.delta)
         };
         // Ties go to the most specific rule.
-        [
+        let answer = [
             (exact, Rule::ExactSync),
             (interpolated, Rule::Interpolated),
             (after_sync, Rule::Mm2Rule),
@@ -370,7 +441,17 @@ impl PartitionIndex {
         .fold(None, |best: Option<(i64, Rule)>, (o, rule)| match best {
             Some((b, _)) if b >= o => best,
             _ => Some((o, rule)),
-        })
+        });
+        (below, answer)
+    }
+
+    /// The greatest downstream offset among the syncs `0..=at`.
+    #[inline]
+    fn best_downstream(&self, at: usize) -> i64 {
+        match self.best_downstream.get(at) {
+            Some(&best) => best,
+            None => self.syncs[at].downstream,
+        }
     }
 
     /// Translates `upstream` and never goes below MM2's checkpoint offset `mm2_offset`.
@@ -379,19 +460,24 @@ impl PartitionIndex {
     /// rule, and so is the history's, so the greater one is too. It matters when compaction has
     /// removed syncs MM2 still held in memory when it wrote the checkpoint.
     pub fn translate_checkpoint(&self, upstream: i64, mm2_offset: i64) -> PreciseOffset {
-        match self.translate(upstream) {
-            Some((offset, rule)) if offset > mm2_offset => PreciseOffset {
-                offset,
-                mm2_offset,
-                rule,
-            },
-            Some(_) => PreciseOffset {
-                offset: mm2_offset,
-                mm2_offset,
-                rule: Rule::Mm2Checkpoint,
-            },
-            None => PreciseOffset::no_sync(mm2_offset),
-        }
+        checkpoint_answer(self.translate(upstream), mm2_offset)
+    }
+}
+
+/// A lookup's answer for a checkpoint whose MM2 offset is `mm2_offset`: the greater of the two.
+pub(crate) fn checkpoint_answer(answer: Option<(i64, Rule)>, mm2_offset: i64) -> PreciseOffset {
+    match answer {
+        Some((offset, rule)) if offset > mm2_offset => PreciseOffset {
+            offset,
+            mm2_offset,
+            rule,
+        },
+        Some(_) => PreciseOffset {
+            offset: mm2_offset,
+            mm2_offset,
+            rule: Rule::Mm2Checkpoint,
+        },
+        None => PreciseOffset::no_sync(mm2_offset),
     }
 }
 
@@ -424,21 +510,33 @@ impl SyncIndexBuilder {
         partition: i32,
         syncs: impl IntoIterator<Item = (i64, i64)>,
     ) {
-        let partitions = match self.topics.get_mut(topic) {
-            Some(partitions) => partitions,
-            None => self.topics.entry(topic.into()).or_default(),
-        };
-        let log = partitions.entry(partition).or_default();
-        let syncs = syncs.into_iter();
-        // One growth step per run rather than several.
-        log.syncs.reserve(syncs.size_hint().0);
+        let log = self.log(topic, partition);
         for (upstream, downstream) in syncs {
-            log.add(upstream, downstream);
+            log.syncs.push(Sync {
+                upstream,
+                downstream,
+            });
         }
     }
 
-    /// Sorts every partition's history for lookups.
+    /// [`extend`](Self::extend) with a reader's own collection, whose chunks are moved in.
+    pub(crate) fn append(&mut self, topic: &[u8], partition: i32, syncs: SyncChunks) {
+        self.log(topic, partition).syncs.append(syncs);
+    }
+
+    fn log(&mut self, topic: &[u8], partition: i32) -> &mut PartitionLog {
+        // Once per partition and range, so two lookups cost nothing; the name is copied only
+        // for a topic not seen before.
+        if !self.topics.contains_key(topic) {
+            self.topics.insert(topic.into(), FxHashMap::default());
+        }
+        let partitions = self.topics.get_mut(topic).expect("inserted above");
+        partitions.entry(partition).or_default()
+    }
+
+    /// Reads every partition's history for lookups.
     pub fn finish(self, interpolation: Interpolation) -> SyncIndex {
+        let mut numbered = 0;
         let topics = self
             .topics
             .into_iter()
@@ -448,12 +546,21 @@ impl SyncIndexBuilder {
                     .map(|(p, log)| (p, log.finish(interpolation)))
                     .collect();
                 partitions.sort_unstable_by_key(|(p, _)| *p);
-                (topic, TopicSyncs { partitions })
+                let first_number = numbered;
+                numbered += partitions.len();
+                (
+                    topic,
+                    TopicSyncs {
+                        partitions,
+                        first_number,
+                    },
+                )
             })
             .collect();
         SyncIndex {
             topics,
             interpolation,
+            partitions: numbered,
         }
     }
 }
@@ -464,16 +571,25 @@ pub struct TopicSyncs {
     /// Sorted by partition: a topic has tens of partitions, so a binary search over them is a
     /// few compares in one or two cache lines.
     partitions: Vec<(i32, PartitionIndex)>,
+    /// The number of this topic's first partition among all of the index's partitions (see
+    /// [`TopicSyncs::numbered`]).
+    first_number: usize,
 }
 
 impl TopicSyncs {
-    /// One partition's history, if any sync for it survives.
-    pub fn partition(&self, partition: i32) -> Option<&PartitionIndex> {
+    /// One partition's history and its number among all of the index's partitions (`0..`
+    /// [`SyncIndex::partitions`]), for callers that bucket lookups by partition.
+    pub(crate) fn numbered(&self, partition: i32) -> Option<(usize, &PartitionIndex)> {
         let at = self
             .partitions
             .binary_search_by_key(&partition, |(p, _)| *p)
             .ok()?;
-        Some(&self.partitions[at].1)
+        Some((self.first_number + at, &self.partitions[at].1))
+    }
+
+    /// One partition's history, if any sync for it survives.
+    pub fn partition(&self, partition: i32) -> Option<&PartitionIndex> {
+        self.numbered(partition).map(|(_, part)| part)
     }
 
     /// Translates a checkpoint's upstream offset for `partition`, keeping MM2's offset when no
@@ -497,6 +613,8 @@ impl TopicSyncs {
 pub struct SyncIndex {
     topics: FxHashMap<Box<[u8]>, TopicSyncs>,
     interpolation: Interpolation,
+    /// Number of partitions with history.
+    partitions: usize,
 }
 
 impl SyncIndex {
@@ -532,7 +650,7 @@ impl SyncIndex {
 
     /// Number of partitions with history.
     pub fn partitions(&self) -> usize {
-        self.topics.values().map(|t| t.partitions.len()).sum()
+        self.partitions
     }
 }
 

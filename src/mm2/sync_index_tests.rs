@@ -358,23 +358,12 @@ proptest! {
     }
 }
 
-/// The lookup's rules stated plainly, by a scan of every kept sync and run: what the binary
-/// searches of [`PartitionIndex::translate`] must answer, rule for rule.
-fn scanned(part: &PartitionIndex, upstream: i64) -> Option<(i64, Rule)> {
-    let syncs = || part.upstreams.iter().zip(part.downstreams.iter());
-    let exact = syncs()
-        .filter(|(u, _)| **u == upstream)
-        .map(|(_, d)| d.offset)
-        .max();
-    let after_sync = syncs()
-        .filter(|(u, _)| **u < upstream)
-        .map(|(_, d)| d.offset + 1)
-        .max();
-    let interpolated = part
-        .runs
-        .iter()
-        .find(|r| r.start <= upstream && upstream < r.end)
-        .map(|r| upstream + r.delta);
+/// The greatest candidate, ties going to the most specific rule (listed first).
+fn greatest(
+    exact: Option<i64>,
+    interpolated: Option<i64>,
+    after_sync: Option<i64>,
+) -> Option<(i64, Rule)> {
     let mut best: Option<(i64, Rule)> = None;
     for (offset, rule) in [
         (exact, Rule::ExactSync),
@@ -388,6 +377,29 @@ fn scanned(part: &PartitionIndex, upstream: i64) -> Option<(i64, Rule)> {
         }
     }
     best
+}
+
+/// The lookup's rules stated plainly, by a scan of every kept sync and run: what the binary
+/// searches of [`PartitionIndex::translate`] must answer, rule for rule.
+fn scanned(part: &PartitionIndex, upstream: i64) -> Option<(i64, Rule)> {
+    let exact = part
+        .syncs
+        .iter()
+        .filter(|s| s.upstream == upstream)
+        .map(|s| s.downstream)
+        .max();
+    let after_sync = part
+        .syncs
+        .iter()
+        .filter(|s| s.upstream < upstream)
+        .map(|s| s.downstream + 1)
+        .max();
+    let interpolated = part
+        .runs
+        .iter()
+        .find(|r| r.start <= upstream && upstream < r.end)
+        .map(|r| upstream + r.delta);
+    greatest(exact, interpolated, after_sync)
 }
 
 proptest! {
@@ -438,4 +450,122 @@ proptest! {
             overlapping_envelope(runs).iter().map(|r| (r.start, r.end, r.delta)).collect();
         prop_assert_eq!(got, want);
     }
+}
+
+/// The rules as first stated, straight from the log: the history filtered in log order
+/// (negative offsets, re-sent syncs, everything before a downstream regression dropped), a run
+/// strictly between each two consecutive kept syncs with equal upstream and downstream steps,
+/// and every sync and run scanned. The index compresses the runs, sorts in place and keeps the
+/// running maximum only after restarts; it must answer exactly this, offset and rule.
+fn reference(
+    log: &[(i64, i64)],
+    interpolation: Interpolation,
+    upstream: i64,
+) -> Option<(i64, Rule)> {
+    let mut kept: Vec<(i64, i64)> = Vec::new();
+    for &(u, d) in log {
+        if u < 0 || d < 0 || kept.last() == Some(&(u, d)) {
+            continue;
+        }
+        if kept.last().is_some_and(|&(_, last_d)| d <= last_d) {
+            kept.clear();
+        }
+        kept.push((u, d));
+    }
+    let exact = kept.iter().filter(|s| s.0 == upstream).map(|s| s.1).max();
+    let after_sync = kept
+        .iter()
+        .filter(|s| s.0 < upstream)
+        .map(|s| s.1 + 1)
+        .max();
+    let interpolated = match interpolation {
+        Interpolation::Disabled => None,
+        Interpolation::GaplessUpstream => kept
+            .windows(2)
+            .filter(|p| {
+                let step = p[1].0 - p[0].0;
+                step > 1 && p[1].1 - p[0].1 == step && p[0].0 < upstream && upstream < p[1].0
+            })
+            .map(|p| upstream + p[0].1 - p[0].0)
+            .max(),
+    };
+    greatest(exact, interpolated, after_sync)
+}
+
+/// Histories shaped like MM2's: walks from (0, 0) by steps that are mostly forward, sometimes
+/// equal (one-for-one stretches), sometimes rewinding upstream (a restart) or standing still
+/// downstream (a truncation).
+fn walk() -> impl Strategy<Value = Vec<(i64, i64)>> {
+    proptest::collection::vec((-3i64..6, 0i64..6), 0..60).prop_map(|steps| {
+        let (mut u, mut d) = (0i64, 0i64);
+        steps
+            .into_iter()
+            .map(|(du, dd)| {
+                u = (u + du).max(0);
+                d += dd;
+                (u, d)
+            })
+            .collect()
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(1024))]
+    #[test]
+    fn lookups_answer_as_the_rules_stated_on_the_log(
+        log in prop_oneof![
+            walk(),
+            proptest::collection::vec((-1i64..40, -1i64..60), 0..40),
+        ],
+        gapless: bool,
+    ) {
+        let interpolation = if gapless {
+            Interpolation::GaplessUpstream
+        } else {
+            Interpolation::Disabled
+        };
+        let top = log.iter().map(|s| s.0).max().unwrap_or(0) + 3;
+        let mut builder = SyncIndexBuilder::new();
+        builder.extend(b"t", 0, log.iter().copied());
+        let index = builder.finish(interpolation);
+        let Some(part) = index.partition(b"t", 0) else {
+            prop_assert!(log.is_empty());
+            return Ok(());
+        };
+        // Lookups one by one, and the same offsets in increasing order from each previous
+        // position, as the batched re-translation does.
+        let mut from = 0;
+        for upstream in -2..top {
+            let want = reference(&log, interpolation, upstream);
+            prop_assert_eq!(part.translate(upstream), want, "U = {} in {:?}", upstream, log);
+            let (at, got) = part.translate_from(from, upstream);
+            prop_assert_eq!(got, want, "from {} U = {}", from, upstream);
+            from = at;
+        }
+    }
+}
+
+#[test]
+fn one_lifetime_without_gaps_is_one_run() {
+    // 1,000 syncs 10 apart, one for one: one run, the syncs kept as they came (no sort, no
+    // running maximum).
+    let log: Vec<(i64, i64)> = (0..1000).map(|k| (k * 10, 5 + k * 10)).collect();
+    let part = index(&log, Interpolation::GaplessUpstream);
+    assert_eq!(part.runs.len(), 1);
+    assert!(part.best_downstream.is_empty());
+    assert_eq!(part.translate(4321), Some((4326, Rule::Interpolated)));
+    assert_eq!(part.translate(4320), Some((4325, Rule::ExactSync)));
+    // A restart that rewinds: the second lifetime's run lies over the first's, whose
+    // envelope is three pieces; the syncs sorted, with the running maximum.
+    let mut restarted = log.clone();
+    restarted.extend((0..10).map(|k| (9000 + k * 10, 20_000 + k * 10)));
+    let part = index(&restarted, Interpolation::GaplessUpstream);
+    let runs: Vec<_> = part
+        .runs
+        .iter()
+        .map(|r| (r.start, r.end, r.delta))
+        .collect();
+    assert_eq!(runs, [(0, 9000, 5), (9000, 9091, 11_000), (9091, 9991, 5)]);
+    assert_eq!(part.best_downstream.len(), part.syncs.len());
+    assert_eq!(part.translate(9005), Some((20_005, Rule::Interpolated)));
 }

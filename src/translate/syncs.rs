@@ -1,7 +1,9 @@
 //! Reading the offset-syncs topic with the checkpoints reader: each range groups its syncs by
 //! upstream partition, in log order (topic names interned, 16 bytes a sync, one map lookup per
-//! record on integers), and the ranges are fed to the [`SyncIndexBuilder`] in offset order, one
-//! partition's run at a time, since the order within a partition carries the lifetime signals.
+//! record on integers), and the ranges are handed to the [`SyncIndexBuilder`] in offset order,
+//! one partition's run at a time, since the order within a partition carries the lifetime
+//! signals. A run's chunks are moved into the index, not copied: the syncs are written by the
+//! fold, then copied once, filtered, into the index's array (and sorted there after restarts).
 
 use rustc_hash::FxHashMap;
 
@@ -9,7 +11,7 @@ use super::read::{FoldSpec, RangeFold, RangeOutcome};
 use super::report::{SkipCounts, SkipReason};
 use super::translator::Interner;
 use crate::mm2::offset_sync;
-use crate::mm2::sync_index::{Interpolation, SyncIndex, SyncIndexBuilder};
+use crate::mm2::sync_index::{Interpolation, Sync, SyncChunks, SyncIndex, SyncIndexBuilder};
 use crate::records::{RecordsError, Scratch};
 
 /// The syncs one range holds for one upstream partition, in log order.
@@ -17,8 +19,7 @@ struct PartitionRun {
     /// Interned in the range's own table.
     topic: u32,
     partition: i32,
-    /// (upstream, downstream) pairs.
-    syncs: Vec<(i64, i64)>,
+    syncs: SyncChunks,
 }
 
 /// What one range of the offset-syncs topic held, per upstream partition, in log order.
@@ -28,12 +29,12 @@ pub(crate) struct SyncRun {
 }
 
 impl SyncRun {
-    /// Adds this run's syncs to `builder`, each partition's in log order. Partitions are
+    /// Hands this run's syncs to `builder`, each partition's in log order. Partitions are
     /// independent, so feeding one after the other keeps the meaning of the interleaved log.
-    fn feed(&self, builder: &mut SyncIndexBuilder) {
-        for run in &self.partitions {
+    fn feed(self, builder: &mut SyncIndexBuilder) {
+        for run in self.partitions {
             let topic = &self.topics[run.topic as usize];
-            builder.extend(topic, run.partition, run.syncs.iter().copied());
+            builder.append(topic, run.partition, run.syncs);
         }
     }
 }
@@ -64,13 +65,13 @@ pub(crate) struct SyncFold {
 impl SyncFold {
     /// The run of `topic`-`partition`, created on first sight.
     #[inline]
-    fn run(&mut self, topic: u32, partition: i32) -> &mut Vec<(i64, i64)> {
+    fn run(&mut self, topic: u32, partition: i32) -> &mut SyncChunks {
         let partitions = &mut self.partitions;
         let slot = *self.slots.entry((topic, partition)).or_insert_with(|| {
             partitions.push(PartitionRun {
                 topic,
                 partition,
-                syncs: Vec::new(),
+                syncs: SyncChunks::default(),
             });
             // u32: 2^32 partitions would take a record each first, far past any fetch.
             (partitions.len() - 1) as u32
@@ -110,8 +111,10 @@ impl RangeFold for SyncFold {
             return;
         };
         let (topic, _) = self.topics.get_or_insert(key.topic);
-        self.run(topic, key.partition)
-            .push((value.upstream_offset, value.downstream_offset));
+        self.run(topic, key.partition).push(Sync {
+            upstream: value.upstream_offset,
+            downstream: value.downstream_offset,
+        });
     }
 
     fn finish(self) -> (SyncRun, SkipCounts, u64) {
@@ -126,7 +129,7 @@ impl RangeFold for SyncFold {
 /// Builds the index from the ranges' outputs. `outcomes` must be in plan order (each
 /// partition's ranges by offset), as `read_ranges` returns them.
 pub(crate) fn build_index(
-    outcomes: &[RangeOutcome<SyncRun>],
+    outcomes: Vec<RangeOutcome<SyncRun>>,
     interpolation: Interpolation,
 ) -> SyncIndex {
     let mut builder = SyncIndexBuilder::new();
