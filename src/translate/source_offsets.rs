@@ -228,14 +228,26 @@ pub(crate) fn retranslate_from_source(
     let mut inputs = Vec::with_capacity(translation.len());
     let mut groups: BTreeMap<String, GroupInputs> = BTreeMap::new();
     let mut topics = UpstreamTopics::new(index, policy);
+    // The source's offsets are keyed by an owned (topic, partition): one key reused for every
+    // row's lookup, so a row allocates nothing.
+    let mut key = (String::new(), 0);
     for o in translation.iter() {
         let (upstream_topic, syncs) = topics.get(o.topic);
         let committed = match fetched.get(o.group) {
-            Some(Ok(offsets)) => usable(offsets.get(&(upstream_topic.to_string(), o.partition))),
+            Some(Ok(offsets)) => {
+                key.0.clear();
+                key.0.push_str(upstream_topic);
+                key.1 = o.partition;
+                usable(offsets.get(&key))
+            }
             _ => None,
         };
         let (p, input) = translate_row(&o, syncs, committed);
-        let account = groups.entry(o.group.to_string()).or_default();
+        // A group's name is copied once, on its first row.
+        if !groups.contains_key(o.group) {
+            groups.insert(o.group.to_string(), GroupInputs::default());
+        }
+        let account = groups.get_mut(o.group).expect("inserted above");
         match input.input {
             Input::SourceOffset => account.source_offset += 1,
             Input::Checkpoint => account.checkpoint += 1,
