@@ -9,6 +9,10 @@ Subcommands (DATASET is SHAPE RECORDS GROUPS KEYS_PER_GROUP):
   diff ours|java FILE DATASET [GROUP_INDEX...]
                                       the first differences between the answer and the expected one
   report DIR                          the Markdown table of DIR/runs.txt; writes DIR/summary.json
+  syncs KEYS_PER_GROUP FIRST COUNT FILE
+                                      offset-sync records FIRST..FIRST+COUNT-1 for the upstream
+                                      topic-partitions of a live dataset's keys, as datawriter.sh
+                                      raw lines (benches/precise.sh)
 
 Shapes:
   compacted  every record a distinct (group, topic, partition): RECORDS spread evenly over the
@@ -117,6 +121,26 @@ def generate(ds, first, count, path):
                 key_suffix[j] = (string(t) + struct.pack(">i", p)).hex()
             value = struct.pack(">hqq", 0, up, down) + string(meta)
             f.write(f"0 {key_prefix[g]}{key_suffix[j]} {value.hex()}\n")
+
+
+def sync_record(keys, n):
+    """Offset sync n: round robin over the KEYS_PER_GROUP upstream topic-partitions, as
+    MirrorSourceTask interleaves them; sync k of a partition pairs upstream 24 k (covering the
+    live shape's upstream offsets, 1,000,000 to about 2,400,000, with 100,000 syncs a partition)
+    with downstream 24 k + 5 (k // 1000): a step of 29 every 1,000th sync, as after a gap."""
+    k, j = divmod(n, keys)
+    topic, partition = topic_partition(j)
+    # The checkpoints name the source's topic as the target sees it (primary.orders-N); the
+    # syncs name it on the source, one hop up.
+    return topic.removeprefix("primary."), partition, 24 * k, 24 * k + 5 * (k // 1000)
+
+
+def generate_syncs(keys, first, count, path):
+    with open(path, "w") as f:
+        for n in range(first, first + count):
+            topic, partition, up, down = sync_record(keys, n)
+            key = string(topic) + struct.pack(">i", partition)
+            f.write(f"0 {key.hex()} {struct.pack('>qq', up, down).hex()}\n")
 
 
 def row_hash(row):
@@ -290,6 +314,8 @@ def main(argv):
         diff(argv[2], argv[3], Dataset(*argv[4:8]), [int(g) for g in argv[8:]] or None)
     elif cmd == "report":
         report(argv[2])
+    elif cmd == "syncs":
+        generate_syncs(int(argv[2]), int(argv[3]), int(argv[4]), argv[5])
     else:
         sys.exit(__doc__)
 
