@@ -12,7 +12,7 @@
 //! - L: `offset.lag.max=10`, transactions upstream, syncs on the source; 2 partitions.
 //! - T: the default `offset.lag.max`, syncs on the target, gapless upstream; 1 partition.
 //! - E: exactly-once source support on its target alias (a worker setting, so its own herder),
-//!   gapless upstream, one partition of 103,301 small records; groups caught up, 10, 1,000 and
+//!   gapless upstream, one partition of 101,300 small records; groups caught up, 10, 1,000 and
 //!   100,000 behind, and in the middle. The test proves EOS was in effect from the commit
 //!   markers in the replica, and checks interpolation (`Interpolation::GaplessUpstream`) against
 //!   those downstream markers. The kill hits E too: a transaction open then is aborted
@@ -47,8 +47,7 @@ const TIMEOUT: Duration = Duration::from_secs(30);
 const PHASE_RECORDS: usize = 1200;
 /// Flow E's first records, written at once: enough for a group 100,000 behind.
 const BULK_RECORDS: usize = 101_000;
-/// Flow E's records written while MM2 is killed, and after its restart.
-const EOS_CRASH_RECORDS: usize = 2000;
+/// Flow E's records written after MM2's restart.
 const EOS_TAIL_RECORDS: usize = 300;
 
 /// This checkout's harness: the MM2 runs under its own work dir, whichever brokers the tests use.
@@ -118,6 +117,9 @@ impl Mm2 {
         while Path::new(&format!("/proc/{pid}")).exists() && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(50));
         }
+        // The restart writes a new log: keep the killed MM2's next to it.
+        let dir = mm2_env(&self.name).with_file_name("");
+        let _ = std::fs::rename(dir.join("mm2.log"), dir.join("mm2-killed.log"));
     }
 }
 
@@ -498,6 +500,16 @@ async fn log_end(client: &KafkaClient, topic: &str) -> i64 {
         .unwrap()[&0]
 }
 
+/// The end offset of partition 0 of a replica MM2 may not have created yet (then 0).
+async fn replica_end(client: &KafkaClient, replica: &str) -> i64 {
+    let deadline = Deadline::after(TIMEOUT);
+    match client.describe_topic(replica, &deadline).await {
+        Err(mm2_offsets::client::ClientError::UnknownTopic { .. }) => 0,
+        Err(e) => panic!("describing {replica}: {e}"),
+        Ok(_) => log_end(client, replica).await,
+    }
+}
+
 async fn end_offsets(k4: &KafkaClient, topic: &str, partitions: u32) -> Vec<i64> {
     let mut ends = Vec::new();
     for p in 0..partitions as i32 {
@@ -573,6 +585,11 @@ async fn live_mm2_lag10_transactions_restart_and_syncs_on_the_target() {
     bulk_writer.join().expect("flow E's bulk writer");
     let mut seq_e = BULK_RECORDS;
     phase(started, "MM2 up, flow E's bulk written");
+    let replica_e = format!("pup3.{topic_e}");
+    println!(
+        "flow E's replica: offset {}",
+        replica_end(&client, &replica_e).await
+    );
     // Plain records, then transactions (markers and aborted records: upstream gaps) on L.
     write(
         &k4,
@@ -600,13 +617,18 @@ async fn live_mm2_lag10_transactions_restart_and_syncs_on_the_target() {
     );
     seq_l += 300;
 
-    // MM2 crashes while records flow; then it is started again. Flow E's records come from a
-    // writer of their own, so the kill may catch one of its transactions open (aborted
-    // downstream when the restarted task fences the old one).
-    let (k4_e, topic_e_bg) = (k4.clone(), topic_e.clone());
-    let writer_e = std::thread::spawn(move || {
-        write_bulk(&k4_e, &topic_e_bg, &small_lines(seq_e, EOS_CRASH_RECORDS));
-    });
+    // MM2 crashes while records flow; then it is started again. The exactly-once task starts
+    // copying later than the others (seen: its first produce retried on CONCURRENT_TRANSACTIONS):
+    // once it has begun, E's bulk keeps it busy for seconds, so the kill may catch one of its
+    // transactions open, aborted downstream once the restarted task fences the old one
+    // (counted below, not asserted: the kill can fall between two transactions).
+    let waiting = Instant::now();
+    while replica_end(&client, &replica_e).await < 1000
+        && waiting.elapsed() < Duration::from_secs(60)
+    {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    phase(started, "flow E copying");
     let (k4_bg, topic_l_bg, topic_t_bg) = (k4.clone(), topic_l.clone(), topic_t.clone());
     let writer = std::thread::spawn(move || {
         write(
@@ -635,12 +657,16 @@ async fn live_mm2_lag10_transactions_restart_and_syncs_on_the_target() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     mm2.crash();
-    phase(started, "MM2 killed");
+    phase(
+        started,
+        &format!(
+            "MM2 killed; flow E's replica then ended at offset {} ({seq_e} records upstream)",
+            log_end(&client, &replica_e).await
+        ),
+    );
     writer.join().expect("writer");
-    writer_e.join().expect("flow E's writer");
     seq_l += 2 * PHASE_RECORDS;
     seq_t += PHASE_RECORDS;
-    seq_e += EOS_CRASH_RECORDS;
     mm2.launch();
     phase(started, "MM2 restarted");
     let (k4_e, topic_e_bg) = (k4.clone(), topic_e.clone());
@@ -798,6 +824,18 @@ async fn live_mm2_lag10_transactions_restart_and_syncs_on_the_target() {
                     gaps.downstream && markers.commits > 0,
                     "flow E: no transaction marker in {}: exactly-once source support was not in effect",
                     flow.remote_topic()
+                );
+                // Its checkpoint task writes in transactions too: the checkpoints just read came
+                // through control batches (the topic is shared by every run of the suite).
+                let checkpoints = policy.checkpoints_topic(flow.source_alias);
+                let markers = scan(&client, &checkpoints, 0, b"").await;
+                println!(
+                    "{}: {checkpoints} holds {} checkpoints, {} commit and {} abort markers",
+                    flow.label, markers.data_records, markers.commits, markers.aborts
+                );
+                assert!(
+                    markers.commits > 0,
+                    "no transaction marker in {checkpoints}"
                 );
                 // MM2 checkpointed every group, the one 100,000 behind included.
                 assert_eq!(
