@@ -1,20 +1,29 @@
 //! Precise translation on a live MirrorMaker 2 that this suite starts itself, for what the
 //! frozen flows of `mm2-flows.sh` do not cover: `offset.lag.max=10`, transaction markers and
 //! aborted records upstream, MM2 killed mid-flow and restarted (at-least-once duplicates
-//! downstream), the offset-syncs topic on the target, a compacted history, and
-//! `--from-source-offsets` while the source's groups keep committing.
+//! downstream), the offset-syncs topic on the target, exactly-once source support (transaction
+//! markers and an aborted transaction downstream), a group 100,000 records behind, a compacted
+//! history, and `--from-source-offsets` while the source's groups keep committing.
 //!
-//! One MM2 process (`protocol-tests/harness/config/mm2-precise.properties`) runs two flows whose
-//! three aliases all name the shared k4 broker, with topic, group and alias names no other suite
-//! uses, so the frozen flows and every other suite see nothing new. It is stopped at the end
-//! (and on failure).
+//! One MM2 process (`protocol-tests/harness/config/mm2-precise.properties`) runs three flows
+//! whose five aliases all name the shared k4 broker, with topic, group and alias names no other
+//! suite uses, so the frozen flows and every other suite see nothing new. It is stopped at the
+//! end (and on failure).
+//! - L: `offset.lag.max=10`, transactions upstream, syncs on the source; 2 partitions.
+//! - T: the default `offset.lag.max`, syncs on the target, gapless upstream; 1 partition.
+//! - E: exactly-once source support on its target alias (a worker setting, so its own herder),
+//!   gapless upstream, one partition of 101,300 small records; groups caught up, 10, 1,000 and
+//!   100,000 behind, and in the middle. The test proves EOS was in effect from the commit
+//!   markers in the replica, and checks interpolation (`Interpolation::GaplessUpstream`) against
+//!   those downstream markers. The kill hits E too: a transaction open then is aborted
+//!   downstream (the abort markers are counted and printed).
 //!
-//! Every record's key is unique (`<topic>-<seq>`), so the test finds each upstream record's
-//! copies downstream and the **true position** for every upstream offset `U`: the greatest
-//! downstream offset from which a consumer still sees a copy of every record at or after `U`
-//! (the minimum, over those records, of their last copy). It asserts, for every partition of
-//! every group, `MM2 <= precise <= truth`, counts the rules, and prints the per-group table and
-//! the distances.
+//! Every record's key is unique (`<topic>-<seq>`, `e<seq>` on E), so the test finds each
+//! upstream record's copies downstream and the **true position** for every upstream offset `U`:
+//! the greatest downstream offset from which a consumer still sees a copy of every record at or
+//! after `U` (the minimum, over those records, of their last copy). It asserts, for every
+//! partition of every group, `MM2 <= precise <= truth`, counts the rules, and prints the
+//! per-group table, the distances and when each step ended.
 
 mod support;
 
@@ -28,6 +37,7 @@ use mm2_offsets::mm2::ReplicationPolicy;
 use mm2_offsets::mm2::sync_index::{Interpolation, Rule};
 use mm2_offsets::translate::{
     GroupSelector, Input, MirrorClient, PreciseTranslation, SyncsSource, TranslateRequest,
+    read_sync_index,
 };
 use support::mm2::read_log;
 
@@ -35,6 +45,10 @@ const TIMEOUT: Duration = Duration::from_secs(30);
 /// Records per partition before the groups commit (about; the restart adds duplicates
 /// downstream only).
 const PHASE_RECORDS: usize = 1200;
+/// Flow E's first records, written at once: enough for a group 100,000 behind.
+const BULK_RECORDS: usize = 101_000;
+/// Flow E's records written after MM2's restart.
+const EOS_TAIL_RECORDS: usize = 300;
 
 /// This checkout's harness: the MM2 runs under its own work dir, whichever brokers the tests use.
 fn own_harness(script: &str) -> PathBuf {
@@ -103,6 +117,9 @@ impl Mm2 {
         while Path::new(&format!("/proc/{pid}")).exists() && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(50));
         }
+        // The restart writes a new log: keep the killed MM2's next to it.
+        let dir = mm2_env(&self.name).with_file_name("");
+        let _ = std::fs::rename(dir.join("mm2.log"), dir.join("mm2-killed.log"));
     }
 }
 
@@ -114,6 +131,11 @@ impl Drop for Mm2 {
             .arg(&self.name)
             .output();
     }
+}
+
+/// Prints how far into the suite a step ended: where its time goes.
+fn phase(started: Instant, what: &str) {
+    println!("[{:6.1} s] {what}", started.elapsed().as_secs_f64());
 }
 
 fn hex(bytes: &[u8]) -> String {
@@ -133,6 +155,32 @@ fn lines(topic: &str, partitions: usize, first: usize, count: usize) -> Vec<Stri
             )
         })
         .collect()
+}
+
+/// `count` small records for partition 0 (key `e<seq>`, null value), for flow E's bulk: the
+/// key stays unique within the topic, and 100,000 of them take a few MB.
+fn small_lines(first: usize, count: usize) -> Vec<String> {
+    (first..first + count)
+        .map(|seq| format!("0 {} -", hex(format!("e{seq}").as_bytes())))
+        .collect()
+}
+
+/// Writes many small records fast: one producer batch holds thousands of them.
+fn write_bulk(k4: &support::Cluster, topic: &str, lines: &[String]) {
+    let started = Instant::now();
+    let extra = [
+        "--summary-only",
+        "--batch-size",
+        "500000",
+        "--linger-ms",
+        "20",
+    ];
+    support::write_raw(k4, topic, 1, "none", lines, &extra);
+    println!(
+        "wrote {} records to {topic} in {} ms",
+        lines.len(),
+        started.elapsed().as_millis()
+    );
 }
 
 fn write(
@@ -179,6 +227,17 @@ fn truth(
     (out, duplicates)
 }
 
+/// What a flow's upstream topic holds, and so what the test expects of it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Upstream {
+    /// Transactions upstream (markers, aborted records): offset gaps.
+    Transactions,
+    /// No gaps; at-least-once replication.
+    Gapless,
+    /// No gaps; MM2 writes with exactly-once source support (markers downstream).
+    GaplessExactlyOnce,
+}
+
 /// One flow of the suite's MM2.
 struct FlowUnderTest {
     label: &'static str,
@@ -186,29 +245,122 @@ struct FlowUnderTest {
     topic: String,
     partitions: u32,
     groups: String,
+    /// Groups committed on the upstream topic (each checkpoints every partition).
+    group_count: usize,
+    upstream: Upstream,
     syncs: SyncsSource,
 }
 
-/// Truth per partition of the flow's topic, and whether its upstream partitions are gapless.
-async fn truths(k4: &KafkaClient, flow: &FlowUnderTest) -> (BTreeMap<i32, Vec<i64>>, bool) {
+impl FlowUnderTest {
+    fn remote_topic(&self) -> String {
+        format!("{}.{}", self.source_alias, self.topic)
+    }
+}
+
+/// Whether each side of a flow has offset gaps (control batches, aborted or missing offsets).
+#[derive(Clone, Copy, Debug)]
+struct Gaps {
+    upstream: bool,
+    downstream: bool,
+}
+
+/// Truth per partition of the flow's topic, and which sides have offset gaps.
+async fn truths(k4: &KafkaClient, flow: &FlowUnderTest) -> (BTreeMap<i32, Vec<i64>>, Gaps) {
     let mut out = BTreeMap::new();
-    let mut gapless = true;
+    let mut gaps = Gaps {
+        upstream: false,
+        downstream: false,
+    };
     for p in 0..flow.partitions as i32 {
-        let (up, up_end, gaps) = read_log(k4, &flow.topic, p).await;
-        let remote = format!("{}.{}", flow.source_alias, flow.topic);
-        let (down, down_end, _) = read_log(k4, &remote, p).await;
+        let (up, up_end, up_gaps) = read_log(k4, &flow.topic, p).await;
+        let (down, down_end, down_gaps) = read_log(k4, &flow.remote_topic(), p).await;
         let (t, duplicates) = truth(&up, up_end, &down, down_end);
         println!(
-            "{} {}-{p}: upstream {} records to offset {up_end} (gaps: {gaps}), downstream {} records to {down_end}, {duplicates} duplicates",
+            "{} {}-{p}: upstream {} records to offset {up_end} (gaps: {up_gaps}), downstream {} records to {down_end} (gaps: {down_gaps}), {duplicates} records copied more than once",
             flow.label,
             flow.topic,
             up.len(),
             down.len()
         );
-        gapless &= !gaps;
+        gaps.upstream |= up_gaps;
+        gaps.downstream |= down_gaps;
         out.insert(p, t);
     }
-    (out, gapless)
+    (out, gaps)
+}
+
+/// What a scan of partition 0 found: whether a record with the wanted key is there, and the
+/// transaction markers (first record of each control batch) by kind.
+#[derive(Debug, Default)]
+struct Scan {
+    found: bool,
+    data_records: u64,
+    commits: u64,
+    aborts: u64,
+}
+
+/// Reads `topic`-0 from `from` to its end, read_uncommitted.
+async fn scan(client: &KafkaClient, topic: &str, from: i64, key: &[u8]) -> Scan {
+    use mm2_offsets::client::ReadOptions;
+    use mm2_offsets::records::{Batches, ControlRecord, ControlRecordType, Scratch};
+    let deadline = Deadline::after(TIMEOUT);
+    let info = client.describe_topic(topic, &deadline).await.unwrap();
+    let end = log_end(client, topic).await;
+    let mut stream = client.read_range(info, 0, from, end, ReadOptions::default(), deadline);
+    let mut scratch = Scratch::new();
+    let mut out = Scan::default();
+    while let Some(chunk) = stream.next_chunk().await {
+        let chunk = chunk.unwrap_or_else(|e| panic!("reading {topic}-0: {e}"));
+        for batch in Batches::new(&chunk.records) {
+            let batch = batch.unwrap_or_else(|e| panic!("{topic}-0: {e}"));
+            if batch.is_control() {
+                match ControlRecord::first_of(&batch, &mut scratch).unwrap() {
+                    Some(ControlRecord {
+                        kind: ControlRecordType::Commit,
+                        ..
+                    }) => out.commits += 1,
+                    Some(ControlRecord {
+                        kind: ControlRecordType::Abort,
+                        ..
+                    }) => out.aborts += 1,
+                    _ => {}
+                }
+                continue;
+            }
+            for record in batch.records(&mut scratch).unwrap() {
+                let record = record.unwrap();
+                out.data_records += 1;
+                out.found |= record.key == Some(key);
+            }
+        }
+    }
+    out
+}
+
+/// Waits (up to 120 s) until MM2 has copied the record with key `last_key` to `remote`
+/// (partition 0): the truth must count every record MM2 will sync, or a sync written after the
+/// truth was read could point past it.
+async fn wait_copied(client: &KafkaClient, remote: &str, last_key: &[u8]) {
+    let started = Instant::now();
+    loop {
+        let end = log_end(client, remote).await;
+        if scan(client, remote, (end - 5000).max(0), last_key)
+            .await
+            .found
+        {
+            println!(
+                "{remote}: the last record was copied {} ms after the checkpoints came",
+                started.elapsed().as_millis()
+            );
+            return;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(120),
+            "MM2 did not copy {} to {remote} within 120 s (end {end})",
+            String::from_utf8_lossy(last_key)
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
 }
 
 /// Asserts `mm2 <= precise <= truth` for every row, prints the table; returns (mm2 distance,
@@ -266,6 +418,46 @@ fn check(
     (mm2_distance, precise_distance)
 }
 
+/// The sync index alone, for every upstream offset of the flow rather than the groups' few:
+/// asserts that no translation passes the truth, and prints the rules and the distance.
+async fn check_every_offset(
+    label: &str,
+    flow: &FlowUnderTest,
+    syncs: &SyncsSource,
+    request: &TranslateRequest,
+    truths: &BTreeMap<i32, Vec<i64>>,
+) {
+    let (index, report) = read_sync_index(syncs, request, Deadline::after(TIMEOUT))
+        .await
+        .unwrap();
+    assert!(report.complete);
+    let mut rules: BTreeMap<&str, u64> = BTreeMap::new();
+    let (mut untranslated, mut distance) = (0u64, 0i64);
+    for (&p, truth) in truths {
+        let part = index
+            .partition(flow.topic.as_bytes(), p)
+            .unwrap_or_else(|| panic!("{label}: no sync history for partition {p}"));
+        for (u, &true_position) in truth.iter().enumerate() {
+            let Some((offset, rule)) = part.translate(u as i64) else {
+                untranslated += 1;
+                continue;
+            };
+            assert!(
+                offset <= true_position,
+                "{label} p{p}: upstream {u} translates to {offset} ({}), past the true position {true_position}",
+                rule.name()
+            );
+            *rules.entry(rule.name()).or_insert(0) += 1;
+            distance += true_position - offset;
+        }
+    }
+    let translated: u64 = rules.values().sum();
+    println!(
+        "{label}, every upstream offset: {translated} translated ({untranslated} below the first sync), rules {rules:?}, distance to the truth {distance} ({:.2} per offset)",
+        distance as f64 / translated.max(1) as f64
+    );
+}
+
 async fn commit(k4: &KafkaClient, group: &str, topic: &str, offsets: &[(i32, i64)]) {
     let deadline = Deadline::after(TIMEOUT);
     let coordinators = k4
@@ -306,6 +498,16 @@ async fn log_end(client: &KafkaClient, topic: &str) -> i64 {
         )
         .await
         .unwrap()[&0]
+}
+
+/// The end offset of partition 0 of a replica MM2 may not have created yet (then 0).
+async fn replica_end(client: &KafkaClient, replica: &str) -> i64 {
+    let deadline = Deadline::after(TIMEOUT);
+    match client.describe_topic(replica, &deadline).await {
+        Err(mm2_offsets::client::ClientError::UnknownTopic { .. }) => 0,
+        Err(e) => panic!("describing {replica}: {e}"),
+        Ok(_) => log_end(client, replica).await,
+    }
 }
 
 async fn end_offsets(k4: &KafkaClient, topic: &str, partitions: u32) -> Vec<i64> {
@@ -352,12 +554,20 @@ async fn live_mm2_lag10_transactions_restart_and_syncs_on_the_target() {
         .to_string();
     let topic_l = format!("pl-{id}");
     let topic_t = format!("pt-{id}");
+    let topic_e = format!("pe-{id}");
     let groups_l = format!("pgl-{id}");
     let groups_t = format!("pgt-{id}");
+    let groups_e = format!("pge-{id}");
 
     // Topics first (so MM2 finds them at once), then MM2, then the data.
     write(&k4, &topic_l, 2, &lines(&topic_l, 2, 0, 2), None);
     write(&k4, &topic_t, 1, &lines(&topic_t, 1, 0, 1), None);
+    // Flow E's bulk is written while MM2 starts (MM2 finds the topic within a second, at its
+    // next refresh), and copied while the other flows' records are written.
+    let (k4_e, topic_e_bg) = (k4.clone(), topic_e.clone());
+    let bulk_writer = std::thread::spawn(move || {
+        write_bulk(&k4_e, &topic_e_bg, &small_lines(0, BULK_RECORDS));
+    });
     let mm2 = Mm2::start(
         "mm2-precise",
         vec![
@@ -366,10 +576,20 @@ async fn live_mm2_lag10_transactions_restart_and_syncs_on_the_target() {
             format!("TOPIC_T={topic_t}"),
             format!("GROUPS_L={groups_l}-.*"),
             format!("GROUPS_T={groups_t}-.*"),
+            format!("TOPIC_E={topic_e}"),
+            format!("GROUPS_E={groups_e}-.*"),
         ],
     );
     let mut seq_l = 2;
     let mut seq_t = 1;
+    bulk_writer.join().expect("flow E's bulk writer");
+    let mut seq_e = BULK_RECORDS;
+    phase(started, "MM2 up, flow E's bulk written");
+    let replica_e = format!("pup3.{topic_e}");
+    println!(
+        "flow E's replica: offset {}",
+        replica_end(&client, &replica_e).await
+    );
     // Plain records, then transactions (markers and aborted records: upstream gaps) on L.
     write(
         &k4,
@@ -397,7 +617,18 @@ async fn live_mm2_lag10_transactions_restart_and_syncs_on_the_target() {
     );
     seq_l += 300;
 
-    // MM2 crashes while records flow; then it is started again.
+    // MM2 crashes while records flow; then it is started again. The exactly-once task starts
+    // copying later than the others (seen: its first produce retried on CONCURRENT_TRANSACTIONS):
+    // once it has begun, E's bulk keeps it busy for seconds, so the kill may catch one of its
+    // transactions open, aborted downstream once the restarted task fences the old one
+    // (counted below, not asserted: the kill can fall between two transactions).
+    let waiting = Instant::now();
+    while replica_end(&client, &replica_e).await < 1000
+        && waiting.elapsed() < Duration::from_secs(60)
+    {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    phase(started, "flow E copying");
     let (k4_bg, topic_l_bg, topic_t_bg) = (k4.clone(), topic_l.clone(), topic_t.clone());
     let writer = std::thread::spawn(move || {
         write(
@@ -426,10 +657,22 @@ async fn live_mm2_lag10_transactions_restart_and_syncs_on_the_target() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     mm2.crash();
+    phase(
+        started,
+        &format!(
+            "MM2 killed; flow E's replica then ended at offset {} ({seq_e} records upstream)",
+            log_end(&client, &replica_e).await
+        ),
+    );
     writer.join().expect("writer");
     seq_l += 2 * PHASE_RECORDS;
     seq_t += PHASE_RECORDS;
     mm2.launch();
+    phase(started, "MM2 restarted");
+    let (k4_e, topic_e_bg) = (k4.clone(), topic_e.clone());
+    let tail_writer = std::thread::spawn(move || {
+        write_bulk(&k4_e, &topic_e_bg, &small_lines(seq_e, EOS_TAIL_RECORDS));
+    });
     write(
         &k4,
         &topic_l,
@@ -438,6 +681,9 @@ async fn live_mm2_lag10_transactions_restart_and_syncs_on_the_target() {
         Some(txn_plan),
     );
     write(&k4, &topic_t, 1, &lines(&topic_t, 1, seq_t, 300), None);
+    tail_writer.join().expect("flow E's tail writer");
+    seq_e += EOS_TAIL_RECORDS;
+    let last_key_e = format!("e{}", seq_e - 1);
 
     // Groups at the end, 10 behind, 1,000 behind, and in the middle of the restart.
     let ends_l = end_offsets(&client, &topic_l, 2).await;
@@ -461,7 +707,27 @@ async fn live_mm2_lag10_transactions_restart_and_syncs_on_the_target() {
             .collect();
         commit(&client, &format!("{groups}-middle"), topic, &middle).await;
     }
+    // Flow E: one partition of over 100,000 records, and a group 100,000 behind.
+    let end_e = log_end(&client, &topic_e).await;
+    assert_eq!(end_e, seq_e as i64, "flow E: one offset per record written");
+    assert!(end_e > 100_000, "flow E holds {end_e} offsets");
+    for (name, offset) in [
+        ("caught-up", end_e),
+        ("lag-10", end_e - 10),
+        ("lag-1000", end_e - 1000),
+        ("lag-100000", end_e - 100_000),
+        ("middle", end_e * 3 / 5),
+    ] {
+        commit(
+            &client,
+            &format!("{groups_e}-{name}"),
+            &topic_e,
+            &[(0, offset)],
+        )
+        .await;
+    }
 
+    phase(started, "groups committed");
     let policy = ReplicationPolicy::default();
     let mirror = MirrorClient::new(client.clone(), policy.clone());
     let flows = [
@@ -471,6 +737,8 @@ async fn live_mm2_lag10_transactions_restart_and_syncs_on_the_target() {
             topic: topic_l.clone(),
             partitions: 2,
             groups: groups_l.clone(),
+            group_count: 4,
+            upstream: Upstream::Transactions,
             syncs: SyncsSource::new(client.clone(), &policy, "pdn"),
         },
         FlowUnderTest {
@@ -479,8 +747,20 @@ async fn live_mm2_lag10_transactions_restart_and_syncs_on_the_target() {
             topic: topic_t.clone(),
             partitions: 1,
             groups: groups_t.clone(),
+            group_count: 4,
+            upstream: Upstream::Gapless,
             // offset-syncs.topic.location=target: named after the SOURCE alias.
             syncs: SyncsSource::new(client.clone(), &policy, "pup2"),
+        },
+        FlowUnderTest {
+            label: "E (exactly-once, lag.max 100, syncs on the source)",
+            source_alias: "pup3",
+            topic: topic_e.clone(),
+            partitions: 1,
+            groups: groups_e.clone(),
+            group_count: 5,
+            upstream: Upstream::GaplessExactlyOnce,
+            syncs: SyncsSource::new(client.clone(), &policy, "pdx"),
         },
     ];
     for flow in &flows {
@@ -489,11 +769,19 @@ async fn live_mm2_lag10_transactions_restart_and_syncs_on_the_target() {
             GroupSelector::patterns([format!("{}-.*", flow.groups)]).unwrap(),
         );
         request.timeout = TIMEOUT;
-        wait_checkpoints(&mirror, &request, 4 * flow.partitions as usize).await;
+        wait_checkpoints(
+            &mirror,
+            &request,
+            flow.group_count * flow.partitions as usize,
+        )
+        .await;
     }
     // Let MM2 finish copying (the truth counts only what was copied, so this only makes the
     // distances honest), then freeze nothing: MM2 keeps running for the live check below.
+    // Flow E's last record must be downstream before its truth is read (see wait_copied).
     tokio::time::sleep(Duration::from_secs(3)).await;
+    wait_copied(&client, &flows[2].remote_topic(), last_key_e.as_bytes()).await;
+    phase(started, "checkpoints in, flow E copied");
 
     for flow in &flows {
         let mut request = TranslateRequest::new(
@@ -501,27 +789,73 @@ async fn live_mm2_lag10_transactions_restart_and_syncs_on_the_target() {
             GroupSelector::patterns([format!("{}-.*", flow.groups)]).unwrap(),
         );
         request.timeout = TIMEOUT;
-        let (truths, gapless) = truths(&client, flow).await;
+        let (truths, gaps) = truths(&client, flow).await;
         let mut syncs = flow.syncs.clone();
         let precise = mirror.translate_precise(&request, &syncs).await.unwrap();
         assert!(precise.syncs_report.complete);
         check(flow.label, &precise, &truths, true);
-        if flow.source_alias == "pup" {
-            assert!(!gapless, "flow L must have transaction markers upstream");
-        } else {
-            assert!(gapless, "flow T must be gapless upstream");
-            // Interpolation is sound on gapless partitions, restarts and duplicates included.
-            syncs.interpolation = Interpolation::GaplessUpstream;
-            let interpolated = mirror.translate_precise(&request, &syncs).await.unwrap();
-            check(
-                &format!("{} --gapless-upstream", flow.label),
-                &interpolated,
-                &truths,
-                true,
-            );
+        // Every upstream offset, not only the groups': the syncs alone are safe on any flow.
+        check_every_offset(flow.label, flow, &syncs, &request, &truths).await;
+        match flow.upstream {
+            Upstream::Transactions => {
+                assert!(
+                    gaps.upstream,
+                    "flow L must have transaction markers upstream"
+                );
+                continue;
+            }
+            Upstream::Gapless => {
+                assert!(!gaps.upstream, "flow T must be gapless upstream");
+                assert!(
+                    !gaps.downstream,
+                    "flow T is at-least-once: no markers downstream"
+                );
+            }
+            Upstream::GaplessExactlyOnce => {
+                assert!(!gaps.upstream, "flow E must be gapless upstream");
+                // Exactly-once really was in effect: MM2's transactions left markers in the
+                // replica (an at-least-once MM2 writes none into a gapless replica).
+                let markers = scan(&client, &flow.remote_topic(), 0, b"").await;
+                println!(
+                    "{}: {} data records, {} commit and {} abort markers downstream",
+                    flow.label, markers.data_records, markers.commits, markers.aborts
+                );
+                assert!(
+                    gaps.downstream && markers.commits > 0,
+                    "flow E: no transaction marker in {}: exactly-once source support was not in effect",
+                    flow.remote_topic()
+                );
+                // Its checkpoint task writes in transactions too: the checkpoints just read came
+                // through control batches (the topic is shared by every run of the suite).
+                let checkpoints = policy.checkpoints_topic(flow.source_alias);
+                let markers = scan(&client, &checkpoints, 0, b"").await;
+                println!(
+                    "{}: {checkpoints} holds {} checkpoints, {} commit and {} abort markers",
+                    flow.label, markers.data_records, markers.commits, markers.aborts
+                );
+                assert!(
+                    markers.commits > 0,
+                    "no transaction marker in {checkpoints}"
+                );
+                // MM2 checkpointed every group, the one 100,000 behind included.
+                assert_eq!(
+                    precise.translation.groups().len(),
+                    flow.group_count,
+                    "flow E: {:?}",
+                    precise.translation.groups()
+                );
+            }
         }
+        // Interpolation is sound on gapless partitions, restarts, duplicates and downstream
+        // transaction markers included.
+        let label = format!("{} --gapless-upstream", flow.label);
+        syncs.interpolation = Interpolation::GaplessUpstream;
+        let interpolated = mirror.translate_precise(&request, &syncs).await.unwrap();
+        check(&label, &interpolated, &truths, true);
+        check_every_offset(&label, flow, &syncs, &request, &truths).await;
     }
 
+    phase(started, "flows checked");
     // A compacted offset-syncs topic keeps the last sync per partition: copy exactly that from
     // flow L's history into a topic of its own, and translate with it. Groups below that sync
     // keep MM2's offset and say so (no-sync); the others never pass the truth.
