@@ -50,9 +50,11 @@ use mm2_offsets::mm2::ReplicationPolicy;
 use mm2_offsets::mm2::checkpoint::{self, CheckpointKey, CheckpointValue};
 use mm2_offsets::mm2::offset_sync::{self, OffsetSyncKey, OffsetSyncValue};
 use mm2_offsets::mm2::sync_index::Interpolation;
+use mm2_offsets::precise::{index_from_batches, retranslate};
 use mm2_offsets::records::Compression;
 use mm2_offsets::records::builder::{BatchBuilder, RecordSpec};
-use mm2_offsets::translate::{BatchTranslator, GroupSelector, index_from_batches, retranslate};
+use mm2_offsets::select::GroupSelector;
+use mm2_offsets::translate::BatchTranslator;
 
 const GROUPS: usize = 10_000;
 const TOPICS: usize = 5;

@@ -11,7 +11,8 @@
 
 use mm2_offsets::mm2::checkpoint::{self, CheckpointKey, CheckpointValue};
 use mm2_offsets::records::builder::BatchBuilder;
-use mm2_offsets::translate::{BatchTranslator, GroupSelector};
+use mm2_offsets::select::GroupSelector;
+use mm2_offsets::translate::BatchTranslator;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let bytes = match std::env::args_os().nth(1) {

@@ -13,7 +13,8 @@ use std::time::Duration;
 
 use mm2_offsets::config::ClientConfig;
 use mm2_offsets::mm2::ReplicationPolicy;
-use mm2_offsets::translate::{GroupSelector, MirrorClient, TranslateRequest};
+use mm2_offsets::select::GroupSelector;
+use mm2_offsets::translate::{MirrorClient, TranslateRequest};
 
 #[tokio::main]
 async fn main() -> ExitCode {

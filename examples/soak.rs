@@ -32,7 +32,8 @@ use std::time::{Duration, Instant};
 use child::{Run, run_bounded};
 use mm2_offsets::config::ClientConfig;
 use mm2_offsets::mm2::policy::ReplicationPolicy;
-use mm2_offsets::translate::{GroupSelector, MirrorClient, TranslateRequest, Translation};
+use mm2_offsets::select::GroupSelector;
+use mm2_offsets::translate::{MirrorClient, TranslateRequest, Translation};
 use proxy::{Fault, FaultProxy};
 
 /// The topic: 300 groups x 4 partitions x 3 rounds over 6 partitions led by 3 brokers; read

@@ -8,18 +8,28 @@
 //!
 //! | module        | owns |
 //! |---------------|------|
+//! | [`watch`]     | the live translation map, its freshness, the periodic apply |
+//! | [`apply`]     | plans, verdicts, the executor that commits offsets on the target |
+//! | [`precise`]   | the offset-sync history: re-translation, source offsets |
 //! | [`translate`] | planning the read, fetch workers, the translator, the read report |
-//! | [`mm2`]       | checkpoint and heartbeat codecs, replication policies |
+//! | [`select`]    | which groups: ids, Java `Pattern`s exactly, all |
+//! | [`mm2`]       | checkpoint, heartbeat and offset-sync codecs, replication policies |
 //! | [`client`]    | bootstrap, metadata, leader routing, connection pool, retries, deadlines |
-//! | [`wire`]      | framing, correlation ids, ApiVersions, TLS (rustls), SASL |
+//! | [`wire`]      | framing, correlation ids, ApiVersions, SASL exchanges |
+//! | [`auth`]      | TLS configuration, key stores (JKS, PKCS12, PEM), OAuth tokens |
 //! | [`records`]   | record batch v2 iteration, CRC32C, pure-Rust decompression |
 //! | [`config`]    | Java-style `.properties`, client settings, secrets |
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod apply;
+pub mod auth;
 pub mod client;
 pub mod config;
 pub mod mm2;
+pub mod precise;
 pub mod records;
+pub mod select;
 pub mod translate;
+pub mod watch;
 pub mod wire;

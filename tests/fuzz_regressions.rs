@@ -427,7 +427,7 @@ fn captured_broker_seeds_decode() {
                 }
             }
             "keystore_decode" => {
-                // Stores written by JDK 17 keytool and openssl (src/wire/testdata/README.md),
+                // Stores written by JDK 17 keytool and openssl (src/auth/testdata/README.md),
                 // with the target's password: each decodes and gives a certificate or a key.
                 let (entries, keys) = targets::keystore_decode(&data)
                     .expect("a password byte")

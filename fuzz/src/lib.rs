@@ -9,8 +9,10 @@
 use mm2_offsets::config::{ClientConfig, Properties};
 use mm2_offsets::mm2::sync_index::Interpolation;
 use mm2_offsets::mm2::{checkpoint, heartbeat, offset_sync};
+use mm2_offsets::precise::index_from_batches;
 use mm2_offsets::records::{AbortedFilter, Batch, Batches, Compression, ControlRecord, Scratch};
-use mm2_offsets::translate::{BatchTranslator, GroupSelector, JavaPattern, index_from_batches};
+use mm2_offsets::select::{GroupSelector, JavaPattern};
+use mm2_offsets::translate::BatchTranslator;
 use mm2_offsets::wire::fuzzing::{
     OAuthAnswer, SCRAM_CLIENT_NONCE, api_versions_response as decode_api_versions, key_store,
     oauth_token_answer, scram_server_final, scram_server_first,

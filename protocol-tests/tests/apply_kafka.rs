@@ -16,13 +16,12 @@ use kafka_protocol::messages::{
     ApiKey, GroupId, ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse, TopicName,
 };
 use kafka_protocol::protocol::{Decodable, StrBytes};
+use mm2_offsets::apply::{self, ApplyOptions, ApplyPlan, GroupOutcome, GroupStatus, Verdict};
 use mm2_offsets::client::{Deadline, GroupProtocol, KafkaClient, OffsetToCommit};
 use mm2_offsets::mm2::checkpoint::{self, CheckpointKey, CheckpointValue};
 use mm2_offsets::records::builder::BatchBuilder;
-use mm2_offsets::translate::apply::{
-    self, ApplyOptions, ApplyPlan, GroupOutcome, GroupStatus, Verdict,
-};
-use mm2_offsets::translate::{BatchTranslator, GroupSelector, Translation};
+use mm2_offsets::select::GroupSelector;
+use mm2_offsets::translate::{BatchTranslator, Translation};
 use support::groups::{committed, coordinator_connection, join_classic, join_consumer};
 use support::{cluster, data_writer, unique_topic};
 

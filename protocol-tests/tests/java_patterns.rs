@@ -10,7 +10,7 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
-use mm2_offsets::translate::{JavaPattern, RefusalKind};
+use mm2_offsets::select::{JavaPattern, RefusalKind};
 
 /// A small deterministic generator (xorshift64*), so the corpus is the same on every run.
 struct Rng(u64);

@@ -19,7 +19,8 @@ use mm2_offsets::client::{Deadline, KafkaClient};
 use mm2_offsets::config::{ClientConfig, Properties};
 use mm2_offsets::mm2::ReplicationPolicy;
 use mm2_offsets::mm2::checkpoint::{CheckpointKey, CheckpointValue, encode_key, encode_value};
-use mm2_offsets::translate::{GroupSelector, MirrorClient, TranslateRequest};
+use mm2_offsets::select::GroupSelector;
+use mm2_offsets::translate::{MirrorClient, TranslateRequest};
 use mm2_offsets::wire::Connector;
 use support::{Cluster, cluster, harness_dir, hex_or_dash, unique_topic, write_raw};
 

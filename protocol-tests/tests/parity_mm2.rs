@@ -21,7 +21,8 @@ use std::time::Duration;
 
 use mm2_offsets::client::Deadline;
 use mm2_offsets::mm2::topology;
-use mm2_offsets::translate::{GroupSelector, TranslateError, TranslateRequest, Translation};
+use mm2_offsets::select::GroupSelector;
+use mm2_offsets::translate::{TranslateError, TranslateRequest, Translation};
 use support::mm2::{Flow, GroupOffsets, flows, strings};
 
 const TIMEOUT: Duration = Duration::from_secs(30);

@@ -35,10 +35,9 @@ use std::time::{Duration, Instant};
 use mm2_offsets::client::{Deadline, KafkaClient, OffsetToCommit};
 use mm2_offsets::mm2::ReplicationPolicy;
 use mm2_offsets::mm2::sync_index::{Interpolation, Rule};
-use mm2_offsets::translate::{
-    GroupSelector, Input, MirrorClient, PreciseTranslation, SyncsSource, TranslateRequest,
-    read_sync_index,
-};
+use mm2_offsets::precise::{Input, PreciseTranslation, SyncsSource, read_sync_index};
+use mm2_offsets::select::GroupSelector;
+use mm2_offsets::translate::{MirrorClient, TranslateRequest};
 use support::mm2::read_log;
 
 const TIMEOUT: Duration = Duration::from_secs(30);

@@ -19,7 +19,9 @@ use std::time::{Duration, Instant};
 use mm2_offsets::client::KafkaClient;
 use mm2_offsets::config::ClientConfig;
 use mm2_offsets::mm2::sync_index::{Interpolation, Rule};
-use mm2_offsets::translate::{GroupSelector, SyncsSource, TranslateRequest};
+use mm2_offsets::precise::SyncsSource;
+use mm2_offsets::select::GroupSelector;
+use mm2_offsets::translate::TranslateRequest;
 use support::mm2::{Flow, flows, read_log};
 
 const TIMEOUT: Duration = Duration::from_secs(30);
@@ -239,7 +241,7 @@ struct FlowA {
     source: KafkaClient,
     request: TranslateRequest,
     syncs: SyncsSource,
-    expected: mm2_offsets::translate::PreciseTranslation,
+    expected: mm2_offsets::precise::PreciseTranslation,
 }
 
 async fn flow_a() -> FlowA {
@@ -336,7 +338,7 @@ async fn cli_from_source_offsets_csv_reads_the_source_and_matches_the_library() 
     assert!(
         live.inputs
             .iter()
-            .all(|i| i.input == mm2_offsets::translate::Input::SourceOffset)
+            .all(|i| i.input == mm2_offsets::precise::Input::SourceOffset)
     );
     // app-mixed also committed on "unmirrored", which has no checkpoint.
     assert_eq!(live.source_groups["app-mixed"].source_only, 1);

@@ -12,8 +12,9 @@ use std::time::Duration;
 use mm2_offsets::client::IsolationLevel;
 use mm2_offsets::config::ClientConfig;
 use mm2_offsets::mm2::ReplicationPolicy;
+use mm2_offsets::select::GroupSelector;
 use mm2_offsets::translate::{
-    GroupSelector, MirrorClient, SkipReason, TranslateError, TranslateRequest, Translation,
+    MirrorClient, SkipReason, TranslateError, TranslateRequest, Translation,
 };
 use support::{SeenRecord, cluster, hex_or_dash, java_consume, unique_topic, write_raw};
 

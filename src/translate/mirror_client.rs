@@ -10,12 +10,13 @@ use super::plan::{PartitionBounds, plan_ranges};
 use super::read::{RangeOutcome, read_ranges};
 use super::report::{PartitionProgress, ReadReport, SkipCounts};
 use super::table::OffsetTable;
-use super::{GroupSelector, OffsetRef, TranslateError, TranslateRequest, Translation};
+use super::{OffsetRef, TranslateError, TranslateRequest, Translation};
 use crate::client::{
     ClientError, Deadline, IsolationLevel, KafkaClient, OffsetSpec, ReadOptions, SharedTopic,
 };
 use crate::config::ClientConfig;
 use crate::mm2::ReplicationPolicy;
+use crate::select::GroupSelector;
 
 /// A translated offset as Java's `OffsetAndMetadata` (without a leader epoch, as MM2 writes none).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -35,7 +36,8 @@ pub struct OffsetAndMetadata {
 /// use std::time::Duration;
 /// use mm2_offsets::config::ClientConfig;
 /// use mm2_offsets::mm2::policy::ReplicationPolicy;
-/// use mm2_offsets::translate::{GroupSelector, MirrorClient, TranslateRequest};
+/// use mm2_offsets::translate::{MirrorClient, TranslateRequest};
+/// use mm2_offsets::select::GroupSelector;
 ///
 /// let target = ClientConfig::plaintext(["127.0.0.1:29092"]);
 /// let client = MirrorClient::connect(target, ReplicationPolicy::default()).await?;

@@ -9,40 +9,36 @@
 //! # References
 //! - KIP-382 (MirrorMaker 2), KIP-1239 (batch offset translation)
 
-pub mod apply;
-mod groups;
-mod java_pattern;
 mod mirror_client;
 mod offline;
 mod plan;
-mod precise;
 mod progress;
 mod read;
 mod report;
-mod source_offsets;
-mod syncs;
 mod table;
 mod translator;
-pub mod watch;
 
-pub use groups::{GroupSelector, InvalidGroupPattern};
-pub use java_pattern::{Construct, JavaPattern, Refusal, RefusalKind};
 pub use mirror_client::{MirrorClient, OffsetAndMetadata};
 pub use offline::BatchTranslator;
-pub use plan::{MIN_SPLIT_OFFSETS, PartitionBounds, ReadRange, plan_ranges};
-pub use precise::{PreciseTranslation, SyncsSource, read_sync_index, retranslate};
+pub use plan::{MIN_SPLIT_OFFSETS, PartitionBounds, ReadRange};
 pub use progress::ReadProgress;
 pub use read::ReadError;
+// The read machinery, shared with the layers above that read other topics the same way (the
+// offset syncs of `precise`, the live map of `watch`); not part of the public API.
+pub(crate) use mirror_client::{read_report, topic_bounds};
+pub(crate) use plan::plan_ranges;
+pub(crate) use read::{FoldSpec, RangeFold, RangeOutcome, read_ranges};
 pub use report::{PartitionProgress, ReadReport, SkipCount, SkipCounts, SkipReason};
-pub use source_offsets::{GroupInputs, Input, RowInput};
-pub use syncs::index_from_batches;
 pub use table::OffsetRef;
+pub(crate) use table::OffsetTable;
+pub(crate) use translator::{Entry, Folded, Interner, Key, NO_METADATA};
 
 use std::time::Duration;
 
 use serde::Serialize;
 
 use crate::client::{ClientError, IsolationLevel};
+use crate::select::GroupSelector;
 
 /// What to translate and how.
 #[derive(Clone, Debug)]
@@ -121,7 +117,8 @@ pub struct TranslatedOffset {
 /// ```
 /// use mm2_offsets::mm2::checkpoint::{self, CheckpointKey, CheckpointValue};
 /// use mm2_offsets::records::builder::BatchBuilder;
-/// use mm2_offsets::translate::{BatchTranslator, GroupSelector};
+/// use mm2_offsets::translate::BatchTranslator;
+/// use mm2_offsets::select::GroupSelector;
 ///
 /// let record = |group: &str, partition, offset| {
 ///     let key = CheckpointKey { group: group.as_bytes(), topic: b"primary.orders", partition };
@@ -151,7 +148,7 @@ pub struct Translation {
 }
 
 impl Translation {
-    fn new(offsets: table::OffsetTable, report: ReadReport) -> Self {
+    pub(crate) fn new(offsets: table::OffsetTable, report: ReadReport) -> Self {
         Translation {
             offsets,
             report,
@@ -161,7 +158,7 @@ impl Translation {
 
     /// Records the ids `selector` asked for by name that have no offset here: a mistyped group
     /// in a failover script must not pass unnoticed.
-    fn with_missing_groups(mut self, selector: &GroupSelector) -> Self {
+    pub(crate) fn with_missing_groups(mut self, selector: &GroupSelector) -> Self {
         let found: std::collections::HashSet<&str> = self.offsets.groups().into_iter().collect();
         let missing: std::collections::BTreeSet<&str> = selector
             .ids_requested()
@@ -285,7 +282,7 @@ pub enum TranslateError {
     /// A group pattern (of [`MirrorClient::remote_consumer_offsets_matching`]) is not a valid
     /// regular expression.
     #[error(transparent)]
-    InvalidPattern(#[from] InvalidGroupPattern),
+    InvalidPattern(#[from] crate::select::InvalidGroupPattern),
 }
 
 fn existing_hint(existing: &[String]) -> String {

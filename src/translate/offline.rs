@@ -1,12 +1,12 @@
 //! Translating from record-batch bytes already in hand (a captured log segment, a test fixture,
 //! a benchmark), with the same decoder and translator the network read uses.
 
-use super::groups::GroupSelector;
 use super::read::RangeFold;
 use super::table::OffsetTable;
 use super::translator::Accumulator;
 use super::{ReadReport, Translation};
 use crate::records::{AbortedFilter, Batches, RecordsError, Scratch};
+use crate::select::GroupSelector;
 
 /// Folds record batches of a checkpoints topic into translated offsets, read_uncommitted
 /// (control batches skipped), last record in log order winning.
@@ -14,7 +14,8 @@ use crate::records::{AbortedFilter, Batches, RecordsError, Scratch};
 /// ```
 /// use mm2_offsets::mm2::checkpoint::{self, CheckpointKey, CheckpointValue};
 /// use mm2_offsets::records::builder::BatchBuilder;
-/// use mm2_offsets::translate::{BatchTranslator, GroupSelector};
+/// use mm2_offsets::translate::BatchTranslator;
+/// use mm2_offsets::select::GroupSelector;
 ///
 /// let key = checkpoint::encode_key(&CheckpointKey { group: b"app", topic: b"primary.orders", partition: 0 }).unwrap();
 /// let value = checkpoint::encode_value(&CheckpointValue {

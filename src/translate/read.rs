@@ -6,13 +6,13 @@ use std::sync::Arc;
 
 use tokio::task::JoinSet;
 
-use super::groups::GroupSelector;
 use super::plan::ReadRange;
 use super::progress::ReadProgress;
 use super::report::SkipCounts;
 use super::translator::{Accumulator, Folded};
 use crate::client::{ClientError, Deadline, KafkaClient, ReadOptions};
 use crate::records::{Batch, Batches, RecordsError, Scratch};
+use crate::select::GroupSelector;
 
 /// What one range's worker does with the records of the data batches it owns.
 pub(crate) trait RangeFold: Send {

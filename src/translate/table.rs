@@ -380,7 +380,7 @@ fn rank(names: &[Box<str>], name: &str) -> u32 {
 mod tests {
     use super::*;
     use crate::mm2::checkpoint::{self, CheckpointKey, CheckpointValue};
-    use crate::translate::GroupSelector;
+    use crate::select::GroupSelector;
     use crate::translate::translator::Accumulator;
 
     /// (group, topic, partition, downstream offset, record timestamp), `None` for a tombstone.

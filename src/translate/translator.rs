@@ -7,9 +7,9 @@
 
 use rustc_hash::FxHashMap;
 
-use super::groups::GroupSelector;
 use super::report::{SkipCounts, SkipReason};
 use crate::mm2::checkpoint;
+use crate::select::GroupSelector;
 
 /// Distinct byte strings numbered in order of first sight. Looking up a borrowed slice does not
 /// allocate; only a new name is copied.

@@ -23,9 +23,10 @@ const LONGEST_SETUP: Duration = Duration::from_secs(86_400);
 use super::WireError;
 use super::api_versions::{self, ApiVersionTable};
 use super::mux::{Multiplexer, MuxSettings};
-use super::oauth::TokenProvider;
 use super::sasl;
-use super::tls;
+use super::tls_stream;
+use crate::auth::oauth::TokenProvider;
+use crate::auth::tls;
 use crate::config::{ClientConfig, SaslMechanism};
 
 /// A connection to one broker, shared by cheap clones. Requests may be sent concurrently from
@@ -241,7 +242,7 @@ impl Connector {
                         connector
                             .connect(name, tcp)
                             .await
-                            .map_err(|e| tls::handshake_error(address, e))
+                            .map_err(|e| tls_stream::handshake_error(address, e))
                     })
                     .await?;
                 Multiplexer::start(stream, address.to_string(), settings)

@@ -187,6 +187,28 @@ pub enum WireError {
     },
 }
 
+impl From<crate::auth::AuthError> for WireError {
+    fn from(error: crate::auth::AuthError) -> Self {
+        use crate::auth::AuthError;
+        match error {
+            AuthError::Config { message } => WireError::Config { message },
+            AuthError::TlsConfig { message } => WireError::TlsConfig { message },
+            AuthError::TokenEndpoint {
+                endpoint,
+                message,
+                status,
+                source,
+            } => WireError::TokenEndpoint {
+                endpoint,
+                message,
+                status,
+                source,
+            },
+            // AuthError is non_exhaustive only to other crates; this match stays complete.
+        }
+    }
+}
+
 fn io_suffix(source: &Option<std::io::Error>) -> String {
     source
         .as_ref()

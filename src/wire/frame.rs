@@ -79,7 +79,7 @@ where
 }
 
 fn read_error(broker: &str, source: std::io::Error) -> WireError {
-    super::tls::io_error(broker, "reading from", source)
+    super::tls_stream::io_error(broker, "reading from", source)
 }
 
 /// Validates a size prefix before any allocation.

@@ -126,7 +126,7 @@ impl ScramReplay {
 pub fn key_store(bytes: &[u8], password: Option<&str>) -> Result<(usize, usize), String> {
     let password = password.map(Secret::new);
     let contents =
-        super::keystore::decode(bytes, crate::config::KeyStoreType::Jks, password.as_ref())
+        crate::auth::keystore::decode(bytes, crate::config::KeyStoreType::Jks, password.as_ref())
             .map_err(|e| e.to_string())?;
     let entries = contents.trusted.len() + contents.keys.len();
     let keys = usize::from(contents.identity(password.as_ref()).is_ok());
@@ -156,8 +156,10 @@ pub struct OAuthAnswer {
 /// # Errors
 /// Why the HTTP framing is malformed.
 pub fn oauth_token_answer(bytes: &[u8], eof: bool) -> Result<Option<OAuthAnswer>, String> {
-    use super::oauth::http::{Parsed, parse_response};
-    use super::oauth::token_response::{describe_error_response, jwt_expiry, parse_token_response};
+    use crate::auth::oauth::http::{Parsed, parse_response};
+    use crate::auth::oauth::token_response::{
+        describe_error_response, jwt_expiry, parse_token_response,
+    };
     let response = match parse_response(bytes, eof)? {
         Parsed::Incomplete => return Ok(None),
         Parsed::Complete(response) => response,

@@ -1,4 +1,5 @@
-//! The `wire` layer: framing, correlation ids, ApiVersions negotiation, TLS and SASL.
+//! The `wire` layer: framing, correlation ids, ApiVersions negotiation, the TLS stream and SASL
+//! exchanges (the TLS configuration, key stores and OAuth tokens come from [`crate::auth`]).
 //!
 //! [`BrokerConnection`] is the entry point: it connects (TCP, TLS, ApiVersions, SASL), then sends
 //! requests encoded with the `kafka-protocol` crate and hands back each response body as a
@@ -21,15 +22,13 @@ mod frame;
 #[cfg(feature = "unstable-fuzzing")]
 pub mod fuzzing;
 mod header;
-mod keystore;
 mod mux;
-mod oauth;
 #[cfg(feature = "unstable-fuzzing")]
 pub mod responses;
 #[cfg(not(feature = "unstable-fuzzing"))]
 pub(crate) mod responses;
 mod sasl;
-mod tls;
+mod tls_stream;
 
 #[cfg(test)]
 pub(crate) mod testing;

@@ -330,7 +330,11 @@ where
             result = writer.flush().await;
         }
         if let Err(source) = result {
-            return shared.poison(super::tls::io_error(&shared.broker, "writing to", source));
+            return shared.poison(super::tls_stream::io_error(
+                &shared.broker,
+                "writing to",
+                source,
+            ));
         }
     }
 }

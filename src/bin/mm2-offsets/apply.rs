@@ -5,11 +5,11 @@ use std::collections::BTreeMap;
 use std::io::Write;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use mm2_offsets::client::{Deadline, GroupProtocol, KafkaClient};
-use mm2_offsets::translate::apply::{
+use mm2_offsets::apply::{
     self, ApplyOptions, ApplyPlan, ApplyReport, CommitState, GroupOutcome, GroupStatus,
     VerdictRules,
 };
+use mm2_offsets::client::{Deadline, GroupProtocol, KafkaClient};
 
 use crate::args::{ApplyArgs, OutputFormat};
 use crate::{EXIT_ERROR, EXIT_INCOMPLETE, EXIT_OK, EXIT_USAGE, Stop};

@@ -30,9 +30,8 @@ use clap::Parser;
 
 use mm2_offsets::client::{Deadline, IsolationLevel};
 use mm2_offsets::mm2::topology;
-use mm2_offsets::translate::{
-    GroupSelector, MirrorClient, ReadProgress, TranslateRequest, Translation,
-};
+use mm2_offsets::select::GroupSelector;
+use mm2_offsets::translate::{MirrorClient, ReadProgress, TranslateRequest, Translation};
 
 /// Exit code: every requested partition was read to its end.
 pub const EXIT_OK: i32 = 0;

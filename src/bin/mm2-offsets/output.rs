@@ -299,7 +299,8 @@ mod tests {
     fn sample_asking_for(extra_ids: &[&str]) -> Translation {
         use mm2_offsets::mm2::checkpoint::{self, CheckpointKey, CheckpointValue};
         use mm2_offsets::records::builder::BatchBuilder;
-        use mm2_offsets::translate::{BatchTranslator, GroupSelector};
+        use mm2_offsets::select::GroupSelector;
+        use mm2_offsets::translate::BatchTranslator;
 
         let mut batch = BatchBuilder::new(0);
         batch.base_timestamp = 1_700_000_000_000;
@@ -404,7 +405,8 @@ mod tests {
     fn one(group: &str, topic: &str, metadata: &str) -> Translation {
         use mm2_offsets::mm2::checkpoint::{self, CheckpointKey, CheckpointValue};
         use mm2_offsets::records::builder::BatchBuilder;
-        use mm2_offsets::translate::{BatchTranslator, GroupSelector};
+        use mm2_offsets::select::GroupSelector;
+        use mm2_offsets::translate::BatchTranslator;
 
         let key = checkpoint::encode_key(&CheckpointKey {
             group: group.as_bytes(),

@@ -10,9 +10,10 @@ use std::time::Duration;
 use mm2_offsets::client::{Deadline, KafkaClient};
 use mm2_offsets::mm2::ReplicationPolicy;
 use mm2_offsets::mm2::sync_index::{Interpolation, PreciseOffset};
+use mm2_offsets::precise::{PreciseTranslation, RowInput, SyncsSource};
+use mm2_offsets::select::GroupSelector;
 use mm2_offsets::translate::{
-    GroupSelector, JSON_SCHEMA_VERSION, MirrorClient, OffsetRef, PreciseTranslation, RowInput,
-    SyncsSource, TranslateRequest, Translation,
+    JSON_SCHEMA_VERSION, MirrorClient, OffsetRef, TranslateRequest, Translation,
 };
 
 use super::args::{ConnectionArgs, OutputFormat, TranslateArgs};

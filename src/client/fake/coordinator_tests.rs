@@ -8,11 +8,11 @@ use std::time::{Duration, Instant};
 use kafka_protocol::messages::ApiKey;
 
 use super::{FakeCluster, Fault};
-use crate::client::{ClientError, Deadline, GroupCoordinator, KafkaClient, OffsetToCommit};
-use crate::config::ClientConfig;
-use crate::translate::apply::{
+use crate::apply::{
     self, ApplyOptions, ApplyPlan, GroupOutcome, GroupPlan, GroupStatus, PartitionPlan, Verdict,
 };
+use crate::client::{ClientError, Deadline, GroupCoordinator, KafkaClient, OffsetToCommit};
+use crate::config::ClientConfig;
 
 const TOPIC: &str = "orders";
 

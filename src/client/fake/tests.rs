@@ -506,7 +506,8 @@ mod translate {
     use super::*;
     use crate::mm2::ReplicationPolicy;
     use crate::mm2::checkpoint::{CheckpointKey, CheckpointValue, encode_key, encode_value};
-    use crate::translate::{GroupSelector, MirrorClient, TranslateError, TranslateRequest};
+    use crate::select::GroupSelector;
+    use crate::translate::{MirrorClient, TranslateError, TranslateRequest};
 
     const SOURCE: &str = "primary";
 

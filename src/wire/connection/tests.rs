@@ -232,7 +232,7 @@ fn sasl_protocol_without_credentials_is_a_config_error() {
 
 mod tls {
     use super::*;
-    use crate::wire::tls::tests::{CA, CLIENT_CERT, CLIENT_KEY, OTHER_CA, SERVER_CERT, SERVER_KEY};
+    use crate::auth::tls::tests::{CA, CLIENT_CERT, CLIENT_KEY, OTHER_CA, SERVER_CERT, SERVER_KEY};
     use rustls::server::WebPkiClientVerifier;
     use rustls_pki_types::pem::PemObject;
     use rustls_pki_types::{CertificateDer, PrivateKeyDer};

@@ -24,7 +24,7 @@ use super::api_versions::ApiVersionTable;
 use super::decode::{DecodeError, Decoder};
 use super::error::error_name;
 use super::mux::Multiplexer;
-use super::oauth::TokenProvider;
+use crate::auth::oauth::TokenProvider;
 use crate::config::{SaslMechanism, SaslSettings, Secret};
 use scram::{ScramClient, ScramHash};
 

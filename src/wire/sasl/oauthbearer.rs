@@ -9,7 +9,7 @@
 
 use std::path::Path;
 
-use crate::wire::oauth::token_response::{MAX_TOKEN_LEN, is_bearer_token};
+use crate::auth::oauth::token_response::{MAX_TOKEN_LEN, is_bearer_token};
 
 /// The token in `path`, without surrounding white space. Errors name the file, never the token.
 pub(crate) fn read_token(path: &Path) -> Result<String, String> {

@@ -16,7 +16,7 @@ use hyper_util::server::graceful::GracefulShutdown;
 use tokio::net::TcpListener;
 
 use mm2_offsets::client::{Deadline, IsolationLevel, KafkaClient, OffsetSpec};
-use mm2_offsets::translate::watch::{ApplyLoop, Snapshot, Watcher};
+use mm2_offsets::watch::{ApplyLoop, Snapshot, Watcher};
 
 use super::metrics;
 

@@ -8,8 +8,8 @@ use std::collections::HashMap;
 use std::fmt::Write;
 use std::time::SystemTime;
 
-use mm2_offsets::translate::apply::Verdict;
-use mm2_offsets::translate::watch::{ApplyTotals, SkipReason, Snapshot};
+use mm2_offsets::apply::Verdict;
+use mm2_offsets::watch::{ApplyTotals, SkipReason, Snapshot};
 
 /// What a scrape shows besides the snapshot.
 pub struct Scrape<'a> {

@@ -9,8 +9,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mm2_offsets::client::IsolationLevel;
-use mm2_offsets::translate::GroupSelector;
-use mm2_offsets::translate::watch::{
+use mm2_offsets::select::GroupSelector;
+use mm2_offsets::watch::{
     ApplyLoop, ApplyLoopOptions, TickReport, WatchError, WatchOptions, Watcher,
 };
 

@@ -27,7 +27,7 @@ use tokio::net::TcpStream;
 use tokio::sync::Mutex;
 use tokio::time::Instant;
 
-use super::WireError;
+use super::AuthError;
 use super::tls;
 use crate::config::token_endpoint::TokenEndpoint;
 use crate::config::{OAuthClientCredentials, Secret};
@@ -68,14 +68,14 @@ impl std::fmt::Debug for TokenProvider {
 
 impl TokenProvider {
     /// Checks the endpoint URL and loads the TLS trust for an `https` endpoint.
-    pub(crate) fn new(grant: &OAuthClientCredentials) -> Result<TokenProvider, WireError> {
+    pub(crate) fn new(grant: &OAuthClientCredentials) -> Result<TokenProvider, AuthError> {
         let endpoint =
-            TokenEndpoint::parse(&grant.token_endpoint).map_err(|message| WireError::Config {
+            TokenEndpoint::parse(&grant.token_endpoint).map_err(|message| AuthError::Config {
                 message: format!("sasl.oauthbearer.token.endpoint.url: {message}"),
             })?;
         let tls = if endpoint.https {
             let config =
-                tls::tls_client_config(&grant.tls).map_err(|e| WireError::TokenEndpoint {
+                tls::tls_client_config(&grant.tls).map_err(|e| AuthError::TokenEndpoint {
                     endpoint: endpoint.to_string(),
                     message: format!(
                         "cannot set up TLS for it from the ssl.* options of sasl.jaas.config: {e}"
@@ -102,7 +102,7 @@ impl TokenProvider {
 
     /// A token: the cached one while it is fresh, else a new one, all before `deadline`.
     /// Concurrent callers wait for one request rather than each sending their own.
-    pub(crate) async fn token(&self, deadline: Instant) -> Result<Secret, WireError> {
+    pub(crate) async fn token(&self, deadline: Instant) -> Result<Secret, AuthError> {
         let mut cache = self.cache.lock().await;
         let now = Instant::now();
         if let Some(cached) = cache.as_ref().filter(|c| now < c.refresh_at) {
@@ -137,12 +137,12 @@ impl TokenProvider {
     }
 
     /// Asks the endpoint, again after a back-off while its answers are worth retrying.
-    async fn fetch(&self, deadline: Instant) -> Result<CachedToken, WireError> {
+    async fn fetch(&self, deadline: Instant) -> Result<CachedToken, AuthError> {
         let mut backoff = FIRST_BACKOFF;
         loop {
             match self.request_once(deadline).await {
                 Err(
-                    error @ WireError::TokenEndpoint {
+                    error @ AuthError::TokenEndpoint {
                         status: Some(status),
                         ..
                     },
@@ -156,7 +156,7 @@ impl TokenProvider {
         }
     }
 
-    async fn request_once(&self, deadline: Instant) -> Result<CachedToken, WireError> {
+    async fn request_once(&self, deadline: Instant) -> Result<CachedToken, AuthError> {
         let now = Instant::now();
         let connect_by = deadline.min(
             now.checked_add(self.grant.connect_timeout)
@@ -258,7 +258,7 @@ impl TokenProvider {
         &self,
         mut stream: S,
         request: &[u8],
-    ) -> Result<http::HttpResponse, WireError> {
+    ) -> Result<http::HttpResponse, AuthError> {
         let io = |e: std::io::Error| self.error("the exchange failed".to_string(), None, Some(e));
         stream.write_all(request).await.map_err(io)?;
         stream.flush().await.map_err(io)?;
@@ -290,7 +290,7 @@ impl TokenProvider {
     }
 
     /// The token in a complete answer, with its refresh time.
-    fn token_from(&self, answer: http::HttpResponse) -> Result<CachedToken, WireError> {
+    fn token_from(&self, answer: http::HttpResponse) -> Result<CachedToken, AuthError> {
         let status = answer.status;
         if !(status == 200 || status == 201) {
             let detail = describe_error_response(&answer.body)
@@ -339,7 +339,7 @@ impl TokenProvider {
         })
     }
 
-    fn tls_error(&self, error: std::io::Error) -> WireError {
+    fn tls_error(&self, error: std::io::Error) -> AuthError {
         let hint = match error
             .get_ref()
             .and_then(|inner| inner.downcast_ref::<rustls::Error>())
@@ -362,8 +362,8 @@ impl TokenProvider {
         message: String,
         status: Option<u16>,
         source: Option<std::io::Error>,
-    ) -> WireError {
-        WireError::TokenEndpoint {
+    ) -> AuthError {
+        AuthError::TokenEndpoint {
             endpoint: self.endpoint.to_string(),
             message,
             status,

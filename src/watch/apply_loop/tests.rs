@@ -14,7 +14,8 @@ use crate::client::{KafkaClient, OffsetToCommit};
 use crate::config::ClientConfig;
 use crate::mm2::checkpoint::{self, CheckpointKey, CheckpointValue};
 use crate::records::builder::BatchBuilder;
-use crate::translate::{BatchTranslator, GroupSelector};
+use crate::select::GroupSelector;
+use crate::translate::BatchTranslator;
 
 const TOPIC: &str = "primary.orders";
 

@@ -1,5 +1,5 @@
 //! Periodic apply from the live map: every interval, commit the watcher's current translation
-//! to the target groups that have no members, with every guard of [`apply`](crate::translate::apply).
+//! to the target groups that have no members, with every guard of [`apply`](crate::apply).
 //!
 //! See [`ApplyLoop`].
 
@@ -9,11 +9,11 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use super::{Snapshot, WatchStatus, Watcher};
-use crate::client::{Deadline, KafkaClient};
-use crate::translate::Translation;
-use crate::translate::apply::{
+use crate::apply::{
     self, ApplyOptions, ApplyPlan, ApplyReport, GroupOutcome, GroupPlan, GroupStatus, Verdict,
 };
+use crate::client::{Deadline, KafkaClient};
+use crate::translate::Translation;
 
 /// How the periodic apply runs.
 #[derive(Clone, Debug)]
@@ -328,7 +328,7 @@ impl MapSource for Watcher {
 ///    without members, committed offsets unchanged) and reads the commit back.
 ///
 /// There is no other commit path: what a run writes is exactly what `apply --execute` would
-/// write with the same rules. With the default [`VerdictRules`](crate::translate::apply::VerdictRules)
+/// write with the same rules. With the default [`VerdictRules`](crate::apply::VerdictRules)
 /// that means no rewind, nothing outside the target's log, no missing topic or partition, and
 /// only groups that are absent on the target or Empty. A group skipped or failed in one run is
 /// planned afresh in the next; a commit whose outcome was lost is re-read by the next plan.
@@ -338,8 +338,9 @@ impl MapSource for Watcher {
 /// use std::time::Duration;
 /// use mm2_offsets::config::ClientConfig;
 /// use mm2_offsets::mm2::policy::ReplicationPolicy;
-/// use mm2_offsets::translate::{GroupSelector, MirrorClient};
-/// use mm2_offsets::translate::watch::{ApplyLoop, ApplyLoopOptions, WatchOptions, Watcher};
+/// use mm2_offsets::translate::MirrorClient;
+/// use mm2_offsets::select::GroupSelector;
+/// use mm2_offsets::watch::{ApplyLoop, ApplyLoopOptions, WatchOptions, Watcher};
 ///
 /// let target = ClientConfig::plaintext(["127.0.0.1:29092"]);
 /// let client = MirrorClient::connect(target, ReplicationPolicy::default()).await?;

@@ -1,4 +1,4 @@
-//! Precise translation: MM2's checkpoints re-translated with the full offset-sync history
+//! The `precise` layer. Precise translation: MM2's checkpoints re-translated with the full offset-sync history
 //! ([`crate::mm2::sync_index`]). The checkpoints (target cluster) and the offset syncs (source or
 //! target cluster) are read at the same time, under one deadline.
 
@@ -6,18 +6,22 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Instant;
 
-use super::mirror_client::{read_report, topic_bounds};
-use super::plan::plan_ranges;
-use super::read::read_ranges;
-use super::report::ReadReport;
-use super::source_offsets::{GroupInputs, Input, RowInput};
-use super::syncs::{SyncSpec, build_index};
-use super::{MirrorClient, OffsetRef, TranslateError, TranslateRequest, Translation};
+mod source_offsets;
+mod syncs;
+
+pub use source_offsets::{GroupInputs, Input, RowInput};
+pub use syncs::index_from_batches;
+
 use crate::client::{ClientError, Deadline, KafkaClient, ReadOptions};
 use crate::mm2::ReplicationPolicy;
 use crate::mm2::sync_index::{
     Interpolation, PartitionIndex, PreciseOffset, Rule, SyncIndex, TopicSyncs, checkpoint_answer,
 };
+use crate::translate::{
+    MirrorClient, OffsetRef, ReadReport, TranslateError, TranslateRequest, Translation,
+    plan_ranges, read_ranges, read_report, topic_bounds,
+};
+use syncs::{SyncSpec, build_index};
 
 /// Where the offset-syncs topic is and how to trust it.
 #[derive(Clone, Debug)]

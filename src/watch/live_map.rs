@@ -9,10 +9,9 @@
 
 use rustc_hash::FxHashMap;
 
-use super::super::report::{SkipCounts, SkipReason};
-use super::super::translator::{Entry, Folded, Key, NO_METADATA};
 use crate::mm2::checkpoint;
-use crate::translate::GroupSelector;
+use crate::select::GroupSelector;
+use crate::translate::{Entry, Folded, Key, NO_METADATA, SkipCounts, SkipReason};
 
 /// Names (group ids or topics) interned to small ids, with a count of the keys using each, so
 /// that a name no key uses any more is dropped and its id reused.
@@ -303,7 +302,7 @@ fn update(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::translate::table::OffsetTable;
+    use crate::translate::OffsetTable;
 
     fn key(group: &str, topic: &str, partition: i32) -> Vec<u8> {
         checkpoint::encode_key(&checkpoint::CheckpointKey {

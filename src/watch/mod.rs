@@ -18,15 +18,16 @@
 //! it was, so a snapshot never claims to be fresher than it is.
 //!
 //! With [`ApplyLoop`], the map is also committed periodically to the target groups that have no
-//! members, with every guard of [`apply`](crate::translate::apply).
+//! members, with every guard of [`apply`](crate::apply).
 //!
 //! ```no_run
 //! # async fn example() -> Result<(), Box<dyn std::error::Error>> {
 //! use std::time::Duration;
 //! use mm2_offsets::config::ClientConfig;
 //! use mm2_offsets::mm2::policy::ReplicationPolicy;
-//! use mm2_offsets::translate::{GroupSelector, MirrorClient};
-//! use mm2_offsets::translate::watch::{WatchOptions, Watcher};
+//! use mm2_offsets::translate::MirrorClient;
+//! use mm2_offsets::select::GroupSelector;
+//! use mm2_offsets::watch::{WatchOptions, Watcher};
 //!
 //! let target = ClientConfig::plaintext(["127.0.0.1:29092"]);
 //! let client = MirrorClient::connect(target, ReplicationPolicy::default()).await?;
@@ -55,10 +56,10 @@ use std::time::{Duration, SystemTime};
 
 use live_map::LiveMap;
 
-use super::report::{PartitionProgress, ReadReport};
-use super::table::OffsetTable;
-use super::{GroupSelector, MirrorClient, TranslateError, Translation};
 use crate::client::{ClientError, DEFAULT_FETCH_MAX_BYTES, Deadline, IsolationLevel, KafkaClient};
+use crate::select::GroupSelector;
+use crate::translate::{MirrorClient, TranslateError, Translation};
+use crate::translate::{OffsetTable, PartitionProgress, ReadReport};
 
 /// The most connections per broker the tail opens (one per tailed partition up to this; more
 /// partitions share them, and their idle polls then take turns).
@@ -230,7 +231,7 @@ impl Watcher {
                 }
                 Err(e) => return Err(e.into()),
             };
-            let b = super::mirror_client::topic_bounds(
+            let b = crate::translate::topic_bounds(
                 kafka,
                 source,
                 topic.clone(),
@@ -243,14 +244,9 @@ impl Watcher {
         let heartbeats = policy.heartbeats_topic();
         let heartbeats_topic = match kafka.describe_topic(heartbeats, &deadline).await {
             Ok(topic) => {
-                let b = super::mirror_client::topic_bounds(
-                    kafka,
-                    "",
-                    topic,
-                    options.isolation,
-                    &deadline,
-                )
-                .await?;
+                let b =
+                    crate::translate::topic_bounds(kafka, "", topic, options.isolation, &deadline)
+                        .await?;
                 bounds.extend(b.into_iter().map(|b| (Stream::Heartbeats, b)));
                 Some(heartbeats.to_string())
             }

@@ -13,13 +13,13 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use super::precise::{PreciseTranslation, UpstreamTopics};
-use super::{MirrorClient, OffsetRef, TranslateError, TranslateRequest};
+use super::{PreciseTranslation, UpstreamTopics};
 use crate::client::{
     ClientError, CommittedOffset, Deadline, GroupCoordinator, GroupOffsets, KafkaClient,
 };
 use crate::mm2::ReplicationPolicy;
 use crate::mm2::sync_index::{PreciseOffset, Rule, SyncIndex, TopicSyncs};
+use crate::translate::{MirrorClient, OffsetRef, TranslateError, TranslateRequest};
 
 /// Which upstream offset a row was translated from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -89,7 +89,7 @@ impl MirrorClient {
         let deadline = Deadline::after(request.timeout);
         let (translation, (index, syncs_report)) = tokio::try_join!(
             self.translate(request),
-            super::precise::read_sync_index(syncs, request, deadline)
+            super::read_sync_index(syncs, request, deadline)
         )?;
         let groups: Vec<String> = translation.groups().iter().map(|g| g.to_string()).collect();
         let fetched = tokio::time::timeout(
@@ -215,7 +215,7 @@ fn translate_row(
 /// Every row of `translation` re-translated from the source's offsets where usable, from its
 /// checkpoint otherwise, with the per-group account.
 pub(crate) fn retranslate_from_source(
-    translation: &super::Translation,
+    translation: &crate::translate::Translation,
     index: &SyncIndex,
     policy: &ReplicationPolicy,
     fetched: &SourceOffsets,
@@ -281,7 +281,8 @@ mod tests {
     use crate::mm2::checkpoint::{self, CheckpointKey, CheckpointValue};
     use crate::mm2::sync_index::SyncIndexBuilder;
     use crate::records::builder::BatchBuilder;
-    use crate::translate::{BatchTranslator, GroupSelector, Translation};
+    use crate::select::GroupSelector;
+    use crate::translate::{BatchTranslator, Translation};
 
     /// Checkpoints of `orders-0` on the target (`primary.orders`): (group, upstream, downstream).
     fn translation(rows: &[(&str, i64, i64)]) -> Translation {

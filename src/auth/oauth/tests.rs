@@ -10,8 +10,8 @@ use tokio::net::TcpListener;
 use tokio::time::Instant;
 
 use super::*;
+use crate::auth::tls::tests::{CA, OTHER_CA, SERVER_CERT, SERVER_KEY};
 use crate::config::{PemSource, TlsSettings};
-use crate::wire::tls::tests::{CA, OTHER_CA, SERVER_CERT, SERVER_KEY};
 
 /// A token endpoint that answers every request with `answer(request number, request text)`.
 struct Endpoint {
@@ -212,7 +212,7 @@ async fn refused_credentials_are_named_and_not_retried() {
         "{text}"
     );
     assert!(!text.contains("s3cr"), "{text}");
-    assert!(!error.is_retriable());
+    assert!(!crate::wire::WireError::from(error).is_retriable());
     assert_eq!(server.requests.load(Ordering::SeqCst), 1);
 }
 
@@ -246,7 +246,7 @@ async fn a_down_endpoint_fails_fast_and_a_silent_one_within_the_deadline() {
         )),
         "{error}"
     );
-    assert!(error.is_retriable());
+    assert!(crate::wire::WireError::from(error).is_retriable());
 
     // Accepts, never answers.
     let silent = TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -296,7 +296,7 @@ async fn https_endpoints_are_verified_against_the_configured_ca() {
         "{text}"
     );
     assert!(text.contains("UnknownIssuer"), "{text}");
-    assert!(!error.is_retriable());
+    assert!(!crate::wire::WireError::from(error).is_retriable());
 }
 
 #[tokio::test]

@@ -162,7 +162,7 @@ impl std::fmt::Display for Refusal {
 /// A Java regular expression that matches whole strings, as `Pattern.matches(regex, input)`.
 ///
 /// ```
-/// use mm2_offsets::translate::JavaPattern;
+/// use mm2_offsets::select::JavaPattern;
 ///
 /// let p = JavaPattern::new(r"a|ab").unwrap();
 /// assert!(p.matches("ab"));

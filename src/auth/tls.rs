@@ -14,13 +14,11 @@ use std::sync::Arc;
 
 use rustls::client::WebPkiServerVerifier;
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
-use rustls::{
-    AlertDescription, CertificateError, DigitallySignedStruct, RootCertStore, SignatureScheme,
-};
+use rustls::{CertificateError, DigitallySignedStruct, RootCertStore, SignatureScheme};
 use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
 
-use super::WireError;
+use super::AuthError;
 use super::keystore;
 use crate::config::{KeyStoreFile, PemSource, TlsSettings};
 
@@ -29,10 +27,10 @@ use crate::config::{KeyStoreFile, PemSource, TlsSettings};
 /// a rustls type is no part of the crate's API; programs hand [`TlsSettings`] to a
 /// `ClientConfig` instead.
 ///
-/// [`Connector`]: super::Connector
+/// [`Connector`]: crate::wire::Connector
 pub(crate) fn tls_client_config(
     settings: &TlsSettings,
-) -> Result<Arc<rustls::ClientConfig>, WireError> {
+) -> Result<Arc<rustls::ClientConfig>, AuthError> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let roots = Arc::new(root_store(settings)?);
     let webpki = WebPkiServerVerifier::builder_with_provider(roots, provider.clone())
@@ -99,73 +97,13 @@ pub(crate) fn tls_client_config(
 
 /// The name to verify and send as SNI: a DNS name, or an IP address (checked against the
 /// certificate's IP SANs; no SNI is sent for addresses).
-pub(crate) fn server_name(host: &str) -> Result<ServerName<'static>, WireError> {
+pub(crate) fn server_name(host: &str) -> Result<ServerName<'static>, AuthError> {
     ServerName::try_from(host.to_string())
         .map_err(|e| config_error(format!("cannot use {host:?} as a TLS server name: {e}")))
 }
 
-/// Turns a failed handshake into an error that says what to change.
-pub(crate) fn handshake_error(broker: &str, error: std::io::Error) -> WireError {
-    // A plaintext listener reads our ClientHello as an absurd frame size and hangs up.
-    if matches!(
-        error.kind(),
-        std::io::ErrorKind::UnexpectedEof | std::io::ErrorKind::ConnectionReset
-    ) {
-        return WireError::Closed {
-            broker: broker.to_string(),
-            context: "during the TLS handshake (is this listener TLS? check security.protocol)"
-                .to_string(),
-        };
-    }
-    io_error(broker, "TLS handshake with", error)
-}
-
-/// An I/O error on a (possibly TLS) stream: [`WireError::Tls`] when rustls is what failed,
-/// with a hint at the setting to change, else [`WireError::Io`].
-pub(crate) fn io_error(broker: &str, operation: &str, error: std::io::Error) -> WireError {
-    let Some(tls) = error
-        .get_ref()
-        .and_then(|inner| inner.downcast_ref::<rustls::Error>())
-    else {
-        return WireError::Io {
-            broker: broker.to_string(),
-            operation: operation.to_string(),
-            source: error,
-        };
-    };
-    let hint = match tls {
-        rustls::Error::InvalidCertificate(
-            CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. },
-        ) => {
-            "; connect with a name the certificate lists, or set \
-             ssl.endpoint.identification.algorithm= (empty) to skip the host name check"
-        }
-        rustls::Error::InvalidCertificate(CertificateError::UnknownIssuer) => {
-            "; trust the broker's CA with ssl.truststore.certificates or \
-             ssl.truststore.location"
-        }
-        rustls::Error::AlertReceived(
-            AlertDescription::CertificateRequired
-            | AlertDescription::BadCertificate
-            | AlertDescription::UnknownCA
-            | AlertDescription::CertificateUnknown,
-        ) => {
-            "; the broker wants a client certificate it trusts: set \
-             ssl.keystore.location, or ssl.keystore.certificate.chain and ssl.keystore.key"
-        }
-        rustls::Error::InvalidMessage(_) | rustls::Error::InappropriateMessage { .. } => {
-            "; is this listener TLS? check security.protocol"
-        }
-        _ => "",
-    };
-    WireError::Tls {
-        broker: broker.to_string(),
-        message: format!("{tls}{hint}"),
-    }
-}
-
-fn config_error(message: impl Into<String>) -> WireError {
-    WireError::TlsConfig {
+fn config_error(message: impl Into<String>) -> AuthError {
+    AuthError::TlsConfig {
         message: message.into(),
     }
 }
@@ -178,7 +116,7 @@ fn describe(source: &PemSource) -> String {
 }
 
 /// Reads a PEM source's bytes; inline text is used as is.
-fn pem_bytes(source: &PemSource, what: &str) -> Result<Vec<u8>, WireError> {
+fn pem_bytes(source: &PemSource, what: &str) -> Result<Vec<u8>, AuthError> {
     match source {
         PemSource::Inline(text) => Ok(text.as_bytes().to_vec()),
         PemSource::File(path) => std::fs::read(path).map_err(|e| {
@@ -191,7 +129,7 @@ fn pem_bytes(source: &PemSource, what: &str) -> Result<Vec<u8>, WireError> {
 }
 
 /// Every certificate in a PEM source; at least one.
-fn certificates(source: &PemSource, what: &str) -> Result<Vec<CertificateDer<'static>>, WireError> {
+fn certificates(source: &PemSource, what: &str) -> Result<Vec<CertificateDer<'static>>, AuthError> {
     let pem = pem_bytes(source, what)?;
     let certs = CertificateDer::pem_slice_iter(&pem)
         .collect::<Result<Vec<_>, _>>()
@@ -206,7 +144,7 @@ fn certificates(source: &PemSource, what: &str) -> Result<Vec<CertificateDer<'st
 }
 
 /// The private key in a PEM source (PKCS#8, PKCS#1 or SEC1). Its bytes never reach a message.
-fn private_key(source: &PemSource) -> Result<PrivateKeyDer<'static>, WireError> {
+fn private_key(source: &PemSource) -> Result<PrivateKeyDer<'static>, AuthError> {
     let pem = pem_bytes(source, "client key")?;
     PrivateKeyDer::from_pem_slice(&pem).map_err(|e| {
         let hint = if pem.windows(9).any(|w| w == b"ENCRYPTED") {
@@ -228,7 +166,7 @@ fn private_key(source: &PemSource) -> Result<PrivateKeyDer<'static>, WireError> 
     })
 }
 
-fn root_store(settings: &TlsSettings) -> Result<RootCertStore, WireError> {
+fn root_store(settings: &TlsSettings) -> Result<RootCertStore, AuthError> {
     let mut roots = RootCertStore::empty();
     match (&settings.trusted_certificates, &settings.trust_store) {
         (Some(_), Some(store)) => {
@@ -292,7 +230,7 @@ fn root_store(settings: &TlsSettings) -> Result<RootCertStore, WireError> {
 /// The client certificate chain and key from a JKS or PKCS12 key store.
 fn key_store_identity(
     store: &KeyStoreFile,
-) -> Result<(Vec<CertificateDer<'static>>, PrivateKeyDer<'static>), WireError> {
+) -> Result<(Vec<CertificateDer<'static>>, PrivateKeyDer<'static>), AuthError> {
     let contents = keystore::load(store).map_err(|e| store_error(store, "key", e))?;
     contents
         .identity(store.key_password.as_ref())
@@ -307,7 +245,7 @@ fn key_store_identity(
 }
 
 /// A store problem as an error naming the file, the key and what to change.
-fn store_error(store: &KeyStoreFile, which: &str, error: keystore::StoreError) -> WireError {
+fn store_error(store: &KeyStoreFile, which: &str, error: keystore::StoreError) -> AuthError {
     use keystore::StoreError as E;
     let hint = match (&error, which) {
         (E::WrongPassword, _) => format!("; check ssl.{which}store.password"),
@@ -449,7 +387,7 @@ pub(crate) mod tests {
                 .contains("no certificates found in (inline PEM)"),
             "{err}"
         );
-        assert!(!err.is_retriable());
+        assert!(!crate::wire::WireError::from(err).is_retriable());
     }
 
     #[test]
@@ -501,7 +439,7 @@ pub(crate) mod tests {
     fn store(name: &str, store_type: KeyStoreType, password: Option<&str>) -> KeyStoreFile {
         KeyStoreFile {
             path: std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-                .join("src/wire/testdata")
+                .join("src/auth/testdata")
                 .join(name),
             store_type,
             password: password.map(Secret::new),

@@ -1,8 +1,11 @@
-//! Which consumer groups to translate: exact ids, Java patterns that match whole ids, or all.
+//! The `select` layer: which consumer groups to translate, apply or watch: exact ids, Java
+//! patterns that match whole ids (Java's own syntax and semantics, KIP-1239), or all.
+
+mod java_pattern;
 
 use std::collections::HashSet;
 
-use super::java_pattern::{JavaPattern, Refusal};
+pub use java_pattern::{Construct, JavaPattern, Refusal, RefusalKind};
 
 /// A selection of consumer groups.
 ///
@@ -11,7 +14,7 @@ use super::java_pattern::{JavaPattern, Refusal};
 /// [`JavaPattern`]).
 ///
 /// ```
-/// use mm2_offsets::translate::GroupSelector;
+/// use mm2_offsets::select::GroupSelector;
 ///
 /// let selector = GroupSelector::new(["orders-app"], ["billing-.*"]).unwrap();
 /// assert!(GroupSelector::new([], ["billing-.*"]).unwrap().matches("billing-eu"));

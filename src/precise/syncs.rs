@@ -7,12 +7,10 @@
 
 use rustc_hash::FxHashMap;
 
-use super::read::{FoldSpec, RangeFold, RangeOutcome};
-use super::report::{SkipCounts, SkipReason};
-use super::translator::Interner;
 use crate::mm2::offset_sync;
 use crate::mm2::sync_index::{Interpolation, Sync, SyncChunks, SyncIndex, SyncIndexBuilder};
 use crate::records::{RecordsError, Scratch};
+use crate::translate::{FoldSpec, Interner, RangeFold, RangeOutcome, SkipCounts, SkipReason};
 
 /// The syncs one range holds for one upstream partition, in log order.
 struct PartitionRun {

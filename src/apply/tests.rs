@@ -427,7 +427,8 @@ async fn a_group_refused_by_the_authorizer_names_the_missing_permission_and_othe
 fn translation(rows: &[(&str, &str, i32, i64)]) -> Translation {
     use crate::mm2::checkpoint::{self, CheckpointKey, CheckpointValue};
     use crate::records::builder::BatchBuilder;
-    use crate::translate::{BatchTranslator, GroupSelector};
+    use crate::select::GroupSelector;
+    use crate::translate::BatchTranslator;
     let encoded: Vec<(Vec<u8>, Vec<u8>)> = rows
         .iter()
         .map(|&(group, topic, partition, offset)| {

@@ -25,13 +25,13 @@ use std::sync::Arc;
 use futures::StreamExt;
 use serde::{Deserialize, Serialize};
 
-use super::Translation;
 use crate::client::{
     ClientError, Deadline, GroupCallError, GroupCoordinator, GroupDescription, GroupOffsets,
     GroupProtocol, IsolationLevel, KafkaClient, NOT_CONSUMER_GROUP_TYPES, OffsetSpec, ReadOptions,
     not_a_consumer_group,
 };
 use crate::records::Batches;
+use crate::translate::Translation;
 
 /// The version of the plan's JSON schema. Bumped on any incompatible change; a plan file of
 /// another version is refused.
