@@ -31,9 +31,12 @@ mod args;
 #[path = "../../src/bin/mm2-offsets/escape.rs"]
 #[allow(dead_code)]
 mod escape;
-#[path = "../../src/bin/mm2-offsets/validate.rs"]
+#[path = "../../src/bin/mm2-offsets/parse.rs"]
 #[allow(dead_code)]
-mod validate;
+mod parse;
+#[path = "../../src/bin/mm2-offsets/usage.rs"]
+#[allow(dead_code)]
+mod usage;
 
 /// `cli_args`: an argument vector, arguments separated by NUL bytes (invalid UTF-8 decoded
 /// lossily). Parsing and the usage checks must not panic, and an error must render. Returns
@@ -43,12 +46,9 @@ pub fn cli_args(data: &[u8]) -> Result<(), String> {
     let text = String::from_utf8_lossy(data);
     let argv = std::iter::once("mm2-offsets").chain(text.split('\0'));
     let cli = args::Cli::try_parse_from(argv).map_err(|e| e.render().to_string())?;
-    validate::usage(&cli.command)?;
+    usage::check(&cli.command)?;
     if let args::Command::Translate(translate) = &cli.command {
-        assert!(
-            translate.timeout >= validate::MIN_TIMEOUT
-                && translate.timeout <= validate::MAX_TIMEOUT
-        );
+        assert!(translate.timeout >= parse::MIN_TIMEOUT && translate.timeout <= parse::MAX_TIMEOUT);
         assert!(translate.max_fetch_bytes >= 1024);
         assert!((1..=256).contains(&translate.parallelism));
     }

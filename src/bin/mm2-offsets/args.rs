@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-use super::validate;
+use super::parse;
 
 /// Translate consumer-group offsets replicated by MirrorMaker 2, for many groups in one read.
 #[derive(Debug, Parser)]
@@ -113,6 +113,36 @@ pub struct ConnectionArgs {
     pub no_hostname_verification: bool,
 }
 
+/// Which consumer groups: the same options for every command that selects groups.
+#[derive(Debug, Args, Clone, Default)]
+pub struct GroupArgs {
+    /// A consumer group id (repeatable).
+    #[arg(long = "group", value_name = "GROUP")]
+    pub groups: Vec<String>,
+    /// A Java regular expression that must match the WHOLE group id, exactly as Java's
+    /// Pattern.matches; constructs we cannot match exactly are refused (repeatable).
+    #[arg(long = "group-regex", value_name = "REGEX")]
+    pub group_regexes: Vec<String>,
+    /// A UTF-8 file of group ids, one per line, kept exactly as written (spaces included); a
+    /// leading BOM and a CR before each LF are dropped, blank lines and lines starting with #
+    /// are skipped.
+    #[arg(long, value_name = "FILE")]
+    pub groups_file: Option<PathBuf>,
+    /// Every group that has checkpoints.
+    #[arg(long, conflicts_with_all = ["groups", "group_regexes", "groups_file"])]
+    pub all_groups: bool,
+}
+
+impl GroupArgs {
+    /// Whether any group is selected at all.
+    pub fn selects_anything(&self) -> bool {
+        self.all_groups
+            || !self.groups.is_empty()
+            || !self.group_regexes.is_empty()
+            || self.groups_file.is_some()
+    }
+}
+
 /// Output formats.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum OutputFormat {
@@ -169,33 +199,21 @@ pub struct TranslateArgs {
     /// has a checkpoints topic on this cluster.
     #[arg(long = "source", value_name = "ALIAS")]
     pub sources: Vec<String>,
-    /// A consumer group id (repeatable).
-    #[arg(long = "group", value_name = "GROUP")]
-    pub groups: Vec<String>,
-    /// A Java regular expression that must match the WHOLE group id, exactly as Java's
-    /// Pattern.matches; constructs we cannot match exactly are refused (repeatable).
-    #[arg(long = "group-regex", value_name = "REGEX")]
-    pub group_regexes: Vec<String>,
-    /// A UTF-8 file of group ids, one per line, kept exactly as written (spaces included); a
-    /// leading BOM and a CR before each LF are dropped, blank lines and lines starting with #
-    /// are skipped.
-    #[arg(long, value_name = "FILE")]
-    pub groups_file: Option<PathBuf>,
+    /// Which groups.
+    #[command(flatten)]
+    pub select: GroupArgs,
     /// Exit 1 when a group given with --group or --groups-file has no checkpoints (they are
     /// always named on stderr and in the JSON output's missing_groups).
     #[arg(long)]
     pub fail_on_missing_groups: bool,
-    /// Every group that has checkpoints.
-    #[arg(long, conflicts_with_all = ["groups", "group_regexes", "groups_file"])]
-    pub all_groups: bool,
     /// Which records are visible.
     #[arg(long, value_enum, default_value = "read_uncommitted")]
     pub isolation: Isolation,
     /// Budget for the whole read, e.g. 30s, 500ms, 2m.
-    #[arg(long, value_parser = validate::timeout, default_value = "60s", allow_hyphen_values = true)]
+    #[arg(long, value_parser = parse::timeout, default_value = "60s", allow_hyphen_values = true)]
     pub timeout: Duration,
     /// Offset ranges read at once (1 to 256).
-    #[arg(long, default_value = "4", value_parser = validate::parallelism, allow_negative_numbers = true)]
+    #[arg(long, default_value = "4", value_parser = parse::parallelism, allow_negative_numbers = true)]
     pub parallelism: u16,
     /// When the timeout passes, print what was read (marked complete: false, exit code 3)
     /// instead of failing.
@@ -210,7 +228,7 @@ pub struct TranslateArgs {
     pub output_dir: Option<PathBuf>,
     /// Largest Fetch response per partition, in bytes, 1024 to 2147483647 (a larger batch
     /// still comes whole).
-    #[arg(long, default_value_t = mm2_offsets::client::DEFAULT_FETCH_MAX_BYTES, value_name = "BYTES", value_parser = validate::max_fetch_bytes, allow_negative_numbers = true)]
+    #[arg(long, default_value_t = mm2_offsets::client::DEFAULT_FETCH_MAX_BYTES, value_name = "BYTES", value_parser = parse::max_fetch_bytes, allow_negative_numbers = true)]
     pub max_fetch_bytes: i32,
     /// Do not draw the progress line on stderr even when it is a terminal.
     #[arg(long)]
@@ -230,7 +248,7 @@ pub struct TopologyArgs {
     #[arg(short, long, value_enum, default_value = "table")]
     pub output: OutputFormat,
     /// Budget for the metadata requests.
-    #[arg(long, value_parser = validate::timeout, default_value = "30s", allow_hyphen_values = true)]
+    #[arg(long, value_parser = parse::timeout, default_value = "30s", allow_hyphen_values = true)]
     pub timeout: Duration,
 }
 
@@ -261,7 +279,7 @@ pub struct ApplyArgs {
     #[arg(long)]
     pub clamp: bool,
     /// Refuse partitions whose checkpoint is older than this (e.g. 10m).
-    #[arg(long, value_name = "DURATION", value_parser = validate::checkpoint_age)]
+    #[arg(long, value_name = "DURATION", value_parser = parse::checkpoint_age)]
     pub max_checkpoint_age: Option<Duration>,
     /// Save the plan as JSON to FILE.
     #[arg(long, value_name = "FILE")]
@@ -299,35 +317,26 @@ pub struct WatchArgs {
     /// has a checkpoints topic on this cluster when the watch starts.
     #[arg(long = "source", value_name = "ALIAS")]
     pub sources: Vec<String>,
-    /// A consumer group id (repeatable).
-    #[arg(long = "group", value_name = "GROUP")]
-    pub groups: Vec<String>,
-    /// A Java regular expression that must match the WHOLE group id (repeatable).
-    #[arg(long = "group-regex", value_name = "REGEX")]
-    pub group_regexes: Vec<String>,
-    /// A UTF-8 file of group ids, one per line (as for translate).
-    #[arg(long, value_name = "FILE")]
-    pub groups_file: Option<PathBuf>,
-    /// Every group that has checkpoints.
-    #[arg(long, conflicts_with_all = ["groups", "group_regexes", "groups_file"])]
-    pub all_groups: bool,
+    /// Which groups.
+    #[command(flatten)]
+    pub select: GroupArgs,
     /// Which records are visible.
     #[arg(long, value_enum, default_value = "read_uncommitted")]
     pub isolation: Isolation,
     /// Budget for connecting and finding the topics at start, e.g. 30s.
-    #[arg(long, value_parser = validate::timeout, default_value = "60s", allow_hyphen_values = true)]
+    #[arg(long, value_parser = parse::timeout, default_value = "60s", allow_hyphen_values = true)]
     pub timeout: Duration,
     /// Largest Fetch response per partition, in bytes, 1024 to 2147483647.
-    #[arg(long, default_value_t = mm2_offsets::client::DEFAULT_FETCH_MAX_BYTES, value_name = "BYTES", value_parser = validate::max_fetch_bytes, allow_negative_numbers = true)]
+    #[arg(long, default_value_t = mm2_offsets::client::DEFAULT_FETCH_MAX_BYTES, value_name = "BYTES", value_parser = parse::max_fetch_bytes, allow_negative_numbers = true)]
     pub max_fetch_bytes: i32,
     /// Address of the HTTP server.
     #[arg(long, value_name = "HOST:PORT", default_value = "127.0.0.1:9464")]
     pub listen: String,
     /// How long the broker may hold each tailing Fetch when nothing is new (the poll), 10ms to 30s.
-    #[arg(long, value_name = "DURATION", value_parser = validate::poll_interval, default_value = "1s")]
+    #[arg(long, value_name = "DURATION", value_parser = parse::poll_interval, default_value = "1s")]
     pub poll: Duration,
     /// mm2_source_up goes to 0 when the newest heartbeat of a source is older than this.
-    #[arg(long, value_name = "DURATION", value_parser = validate::checkpoint_age, default_value = "30s")]
+    #[arg(long, value_name = "DURATION", value_parser = parse::checkpoint_age, default_value = "30s")]
     pub heartbeat_stale_after: Duration,
     /// Also export per group and partition: translated and upstream offsets, checkpoint age,
     /// and the lag after a failover (target log end minus translated offset). One series per
@@ -340,7 +349,7 @@ pub struct WatchArgs {
     /// only from a ready map caught up within the readiness window; a run that cannot prove
     /// that writes nothing and says why. One line per run on stderr, mm2_apply_* metrics.
     /// Off by default.
-    #[arg(long, value_name = "DURATION", value_parser = validate::apply_interval)]
+    #[arg(long, value_name = "DURATION", value_parser = parse::apply_interval)]
     pub apply_interval: Option<Duration>,
 }
 
@@ -394,8 +403,8 @@ mod tests {
 
     #[test]
     fn durations_read_like_people_write_them() {
-        assert_eq!(validate::timeout("2m").unwrap(), Duration::from_secs(120));
-        assert!(validate::timeout("soon").is_err());
+        assert_eq!(parse::timeout("2m").unwrap(), Duration::from_secs(120));
+        assert!(parse::timeout("soon").is_err());
     }
 
     #[test]

@@ -111,7 +111,16 @@ impl<'w> ChunkedWriter<'w> {
     /// A CSV field, quoted as `output::csv_field` quotes it (which allocates only for the rare
     /// field that needs quotes).
     pub(crate) fn csv_field(&mut self, text: &str) {
-        self.text(&super::output::csv_field(text));
+        self.text(&csv_field(text));
+    }
+}
+
+/// Quotes a CSV field when it holds a comma, quote or line break (RFC 4180).
+pub fn csv_field(value: &str) -> std::borrow::Cow<'_, str> {
+    if value.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", value.replace('"', "\"\"")).into()
+    } else {
+        value.into()
     }
 }
 

@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
 
-use super::output::csv_field;
+use super::chunked::csv_field;
 use mm2_offsets::translate::Translation;
 
 /// The name of the index file in the output directory.

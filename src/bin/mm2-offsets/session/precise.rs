@@ -16,10 +16,10 @@ use mm2_offsets::translate::{
     JSON_SCHEMA_VERSION, MirrorClient, OffsetRef, TranslateRequest, Translation,
 };
 
-use super::args::{ConnectionArgs, OutputFormat, TranslateArgs};
-use super::chunked::ChunkedWriter;
-use super::escape::for_terminal;
-use super::output::{json_offset_fields, write_aligned, write_csv_with};
+use crate::args::{ConnectionArgs, OutputFormat, TranslateArgs};
+use crate::chunked::ChunkedWriter;
+use crate::escape::for_terminal;
+use crate::output::{json_offset_fields, write_aligned, write_csv_with};
 
 /// Reads the precise translation the flags ask for (from the checkpoints, or with
 /// `--from-source-offsets` from the source's committed offsets) and prints its summary on
@@ -63,7 +63,7 @@ pub async fn run(
         OutputFormat::Csv => write_csv(&mut out, &precise, io::stdout().is_terminal()),
         OutputFormat::ResetCsv => {
             let translation = precise.to_translation();
-            let files = super::reset_files::write(&args.reset_dir(), &translation)?;
+            let files = crate::reset_files::write(&args.reset_dir(), &translation)?;
             eprintln!(
                 "precise: the reset files hold the precise offsets (the OFFSET column of the table), not MM2's"
             );
@@ -92,7 +92,7 @@ pub async fn read_for_apply(
 ) -> Result<(MirrorClient, Translation, Vec<String>), String> {
     let (client, request, progress) = super::prepare_read(args, groups).await?;
     let precise = {
-        let _line = super::progress::ProgressLine::start(progress, !args.no_progress);
+        let _line = crate::progress::ProgressLine::start(progress, !args.no_progress);
         read(args, &client, &request).await?
     };
     if !precise.syncs_report.complete {
@@ -170,7 +170,7 @@ async fn source_cluster(args: &TranslateArgs, syncs: &SyncsSource) -> Result<Kaf
         ..ConnectionArgs::default()
     };
     let settings =
-        super::connection::settings(&connection).map_err(|e| format!("source cluster: {e}"))?;
+        crate::connection::settings(&connection).map_err(|e| format!("source cluster: {e}"))?;
     KafkaClient::connect(settings.client)
         .await
         .map_err(|e| format!("source cluster: {e}"))
@@ -197,7 +197,7 @@ async fn syncs_source(
     } else {
         return Err("--precise needs the cluster holding the offset-syncs topic: pass --syncs-bootstrap-server or --syncs-command-config (the source cluster, or the target with offset-syncs.topic.location=target), or --mm2-config".to_string());
     };
-    let settings = super::connection::settings(&connection)
+    let settings = crate::connection::settings(&connection)
         .map_err(|e| format!("offset-syncs cluster: {e}"))?;
     let policy = client.replication_policy();
     let kafka = KafkaClient::connect(settings.client)

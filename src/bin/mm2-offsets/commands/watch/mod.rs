@@ -9,38 +9,16 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mm2_offsets::client::IsolationLevel;
-use mm2_offsets::select::GroupSelector;
 use mm2_offsets::watch::{
     ApplyLoop, ApplyLoopOptions, TickReport, WatchError, WatchOptions, Watcher,
 };
 
-use super::args::{Isolation, WatchArgs};
-use super::escape::for_terminal;
+use crate::args::{Isolation, WatchArgs};
+use crate::escape::for_terminal;
+use crate::session;
 
 /// How long in-flight HTTP responses may take to finish after a stop signal.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
-
-/// The groups the flags select (as translate selects them).
-fn selector(args: &WatchArgs) -> Result<GroupSelector, String> {
-    if args.all_groups {
-        return Ok(GroupSelector::all());
-    }
-    let mut ids = args.groups.clone();
-    if let Some(path) = &args.groups_file {
-        let text = std::fs::read_to_string(path).map_err(|e| {
-            format!(
-                "cannot read --groups-file {}: {e}",
-                for_terminal(&path.display().to_string())
-            )
-        })?;
-        ids.extend(super::groups_file::parse(&text));
-    }
-    GroupSelector::new(
-        ids.iter().map(String::as_str),
-        args.group_regexes.iter().map(String::as_str),
-    )
-    .map_err(|e| format!("--group-regex: {e}"))
-}
 
 /// Resolves when the process is asked to stop (SIGTERM from a container runtime, SIGINT from a
 /// terminal).
@@ -79,11 +57,11 @@ fn log_run(run: &TickReport) {
 }
 
 pub async fn run(args: WatchArgs) -> Result<i32, String> {
-    let groups = selector(&args)?;
-    let settings = super::connection::settings(&args.connection)?;
-    let client = super::connect(settings, args.timeout).await?;
+    let groups = session::selector(&args.select)?;
+    let settings = crate::connection::settings(&args.connection)?;
+    let client = session::connect(settings, args.timeout).await?;
     let sources = if args.sources.is_empty() {
-        super::discover_sources(&client, args.timeout).await?
+        session::discover_sources(&client, args.timeout).await?
     } else {
         args.sources.clone()
     };
@@ -118,7 +96,7 @@ pub async fn run(args: WatchArgs) -> Result<i32, String> {
     let watcher = Watcher::start(&client, options)
         .await
         .map_err(|e| match e {
-            WatchError::Start(e) => super::hints::explain(&e),
+            WatchError::Start(e) => crate::hints::explain(&e),
             e => e.to_string(),
         })?;
     eprintln!(
@@ -170,5 +148,5 @@ pub async fn run(args: WatchArgs) -> Result<i32, String> {
     tokio::join!(serving, applying);
     watcher.stop().await;
     eprintln!("stopped");
-    Ok(super::EXIT_OK)
+    Ok(crate::exit::EXIT_OK)
 }

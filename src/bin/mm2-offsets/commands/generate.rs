@@ -6,8 +6,8 @@ use std::io::Write;
 use clap::CommandFactory;
 use clap_complete::Shell;
 
-use super::EXIT_OK;
-use super::args::Cli;
+use crate::args::Cli;
+use crate::exit::EXIT_OK;
 
 /// Writes the completion script for `shell`.
 pub fn completions(shell: Shell, out: &mut dyn Write) -> Result<i32, String> {

@@ -12,7 +12,8 @@ use mm2_offsets::apply::{
 use mm2_offsets::client::{Deadline, GroupProtocol, KafkaClient};
 
 use crate::args::{ApplyArgs, OutputFormat};
-use crate::{EXIT_ERROR, EXIT_INCOMPLETE, EXIT_OK, EXIT_USAGE, Stop};
+use crate::exit::{EXIT_ERROR, EXIT_INCOMPLETE, EXIT_OK, EXIT_USAGE, Stop, output_failed};
+use crate::session;
 
 /// Runs `apply` and returns the exit code. A closed stdout (`| head`) stops quietly with the
 /// broken-pipe exit code, as translate does, after the summary on stderr.
@@ -55,16 +56,16 @@ pub(crate) async fn run(args: ApplyArgs) -> Result<i32, Stop> {
             (client, plan)
         }
         None => {
-            let groups = match crate::group_selection(&args.translate) {
+            let groups = match session::group_selection(&args.translate.select) {
                 Ok(groups) => groups,
                 Err(code) => return Ok(code),
             };
             // With --precise the plan's input is the precise translation: each row's offset is
             // the precise one (from the checkpoint or, with --from-source-offsets, the source).
             let (mirror, translation, sources) = if args.translate.precise.precise {
-                crate::precise::read_for_apply(&args.translate, groups).await?
+                session::precise::read_for_apply(&args.translate, groups).await?
             } else {
-                crate::read_translation(&args.translate, groups).await?
+                session::read_translation(&args.translate, groups).await?
             };
             let policy = mirror.replication_policy();
             let heartbeats: BTreeMap<String, String> = sources
@@ -115,7 +116,7 @@ pub(crate) async fn run(args: ApplyArgs) -> Result<i32, Stop> {
     let printed = written.and_then(|_| out.flush());
     drop(out);
     let code = summarize(&plan, report.as_ref(), args.execute);
-    printed.map_err(crate::output_failed)?;
+    printed.map_err(output_failed)?;
     Ok(code)
 }
 

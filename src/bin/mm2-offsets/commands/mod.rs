@@ -1,0 +1,10 @@
+//! One module per subcommand. Each takes its parsed arguments and returns the exit code; what
+//! several share (connecting, selecting groups, reading) is in `session`, the formats in
+//! `output`.
+
+pub mod apply;
+pub mod generate;
+pub mod topics;
+pub mod translate;
+pub mod upstream;
+pub mod watch;

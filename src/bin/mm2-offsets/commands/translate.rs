@@ -1,0 +1,100 @@
+//! `mm2-offsets translate`: read the checkpoints once and print every selected group's offsets
+//! (or, with `--precise`, re-translate them from the offset-sync history).
+
+use std::io::{IsTerminal, Write};
+
+use mm2_offsets::translate::Translation;
+
+use crate::args::{OutputFormat, TranslateArgs};
+use crate::exit::{EXIT_ERROR, EXIT_INCOMPLETE, EXIT_OK, Stop, output_failed};
+use crate::output::unbuffered_stdout;
+use crate::{escape, output, progress, reset_files, session};
+
+pub async fn run(args: TranslateArgs) -> Result<i32, Stop> {
+    let groups = match session::group_selection(&args.select) {
+        Ok(groups) => groups,
+        Err(code) => return Ok(code),
+    };
+    if args.precise.precise {
+        let (client, request, progress) = session::prepare_read(&args, groups).await?;
+        let complete = {
+            let _line = progress::ProgressLine::start(progress, !args.no_progress);
+            session::precise::run(&args, &client, &request).await?
+        };
+        return Ok(if complete { EXIT_OK } else { EXIT_INCOMPLETE });
+    }
+    let (_client, translation, _sources) = session::read_translation(&args, groups).await?;
+    print_translation(&args, &translation)?;
+    let missing = translation.missing_groups();
+    summarize(&translation);
+    for group in missing {
+        eprintln!(
+            "warning: group {group:?} was requested but has no checkpoints in the sources read"
+        );
+    }
+    Ok(if !missing.is_empty() && args.fail_on_missing_groups {
+        eprintln!(
+            "error: {} requested group(s) not found (--fail-on-missing-groups)",
+            missing.len()
+        );
+        EXIT_ERROR
+    } else if translation.report.complete {
+        EXIT_OK
+    } else {
+        EXIT_INCOMPLETE
+    })
+}
+
+fn print_translation(args: &TranslateArgs, translation: &Translation) -> Result<(), Stop> {
+    let mut out = unbuffered_stdout();
+    let written = match args.output {
+        OutputFormat::Table => output::write_table(&mut out, translation),
+        OutputFormat::Json => output::write_json(&mut out, translation),
+        OutputFormat::Csv => {
+            output::write_csv(&mut out, translation, std::io::stdout().is_terminal())
+        }
+        OutputFormat::ResetCsv => {
+            let files = reset_files::write(&args.reset_dir(), translation)?;
+            // SOURCE, GROUP, FILE per line; the exact ids are in the directory's index.csv.
+            files.iter().try_for_each(|(file, path)| {
+                writeln!(
+                    out,
+                    "{}\t{}\t{}",
+                    escape::for_terminal(file.source),
+                    escape::for_terminal(file.group),
+                    escape::for_terminal(&path.display().to_string())
+                )
+            })
+        }
+    };
+    written.and_then(|_| out.flush()).map_err(output_failed)
+}
+
+fn summarize(translation: &Translation) {
+    let report = &translation.report;
+    let skipped: Vec<String> = report
+        .skipped
+        .0
+        .iter()
+        .map(|(reason, count)| format!("{reason:?}={}", count.count))
+        .collect();
+    eprintln!(
+        "{} groups, {} partitions translated from {} checkpoint records ({} batches, {:.1} MiB) in {:.0} ms; {}{}",
+        translation.groups().len(),
+        translation.len(),
+        report.records,
+        report.batches,
+        report.bytes as f64 / (1024.0 * 1024.0),
+        report.elapsed.as_secs_f64() * 1000.0,
+        if report.complete {
+            "complete"
+        } else {
+            "INCOMPLETE: not every partition was read to its end"
+        },
+        if skipped.is_empty() {
+            String::new()
+        } else {
+            format!("; skipped/flagged: {}", skipped.join(", "))
+        },
+    );
+}

@@ -1,0 +1,37 @@
+//! Exit codes, and how a command stops without its normal result.
+
+/// Exit code: every requested partition was read to its end.
+pub const EXIT_OK: i32 = 0;
+/// Exit code: an error; nothing or nothing trustworthy was printed.
+pub const EXIT_ERROR: i32 = 1;
+/// Exit code: wrong usage (clap's own code).
+pub const EXIT_USAGE: i32 = 2;
+/// Exit code: an incomplete result was printed because `--allow-partial` was given.
+pub const EXIT_INCOMPLETE: i32 = 3;
+/// Exit code: stdout's reader went away (`| head`). What a shell reports for a process that
+/// SIGPIPE ends (128 + 13), as it would for `cat` or `grep`: quiet, yet a `set -o pipefail`
+/// script can still tell that the output was cut short.
+pub const EXIT_BROKEN_PIPE: i32 = 141;
+
+/// Why a command stopped without its normal result.
+pub enum Stop {
+    /// An error, printed on stderr.
+    Error(String),
+    /// Stdout's reader is gone: stop quietly.
+    BrokenPipe,
+}
+
+impl From<String> for Stop {
+    fn from(message: String) -> Self {
+        Stop::Error(message)
+    }
+}
+
+/// A failed write of the output: quiet on a broken pipe, otherwise an error that says so.
+pub fn output_failed(error: std::io::Error) -> Stop {
+    if error.kind() == std::io::ErrorKind::BrokenPipe {
+        Stop::BrokenPipe
+    } else {
+        Stop::Error(format!("cannot write the output: {error}"))
+    }
+}

@@ -1,0 +1,113 @@
+//! Usage checks that clap cannot express: every combination of options that would be ignored
+//! or that contradicts another is a usage error (exit 2) naming both, and secrets on the command
+//! line are refused. Kept apart from `args.rs` so new subcommands and flags add their checks
+//! here without touching the definitions.
+
+use super::args::{Command, ConnectionArgs, OutputFormat, TranslateArgs};
+
+/// The keys that hold secrets. They are refused in `-X`: the command line of a process is
+/// readable by every user of the machine (`ps`, /proc/PID/cmdline) and lands in shell history,
+/// so a secret there is leaked before we can warn. Files and the environment are the way in.
+pub const SECRET_KEYS: &[&str] = &[
+    "sasl.password",
+    "sasl.jaas.config",
+    "ssl.key.password",
+    "ssl.keystore.password",
+    "ssl.truststore.password",
+    "ssl.keystore.key",
+];
+
+/// Checks what clap cannot express: combinations that would be ignored, and secrets on argv.
+pub fn check(command: &Command) -> Result<(), String> {
+    match command {
+        Command::Translate(args) => translate_usage(args),
+        Command::Topics(args) | Command::Upstream(args) => {
+            connection(&args.connection)?;
+            if args.output == OutputFormat::ResetCsv {
+                return Err(
+                    "-o reset-csv is only for translate; this command prints table, json or csv"
+                        .to_string(),
+                );
+            }
+            Ok(())
+        }
+        Command::Apply(args) => translate_usage(&args.translate),
+        Command::Watch(args) => {
+            connection(&args.connection)?;
+            args.sources
+                .iter()
+                .try_for_each(|alias| source_alias(alias))?;
+            if !args.select.selects_anything() {
+                return Err(
+                    "no groups selected: pass --group, --group-regex, --groups-file or --all-groups"
+                        .to_string(),
+                );
+            }
+            Ok(())
+        }
+        // Generated documents: no connection, nothing to combine.
+        Command::Completions { .. } | Command::Man => Ok(()),
+    }
+}
+
+/// The checks of `translate`, which `apply` shares (its -o is checked when it runs).
+fn translate_usage(args: &TranslateArgs) -> Result<(), String> {
+    connection(&args.connection)?;
+    args.sources
+        .iter()
+        .try_for_each(|alias| source_alias(alias))?;
+    if args.output_dir.is_some() && args.output != OutputFormat::ResetCsv {
+        return Err(format!(
+            "--output-dir is only used by -o reset-csv, not -o {}",
+            format_name(args.output)
+        ));
+    }
+    Ok(())
+}
+
+/// A `--source` alias must be able to name a checkpoints topic (`ALIAS.checkpoints.internal`):
+/// Kafka topic names are at most 249 of `[A-Za-z0-9._-]`.
+fn source_alias(alias: &str) -> Result<(), String> {
+    let legal = |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-');
+    if alias.is_empty() || alias.len() > 200 || !alias.bytes().all(legal) {
+        return Err(format!(
+            "--source {:?} cannot be a cluster alias with checkpoints: a topic name, and so an \
+             alias, is 1 to 200 of the characters A-Z a-z 0-9 . _ -",
+            super::escape::shortened(alias)
+        ));
+    }
+    Ok(())
+}
+
+fn format_name(format: OutputFormat) -> &'static str {
+    match format {
+        OutputFormat::Table => "table",
+        OutputFormat::Json => "json",
+        OutputFormat::Csv => "csv",
+        OutputFormat::ResetCsv => "reset-csv",
+    }
+}
+
+fn connection(args: &ConnectionArgs) -> Result<(), String> {
+    for entry in &args.properties {
+        let key = entry
+            .split_once('=')
+            .map_or(entry.as_str(), |(k, _)| k)
+            .trim();
+        let plain = key.strip_prefix("consumer.").unwrap_or(key);
+        if SECRET_KEYS.contains(&plain) {
+            return Err(format!(
+                "-X {key}=... puts a secret on the command line, where every user of this \
+                 machine can read it (ps, /proc) and shell history keeps it; put it in the \
+                 --command-config file, or use --sasl-password-file or MM2_OFFSETS_SASL_PASSWORD"
+            ));
+        }
+        if !entry.contains('=') {
+            return Err(format!(
+                "-X {:?}: expected KEY=VALUE",
+                super::escape::shortened(entry)
+            ));
+        }
+    }
+    Ok(())
+}
