@@ -8,12 +8,12 @@
 //! committed, the exit code is 1 (an authorization failure is an error; see issue 9), and an
 //! admin reading the offsets back finds nothing written for the refused groups.
 
-mod support;
-
 use std::collections::BTreeMap;
 use std::process::Command;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use crate::support::groups::committed;
+use crate::support::{Cluster, cluster, data_writer, unique_topic};
 use kafka_protocol::messages::create_acls_request::AclCreation;
 use kafka_protocol::messages::{
     ApiKey, CreateAclsRequest, CreateAclsResponse, DescribeAclsRequest, DescribeAclsResponse,
@@ -21,8 +21,6 @@ use kafka_protocol::messages::{
 use kafka_protocol::protocol::{Decodable, StrBytes};
 use mm2_offsets::client::KafkaClient;
 use mm2_offsets::wire::BrokerConnection;
-use support::groups::committed;
-use support::{Cluster, cluster, data_writer, unique_topic};
 
 const BIN: &str = env!("CARGO_BIN_EXE_mm2-offsets");
 
@@ -45,7 +43,7 @@ fn write_checkpoints(cluster: &Cluster, source: &str, rows: &[(&str, &str, i32, 
     let lines: String = rows
         .iter()
         .map(|&(group, topic, partition, offset)| {
-            support::checkpoint_line(group, topic, partition, offset, "") + "\n"
+            crate::support::checkpoint_line(group, topic, partition, offset, "") + "\n"
         })
         .collect();
     let file = std::env::temp_dir().join(format!("{source}.lines"));

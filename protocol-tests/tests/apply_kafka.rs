@@ -7,11 +7,11 @@
 //! (`support/members.rs`, independent of the code under test), which keeps each group non-empty
 //! for the session timeout, long enough for the assertions.
 
-mod support;
-
 use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use crate::support::groups::{committed, coordinator_connection, join_classic, join_consumer};
+use crate::support::{cluster, data_writer, unique_topic};
 use kafka_protocol::messages::{
     ApiKey, GroupId, ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse, TopicName,
 };
@@ -22,8 +22,6 @@ use mm2_offsets::mm2::checkpoint::{self, CheckpointKey, CheckpointValue};
 use mm2_offsets::records::builder::BatchBuilder;
 use mm2_offsets::select::GroupSelector;
 use mm2_offsets::translate::{BatchTranslator, Translation};
-use support::groups::{committed, coordinator_connection, join_classic, join_consumer};
-use support::{cluster, data_writer, unique_topic};
 
 fn now_ms() -> i64 {
     SystemTime::now()
@@ -66,7 +64,7 @@ fn checkpoints(rows: &[(&str, &str, i32, i64, &str)]) -> Translation {
 
 /// `count` records over `partitions` partitions of a new `topic`, by the Java producer: log end
 /// `count / partitions` on each.
-fn write_records(cluster: &support::Cluster, topic: &str, partitions: u32, count: u32) {
+fn write_records(cluster: &crate::support::Cluster, topic: &str, partitions: u32, count: u32) {
     data_writer(
         cluster,
         "records",
@@ -122,7 +120,7 @@ async fn apply_on(cluster_name: &str) {
 
     // Target state before the plan: "ahead" already at 40 on p0, "moved" at 5. First a ready
     // group coordinator: on a fresh __consumer_offsets it answers codes 14-16 for a moment.
-    support::wait_for_group_coordinator(&client, Duration::from_secs(60)).await;
+    crate::support::wait_for_group_coordinator(&client, Duration::from_secs(60)).await;
     let coordinators = client
         .find_group_coordinators(
             &[ahead.clone(), moved.clone()],
@@ -342,7 +340,7 @@ async fn share_group_is_refused_on_kafka_4() {
     let cluster = cluster("k4");
     let config = cluster.plaintext();
     let client = KafkaClient::connect(config.clone()).await.unwrap();
-    support::wait_for_group_coordinator(&client, Duration::from_secs(60)).await;
+    crate::support::wait_for_group_coordinator(&client, Duration::from_secs(60)).await;
     let topic = unique_topic("apply-share");
     write_records(&cluster, &topic, 1, 20);
     let group = format!("{topic}-g");
@@ -417,7 +415,7 @@ async fn watch_apply_interval_commits_empty_groups_only_on_kafka_4() {
     let cluster = cluster("k4");
     let config = cluster.plaintext();
     let client = KafkaClient::connect(config.clone()).await.unwrap();
-    support::wait_for_group_coordinator(&client, Duration::from_secs(60)).await;
+    crate::support::wait_for_group_coordinator(&client, Duration::from_secs(60)).await;
     let topic = unique_topic("watch-apply");
     write_records(&cluster, &topic, 2, 100);
     let (idle, busy) = (format!("{topic}-idle"), format!("{topic}-busy"));
@@ -426,10 +424,10 @@ async fn watch_apply_interval_commits_empty_groups_only_on_kafka_4() {
     let lines: Vec<String> = [(&idle, 0, 10), (&idle, 1, 20), (&busy, 0, 30)]
         .iter()
         .map(|&(group, partition, offset)| {
-            support::checkpoint_line(group, &topic, partition, offset, "from-watch")
+            crate::support::checkpoint_line(group, &topic, partition, offset, "from-watch")
         })
         .collect();
-    support::write_raw(
+    crate::support::write_raw(
         &cluster,
         &format!("{alias}.checkpoints.internal"),
         1,
@@ -504,12 +502,12 @@ async fn watch_apply_interval_commits_empty_groups_only_on_kafka_4() {
     let applied_after = started.elapsed();
     // Wait for one more run after the commit: it must find nothing left to write.
     let runs_then = sample(
-        &support::http_get(&address, "/metrics").1,
+        &crate::support::http_get(&address, "/metrics").1,
         "mm2_apply_runs_total",
     )
     .unwrap();
     let metrics = loop {
-        let (status, body) = support::http_get(&address, "/metrics");
+        let (status, body) = crate::support::http_get(&address, "/metrics");
         assert_eq!(status, 200);
         if sample(&body, "mm2_apply_runs_total").unwrap() >= runs_then + 1.0 {
             break body;

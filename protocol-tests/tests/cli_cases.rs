@@ -3,14 +3,12 @@
 //! important words of the message, that no secret reaches stdout or stderr, and that nothing
 //! on stderr carries a colour code (stderr is a pipe here) or a panic.
 
-mod support;
-
 use std::io::Write;
 use std::process::{Command, Output, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use support::{Cluster, checkpoint_line, cluster, unique_topic, write_raw};
+use crate::support::{Cluster, checkpoint_line, cluster, unique_topic, write_raw};
 
 const BIN: &str = env!("CARGO_BIN_EXE_mm2-offsets");
 /// A secret handed to the tool in files, -X and the environment; it must never be printed.
@@ -961,7 +959,7 @@ fn reset_csv_writes_one_file_per_source_and_group_and_an_index() {
     let mut rows_for_app = Vec::new();
     let mut files = 0;
     // Parse the index (fields are CSV-quoted; the group may hold a quoted line break).
-    for record in support::csv::parse(&index).into_iter().skip(1) {
+    for record in crate::support::csv::parse(&index).into_iter().skip(1) {
         let [source, group, file] = <[String; 3]>::try_from(record).unwrap();
         files += 1;
         let name_len = file.len();

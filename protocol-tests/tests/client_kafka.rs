@@ -2,18 +2,16 @@
 //! metadata, offsets, and range reads decoded by the records layer, compared record by record
 //! with what the Java consumer reads from the same topic.
 
-mod support;
-
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::support::{
+    Cluster, SeenRecord, cluster, data_writer, java_consume, java_consume_expecting, unique_topic,
+};
 use mm2_offsets::client::{
     ClientError, Deadline, IsolationLevel, KafkaClient, OffsetSpec, ReadOptions, SharedTopic,
 };
 use mm2_offsets::records::{Batches, Scratch};
-use support::{
-    Cluster, SeenRecord, cluster, data_writer, java_consume, java_consume_expecting, unique_topic,
-};
 
 fn deadline() -> Deadline {
     Deadline::after(Duration::from_secs(60))

@@ -18,8 +18,6 @@
 //! starts after the main test run), so no other suite ever sees its topics, groups or source
 //! alias; hence the `failover-tests` feature.
 
-mod support;
-
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -323,7 +321,7 @@ async fn failover_with_apply_on_real_mirrormaker2() {
     })
     .await
     .unwrap_or_else(|e| panic!("the backup cluster {backup} does not answer ({e}); {HOW}"));
-    let run = support::unique_topic("r").replace('-', "");
+    let run = crate::support::unique_topic("r").replace('-', "");
     let run = &run[run.len() - 10..];
     let orders = format!("fo-orders-{run}");
     let events = format!("fo-events-{run}");
@@ -494,7 +492,7 @@ async fn failover_with_apply_on_real_mirrormaker2() {
     );
 
     // 4. The failover step: apply on the backup.
-    support::wait_for_group_coordinator(&backup_client, Duration::from_secs(60)).await;
+    crate::support::wait_for_group_coordinator(&backup_client, Duration::from_secs(60)).await;
     let (code, out, err) = cli(&[
         "apply",
         "--bootstrap-server",
@@ -579,7 +577,7 @@ async fn failover_with_apply_on_real_mirrormaker2() {
     ]);
     assert_eq!(code, 0, "translate -o reset-csv: {err}");
     let index = std::fs::read_to_string(resets.join("index.csv")).unwrap();
-    let jobs: Vec<String> = support::csv::parse(&index)
+    let jobs: Vec<String> = crate::support::csv::parse(&index)
         .into_iter()
         .skip(1)
         .map(|row| format!("parity-{} {}", row[1], resets.join(&row[2]).display()))

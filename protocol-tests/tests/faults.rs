@@ -16,9 +16,7 @@
 //! `MM2O_FAULTS_ONLY=name,name` runs a subset (the baseline always runs). Every row runs by
 //! default; a row whose outcome is unsafe fails the suite.
 
-#[path = "faults/apply.rs"]
 mod apply;
-mod support;
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -28,9 +26,9 @@ use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use support::child::Run;
-use support::proxy::{Fault, FaultProxy};
-use support::{Cluster, cluster, unique_topic};
+use crate::support::child::Run;
+use crate::support::proxy::{Fault, FaultProxy};
+use crate::support::{Cluster, cluster, unique_topic};
 
 const PARTITIONS: i32 = 6;
 /// Preferred replicas per partition: leaders 1, 2, 3, 1, 2, 3.
@@ -101,7 +99,7 @@ fn write_topic(c3: &Cluster, source: &str) -> Answer {
     out.flush().unwrap();
     drop(out);
     let partitions = PARTITIONS.to_string();
-    support::data_writer(
+    crate::support::data_writer(
         c3,
         "raw",
         &[
@@ -222,7 +220,7 @@ fn reassign(c3: &Cluster, topic: &str, replicas: &[[u32; 3]], rf: usize, verify:
 }
 
 fn run_cli(args: &[String], timeout: Duration) -> Run {
-    support::child::run_bounded(
+    crate::support::child::run_bounded(
         Path::new(env!("CARGO_BIN_EXE_mm2-offsets")),
         args,
         timeout + hang_after(),
@@ -867,7 +865,7 @@ fn fault_matrix() {
         "| row | fault | where it landed | outcome | time to outcome |\n|---|---|---|---|---|\n{}\n",
         s.rows.join("\n")
     );
-    let path = support::work_dir().join("faults-matrix.md");
+    let path = crate::support::work_dir().join("faults-matrix.md");
     let _ = std::fs::write(&path, &matrix);
     let _ = writeln!(
         std::io::stderr(),
@@ -1141,7 +1139,7 @@ fn tls_rows(s: &mut Suite) {
         if !wanted(name) {
             continue;
         }
-        let front = support::tls_front::start(
+        let front = crate::support::tls_front::start(
             s.proxy.runtime(),
             Path::new(s.c3.var(cert)),
             Path::new(s.c3.var(key)),

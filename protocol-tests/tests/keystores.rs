@@ -3,15 +3,13 @@
 //! passwords from files, on the SSL and mutual-TLS listeners; and the errors for a wrong
 //! password.
 
-mod support;
-
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
+use crate::support::{Cluster, cluster};
 use mm2_offsets::client::{Deadline, KafkaClient};
 use mm2_offsets::config::{ClientConfig, Properties};
-use support::{Cluster, cluster};
 
 const STORE_PASSWORD: &str = "store-secret";
 const KEY_PASSWORD: &str = "key-secret";

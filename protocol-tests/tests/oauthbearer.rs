@@ -3,15 +3,13 @@
 //! `client.properties`, a rotated file used by the next connection, and an expired token refused
 //! with the broker's reason.
 
-mod support;
-
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use crate::support::{Cluster, cluster};
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use mm2_offsets::client::{Deadline, KafkaClient};
 use mm2_offsets::config::{ClientConfig, Properties};
-use support::{Cluster, cluster};
 
 /// An unsecured JWT (`alg: none`, empty signature) for `sub`, expiring `lifetime_s` from now
 /// (negative: already expired), as Kafka's OAuthBearerUnsecuredValidatorCallbackHandler takes.

@@ -9,12 +9,11 @@
 //! broker's refusal, named); the endpoint down (named, within the setup deadline); https with
 //! the harness CA given as the JAAS `ssl.truststore.*` options, and refused without them.
 
-mod support;
-
 use std::io::{BufRead, BufReader, Read, Write};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::support::{Cluster, cluster, harness_dir, hex_or_dash, unique_topic, write_raw};
 use mm2_offsets::client::{Deadline, KafkaClient};
 use mm2_offsets::config::{ClientConfig, Properties};
 use mm2_offsets::mm2::ReplicationPolicy;
@@ -22,7 +21,6 @@ use mm2_offsets::mm2::checkpoint::{CheckpointKey, CheckpointValue, encode_key, e
 use mm2_offsets::select::GroupSelector;
 use mm2_offsets::translate::{MirrorClient, TranslateRequest};
 use mm2_offsets::wire::Connector;
-use support::{Cluster, cluster, harness_dir, hex_or_dash, unique_topic, write_raw};
 
 const CLIENT_ID: &str = "mm2o-client";
 const SECRET: &str = "mm2o-client-secret";

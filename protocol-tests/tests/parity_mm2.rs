@@ -14,16 +14,14 @@
 //!
 //! Run `protocol-tests/harness/mm2-flows.sh up` first; without it every test fails saying so.
 
-mod support;
-
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use crate::support::mm2::{Flow, GroupOffsets, flows, strings};
 use mm2_offsets::client::Deadline;
 use mm2_offsets::mm2::topology;
 use mm2_offsets::select::GroupSelector;
 use mm2_offsets::translate::{TranslateError, TranslateRequest, Translation};
-use support::mm2::{Flow, GroupOffsets, flows, strings};
 
 const TIMEOUT: Duration = Duration::from_secs(30);
 

@@ -25,20 +25,18 @@
 //! partition of every group, `MM2 <= precise <= truth`, counts the rules, and prints the
 //! per-group table, the distances and when each step ended.
 
-mod support;
-
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use crate::support::mm2::read_log;
 use mm2_offsets::client::{Deadline, KafkaClient, OffsetToCommit};
 use mm2_offsets::mm2::ReplicationPolicy;
 use mm2_offsets::mm2::sync_index::{Interpolation, Rule};
 use mm2_offsets::precise::{Input, PreciseTranslation, SyncsSource, read_sync_index};
 use mm2_offsets::select::GroupSelector;
 use mm2_offsets::translate::{MirrorClient, TranslateRequest};
-use support::mm2::read_log;
 
 const TIMEOUT: Duration = Duration::from_secs(30);
 /// Records per partition before the groups commit (about; the restart adds duplicates
@@ -165,7 +163,7 @@ fn small_lines(first: usize, count: usize) -> Vec<String> {
 }
 
 /// Writes many small records fast: one producer batch holds thousands of them.
-fn write_bulk(k4: &support::Cluster, topic: &str, lines: &[String]) {
+fn write_bulk(k4: &crate::support::Cluster, topic: &str, lines: &[String]) {
     let started = Instant::now();
     let extra = [
         "--summary-only",
@@ -174,7 +172,7 @@ fn write_bulk(k4: &support::Cluster, topic: &str, lines: &[String]) {
         "--linger-ms",
         "20",
     ];
-    support::write_raw(k4, topic, 1, "none", lines, &extra);
+    crate::support::write_raw(k4, topic, 1, "none", lines, &extra);
     println!(
         "wrote {} records to {topic} in {} ms",
         lines.len(),
@@ -183,7 +181,7 @@ fn write_bulk(k4: &support::Cluster, topic: &str, lines: &[String]) {
 }
 
 fn write(
-    k4: &support::Cluster,
+    k4: &crate::support::Cluster,
     topic: &str,
     partitions: u32,
     lines: &[String],
@@ -193,16 +191,16 @@ fn write(
     if let Some(plan) = plan {
         extra.extend(["--plan", plan]);
     }
-    support::write_raw(k4, topic, partitions, "none", lines, &extra);
+    crate::support::write_raw(k4, topic, partitions, "none", lines, &extra);
 }
 
 /// For each upstream offset `U` in `0..=end`: the greatest downstream offset from which every
 /// record at or after `U` still has a copy (the minimum of their last copies), or the
 /// downstream end when none was copied.
 fn truth(
-    upstream: &[support::mm2::LogRecord],
+    upstream: &[crate::support::mm2::LogRecord],
     up_end: i64,
-    downstream: &[support::mm2::LogRecord],
+    downstream: &[crate::support::mm2::LogRecord],
     down_end: i64,
 ) -> (Vec<i64>, usize) {
     let mut last_copy: HashMap<&[u8], i64> = HashMap::new();
@@ -541,12 +539,12 @@ async fn wait_checkpoints(mirror: &MirrorClient, request: &TranslateRequest, wan
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn live_mm2_lag10_transactions_restart_and_syncs_on_the_target() {
     let started = Instant::now();
-    let k4 = support::cluster("k4");
+    let k4 = crate::support::cluster("k4");
     let addr = k4.var("PLAINTEXT").to_string();
     let client = KafkaClient::connect(k4.plaintext())
         .await
         .unwrap_or_else(|e| panic!("k4 unreachable ({e}); start the harness with up.sh"));
-    let id = support::unique_topic("x")
+    let id = crate::support::unique_topic("x")
         .rsplit('-')
         .next()
         .unwrap()

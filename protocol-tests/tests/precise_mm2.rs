@@ -11,18 +11,16 @@
 //!
 //! Run `protocol-tests/harness/mm2-flows.sh up` first; without it every test fails saying so.
 
-mod support;
-
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
+use crate::support::mm2::{Flow, flows, read_log};
 use mm2_offsets::client::KafkaClient;
 use mm2_offsets::config::ClientConfig;
 use mm2_offsets::mm2::sync_index::{Interpolation, Rule};
 use mm2_offsets::precise::SyncsSource;
 use mm2_offsets::select::GroupSelector;
 use mm2_offsets::translate::TranslateRequest;
-use support::mm2::{Flow, flows, read_log};
 
 const TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -361,7 +359,7 @@ async fn cli_from_source_offsets_csv_reads_the_source_and_matches_the_library() 
         stderr.contains("from the source's committed offsets"),
         "{stderr}"
     );
-    let rows = support::csv::parse(&String::from_utf8(output.stdout).unwrap());
+    let rows = crate::support::csv::parse(&String::from_utf8(output.stdout).unwrap());
     assert_eq!(
         rows[0],
         [

@@ -1,13 +1,11 @@
 //! Every security mode against real Kafka 4.x and 3.9: TLS, mutual TLS, SASL PLAIN and SCRAM over
 //! TLS and plaintext; and the failures a user must be told about clearly.
 
-mod support;
-
 use std::time::{Duration, Instant};
 
+use crate::support::{Cluster, cluster};
 use mm2_offsets::client::{Deadline, KafkaClient};
 use mm2_offsets::config::{ClientConfig, PemSource, SaslMechanism, Secret};
-use support::{Cluster, cluster};
 
 async fn assert_connects(cluster: &Cluster, what: &str, config: ClientConfig) {
     let client = KafkaClient::connect(config)

@@ -3,12 +3,11 @@
 //! aborted transactions), translated by mm2-offsets and compared with a straightforward
 //! implementation over what the Java consumer reads from the same topic.
 
-mod support;
-
 use std::collections::BTreeMap;
 use std::sync::OnceLock;
 use std::time::Duration;
 
+use crate::support::{SeenRecord, cluster, hex_or_dash, java_consume, unique_topic, write_raw};
 use mm2_offsets::client::IsolationLevel;
 use mm2_offsets::config::ClientConfig;
 use mm2_offsets::mm2::ReplicationPolicy;
@@ -16,7 +15,6 @@ use mm2_offsets::select::GroupSelector;
 use mm2_offsets::translate::{
     MirrorClient, SkipReason, TranslateError, TranslateRequest, Translation,
 };
-use support::{SeenRecord, cluster, hex_or_dash, java_consume, unique_topic, write_raw};
 
 const CHECKPOINT_PARTITIONS: u32 = 3;
 
@@ -155,7 +153,7 @@ fn unhex(text: &str) -> Option<Vec<u8>> {
 /// Writes `lines` with the Java producer and returns the records as the broker acknowledged them
 /// (partition and offset from each send's metadata): the ground truth, independent of any reader.
 fn write_and_record(
-    c: &support::Cluster,
+    c: &crate::support::Cluster,
     topic: &str,
     partitions: u32,
     codec: &str,
@@ -801,7 +799,7 @@ async fn cli_outputs_agree_with_the_library() {
     assert!(reset.status.success());
     // One file per (source, group), found through the index by its exact ids.
     let index = std::fs::read_to_string(dir.path().join("index.csv")).unwrap();
-    let file = support::csv::parse(&index)
+    let file = crate::support::csv::parse(&index)
         .into_iter()
         .find(|row| row[0] == f.source && row[1] == "app-7")
         .map(|row| row[2].clone())

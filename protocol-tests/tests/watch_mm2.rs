@@ -14,15 +14,13 @@
 //!
 //! and every `/metrics` body is parsed with the Prometheus project's Python text parser.
 
-mod support;
-
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant, SystemTime};
 
+use crate::support::http_get as get;
 use mm2_offsets::client::{Deadline, KafkaClient, OffsetToCommit};
-use support::http_get as get;
 
 /// Where the active group moves on the source during the test: the end of its 300 records.
 const MOVED_TO: i64 = 300;
@@ -246,13 +244,13 @@ fn start_watcher(target: &str, groups_regex: &str) -> WatchProcess {
 fn watch_mm2_live_flow_mm2_stop_and_broker_restart() {
     let suite_started = Instant::now();
     let runtime = tokio::runtime::Runtime::new().unwrap();
-    let primary = support::cluster("mm2-primary");
+    let primary = crate::support::cluster("mm2-primary");
     let unique = format!("{}-{}", std::process::id(), now_ms());
     let topic = format!("watch-orders-{unique}");
     let active = format!("watch-active-{unique}");
     let idle = format!("watch-idle-{unique}");
     let lines: Vec<String> = (0..300).map(|i| format!("0 - {:02x}", i % 256)).collect();
-    support::write_raw(&primary, &topic, 1, "none", &lines, &[]);
+    crate::support::write_raw(&primary, &topic, 1, "none", &lines, &[]);
     let source = runtime
         .block_on(KafkaClient::connect(primary.plaintext()))
         .expect("connect to mm2-primary");

@@ -22,12 +22,12 @@ use mm2_offsets::config::ClientConfig;
 use mm2_offsets::wire::BrokerConnection;
 use serde_json::Value;
 
-use super::support::groups::{join_classic, join_consumer};
-use super::support::proxy::{DESCRIBE_GROUPS, Fault, OFFSET_COMMIT, RequestHook};
-use super::support::{Cluster, unique_topic};
 use super::{
     Run, Suite, cluster3, create_topic, hex, last_line, pseudo_fraction, put_str, run_cli,
 };
+use crate::support::groups::{join_classic, join_consumer};
+use crate::support::proxy::{DESCRIBE_GROUPS, Fault, OFFSET_COMMIT, RequestHook};
+use crate::support::{Cluster, unique_topic};
 
 /// Groups per row, and partitions per group (the first four of the translate rows' topic).
 const GROUPS: usize = 40;
@@ -86,7 +86,7 @@ pub fn write_checkpoints(c3: &Cluster, target: &str) -> ApplyData {
             }
         }
     }
-    super::support::write_raw(
+    crate::support::write_raw(
         c3,
         &topic,
         3,

@@ -1,0 +1,28 @@
+//! The integration tests against real brokers, MirrorMaker 2 and the Java reference, as ONE
+//! test binary with a module per suite: the shared `support` code is compiled once, not once per
+//! suite. Each suite is selected by its module path, e.g.
+//! `cargo test --features broker-tests --test protocol -- faults::` for the fault matrix.
+//!
+//! Every suite needs the harness (`protocol-tests/harness/up.sh`, which `.ci/run` starts); a
+//! suite that cannot reach its broker fails, it never passes by skipping.
+
+mod support;
+
+mod apply_authz;
+mod apply_kafka;
+mod cli_cases;
+mod client_kafka;
+// On clusters of its own (harness/failover.sh), run as a step of its own by .ci/run.
+#[cfg(feature = "failover-tests")]
+mod failover_mm2;
+mod faults;
+mod java_patterns;
+mod keystores;
+mod oauthbearer;
+mod oidc;
+mod parity_mm2;
+mod precise_live_mm2;
+mod precise_mm2;
+mod security;
+mod translate_kafka;
+mod watch_mm2;
