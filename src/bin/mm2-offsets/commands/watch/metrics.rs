@@ -9,11 +9,14 @@ use std::fmt::Write;
 use std::time::SystemTime;
 
 use mm2_offsets::apply::Verdict;
-use mm2_offsets::watch::{ApplyTotals, SkipReason, Snapshot};
+use mm2_offsets::watch::{ApplyTotals, SkipReason, Snapshot, WatchStatus};
 
 /// What a scrape shows besides the snapshot.
 pub struct Scrape<'a> {
+    /// The map.
     pub snapshot: &'a Snapshot,
+    /// Readiness, counters and freshness of the map at `now`.
+    pub status: &'a WatchStatus,
     pub now: SystemTime,
     /// A source is up while its newest heartbeat is at most this old.
     pub heartbeat_stale_after: std::time::Duration,
@@ -96,10 +99,16 @@ fn age_ms(now: SystemTime, ms: i64) -> f64 {
 /// Renders the whole exposition.
 pub fn render(scrape: &Scrape<'_>) -> String {
     let snapshot = scrape.snapshot;
-    let status = &snapshot.status;
+    let status = scrape.status;
     let now = scrape.now;
+    // The partition families are most of a large exposition: about 140 bytes a series.
+    let series = if scrape.log_ends.is_some() {
+        snapshot.translation.len() * 4
+    } else {
+        0
+    } + snapshot.oldest_checkpoint_per_group.len();
     let mut w = Writer {
-        out: String::with_capacity(4096),
+        out: String::with_capacity(4096 + series * 140),
     };
     let flag = |b: bool| if b { 1.0 } else { 0.0 };
 
@@ -115,7 +124,7 @@ pub fn render(scrape: &Scrape<'_>) -> String {
         "1 when every tailed partition answered a Fetch recently and its last Fetch succeeded.",
     );
     w.sample("mm2_watch_tail_live", &[], flag(status.tail_live));
-    if let Some(as_of) = snapshot.as_of {
+    if let Some(as_of) = status.as_of {
         w.family(
             "mm2_watch_as_of_timestamp_seconds",
             "gauge",
