@@ -233,6 +233,16 @@ pub fn render(scrape: &Scrape<'_>) -> String {
         );
     }
     w.family(
+        "mm2_watch_groups_without_checkpoints",
+        "gauge",
+        "Groups named by --group or --groups-file that have no checkpoint in the map (a mistyped or never-replicated group).",
+    );
+    w.sample(
+        "mm2_watch_groups_without_checkpoints",
+        &[],
+        snapshot.translation.missing_groups().len() as f64,
+    );
+    w.family(
         "mm2_consumergroup_oldest_checkpoint_age_seconds",
         "gauge",
         "Age of the oldest checkpoint among the group's partitions: an idle group ages, a live MirrorMaker 2 keeps mm2_source_up at 1.",
