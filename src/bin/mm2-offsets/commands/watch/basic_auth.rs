@@ -181,6 +181,18 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn the_manifests_example_user_is_what_its_comment_says() {
+        let manifest = include_str!("../../../../../deploy/kubernetes-watch.yaml");
+        let hash = manifest
+            .lines()
+            .find_map(|l| l.trim().strip_prefix("prometheus: "))
+            .expect("the example user");
+        let users = Users::new([("prometheus".to_string(), hash.to_string())].into()).unwrap();
+        let v = Arc::new(Verifier::default());
+        assert!(v.check(&users, Some(&header("prometheus", "changeme"))).await);
+    }
+
+    #[tokio::test]
     async fn known_user_right_password_only() {
         let users = Users::new(
             [
