@@ -339,6 +339,25 @@ fn watch_secure_tls_auth_rotation_and_dashboards() {
         "{report}{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    // The check can fail: without the mm2_source_up family it names the panels and rules
+    // that use it.
+    let without: String = String::from_utf8_lossy(&metrics)
+        .lines()
+        .filter(|l| !l.contains("mm2_source_up"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    std::fs::write(&exposition, without).unwrap();
+    let out = Command::new("python3")
+        .arg(deploy.join("check-observability.py"))
+        .arg(&exposition)
+        .output()
+        .expect("python3");
+    let report = String::from_utf8_lossy(&out.stdout);
+    assert!(!out.status.success(), "{report}");
+    assert!(
+        report.contains("rule 1 (MirrorMaker2Down): 'mm2_source_up' is not in the exposition"),
+        "{report}"
+    );
 
     // Phase 2: rotate the certificate while four clients scrape.
     let cert_a = fingerprint(&std::fs::read(a.join("broker-cert.pem")).unwrap());

@@ -20,6 +20,7 @@ use mm2_offsets::watch::{ApplyLoop, SharedSnapshot, Snapshot, Watcher};
 use super::body::{Body, accepts_gzip};
 use super::documents::{self, Cache, Document, METRICS_REUSE};
 use super::metrics;
+use super::request::percent_decode;
 
 /// How long a large response may take to send, whatever the client's pace.
 const LARGE_RESPONSE_DEADLINE: Duration = Duration::from_secs(120);
@@ -67,25 +68,6 @@ pub fn unavailable(message: &str) -> Reply {
         .headers_mut()
         .insert(RETRY_AFTER, HeaderValue::from_static(RETRY_AFTER_SECONDS));
     response
-}
-
-/// Decodes a percent-encoded path segment. `None` for a bad escape or bytes that are not UTF-8.
-pub fn percent_decode(segment: &str) -> Option<String> {
-    let bytes = segment.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' {
-            let hex = bytes.get(i + 1..i + 3)?;
-            let hex = std::str::from_utf8(hex).ok()?;
-            out.push(u8::from_str_radix(hex, 16).ok()?);
-            i += 3;
-        } else {
-            out.push(bytes[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8(out).ok()
 }
 
 fn rfc3339(t: Option<SystemTime>) -> serde_json::Value {
@@ -349,21 +331,5 @@ impl App {
             }
         }
         ends
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn percent_decoding() {
-        assert_eq!(percent_decode("orders-app").as_deref(), Some("orders-app"));
-        assert_eq!(percent_decode("a%2Fb%20c%25").as_deref(), Some("a/b c%"));
-        assert_eq!(percent_decode("caf%C3%A9").as_deref(), Some("café"));
-        assert_eq!(percent_decode("a+b").as_deref(), Some("a+b"));
-        for bad in ["%", "%4", "%zz", "%FF", "a%C3"] {
-            assert_eq!(percent_decode(bad), None, "{bad}");
-        }
     }
 }

@@ -8,6 +8,7 @@ mod documents;
 mod http;
 mod metrics;
 mod reload;
+mod request;
 mod server;
 mod tls;
 mod web_config;
