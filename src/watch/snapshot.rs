@@ -203,3 +203,113 @@ pub(super) async fn shared(shared: &Arc<Shared>) -> SharedSnapshot {
         },
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mm2::checkpoint;
+    use crate::select::GroupSelector;
+    use crate::watch::live_map::LiveMap;
+    use crate::watch::{PartitionState, SourceState, WatchOptions};
+    use std::time::Duration;
+
+    fn at(s: u64) -> SystemTime {
+        SystemTime::UNIX_EPOCH + Duration::from_secs(s)
+    }
+
+    fn watch() -> Arc<Shared> {
+        let mut options = WatchOptions::new("primary", GroupSelector::all());
+        options.live_window = Duration::from_secs(u32::MAX.into());
+        Arc::new(Shared {
+            state: Mutex::new(State {
+                sources: vec![SourceState {
+                    alias: "primary".into(),
+                    map: LiveMap::new(GroupSelector::all()),
+                    records: 0,
+                    heartbeat_records: 0,
+                    last_heartbeat_ms: None,
+                }],
+                partitions: vec![PartitionState {
+                    stream: Stream::Checkpoints(0),
+                    topic: "primary.checkpoints.internal".into(),
+                    partition: 0,
+                    start: 0,
+                    position: 0,
+                    end: 0,
+                    caught_up_at: Some(at(10)),
+                    last_ok: Some(at(10)),
+                    failing: false,
+                    errors: 0,
+                }],
+                heartbeats_topic: None,
+                other_heartbeat_records: 0,
+                last_error: None,
+            }),
+            options,
+            stop: tokio::sync::watch::channel(false).0,
+            snapshots: SnapshotCache::default(),
+        })
+    }
+
+    /// What the tail does with one checkpoint record.
+    fn apply(shared: &Shared, group: &str, offset: i64) {
+        let key = checkpoint::encode_key(&checkpoint::CheckpointKey {
+            group: group.as_bytes(),
+            topic: b"t",
+            partition: 0,
+        })
+        .unwrap();
+        let value = checkpoint::encode_value(&checkpoint::CheckpointValue {
+            version: 0,
+            upstream_offset: offset,
+            downstream_offset: offset,
+            metadata: b"",
+        })
+        .unwrap();
+        let mut state = shared.lock();
+        let position = state.partitions[0].position;
+        state.sources[0].records += 1;
+        state.sources[0]
+            .map
+            .apply(0, position, 5, Some(&key), Some(&value));
+        state.partitions[0].position = position + 1;
+        state.partitions[0].end = position + 1;
+    }
+
+    #[tokio::test]
+    async fn one_copy_per_change_shared_by_every_caller() {
+        let w = watch();
+        apply(&w, "g", 7);
+        let first = shared(&w).await;
+        assert_eq!(first.map.translation.len(), 1);
+        let again = shared(&w).await;
+        assert!(Arc::ptr_eq(&first.map, &again.map), "unchanged: no copy");
+
+        // Freshness moves without a copy, and the caller sees the new as_of with the old map.
+        w.lock().partitions[0].caught_up_at = Some(at(20));
+        let later = shared(&w).await;
+        assert!(Arc::ptr_eq(&first.map, &later.map));
+        assert_eq!(later.status.as_of, Some(at(20)));
+        assert_eq!(
+            later.map.as_of,
+            Some(at(10)),
+            "the copy keeps its own moment"
+        );
+
+        // A record: a new copy, made once for every caller that asks meanwhile.
+        apply(&w, "h", 8);
+        let callers: Vec<_> = (0..16)
+            .map(|_| {
+                let w = w.clone();
+                tokio::spawn(async move { shared(&w).await })
+            })
+            .collect();
+        let mut maps = Vec::new();
+        for c in callers {
+            maps.push(c.await.unwrap().map);
+        }
+        assert_eq!(maps[0].translation.len(), 2);
+        assert!(!Arc::ptr_eq(&maps[0], &first.map));
+        assert!(maps.iter().all(|m| Arc::ptr_eq(m, &maps[0])), "one copy");
+    }
+}
