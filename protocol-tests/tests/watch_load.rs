@@ -9,7 +9,7 @@
 //! 3. 200 concurrent `/metrics` scrapes with `--partition-metrics` (half with gzip).
 //!
 //! RSS stays under [`RSS_LIMIT_MIB`] (the Kubernetes manifest's limit is 256 MiB) and no
-//! `/healthz` takes more than [`HEALTHZ_LIMIT`]. `MM2O_WATCH_BIN=PATH` runs another build
+//! `/healthz` fails or takes more than [`HEALTHZ_LIMIT`]. `MM2O_WATCH_BIN=PATH` runs another build
 //! (main's, for the "before" figures of the issue): it prints the same figures and fails.
 
 use std::io::{BufRead, BufReader, Read, Write};
@@ -21,12 +21,14 @@ use std::time::{Duration, Instant};
 
 const GROUPS: usize = 20_000;
 const PARTITIONS: usize = 3;
-/// The watch's `--write-timeout`.
-const WRITE_TIMEOUT: Duration = Duration::from_secs(3);
+/// The watch's `--write-timeout`: long enough that the 300 client threads of load 1, on two
+/// busy cores, drain their answers in time, short enough for the suite's budget.
+const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
 /// The most RSS the watch may reach under any load (the manifest's limit is 256 MiB).
 const RSS_LIMIT_MIB: f64 = 200.0;
-/// The slowest `/healthz` allowed under load.
-const HEALTHZ_LIMIT: Duration = Duration::from_secs(1);
+/// The slowest `/healthz` allowed under load (main took over 30 s; CI's machine is slower than a
+/// developer's, and the 300 client threads share its two cores with the watch).
+const HEALTHZ_LIMIT: Duration = Duration::from_secs(2);
 
 fn log(message: &str) {
     eprintln!("[watch_load] {message}");
@@ -448,7 +450,7 @@ fn watch_load_bounded_under_hostile_clients() {
             s
         })
         .collect();
-    std::thread::sleep(WRITE_TIMEOUT + Duration::from_secs(3));
+    std::thread::sleep(WRITE_TIMEOUT + Duration::from_secs(2));
     let figures = sampler.finish();
     // Every one was answered (a 503 ends its connection) or cut by the write timeout: reading
     // what the socket holds reaches the end without waiting.
@@ -497,17 +499,23 @@ fn watch_load_bounded_under_hostile_clients() {
         get(&a, "/metrics", gzip, Duration::from_secs(120))
     });
     let figures = sampler.finish();
-    let complete = |a: &Answer| {
+    // Whole: about the size of the first scrape, and its last series is of the last family
+    // (cheap checks: 16 bodies of 44 MB in a debug test binary).
+    let complete = move |a: &Answer| {
+        let gunzipped;
         let body = if a.header("content-encoding") == Some("gzip") {
-            gunzip(&a.body)
+            gunzipped = gunzip(&a.body);
+            &gunzipped
         } else {
-            a.body.clone()
+            &a.body
         };
-        body.len() > metrics_size / 2
+        let last_line = body[..body.len().saturating_sub(1)]
+            .rsplit(|&b| b == b'\n')
+            .next()
+            .unwrap_or_default();
+        body.len().abs_diff(metrics_size) < metrics_size / 10
             && body.ends_with(b"\n")
-            && body
-                .windows(31)
-                .any(|w| w == b"mm2_consumergroup_failover_lag{")
+            && last_line.starts_with(b"mm2_consumergroup_failover_lag{")
     };
     tally("GET /metrics", &answers, complete, &mut failures);
     log(&format!("took {:?}", started.elapsed()));

@@ -285,7 +285,7 @@ impl App {
 
     /// The target's log end offset of every partition in the map, within a scrape's budget.
     /// A topic that cannot be read is left out (its failover lag series are absent).
-    async fn log_ends(&self, snapshot: &Snapshot) -> HashMap<(String, i32), i64> {
+    async fn log_ends(&self, snapshot: &Snapshot) -> metrics::LogEnds {
         let mut by_topic: HashMap<&str, Vec<i32>> = HashMap::new();
         for o in snapshot.translation.iter() {
             let partitions = by_topic.entry(o.topic).or_default();
@@ -321,9 +321,7 @@ impl App {
                 .await
             {
                 Ok(offsets) => {
-                    for (partition, end) in offsets {
-                        ends.insert((topic.to_string(), partition), end);
-                    }
+                    ends.insert(topic.to_string(), offsets.into_iter().collect());
                 }
                 Err(e) => {
                     tracing::debug!(topic, error = %e, "no log end offsets for the failover lag")

@@ -89,14 +89,12 @@ pub async fn run(args: WatchArgs) -> Result<i32, String> {
     let live_window = options.live_window;
 
     // Bind before starting the read: a taken port fails at once, not after a long first read.
-    let listener = tokio::net::TcpListener::bind(&args.listen)
-        .await
-        .map_err(|e| {
-            format!(
-                "cannot listen on --listen {}: {e}",
-                for_terminal(&args.listen)
-            )
-        })?;
+    let listener = server::bind(&args.listen).await.map_err(|e| {
+        format!(
+            "cannot listen on --listen {}: {e}",
+            for_terminal(&args.listen)
+        )
+    })?;
     let address = listener
         .local_addr()
         .map_or_else(|_| args.listen.clone(), |a| a.to_string());

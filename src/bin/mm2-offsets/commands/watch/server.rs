@@ -39,6 +39,29 @@ const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
 /// A TLS handshake must finish within this.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// Connections the kernel queues for `accept`. tokio's `bind` asks for 128 (std's value): a
+/// burst of a few hundred clients overflowed it, and the dropped handshakes came back as
+/// resets and one-second retries.
+const BACKLOG: u32 = 1024;
+
+/// Listens on `address` (HOST:PORT, the first of its addresses that binds) with [`BACKLOG`].
+pub async fn bind(address: &str) -> io::Result<TcpListener> {
+    let mut last = io::Error::new(io::ErrorKind::NotFound, "the name has no address");
+    for addr in tokio::net::lookup_host(address).await? {
+        let socket = if addr.is_ipv4() {
+            tokio::net::TcpSocket::new_v4()?
+        } else {
+            tokio::net::TcpSocket::new_v6()?
+        };
+        socket.set_reuseaddr(true)?;
+        match socket.bind(addr).and_then(|()| socket.listen(BACKLOG)) {
+            Ok(listener) => return Ok(listener),
+            Err(e) => last = e,
+        }
+    }
+    Err(last)
+}
+
 /// The server's bounds.
 #[derive(Clone, Copy, Debug)]
 pub struct Limits {
@@ -195,7 +218,7 @@ async fn serve_http<I>(
         .keep_alive(!overflow)
         .serve_connection(TokioIo::new(io), service);
     if let Err(e) = graceful.watch(connection).await {
-        tracing::debug!(error = %e, "HTTP connection ended with an error");
+        tracing::debug!(error = ?e, "HTTP connection ended with an error");
     }
 }
 
@@ -236,9 +259,15 @@ pub async fn serve(
         let (permit, overflow) = match slots.clone().try_acquire_owned() {
             Ok(p) => (p, false),
             Err(_) => match overflow_slots.clone().try_acquire_owned() {
-                Ok(p) => (p, true),
+                Ok(p) => {
+                    tracing::debug!("connection over --max-connections: health checks only");
+                    (p, true)
+                }
                 // Beyond the overflow too: closed without reading.
-                Err(_) => continue,
+                Err(_) => {
+                    tracing::debug!("connection over --max-connections and the overflow: closed");
+                    continue;
+                }
             },
         };
         let tls = shared.config.borrow().tls.clone();
