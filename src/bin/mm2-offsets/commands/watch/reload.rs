@@ -22,8 +22,8 @@ use crate::escape::for_terminal;
 /// How often the files are compared.
 pub const CHECK_EVERY: Duration = Duration::from_secs(1);
 
-/// The configuration in force.
-#[derive(Debug, Default)]
+/// The configuration in force. No `Debug`: nothing here is for a log.
+#[derive(Default)]
 pub struct Active {
     /// `None`: plain HTTP.
     pub tls: Option<Arc<ServerConfig>>,

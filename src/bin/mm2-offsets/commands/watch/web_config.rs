@@ -51,10 +51,20 @@ struct HttpDoc {
 }
 
 /// A PEM input: a file (re-read on change) or text inline in the configuration.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 pub enum Pem {
     File(PathBuf),
     Inline(String),
+}
+
+/// Inline text may be a private key: never shown.
+impl std::fmt::Debug for Pem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Pem::File(p) => f.debug_tuple("File").field(p).finish(),
+            Pem::Inline(_) => f.write_str("Inline(..)"),
+        }
+    }
 }
 
 impl Pem {
@@ -366,6 +376,20 @@ mod tests {
         assert!(
             err("tls_server_config:\n  cert_file: c\n  key_file: k\n  cipher_suites: [x]\n")
                 .contains("cipher_suites is not supported")
+        );
+    }
+
+    #[test]
+    fn inline_keys_are_not_in_debug() {
+        let c = parse(
+            "tls_server_config:\n  cert: CERTTEXT\n  key: KEYTEXT\n",
+            Path::new("/"),
+        )
+        .unwrap();
+        let shown = format!("{c:?}");
+        assert!(
+            !shown.contains("KEYTEXT") && shown.contains("Inline(..)"),
+            "{shown}"
         );
     }
 
