@@ -17,11 +17,12 @@ mod targets;
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 
 /// Every target, as named in fuzz/fuzz_targets/.
-const TARGETS: [&str; 22] = [
+const TARGETS: [&str; 23] = [
     "api_versions_response",
     "checkpoint_decode",
     "cli_args",
     "heartbeat_decode",
+    "http_request_fields",
     "java_pattern",
     "keystore_decode",
     "oauth_token_response",
@@ -86,6 +87,7 @@ fn run(target: &str, data: &[u8]) {
         "checkpoint_decode" => drop(targets::checkpoint_decode(data)),
         "cli_args" => drop(targets::cli_args(data)),
         "heartbeat_decode" => drop(targets::heartbeat_decode(data)),
+        "http_request_fields" => drop(targets::http_request_fields(data)),
         "keystore_decode" => drop(targets::keystore_decode(data)),
         "oauth_token_response" => drop(targets::oauth_token_response(data)),
         "properties_parse" => drop(targets::properties_parse(data)),
@@ -301,8 +303,11 @@ fn captured() -> Vec<(String, String, Vec<u8>)> {
     for target in TARGETS {
         // Not fed by a broker: a .properties file, a group pattern and a command line typed by
         // a user; and the group-coordinator answers whose seeds are not captured yet.
-        if !matches!(target, "properties_parse" | "java_pattern" | "cli_args")
-            && !NOT_CAPTURED_YET.contains(&target)
+        // Nor is an HTTP request to the watch.
+        if !matches!(
+            target,
+            "properties_parse" | "java_pattern" | "cli_args" | "http_request_fields"
+        ) && !NOT_CAPTURED_YET.contains(&target)
         {
             assert!(
                 seeds.iter().any(|(t, _, _)| t == target),

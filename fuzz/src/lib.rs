@@ -34,6 +34,9 @@ mod escape;
 #[path = "../../src/bin/mm2-offsets/parse.rs"]
 #[allow(dead_code)]
 mod parse;
+#[path = "../../src/bin/mm2-offsets/commands/watch/request.rs"]
+#[allow(dead_code)]
+mod request;
 #[path = "../../src/bin/mm2-offsets/usage.rs"]
 #[allow(dead_code)]
 mod usage;
@@ -53,6 +56,32 @@ pub fn cli_args(data: &[u8]) -> Result<(), String> {
         assert!((1..=256).contains(&translate.parallelism));
     }
     Ok(())
+}
+
+/// `http_request_fields`: the same bytes as a `/offsets/GROUP` segment, an `Authorization`
+/// header and an `Accept-Encoding` value. Nothing may panic; a decoded group is no longer than
+/// its escape, and credentials encode back to themselves. Returns the credentials, if any.
+pub fn http_request_fields(data: &[u8]) -> Option<(String, Vec<u8>)> {
+    use base64::Engine;
+    let text = String::from_utf8_lossy(data);
+    if let Some(group) = request::percent_decode(&text) {
+        assert!(group.len() <= text.len());
+    }
+    let _ = request::gzip_accepted(std::iter::once(data));
+    let (user, password) = request::credentials(data)?;
+    assert!(user.len() + password.len() < data.len());
+    let mut plain = user.clone().into_bytes();
+    plain.push(b':');
+    plain.extend_from_slice(&password);
+    let again = format!(
+        "Basic {}",
+        base64::engine::general_purpose::STANDARD.encode(&plain)
+    );
+    assert_eq!(
+        request::credentials(again.as_bytes()),
+        Some((user.clone(), password.clone()))
+    );
+    Some((user, password))
 }
 
 /// Splits the 2-byte big-endian version (or length) prefix most targets start with.

@@ -25,4 +25,8 @@ mod precise_live_mm2;
 mod precise_mm2;
 mod security;
 mod translate_kafka;
+// Alone in a CI step of its own: it measures memory and latency under load.
+mod watch_load;
 mod watch_mm2;
+// Alone in a CI step of its own, with watch_load.
+mod watch_secure;

@@ -47,9 +47,11 @@
 
 mod apply_loop;
 mod live_map;
+mod snapshot;
 mod tail;
 
 pub use apply_loop::{ApplyLoop, ApplyLoopOptions, ApplyTotals, GroupNote, SkipReason, TickReport};
+pub use snapshot::SharedSnapshot;
 
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, SystemTime};
@@ -59,7 +61,6 @@ use live_map::LiveMap;
 use crate::client::{ClientError, DEFAULT_FETCH_MAX_BYTES, Deadline, IsolationLevel, KafkaClient};
 use crate::select::GroupSelector;
 use crate::translate::{MirrorClient, TranslateError, Translation};
-use crate::translate::{OffsetTable, PartitionProgress, ReadReport};
 
 /// The most connections per broker the tail opens (one per tailed partition up to this; more
 /// partitions share them, and their idle polls then take turns).
@@ -149,6 +150,8 @@ struct Shared {
     state: Mutex<State>,
     options: WatchOptions,
     stop: tokio::sync::watch::Sender<bool>,
+    /// The last shared copy of the map ([`Watcher::shared_snapshot`]).
+    snapshots: snapshot::SnapshotCache,
 }
 
 impl Shared {
@@ -297,6 +300,7 @@ impl Watcher {
             }),
             options,
             stop,
+            snapshots: snapshot::SnapshotCache::default(),
         });
         // The tail has a client of its own, with one connection per tailed partition: a broker
         // answers the requests of one connection in order, so a long poll held for `max_wait`
@@ -338,60 +342,33 @@ impl Watcher {
     }
 
     /// A copy of the map with its freshness. The copy is the caller's: the tail goes on while it
-    /// is served.
+    /// is served. Each call copies the whole map under the lock the tail needs; a server
+    /// answering many requests wants [`shared_snapshot`](Watcher::shared_snapshot).
     pub fn snapshot(&self) -> Snapshot {
         let now = SystemTime::now();
         let state = self.shared.lock();
-        let status = status_of(&state, &self.shared.options, now);
-        let folded = state
-            .sources
-            .iter()
-            .map(|s| (s.alias.clone(), s.map.to_folded()))
-            .collect();
-        let mut report = ReadReport {
-            complete: status.first_read_done,
-            records: state.sources.iter().map(|s| s.records).sum(),
-            ..ReadReport::default()
-        };
-        for source in &state.sources {
-            report.skipped.merge(source.map.skipped.clone());
-        }
-        report.partitions = state
-            .partitions
-            .iter()
-            .filter(|p| matches!(p.stream, Stream::Checkpoints(_)))
-            .map(|p| PartitionProgress {
-                topic: p.topic.clone(),
-                partition: p.partition,
-                start: p.start,
-                end: p.end,
-                read_to: p.position,
-            })
-            .collect();
-        let oldest_checkpoint_per_group = state
-            .sources
-            .iter()
-            .flat_map(|s| {
-                s.map
-                    .oldest_checkpoint_per_group()
-                    .into_iter()
-                    .map(|(group, ms)| GroupAge {
-                        source: s.alias.clone(),
-                        group,
-                        oldest_checkpoint: from_millis(ms),
-                    })
-            })
-            .collect();
+        let copied = snapshot::Copied::take(&state, &self.shared.options, now);
         drop(state);
-        let translation = Translation::new(OffsetTable::build(folded), report)
-            .with_missing_groups(&self.shared.options.groups);
-        Snapshot {
-            as_of: status.as_of,
-            taken_at: now,
-            translation,
-            oldest_checkpoint_per_group,
-            status,
-        }
+        copied.finish(&self.shared.options)
+    }
+
+    /// The map shared by reference: copied once after each change of the map (by one caller,
+    /// off the async workers, while the others wait for that copy), and otherwise the last
+    /// copy with the status of this moment. Memory and lock time do not grow with the number
+    /// of callers.
+    ///
+    /// ```no_run
+    /// # async fn example(watcher: mm2_offsets::watch::Watcher) {
+    /// let shared = watcher.shared_snapshot().await;
+    /// println!(
+    ///     "{} offsets, as of {:?}",
+    ///     shared.map.translation.len(),
+    ///     shared.status.as_of
+    /// );
+    /// # }
+    /// ```
+    pub async fn shared_snapshot(&self) -> SharedSnapshot {
+        snapshot::shared(&self.shared).await
     }
 
     /// Waits until the first full read is done and the tail is live, or `timeout` passes.

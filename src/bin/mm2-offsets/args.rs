@@ -351,6 +351,22 @@ pub struct WatchArgs {
     /// Off by default.
     #[arg(long, value_name = "DURATION", value_parser = parse::apply_interval)]
     pub apply_interval: Option<Duration>,
+    /// TLS, client certificates, basic authentication and response headers, in the web
+    /// configuration format of Prometheus' exporter-toolkit (YAML: tls_server_config,
+    /// basic_auth_users with bcrypt hashes, http_server_config.headers). Re-read when it or a
+    /// certificate changes; a broken change is logged and the last good configuration kept.
+    #[arg(long, value_name = "FILE")]
+    pub web_config_file: Option<PathBuf>,
+    /// HTTP connections served at once; beyond, up to 64 more get only /healthz, /readyz and
+    /// 503 with Retry-After, the rest are closed.
+    #[arg(long, value_name = "N", default_value = "256", value_parser = parse::max_connections)]
+    pub max_connections: usize,
+    /// /offsets and /metrics responses in flight at once; beyond, 503 with Retry-After.
+    #[arg(long, value_name = "N", default_value = "16", value_parser = parse::max_large_responses)]
+    pub max_large_responses: usize,
+    /// Close an HTTP connection whose client has read nothing for this long (1s to 10m).
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse::write_timeout)]
+    pub write_timeout: Duration,
 }
 
 /// Flags of `translate --precise`.

@@ -51,6 +51,25 @@ pub fn apply_interval(text: &str) -> Result<Duration, String> {
     )
 }
 
+/// `watch --write-timeout`: 1 s to 10 min.
+pub fn write_timeout(text: &str) -> Result<Duration, String> {
+    duration(
+        text,
+        "a write timeout",
+        Duration::from_secs(1)..=Duration::from_secs(600),
+    )
+}
+
+/// `watch --max-connections`: 1 to 65536.
+pub fn max_connections(text: &str) -> Result<usize, String> {
+    bounded(text, 1..=65_536, "a number of connections").map(|n| n as usize)
+}
+
+/// `watch --max-large-responses`: 1 to 1024.
+pub fn max_large_responses(text: &str) -> Result<usize, String> {
+    bounded(text, 1..=1024, "a number of responses").map(|n| n as usize)
+}
+
 /// A duration within `range`, with messages that name `what` and the range.
 fn duration(
     text: &str,

@@ -1,24 +1,32 @@
-//! The HTTP side of `watch`: routing, the endpoints' documents, and a server on hyper that stops
-//! accepting on shutdown and lets in-flight responses finish.
+//! The endpoints of `watch`: routing and the documents. `/healthz` and `/readyz` are answered
+//! at once, before any document work; `/offsets` and `/metrics` come from the shared map and
+//! the rendered-document caches, at most `--max-large-responses` at a time (503 with
+//! `Retry-After` beyond), streamed, gzip when the client accepts it.
 
 use std::collections::HashMap;
-use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use bytes::Bytes;
-use http_body_util::Full;
 use hyper::body::Incoming;
-use hyper::header::{CONTENT_TYPE, HeaderValue};
+use hyper::header::{CONTENT_ENCODING, CONTENT_TYPE, HeaderValue, RETRY_AFTER, VARY};
 use hyper::{Method, Request, Response, StatusCode};
-use hyper_util::rt::{TokioIo, TokioTimer};
-use hyper_util::server::graceful::GracefulShutdown;
-use tokio::net::TcpListener;
+use tokio::sync::Semaphore;
+use tokio::time::Instant;
 
 use mm2_offsets::client::{Deadline, IsolationLevel, KafkaClient, OffsetSpec};
-use mm2_offsets::watch::{ApplyLoop, Snapshot, Watcher};
+use mm2_offsets::watch::{ApplyLoop, SharedSnapshot, Snapshot, Watcher};
 
+use super::body::{Body, accepts_gzip};
+use super::documents::{self, Cache, Document, METRICS_REUSE};
 use super::metrics;
+use super::request::percent_decode;
+
+/// How long a large response may take to send, whatever the client's pace.
+const LARGE_RESPONSE_DEADLINE: Duration = Duration::from_secs(120);
+
+/// What a 503 asks the client to wait, in seconds.
+const RETRY_AFTER_SECONDS: &str = "1";
 
 /// What every request handler shares.
 pub struct App {
@@ -29,12 +37,16 @@ pub struct App {
     pub isolation: IsolationLevel,
     /// The periodic apply, with `--apply-interval`: its counters are exported.
     pub apply: Option<ApplyLoop>,
+    /// `/offsets` and `/metrics` in flight at once (`--max-large-responses`).
+    pub large: Arc<Semaphore>,
+    pub offsets: Cache,
+    pub metrics: Cache,
 }
 
-type Reply = Response<Full<Bytes>>;
+type Reply = Response<Body>;
 
-fn reply(status: StatusCode, content_type: &'static str, body: impl Into<Bytes>) -> Reply {
-    let mut response = Response::new(Full::new(body.into()));
+pub fn reply(status: StatusCode, content_type: &'static str, body: impl Into<Body>) -> Reply {
+    let mut response = Response::new(body.into());
     *response.status_mut() = status;
     response
         .headers_mut()
@@ -49,23 +61,13 @@ fn json_error(status: StatusCode, message: &str) -> Reply {
     reply(status, JSON, body + "\n")
 }
 
-/// Decodes a percent-encoded path segment. `None` for a bad escape or bytes that are not UTF-8.
-pub fn percent_decode(segment: &str) -> Option<String> {
-    let bytes = segment.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' {
-            let hex = bytes.get(i + 1..i + 3)?;
-            let hex = std::str::from_utf8(hex).ok()?;
-            out.push(u8::from_str_radix(hex, 16).ok()?);
-            i += 3;
-        } else {
-            out.push(bytes[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8(out).ok()
+/// 503 with `Retry-After`.
+pub fn unavailable(message: &str) -> Reply {
+    let mut response = json_error(StatusCode::SERVICE_UNAVAILABLE, message);
+    response
+        .headers_mut()
+        .insert(RETRY_AFTER, HeaderValue::from_static(RETRY_AFTER_SECONDS));
+    response
 }
 
 fn rfc3339(t: Option<SystemTime>) -> serde_json::Value {
@@ -82,19 +84,19 @@ fn millis(t: Option<SystemTime>) -> serde_json::Value {
 }
 
 /// The fields every offsets document carries about freshness, as JSON members (no braces).
-fn freshness_members(snapshot: &Snapshot) -> String {
+fn freshness_members(as_of: Option<SystemTime>, ready: bool) -> String {
     format!(
-        "\"as_of\":{},\"as_of_ms\":{},\"ready\":{}",
-        rfc3339(snapshot.as_of),
-        millis(snapshot.as_of),
-        snapshot.status.ready
+        "\"as_of\":{},\"as_of_ms\":{},\"ready\":{ready}",
+        rfc3339(as_of),
+        millis(as_of)
     )
 }
 
-/// `translate -o json`'s document with the freshness members added before its closing brace
-/// (a version adds fields, never changes them).
-fn offsets_document(snapshot: &Snapshot) -> Result<Vec<u8>, String> {
-    let mut body = Vec::new();
+/// `translate -o json`'s document without its closing brace and with a comma: what every
+/// response shares; each adds its freshness members and the brace (a version adds fields,
+/// never changes them).
+fn offsets_prefix(snapshot: &Snapshot) -> Result<Vec<u8>, String> {
+    let mut body = Vec::with_capacity(snapshot.translation.len() * 240 + 4096);
     crate::output::write_json(&mut body, &snapshot.translation).map_err(|e| e.to_string())?;
     while body.last().is_some_and(u8::is_ascii_whitespace) {
         body.pop();
@@ -103,13 +105,11 @@ fn offsets_document(snapshot: &Snapshot) -> Result<Vec<u8>, String> {
         return Err("the offsets document does not end with '}'".to_string());
     }
     body.push(b',');
-    body.extend_from_slice(freshness_members(snapshot).as_bytes());
-    body.extend_from_slice(b"}\n");
     Ok(body)
 }
 
-fn group_document(snapshot: &Snapshot, group: &str) -> Option<String> {
-    let offsets: Vec<_> = snapshot.translation.group(group).collect();
+fn group_document(shared: &SharedSnapshot, group: &str) -> Option<String> {
+    let offsets: Vec<_> = shared.map.translation.group(group).collect();
     if offsets.is_empty() {
         return None;
     }
@@ -118,12 +118,14 @@ fn group_document(snapshot: &Snapshot, group: &str) -> Option<String> {
         "{{\"schema_version\":{},\"group\":{},{},\"offsets\":{offsets}}}\n",
         mm2_offsets::translate::JSON_SCHEMA_VERSION,
         serde_json::Value::from(group),
-        freshness_members(snapshot)
+        freshness_members(shared.status.as_of, shared.status.ready)
     ))
 }
 
 impl App {
-    async fn handle(&self, request: Request<Incoming>) -> Reply {
+    /// Answers one request; `authorized`: the client passed basic authentication (or none is
+    /// configured).
+    pub async fn handle(&self, request: Request<Incoming>, authorized: bool) -> Reply {
         if request.method() != Method::GET && request.method() != Method::HEAD {
             let mut response = json_error(StatusCode::METHOD_NOT_ALLOWED, "only GET is served");
             response
@@ -134,21 +136,40 @@ impl App {
         let path = request.uri().path();
         match path {
             "/healthz" => reply(StatusCode::OK, "text/plain; charset=utf-8", "ok\n"),
-            "/readyz" => self.readyz(),
-            "/metrics" => self.metrics().await,
-            "/offsets" => match offsets_document(&self.watcher.snapshot()) {
-                Ok(body) => reply(StatusCode::OK, JSON, body),
-                Err(e) => json_error(StatusCode::INTERNAL_SERVER_ERROR, &e),
-            },
+            "/readyz" => self.readyz(authorized),
+            "/metrics" | "/offsets" => {
+                let Ok(permit) = self.large.clone().try_acquire_owned() else {
+                    return unavailable("too many large responses in flight; retry later");
+                };
+                let gzip = accepts_gzip(request.headers());
+                let result = if path == "/metrics" {
+                    self.metrics(gzip).await
+                } else {
+                    self.offsets(gzip).await
+                };
+                let (mut response, document) = match result {
+                    Ok(answer) => answer,
+                    Err(e) => return json_error(StatusCode::INTERNAL_SERVER_ERROR, &e),
+                };
+                response
+                    .headers_mut()
+                    .insert(VARY, HeaderValue::from_static("Accept-Encoding"));
+                // The slot and the document are held until the body is sent (or fails).
+                let (parts, body) = response.into_parts();
+                Response::from_parts(parts, body.holding((permit, document)))
+            }
             _ => match path.strip_prefix("/offsets/") {
                 Some(segment) => match percent_decode(segment) {
-                    Some(group) => match group_document(&self.watcher.snapshot(), &group) {
-                        Some(body) => reply(StatusCode::OK, JSON, body),
-                        None => json_error(
-                            StatusCode::NOT_FOUND,
-                            &format!("no translated offsets for group {group:?}"),
-                        ),
-                    },
+                    Some(group) => {
+                        let shared = self.watcher.shared_snapshot().await;
+                        match group_document(&shared, &group) {
+                            Some(body) => reply(StatusCode::OK, JSON, body),
+                            None => json_error(
+                                StatusCode::NOT_FOUND,
+                                &format!("no translated offsets for group {group:?}"),
+                            ),
+                        }
+                    }
                     None => json_error(
                         StatusCode::BAD_REQUEST,
                         "the group id is not valid percent-encoded UTF-8",
@@ -162,14 +183,16 @@ impl App {
         }
     }
 
-    fn readyz(&self) -> Reply {
+    /// Readiness; the last read error (which names brokers and topics) only to a client that
+    /// passed authentication.
+    pub fn readyz(&self, authorized: bool) -> Reply {
         let status = self.watcher.status();
         let body = serde_json::json!({
             "ready": status.ready,
             "first_read_done": status.first_read_done,
             "tail_live": status.tail_live,
             "as_of": rfc3339(status.as_of),
-            "last_error": status.last_error,
+            "last_error": if authorized { status.last_error } else { None },
         })
         .to_string()
             + "\n";
@@ -181,28 +204,88 @@ impl App {
         reply(code, JSON, body)
     }
 
-    async fn metrics(&self) -> Reply {
-        let snapshot = self.watcher.snapshot();
-        let log_ends = if self.partition_metrics {
-            Some(self.log_ends(&snapshot).await)
+    /// A large body of `doc` (its gzip when `gzip`) followed by `tail`.
+    async fn large_body(
+        doc: &Document,
+        tail: &[u8],
+        gzip: bool,
+        content_type: &'static str,
+    ) -> Reply {
+        let body = if gzip {
+            Body::new(doc.gzip().await.with_tail(tail))
         } else {
-            None
+            Body::new([doc.bytes.clone(), Bytes::copy_from_slice(tail)])
         };
-        let apply = self.apply.as_ref().map(ApplyLoop::totals);
-        let body = metrics::render(&metrics::Scrape {
-            snapshot: &snapshot,
-            // Ages are of the snapshot's moment, not of after the log-end lookups.
-            now: snapshot.taken_at,
-            heartbeat_stale_after: self.heartbeat_stale_after,
-            log_ends: log_ends.as_ref(),
-            apply: apply.as_ref(),
-        });
-        reply(StatusCode::OK, metrics::CONTENT_TYPE, body)
+        let mut response = reply(
+            StatusCode::OK,
+            content_type,
+            body.with_deadline(Instant::now() + LARGE_RESPONSE_DEADLINE),
+        );
+        if gzip {
+            response
+                .headers_mut()
+                .insert(CONTENT_ENCODING, HeaderValue::from_static("gzip"));
+        }
+        response
+    }
+
+    async fn offsets(&self, gzip: bool) -> Result<(Reply, Arc<Document>), String> {
+        let shared = self.watcher.shared_snapshot().await;
+        let doc = self
+            .offsets
+            .get(
+                |doc| Arc::ptr_eq(&doc.map, &shared.map),
+                || async {
+                    let map = shared.map.clone();
+                    let bytes = documents::blocking(move || offsets_prefix(&map)).await??;
+                    Ok(Document::new(shared.map.clone(), Bytes::from(bytes)))
+                },
+            )
+            .await?;
+        let (as_of, ready) = documents::freshness(&doc.map, &shared);
+        let tail = format!("{}}}\n", freshness_members(as_of, ready));
+        let response = Self::large_body(&doc, tail.as_bytes(), gzip, JSON).await;
+        Ok((response, doc))
+    }
+
+    async fn metrics(&self, gzip: bool) -> Result<(Reply, Arc<Document>), String> {
+        let doc = self
+            .metrics
+            .get(
+                |doc| doc.rendered.elapsed() < METRICS_REUSE,
+                || async {
+                    let shared = self.watcher.shared_snapshot().await;
+                    let log_ends = if self.partition_metrics {
+                        Some(self.log_ends(&shared.map).await)
+                    } else {
+                        None
+                    };
+                    let apply = self.apply.as_ref().map(ApplyLoop::totals);
+                    let stale_after = self.heartbeat_stale_after;
+                    let map = shared.map.clone();
+                    let body = documents::blocking(move || {
+                        metrics::render(&metrics::Scrape {
+                            snapshot: &shared.map,
+                            status: &shared.status,
+                            // Ages are of the status's moment, not of after the log-end lookups.
+                            now: shared.taken_at,
+                            heartbeat_stale_after: stale_after,
+                            log_ends: log_ends.as_ref(),
+                            apply: apply.as_ref(),
+                        })
+                    })
+                    .await?;
+                    Ok(Document::new(map, Bytes::from(body)))
+                },
+            )
+            .await?;
+        let response = Self::large_body(&doc, b"", gzip, metrics::CONTENT_TYPE).await;
+        Ok((response, doc))
     }
 
     /// The target's log end offset of every partition in the map, within a scrape's budget.
     /// A topic that cannot be read is left out (its failover lag series are absent).
-    async fn log_ends(&self, snapshot: &Snapshot) -> HashMap<(String, i32), i64> {
+    async fn log_ends(&self, snapshot: &Snapshot) -> metrics::LogEnds {
         let mut by_topic: HashMap<&str, Vec<i32>> = HashMap::new();
         for o in snapshot.translation.iter() {
             let partitions = by_topic.entry(o.topic).or_default();
@@ -238,9 +321,7 @@ impl App {
                 .await
             {
                 Ok(offsets) => {
-                    for (partition, end) in offsets {
-                        ends.insert((topic.to_string(), partition), end);
-                    }
+                    ends.insert(topic.to_string(), offsets.into_iter().collect());
                 }
                 Err(e) => {
                     tracing::debug!(topic, error = %e, "no log end offsets for the failover lag")
@@ -248,71 +329,5 @@ impl App {
             }
         }
         ends
-    }
-}
-
-/// Serves `app` on `listener` until `shutdown` resolves; then stops accepting and waits up to
-/// `grace` for the responses in flight.
-pub async fn serve(
-    listener: TcpListener,
-    app: Arc<App>,
-    shutdown: impl std::future::Future<Output = ()>,
-    grace: Duration,
-) {
-    let graceful = GracefulShutdown::new();
-    let mut shutdown = std::pin::pin!(shutdown);
-    loop {
-        let accepted = tokio::select! {
-            accepted = listener.accept() => accepted,
-            _ = &mut shutdown => break,
-        };
-        let stream = match accepted {
-            Ok((stream, _)) => stream,
-            Err(e) => {
-                // Out of descriptors and the like: pause rather than spin.
-                tracing::warn!(error = %e, "accepting an HTTP connection failed");
-                tokio::time::sleep(Duration::from_millis(100)).await;
-                continue;
-            }
-        };
-        let app = app.clone();
-        let service = hyper::service::service_fn(move |request| {
-            let app = app.clone();
-            async move { Ok::<_, Infallible>(app.handle(request).await) }
-        });
-        let connection = hyper::server::conn::http1::Builder::new()
-            .timer(TokioTimer::new())
-            // A client that never finishes its headers must not hold a connection forever.
-            .header_read_timeout(Duration::from_secs(10))
-            .serve_connection(TokioIo::new(stream), service);
-        let connection = graceful.watch(connection);
-        tokio::spawn(async move {
-            if let Err(e) = connection.await {
-                tracing::debug!(error = %e, "HTTP connection ended with an error");
-            }
-        });
-    }
-    drop(listener);
-    if tokio::time::timeout(grace, graceful.shutdown())
-        .await
-        .is_err()
-    {
-        tracing::warn!("HTTP responses still in flight after {grace:?}; stopping anyway");
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn percent_decoding() {
-        assert_eq!(percent_decode("orders-app").as_deref(), Some("orders-app"));
-        assert_eq!(percent_decode("a%2Fb%20c%25").as_deref(), Some("a/b c%"));
-        assert_eq!(percent_decode("caf%C3%A9").as_deref(), Some("café"));
-        assert_eq!(percent_decode("a+b").as_deref(), Some("a+b"));
-        for bad in ["%", "%4", "%zz", "%FF", "a%C3"] {
-            assert_eq!(percent_decode(bad), None, "{bad}");
-        }
     }
 }

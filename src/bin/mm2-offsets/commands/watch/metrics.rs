@@ -9,20 +9,26 @@ use std::fmt::Write;
 use std::time::SystemTime;
 
 use mm2_offsets::apply::Verdict;
-use mm2_offsets::watch::{ApplyTotals, SkipReason, Snapshot};
+use mm2_offsets::watch::{ApplyTotals, SkipReason, Snapshot, WatchStatus};
 
 /// What a scrape shows besides the snapshot.
 pub struct Scrape<'a> {
+    /// The map.
     pub snapshot: &'a Snapshot,
+    /// Readiness, counters and freshness of the map at `now`.
+    pub status: &'a WatchStatus,
     pub now: SystemTime,
     /// A source is up while its newest heartbeat is at most this old.
     pub heartbeat_stale_after: std::time::Duration,
     /// Per (topic, partition) on the target, its log end offset; `None` without
     /// per-partition metrics.
-    pub log_ends: Option<&'a HashMap<(String, i32), i64>>,
+    pub log_ends: Option<&'a LogEnds>,
     /// The periodic apply's counters; `None` without `--apply-interval` (no `mm2_apply_` series).
     pub apply: Option<&'a ApplyTotals>,
 }
+
+/// The target's log end offset per topic and partition.
+pub type LogEnds = HashMap<String, HashMap<i32, i64>>;
 
 /// The exposition's content type.
 pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
@@ -65,7 +71,11 @@ impl Writer {
             self.out.push('}');
         }
         self.out.push(' ');
-        if value.is_nan() {
+        // Offsets, lags and counters are integers: itoa is much faster than float formatting
+        // (and prints the same digits) on the millions of series of --partition-metrics.
+        if value.fract() == 0.0 && value.abs() < 9.0e15 {
+            self.out.push_str(itoa::Buffer::new().format(value as i64));
+        } else if value.is_nan() {
             self.out.push_str("NaN");
         } else if value.is_infinite() {
             self.out.push_str(if value > 0.0 { "+Inf" } else { "-Inf" });
@@ -96,10 +106,16 @@ fn age_ms(now: SystemTime, ms: i64) -> f64 {
 /// Renders the whole exposition.
 pub fn render(scrape: &Scrape<'_>) -> String {
     let snapshot = scrape.snapshot;
-    let status = &snapshot.status;
+    let status = scrape.status;
     let now = scrape.now;
+    // The partition families are most of a large exposition: about 140 bytes a series.
+    let series = if scrape.log_ends.is_some() {
+        snapshot.translation.len() * 4
+    } else {
+        0
+    } + snapshot.oldest_checkpoint_per_group.len();
     let mut w = Writer {
-        out: String::with_capacity(4096),
+        out: String::with_capacity(4096 + series * 140),
     };
     let flag = |b: bool| if b { 1.0 } else { 0.0 };
 
@@ -115,7 +131,7 @@ pub fn render(scrape: &Scrape<'_>) -> String {
         "1 when every tailed partition answered a Fetch recently and its last Fetch succeeded.",
     );
     w.sample("mm2_watch_tail_live", &[], flag(status.tail_live));
-    if let Some(as_of) = snapshot.as_of {
+    if let Some(as_of) = status.as_of {
         w.family(
             "mm2_watch_as_of_timestamp_seconds",
             "gauge",
@@ -223,6 +239,16 @@ pub fn render(scrape: &Scrape<'_>) -> String {
             s.offsets as f64,
         );
     }
+    w.family(
+        "mm2_watch_groups_without_checkpoints",
+        "gauge",
+        "Groups named by --group or --groups-file that have no checkpoint in the map (a mistyped or never-replicated group).",
+    );
+    w.sample(
+        "mm2_watch_groups_without_checkpoints",
+        &[],
+        snapshot.translation.missing_groups().len() as f64,
+    );
     w.family(
         "mm2_consumergroup_oldest_checkpoint_age_seconds",
         "gauge",
@@ -337,12 +363,7 @@ fn apply_metrics(w: &mut Writer, totals: &ApplyTotals) {
     }
 }
 
-fn partition_metrics(
-    w: &mut Writer,
-    snapshot: &Snapshot,
-    now: SystemTime,
-    log_ends: &HashMap<(String, i32), i64>,
-) {
+fn partition_metrics(w: &mut Writer, snapshot: &Snapshot, now: SystemTime, log_ends: &LogEnds) {
     type Value = fn(&mm2_offsets::translate::OffsetRef<'_>, SystemTime, Option<i64>) -> Option<f64>;
     let families: [(&str, &str, Value); 4] = [
         (
@@ -369,16 +390,19 @@ fn partition_metrics(
     for (name, help, value) in families {
         w.family(name, "gauge", help);
         for o in snapshot.translation.iter() {
-            let end = log_ends.get(&(o.topic.to_string(), o.partition)).copied();
+            let end = log_ends
+                .get(o.topic)
+                .and_then(|ends| ends.get(&o.partition))
+                .copied();
             if let Some(v) = value(&o, now, end) {
-                let partition = itoa::Buffer::new().format(o.partition).to_string();
+                let mut partition = itoa::Buffer::new();
                 w.sample(
                     name,
                     &[
                         ("source", o.source),
                         ("group", o.group),
                         ("topic", o.topic),
-                        ("partition", &partition),
+                        ("partition", partition.format(o.partition)),
                     ],
                     v,
                 );

@@ -2,8 +2,16 @@
 //! with Prometheus metrics, until SIGTERM or SIGINT; with `--apply-interval`, also the library's
 //! periodic apply ([`ApplyLoop`]), which writes.
 
+mod basic_auth;
+mod body;
+mod documents;
 mod http;
 mod metrics;
+mod reload;
+mod request;
+mod server;
+mod tls;
+mod web_config;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -81,17 +89,42 @@ pub async fn run(args: WatchArgs) -> Result<i32, String> {
     let live_window = options.live_window;
 
     // Bind before starting the read: a taken port fails at once, not after a long first read.
-    let listener = tokio::net::TcpListener::bind(&args.listen)
-        .await
-        .map_err(|e| {
-            format!(
-                "cannot listen on --listen {}: {e}",
-                for_terminal(&args.listen)
-            )
-        })?;
+    let listener = server::bind(&args.listen).await.map_err(|e| {
+        format!(
+            "cannot listen on --listen {}: {e}",
+            for_terminal(&args.listen)
+        )
+    })?;
     let address = listener
         .local_addr()
         .map_or_else(|_| args.listen.clone(), |a| a.to_string());
+    // The web configuration must be valid at start; later changes that are not keep the last
+    // good one (reload.rs).
+    let (web_config, web_config_watch) = match &args.web_config_file {
+        None => (
+            tokio::sync::watch::channel(Arc::new(reload::Active::default())).0,
+            None,
+        ),
+        Some(path) => {
+            let (fingerprint, loaded) = reload::load(path);
+            let active = loaded.map_err(|e| {
+                format!(
+                    "--web-config-file {}: {}",
+                    for_terminal(&path.display().to_string()),
+                    for_terminal(&e)
+                )
+            })?;
+            (
+                tokio::sync::watch::channel(Arc::new(active)).0,
+                Some((path.clone(), fingerprint)),
+            )
+        }
+    };
+    let scheme = if web_config.borrow().tls.is_some() {
+        "https"
+    } else {
+        "http"
+    };
 
     let watcher = Watcher::start(&client, options)
         .await
@@ -100,7 +133,7 @@ pub async fn run(args: WatchArgs) -> Result<i32, String> {
             e => e.to_string(),
         })?;
     eprintln!(
-        "watching the checkpoints of {} on http://{address}/ (/metrics, /offsets, /healthz, /readyz)",
+        "watching the checkpoints of {} on {scheme}://{address}/ (/metrics, /offsets, /healthz, /readyz)",
         watcher
             .options()
             .sources
@@ -129,10 +162,21 @@ pub async fn run(args: WatchArgs) -> Result<i32, String> {
         partition_metrics: args.partition_metrics,
         isolation,
         apply: apply.clone(),
+        large: Arc::new(tokio::sync::Semaphore::new(args.max_large_responses)),
+        offsets: documents::Cache::default(),
+        metrics: documents::Cache::default(),
     });
+    let limits = server::Limits {
+        max_connections: args.max_connections,
+        write_timeout: args.write_timeout,
+    };
+    let config = web_config.subscribe();
+    if let Some((path, fingerprint)) = web_config_watch {
+        tokio::spawn(reload::watch(path, fingerprint, web_config));
+    }
     let (stop_apply, mut apply_stopped) = tokio::sync::watch::channel(false);
     let serving = async {
-        http::serve(listener, app, stop_signal(), SHUTDOWN_GRACE).await;
+        server::serve(listener, app, config, limits, stop_signal(), SHUTDOWN_GRACE).await;
         stop_apply.send_replace(true);
     };
     // Beside the server in this task: a run in progress when the stop signal comes finishes
