@@ -25,4 +25,5 @@ mod precise_live_mm2;
 mod precise_mm2;
 mod security;
 mod translate_kafka;
+mod undo_kafka;
 mod watch_mm2;
