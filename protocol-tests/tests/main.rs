@@ -12,6 +12,9 @@ mod apply_authz;
 mod apply_kafka;
 mod cli_cases;
 mod client_kafka;
+// The way back, on the failover suite's clusters (its MirrorMaker 2 is killed and restarted).
+#[cfg(feature = "failover-tests")]
+mod failback_mm2;
 // On clusters of its own (harness/failover.sh), run as a step of its own by .ci/run.
 #[cfg(feature = "failover-tests")]
 mod failover_mm2;

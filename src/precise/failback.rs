@@ -8,7 +8,11 @@
 //!   ([`super::stretch_proof`]);
 //! - on a topic local to the backup (`orders` written there after the failover), from the
 //!   checkpoints of a reverse flow backup -> primary (`<backup>.checkpoints.internal` on the
-//!   primary), which MM2 writes for the replica `backup.orders` on the primary.
+//!   primary), which MM2 writes for the replica `backup.orders` on the primary; where the
+//!   reverse flow's offset syncs (`mm2-offset-syncs.<primary>.internal`, on the backup by
+//!   default) can be read, the group's offset on the backup now is translated with them
+//!   instead (the `precise` rule of `translate --precise --from-source-offsets`), never past
+//!   what MM2's checkpoint proves less of.
 //!
 //! The result turns into a [`Translation`] of the primary's topics that `apply::plan` plans
 //! and `apply::execute` commits, with every rule of `apply` (no members, no rewind, nothing
@@ -300,7 +304,7 @@ pub async fn translate_failback(
         let (outcomes, report) = read_sync_runs(&syncs, &read, deadline).await?;
         Ok::<_, TranslateError>((build_reverse_index(outcomes), report))
     };
-    let checkpoints = reverse_checkpoints(primary, &read, &deadline);
+    let checkpoints = reverse_flow(primary, backup, request, &read, &deadline);
     let ((read_at_ms, offsets), (index, syncs_report), checkpoints) =
         tokio::try_join!(backup_offsets, index, checkpoints)?;
     let mut joined = join(
@@ -314,7 +318,7 @@ pub async fn translate_failback(
     joined.proof =
         sharpen_with_records(primary.kafka(), &index, &mut joined.rows, request, deadline).await?;
     joined.syncs_report = syncs_report;
-    joined.checkpoints_report = checkpoints.map(|c| c.report.clone());
+    joined.checkpoints_report = checkpoints.map(|c| c.report);
     joined
         .rows
         .sort_by(|a, b| (&a.group, &a.topic, a.partition).cmp(&(&b.group, &b.topic, b.partition)));
@@ -354,16 +358,41 @@ async fn backup_groups(
     Ok(found.into_iter().collect())
 }
 
-/// The reverse flow's checkpoints (`<target>.checkpoints.internal` on the primary), or `None`
-/// when the primary holds no such topic (no reverse flow).
-async fn reverse_checkpoints(
+/// A reverse flow's translation of one (group, replica topic on the primary, partition).
+#[derive(Clone, Copy, Debug)]
+struct ReverseRow {
+    /// The offset on the primary.
+    offset: i64,
+    /// MM2's checkpoint offset, or `offset` when that is all there is.
+    safe_offset: i64,
+    /// The backup offset it translates.
+    translated_from: i64,
+    /// Whether the reverse flow's offset syncs gave more than MM2's checkpoint.
+    from_syncs: bool,
+    /// The checkpoint record's timestamp.
+    timestamp: i64,
+}
+
+/// What a reverse flow backup -> primary says, when the primary holds its checkpoints topic.
+struct ReverseFlow {
+    rows: BTreeMap<(String, String, i32), ReverseRow>,
+    report: ReadReport,
+}
+
+/// The reverse flow's translations (`<target>.checkpoints.internal` on the primary), or `None`
+/// when the primary holds no such topic (no reverse flow). With the reverse flow's offset-syncs
+/// topic on the backup, each group's offset on the backup now is translated with its history
+/// (as `translate --precise --from-source-offsets` does); without it, MM2's checkpoints as they
+/// are.
+async fn reverse_flow(
     primary: &MirrorClient,
+    backup: &KafkaClient,
+    request: &FailbackRequest,
     read: &TranslateRequest,
     deadline: &Deadline,
-) -> Result<Option<Translation>, TranslateError> {
-    let topic = primary
-        .replication_policy()
-        .checkpoints_topic(&read.sources[0]);
+) -> Result<Option<ReverseFlow>, TranslateError> {
+    let policy = primary.replication_policy();
+    let topic = policy.checkpoints_topic(&read.sources[0]);
     match primary.kafka().describe_topic(&topic, deadline).await {
         Ok(_) => {}
         Err(ClientError::UnknownTopic { .. }) => return Ok(None),
@@ -373,7 +402,57 @@ async fn reverse_checkpoints(
         timeout: deadline.remaining(),
         ..read.clone()
     };
-    primary.translate(&read).await.map(Some)
+    let syncs = SyncsSource {
+        client: backup.clone(),
+        topic: policy.offset_syncs_topic(&request.source),
+        interpolation: Interpolation::Disabled,
+    };
+    let mut rows = BTreeMap::new();
+    match primary
+        .translate_from_source_offsets(&read, &syncs, backup)
+        .await
+    {
+        Ok(precise) => {
+            for ((o, p), input) in precise.iter().zip(&precise.inputs) {
+                rows.insert(
+                    (o.group.to_string(), o.topic.to_string(), o.partition),
+                    ReverseRow {
+                        offset: p.offset,
+                        safe_offset: p.mm2_offset.min(p.offset),
+                        translated_from: input.upstream_offset,
+                        from_syncs: p.offset > p.mm2_offset,
+                        timestamp: o.checkpoint_timestamp,
+                    },
+                );
+            }
+            Ok(Some(ReverseFlow {
+                rows,
+                report: precise.translation.report,
+            }))
+        }
+        // No reverse offset syncs where they are looked for (offset-syncs.topic.location=target,
+        // or a flow that emits none): MM2's checkpoints alone.
+        Err(TranslateError::MissingOffsetSyncsTopic { .. }) => {
+            let translation = primary.translate(&read).await?;
+            for o in translation.iter() {
+                rows.insert(
+                    (o.group.to_string(), o.topic.to_string(), o.partition),
+                    ReverseRow {
+                        offset: o.offset,
+                        safe_offset: o.offset,
+                        translated_from: o.upstream_offset,
+                        from_syncs: false,
+                        timestamp: o.checkpoint_timestamp,
+                    },
+                );
+            }
+            Ok(Some(ReverseFlow {
+                rows,
+                report: translation.report,
+            }))
+        }
+        Err(e) => Err(e),
+    }
 }
 
 /// Each committed offset on the backup with its failback offset by the reverse rule or the
@@ -381,19 +460,11 @@ async fn reverse_checkpoints(
 fn join(
     offsets: &SourceOffsets,
     index: &ReverseIndex,
-    checkpoints: Option<&Translation>,
+    checkpoints: Option<&ReverseFlow>,
     policy: &ReplicationPolicy,
     request: &FailbackRequest,
     read_at_ms: i64,
 ) -> FailbackTranslation {
-    // (group, topic on the primary, partition) -> (offset, backup offset translated, timestamp).
-    let mut reverse: BTreeMap<(&str, &str, i32), (i64, i64, i64)> = BTreeMap::new();
-    for o in checkpoints.iter().flat_map(|t| t.iter()) {
-        reverse.insert(
-            (o.group, o.topic, o.partition),
-            (o.offset, o.upstream_offset, o.checkpoint_timestamp),
-        );
-    }
     let mut out = FailbackTranslation {
         rows: Vec::new(),
         untranslated: Vec::new(),
@@ -452,34 +523,40 @@ fn join(
                 }
                 continue;
             }
-            if checkpoints.is_none() {
+            let Some(flow) = checkpoints else {
                 out.untranslated
                     .push(untranslated(Untranslated::NoReverseFlow));
                 continue;
-            }
+            };
             let replica = policy.format_remote_topic(&request.target, from_topic);
-            match reverse.get(&(group.as_str(), replica.as_str(), *partition)) {
+            match flow.rows.get(&(group.clone(), replica.clone(), *partition)) {
                 None => out
                     .untranslated
                     .push(untranslated(Untranslated::NoReverseCheckpoint)),
-                Some(&(_, translated, _)) if translated > c.offset => {
+                // Translated from an offset the group is not at (it moved back since): the
+                // answer may be past its next record.
+                Some(r) if r.translated_from > c.offset => {
                     out.untranslated
                         .push(untranslated(Untranslated::CheckpointAhead {
-                            checkpoint_upstream: translated,
+                            checkpoint_upstream: r.translated_from,
                         }))
                 }
-                Some(&(offset, _, timestamp)) => out.rows.push(FailbackRow {
+                Some(r) => out.rows.push(FailbackRow {
                     group: group.clone(),
                     topic: replica.clone(),
                     partition: *partition,
-                    offset,
-                    safe_offset: offset,
-                    rule: FailbackRule::ReverseCheckpoint,
+                    offset: r.offset,
+                    safe_offset: r.safe_offset,
+                    rule: if r.from_syncs {
+                        FailbackRule::ReverseFlowSync
+                    } else {
+                        FailbackRule::ReverseCheckpoint
+                    },
                     from_topic: from_topic.clone(),
                     from_offset: c.offset,
                     metadata,
                     sync: None,
-                    timestamp,
+                    timestamp: r.timestamp,
                 }),
             }
         }

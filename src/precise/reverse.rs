@@ -88,11 +88,14 @@ pub enum FailbackRule {
     ReverseRule,
     /// A topic local to the backup, from a reverse MM2 flow's checkpoint (MM2's translation).
     ReverseCheckpoint,
+    /// A topic local to the backup: the group's offset there now, translated with the reverse
+    /// flow's offset-sync history (more than its checkpoint proves; never less).
+    ReverseFlowSync,
 }
 
 impl FailbackRule {
     /// The name used in reports (`exact-sync`, `interpolated`, `counted`, `reverse-rule`,
-    /// `reverse-checkpoint`).
+    /// `reverse-checkpoint`, `reverse-flow-sync`).
     pub fn name(self) -> &'static str {
         match self {
             FailbackRule::ExactSync => "exact-sync",
@@ -100,11 +103,14 @@ impl FailbackRule {
             FailbackRule::Counted => "counted",
             FailbackRule::ReverseRule => "reverse-rule",
             FailbackRule::ReverseCheckpoint => "reverse-checkpoint",
+            FailbackRule::ReverseFlowSync => "reverse-flow-sync",
         }
     }
 
-    /// Whether the answer is the group's next record itself (as far as the syncs and records
-    /// can prove), not only a position at or before it.
+    /// Whether the answer is proven to be the record the group meets next on the backup (a copy
+    /// of it is at the group's offset there), not only a position at or before its next one.
+    /// It is the group's first unread record unless an earlier copy of it lies below that
+    /// offset too (a retry, or a restart of MM2 that had copied further before).
     pub fn is_exact(self) -> bool {
         matches!(self, FailbackRule::ExactSync | FailbackRule::Interpolated)
     }
