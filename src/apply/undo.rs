@@ -375,8 +375,7 @@ pub async fn execute_undo(
                 ),
                 (Some(Err(why)), _) | (None, Some(Err(why))) => skip(why),
                 (None, None) => skip("no coordinator answer for the group".into()),
-                (None, Some(Ok(c))) if unknown.load(Ordering::SeqCst) && execute => {
-                    let _ = c;
+                (None, Some(Ok(_))) if execute && unknown.load(Ordering::SeqCst) => {
                     skip("not written: an earlier write's outcome is unknown".into())
                 }
                 (None, Some(Ok(c))) => undo_group(client, c, g, execute, unknown, deadline).await,

@@ -301,8 +301,11 @@ pub async fn translate_failback(
         Ok::<_, TranslateError>((now_ms(), offsets))
     };
     let index = async {
+        let started = Instant::now();
         let (outcomes, report) = read_sync_runs(&syncs, &read, deadline).await?;
-        Ok::<_, TranslateError>((build_reverse_index(outcomes), report))
+        let index = build_reverse_index(outcomes);
+        tracing::debug!(syncs = report.records, elapsed = ?started.elapsed(), "offset syncs read");
+        Ok::<_, TranslateError>((index, report))
     };
     let checkpoints = reverse_flow(primary, backup, request, &read, &deadline);
     let ((read_at_ms, offsets), (index, syncs_report), checkpoints) =
@@ -315,8 +318,10 @@ pub async fn translate_failback(
         request,
         read_at_ms,
     );
+    let started = Instant::now();
     joined.proof =
         sharpen_with_records(primary.kafka(), &index, &mut joined.rows, request, deadline).await?;
+    tracing::debug!(records = joined.proof.records, elapsed = ?started.elapsed(), "stretches proven");
     joined.syncs_report = syncs_report;
     joined.checkpoints_report = checkpoints.map(|c| c.report);
     joined

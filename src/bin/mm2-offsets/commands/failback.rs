@@ -11,6 +11,7 @@ use mm2_offsets::apply::{
 };
 use mm2_offsets::client::Deadline;
 use mm2_offsets::precise::failback::{FailbackRequest, FailbackTranslation, translate_failback};
+use mm2_offsets::select::GroupSelector;
 use mm2_offsets::translate::MirrorClient;
 use serde_json::Value;
 
@@ -69,7 +70,12 @@ pub(crate) async fn run(args: FailbackArgs) -> Result<i32, Stop> {
             (plan, doc, None)
         }
         None => {
-            let (plan, failback) = plan_failback(&args, &primary, &budget, &options).await?;
+            let groups = match session::group_selection(&args.select) {
+                Ok(groups) => groups,
+                Err(code) => return Ok(code),
+            };
+            let (plan, failback) =
+                plan_failback(&args, groups, &primary, &budget, &options).await?;
             let mut doc = serde_json::to_value(&plan).map_err(|e| e.to_string())?;
             annotate(&mut doc, &notes_of(&failback));
             (plan, doc, Some(failback))
@@ -150,18 +156,11 @@ fn backup_connection(args: &FailbackArgs) -> ConnectionArgs {
 /// Reads the backup's groups, translates them back and plans the commits on the primary.
 async fn plan_failback(
     args: &FailbackArgs,
+    groups: GroupSelector,
     primary: &MirrorClient,
     budget: &Deadline,
     options: &ApplyOptions,
 ) -> Result<(ApplyPlan, FailbackTranslation), Stop> {
-    let groups = match session::group_selection(&args.select) {
-        Ok(groups) => groups,
-        Err(code) => {
-            return Err(Stop::Error(format!(
-                "exit {code}: no usable group selection"
-            )));
-        }
-    };
     let backup_settings = connection::settings(&backup_connection(args))
         .map_err(|e| format!("backup cluster (--from-*): {e}"))?;
     let backup = session::connect(backup_settings, budget.remaining())
