@@ -44,7 +44,7 @@
 //!   change nothing; duplicates (retries, restarts) only repeat records already counted.
 //! * downstream offsets grow in log order (one writer, appends only): the greatest `d <= D` is
 //!   also the latest such sync, so a compacted history (a log-order suffix) either still holds it
-//!   or holds none at or below `D` ([`FailbackRule::NoSync`]), never an older substitute.
+//!   or holds none at or below `D` (no answer: `no-sync`), never an older substitute.
 //!
 //! The greatest `u` over `d < D` would be tighter across restarts (an earlier lifetime may have
 //! got further) but it is wrong after the upstream topic was truncated or recreated: an older
