@@ -252,7 +252,7 @@ pub(crate) async fn wait_topic(client: &KafkaClient, topic: &str, within: Durati
         }
         assert!(
             Instant::now() < give_up,
-            "{topic} did not appear on the backup within {within:?}: is MirrorMaker 2 replicating fo-* topics?"
+            "{topic} did not appear within {within:?}: is MirrorMaker 2 replicating fo-* topics?"
         );
         tokio::time::sleep(Duration::from_millis(500)).await;
     }

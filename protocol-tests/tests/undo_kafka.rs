@@ -307,5 +307,11 @@ async fn apply_then_undo_restores_every_group_exactly() {
             .all(|(g, _, s)| s == "already-restored" || (g == &moved && s == "changed-since")),
         "{again_states:?}"
     );
+    // An undo is run as it is: asking for the undo of an undo is a usage error.
+    let mut twice = plan_args(true);
+    twice.extend(["--undo-out", "/nonexistent/undo-of-undo.json"]);
+    let (code, _, err) = cli(&twice);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--undo-out does not apply"), "{err}");
     eprintln!("[undo] round trip in {:.1}s", t0.elapsed().as_secs_f64());
 }

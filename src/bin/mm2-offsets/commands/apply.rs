@@ -42,9 +42,15 @@ pub(crate) async fn run(args: ApplyArgs) -> Result<i32, Stop> {
                 .map_err(|e| format!("cannot read --plan {}: {e}", path.display()))?;
             if mm2_offsets::apply::undo::UndoPlan::is_undo_document(&text) {
                 let (connection, timeout) = (&args.translate.connection, args.translate.timeout);
-                let (execute, output) = (args.execute, args.translate.output);
+                let flags = (args.execute, args.undo_out.is_some());
+                let output = args.translate.output;
                 return super::undo::run_file(
-                    connection, timeout, &text, path, execute, output, &options,
+                    connection,
+                    timeout,
+                    (&text, path),
+                    flags,
+                    output,
+                    &options,
                 )
                 .await;
             }

@@ -63,17 +63,22 @@ pub(crate) async fn execute_with_undo(
 /// Runs the undo file `text` (read from `path`) against the cluster `connection` names: a dry
 /// run that says what would be restored, or with `execute` the restore. Exit code 0 when
 /// everything was (or would be) restored, 3 when some partition changed since or a group was
-/// skipped, 1 on an error.
+/// skipped, 1 on an error, 2 when `--undo-out` was given too (an undo is not undone in turn).
 pub(crate) async fn run_file(
     connection: &ConnectionArgs,
     timeout: std::time::Duration,
-    text: &str,
-    path: &Path,
-    execute: bool,
+    (text, path): (&str, &Path),
+    (execute, undo_out): (bool, bool),
     output: OutputFormat,
     options: &ApplyOptions,
 ) -> Result<i32, Stop> {
     let shown = for_terminal(&path.display().to_string()).into_owned();
+    if undo_out {
+        eprintln!(
+            "error: --plan {shown} is an undo file, run as it is: --undo-out does not apply to it"
+        );
+        return Ok(crate::exit::EXIT_USAGE);
+    }
     let undo: UndoPlan = serde_json::from_str(text)
         .map_err(|e| format!("--plan {shown} is not an undo plan: {e}"))?;
     undo.check_schema()
