@@ -11,7 +11,8 @@
 #   failback  the way back: lists the backup's groups, reads their offsets there, reads the
 #             forward flow's offset-syncs topic on the primary, proves stretches with the
 #             primary's records, plans and commits on the primary, reads back.
-# Every answer is checked: every group applied, every partition committed and read back.
+# Every answer is checked: every group applied, every partition committed and read back. The
+# groups are deleted on both clusters at the end.
 #
 # Setup (once, not timed): TOPIC_RECORDS records per partition on a topic of PARTS partitions on
 # the primary, written in rounds and copied by MM2 (its offset syncs land in
@@ -56,6 +57,16 @@ mkdir -p "$WORK"
 stamp="$(date +%s)"
 topic="fo-bench-$stamp"
 alias="benchfb$stamp"
+# The groups go when the script ends: thousands of them would slow MirrorMaker 2's checkpoint
+# task (it lists every group of its source each second) for every suite that runs after.
+cleanup() {
+  local c
+  for c in "$BACKUP" "$PRIMARY"; do
+    "$HARNESS/failover.sh" client delete-groups --bootstrap "$c" --prefix "$alias" >/dev/null ||
+      log "could not delete the $alias-* groups on $c"
+  done
+}
+trap cleanup EXIT
 log "setup: $topic ($PARTS x $RECORDS records) on the primary, copied by MM2"
 "$HARNESS/failover.sh" client create --bootstrap "$PRIMARY" --topics "$topic:$PARTS" >/dev/null
 for _ in $(seq 1 120); do

@@ -67,6 +67,9 @@ import org.apache.kafka.common.utils.internals.Exit;
  *       ahead of where the group stands, is paused and not committed. SEQ is not checked
  *       (replicas hold duplicates). Prints per partition the offset it started from.
  *   <li>{@code dump --bootstrap B --topic T[,T...]}: every partition's SEQs in offset order.
+ *   <li>{@code delete-groups --bootstrap B --prefix P}: deletes every consumer group whose id
+ *       starts with P (a benchmark's thousands of groups would slow MirrorMaker 2's checkpoint
+ *       task, which lists every group each second, for every suite after it).
  *   <li>{@code committed --bootstrap B --groups G,G,...}: each group's committed offsets and
  *       metadata, as Admin.listConsumerGroupOffsets reads them.
  *   <li>{@code reset --bootstrap B --jobs FILE}: JOBS lines {@code GROUP CSV}; runs
@@ -98,6 +101,7 @@ public final class FailoverClient {
         }
       }
       case "committed" -> committed(bootstrap, List.of(need(o, "groups").split(",")));
+      case "delete-groups" -> deleteGroups(bootstrap, need(o, "prefix"));
       case "reset" -> reset(bootstrap, Path.of(need(o, "jobs")));
       default -> usage("unknown command " + args[0]);
     }
@@ -530,6 +534,22 @@ public final class FailoverClient {
         }
         System.out.println(sb.append("}}"));
       }
+    }
+  }
+
+  private static void deleteGroups(String bootstrap, String prefix) throws Exception {
+    try (Admin a = Admin.create(admin(bootstrap))) {
+      List<String> ids = new ArrayList<>();
+      for (var g : a.listGroups().all().get(120, TimeUnit.SECONDS)) {
+        if (g.groupId().startsWith(prefix)) {
+          ids.add(g.groupId());
+        }
+      }
+      // In slices: one request for ten thousand groups times out on the coordinator.
+      for (int i = 0; i < ids.size(); i += 500) {
+        a.deleteConsumerGroups(ids.subList(i, Math.min(ids.size(), i + 500))).all().get(300, TimeUnit.SECONDS);
+      }
+      System.out.println("{\"deleted\":" + ids.size() + "}");
     }
   }
 
