@@ -9,8 +9,8 @@
 //! | module        | owns |
 //! |---------------|------|
 //! | [`watch`]     | the live translation map, its freshness, the periodic apply |
-//! | [`apply`]     | plans, verdicts, the executor that commits offsets on the target |
-//! | [`precise`]   | the offset-sync history: re-translation, source offsets |
+//! | [`apply`]     | plans, verdicts, the executor that commits offsets on the target, undo plans |
+//! | [`precise`]   | the offset-sync history: re-translation, source offsets, failback (the reverse rule) |
 //! | [`translate`] | planning the read, fetch workers, the translator, the read report |
 //! | [`select`]    | which groups: ids, Java `Pattern`s exactly, all |
 //! | [`mm2`]       | checkpoint, heartbeat and offset-sync codecs, replication policies |

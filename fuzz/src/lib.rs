@@ -20,7 +20,7 @@ use mm2_offsets::wire::fuzzing::{
 use mm2_offsets::wire::responses::{
     ConsumerGroupDescribeResponse, DescribeGroupsResponse, FetchResponse, FindCoordinatorResponse,
     ListGroupsResponse, ListOffsetsResponse, MetadataResponse, OffsetCommitResponse,
-    OffsetFetchResponse,
+    OffsetDeleteResponse, OffsetFetchResponse,
 };
 
 // The command line's own argument definition and validation, compiled here from the binary's
@@ -150,6 +150,12 @@ pub fn response_offset_fetch(data: &[u8]) -> Option<Result<OffsetFetchResponse, 
 pub fn response_offset_commit(data: &[u8]) -> Option<Result<OffsetCommitResponse, String>> {
     let (version, body) = split_version(data)?;
     Some(OffsetCommitResponse::decode(body, version).map_err(|e| e.to_string()))
+}
+
+/// `response_offset_delete`: 2 bytes big-endian version, then an OffsetDeleteResponse body.
+pub fn response_offset_delete(data: &[u8]) -> Option<Result<OffsetDeleteResponse, String>> {
+    let (version, body) = split_version(data)?;
+    Some(OffsetDeleteResponse::decode(body, version).map_err(|e| e.to_string()))
 }
 
 /// `api_versions_response`: 2 bytes big-endian version, then an ApiVersions response body,

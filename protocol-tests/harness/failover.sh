@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
-# Usage: failover.sh up | down | client COMMAND ARGS...
+# Usage: failover.sh up | down | mm2-kill | mm2-start | client COMMAND ARGS...
 # The clusters of the failover suite (protocol-tests/tests/failover_mm2.rs), separate from every
 # other suite's so that nothing it writes (topics, groups, a MirrorMaker 2 source alias) is seen
 # by their assertions:
 #   up     builds FailoverClient, starts fo-primary and fo-backup (single-node Kafka
 #          $KAFKA4_VERSION) and one dedicated-mode MirrorMaker 2 (primary -> backup, fo-* topics,
-#          its own group offset sync OFF, 1 s checkpoints), then writes
-#          protocol-tests/work/failover.env. MM2 keeps running until `down`.
+#          its own group offset sync OFF, 1 s checkpoints; and the reverse flow backup ->
+#          primary for topics local to the backup), then writes protocol-tests/work/failover.env.
+#          MM2 keeps running until `down`.
 #   down   stops MirrorMaker 2 and both clusters (safe to run twice).
+#   mm2-kill   kills MirrorMaker 2 with SIGKILL (a crash: unsent offset syncs and uncommitted
+#              source offsets are lost) and waits until it is gone.
+#   mm2-start  starts it again on the same config (after mm2-kill).
 #   client runs protocol-tests/java/FailoverClient.java (see its class comment) on the Kafka
 #          $KAFKA4_VERSION client jars, which also hold kafka-consumer-groups.sh's class.
 # Phase timings go to stderr.
@@ -87,9 +91,28 @@ down() {
   done
 }
 
+mm2_kill() {
+  local pid i
+  pid="$(env_get "$WORK_DIR/$MM2_NAME/env" PID)"
+  [[ -n "$pid" ]] || die "$MM2_NAME is not running (no PID in $WORK_DIR/$MM2_NAME/env)"
+  # Only our MirrorMaker 2: its command line names its own properties file.
+  tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF "$WORK_DIR/$MM2_NAME/mm2.properties" ||
+    die "pid $pid is not $MM2_NAME"
+  kill -KILL "$pid"
+  for ((i = 0; i < 100; i++)); do
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  kill -0 "$pid" 2>/dev/null && die "$MM2_NAME (pid $pid) still alive after SIGKILL"
+  cp "$WORK_DIR/$MM2_NAME/mm2.log" "$WORK_DIR/$MM2_NAME/mm2-killed.log"
+  log "$MM2_NAME killed (pid $pid); its log is kept as mm2-killed.log"
+}
+
 case "${1:-}" in
 up) up ;;
 down) down ;;
+mm2-kill) mm2_kill ;;
+mm2-start) "$HARNESS_DIR/mm2.sh" start "$MM2_NAME" "$HARNESS_DIR/config/mm2-failover.properties" >/dev/null ;;
 client)
   shift
   mkdir -p "$WORK_DIR"
@@ -99,5 +122,5 @@ client)
   flock -u 9
   client "$@"
   ;;
-*) die "usage: failover.sh up | down | client COMMAND ARGS..." ;;
+*) die "usage: failover.sh up | down | mm2-kill | mm2-start | client COMMAND ARGS..." ;;
 esac

@@ -57,7 +57,19 @@ import org.apache.kafka.common.utils.internals.Exit;
  *       the group's consumer reads every partition from where the group stands to the end (no
  *       commit) and prints, per partition, the committed offset it started from, the first
  *       record read (offset and SEQ), every SEQ read and whether they are contiguous.
- *   <li>{@code dump --bootstrap B --topic T}: every partition's SEQs in offset order.
+ *   <li>{@code produce-tx --bootstrap B --topic T --records N --txn-size S --abort-every K}: N
+ *       records to partition 0 in transactions of S records, every K-th transaction aborted
+ *       (SEQ counts every record sent, aborted ones too), then prints each record's offset.
+ *   <li>{@code consume-to --bootstrap B --spec FILE}: SPEC lines {@code GROUP PROTOCOL TOPICS
+ *       STOPS}: the group's consumer (subscribe) starts where the group stands (the log start
+ *       where it has no offset), processes every record below its partition's stop offset,
+ *       commits exactly the stop, and leaves; a partition without a stop, or whose stop is not
+ *       ahead of where the group stands, is paused and not committed. SEQ is not checked
+ *       (replicas hold duplicates). Prints per partition the offset it started from.
+ *   <li>{@code dump --bootstrap B --topic T[,T...]}: every partition's SEQs in offset order.
+ *   <li>{@code delete-groups --bootstrap B --prefix P}: deletes every consumer group whose id
+ *       starts with P (a benchmark's thousands of groups would slow MirrorMaker 2's checkpoint
+ *       task, which lists every group each second, for every suite after it).
  *   <li>{@code committed --bootstrap B --groups G,G,...}: each group's committed offsets and
  *       metadata, as Admin.listConsumerGroupOffsets reads them.
  *   <li>{@code reset --bootstrap B --jobs FILE}: JOBS lines {@code GROUP CSV}; runs
@@ -78,10 +90,18 @@ public final class FailoverClient {
       case "create" -> create(bootstrap, need(o, "topics"));
       case "produce" -> produce(bootstrap, need(o, "topic"), Integer.parseInt(need(o, "partitions")),
           Integer.parseInt(need(o, "per-partition")), Integer.parseInt(need(o, "rounds")));
-      case "consume-primary" -> consumeAll(bootstrap, Path.of(need(o, "spec")), true);
-      case "consume-backup" -> consumeAll(bootstrap, Path.of(need(o, "spec")), false);
-      case "dump" -> dump(bootstrap, need(o, "topic"));
+      case "consume-primary" -> consumeAll(bootstrap, Path.of(need(o, "spec")), FailoverClient::consumePrimary);
+      case "consume-backup" -> consumeAll(bootstrap, Path.of(need(o, "spec")), FailoverClient::consumeBackup);
+      case "consume-to" -> consumeAll(bootstrap, Path.of(need(o, "spec")), FailoverClient::consumeToStops);
+      case "produce-tx" -> produceTx(bootstrap, need(o, "topic"), Integer.parseInt(need(o, "records")),
+          Integer.parseInt(need(o, "txn-size")), Integer.parseInt(need(o, "abort-every")));
+      case "dump" -> {
+        for (String t : need(o, "topic").split(",")) {
+          dump(bootstrap, t);
+        }
+      }
       case "committed" -> committed(bootstrap, List.of(need(o, "groups").split(",")));
+      case "delete-groups" -> deleteGroups(bootstrap, need(o, "prefix"));
       case "reset" -> reset(bootstrap, Path.of(need(o, "jobs")));
       default -> usage("unknown command " + args[0]);
     }
@@ -222,12 +242,18 @@ public final class FailoverClient {
     return tp.topic() + "/" + tp.partition();
   }
 
-  private static void consumeAll(String bootstrap, Path specFile, boolean primary) throws Exception {
+  /** What one group's consumer does in a consume command; returns its JSON line. */
+  @FunctionalInterface
+  private interface GroupJob {
+    String run(String bootstrap, Spec s) throws Exception;
+  }
+
+  private static void consumeAll(String bootstrap, Path specFile, GroupJob job) throws Exception {
     List<Spec> specs = parseSpec(specFile);
     ExecutorService pool = Executors.newFixedThreadPool(specs.size());
     Map<String, Future<String>> results = new LinkedHashMap<>();
     for (Spec s : specs) {
-      results.put(s.group(), pool.submit(() -> primary ? consumePrimary(bootstrap, s) : consumeBackup(bootstrap, s)));
+      results.put(s.group(), pool.submit(() -> job.run(bootstrap, s)));
     }
     pool.shutdown();
     int failed = 0;
@@ -350,6 +376,93 @@ public final class FailoverClient {
     return sb.append("}}").toString();
   }
 
+  private static void produceTx(String bootstrap, String topic, int records, int txnSize, int abortEvery)
+      throws Exception {
+    Properties p = new Properties();
+    p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+    p.put(ProducerConfig.ACKS_CONFIG, "all");
+    p.put(ProducerConfig.TRANSACTIONAL_ID_CONFIG, "fo-tx-" + topic);
+    p.put(ProducerConfig.LINGER_MS_CONFIG, 5);
+    p.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, StringSerializer.class.getName());
+    p.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, StringSerializer.class.getName());
+    int aborted = 0;
+    try (KafkaProducer<String, String> producer = new KafkaProducer<>(p)) {
+      producer.initTransactions();
+      int txn = 0;
+      for (int seq = 0; seq < records; txn++) {
+        producer.beginTransaction();
+        for (int i = 0; i < txnSize && seq < records; i++, seq++) {
+          producer.send(new ProducerRecord<>(topic, 0, "k" + seq, topic + "|0|" + seq));
+        }
+        // Sent before the transaction ends: an abort drops the records still unsent, and this
+        // transaction's records must reach the log (and then be aborted there).
+        producer.flush();
+        if (abortEvery > 0 && txn % abortEvery == abortEvery - 1) {
+          producer.abortTransaction();
+          aborted++;
+        } else {
+          producer.commitTransaction();
+        }
+      }
+    }
+    System.out.println("{\"topic\":\"" + topic + "\",\"records\":" + records + ",\"aborted_transactions\":" + aborted + "}");
+  }
+
+  private static String consumeToStops(String bootstrap, Spec s) throws Exception {
+    Map<TopicPartition, Long> started = new TreeMap<>((a, b) -> key(a).compareTo(key(b)));
+    Map<TopicPartition, OffsetAndMetadata> commit = new HashMap<>();
+    long deadline = System.currentTimeMillis() + 90_000;
+    try (KafkaConsumer<String, String> c = new KafkaConsumer<>(consumerProps(bootstrap, s))) {
+      c.subscribe(s.topics());
+      Set<TopicPartition> done = new HashSet<>();
+      while (true) {
+        ConsumerRecords<String, String> records = c.poll(Duration.ofMillis(200));
+        Set<TopicPartition> pause = new HashSet<>();
+        for (TopicPartition tp : c.assignment()) {
+          if (!started.containsKey(tp) && !c.paused().contains(tp)) {
+            // Where the group stands: its committed offset, or the reset position.
+            started.put(tp, records.isEmpty() || records.records(tp).isEmpty()
+                ? c.position(tp) : records.records(tp).get(0).offset());
+          }
+          long stop = s.stops().getOrDefault(tp, -1L);
+          if (stop < 0 || (started.containsKey(tp) && stop <= started.get(tp))) {
+            pause.add(tp);
+            done.add(tp);
+          } else if (c.position(tp) >= stop) {
+            pause.add(tp);
+            done.add(tp);
+            commit.put(tp, new OffsetAndMetadata(stop, ""));
+          }
+        }
+        c.pause(pause);
+        boolean all = s.stops().keySet().stream().allMatch(done::contains);
+        if (all && !c.assignment().isEmpty()) {
+          if (!commit.isEmpty()) {
+            c.commitSync(commit);
+          }
+          break;
+        }
+        if (System.currentTimeMillis() > deadline) {
+          throw new IllegalStateException("group " + s.group() + " did not reach its stops " + s.stops()
+              + "; positions reached for " + done);
+        }
+      }
+    }
+    StringBuilder sb = new StringBuilder("{\"group\":" + json(s.group()) + ",\"started\":{");
+    String sep = "";
+    for (Map.Entry<TopicPartition, Long> e : started.entrySet()) {
+      sb.append(sep).append(json(key(e.getKey()))).append(':').append(e.getValue());
+      sep = ",";
+    }
+    sb.append("},\"committed\":{");
+    sep = "";
+    for (Map.Entry<TopicPartition, OffsetAndMetadata> e : commit.entrySet()) {
+      sb.append(sep).append(json(key(e.getKey()))).append(':').append(e.getValue().offset());
+      sep = ",";
+    }
+    return sb.append("}}").toString();
+  }
+
   private static void dump(String bootstrap, String topic) throws Exception {
     Properties p = new Properties();
     p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
@@ -421,6 +534,22 @@ public final class FailoverClient {
         }
         System.out.println(sb.append("}}"));
       }
+    }
+  }
+
+  private static void deleteGroups(String bootstrap, String prefix) throws Exception {
+    try (Admin a = Admin.create(admin(bootstrap))) {
+      List<String> ids = new ArrayList<>();
+      for (var g : a.listGroups().all().get(120, TimeUnit.SECONDS)) {
+        if (g.groupId().startsWith(prefix)) {
+          ids.add(g.groupId());
+        }
+      }
+      // In slices: one request for ten thousand groups times out on the coordinator.
+      for (int i = 0; i < ids.size(); i += 500) {
+        a.deleteConsumerGroups(ids.subList(i, Math.min(ids.size(), i + 500))).all().get(300, TimeUnit.SECONDS);
+      }
+      System.out.println("{\"deleted\":" + ids.size() + "}");
     }
   }
 

@@ -876,6 +876,97 @@ fn cases() -> Vec<Case> {
         &["unrecognized subcommand"],
     );
     push("no subcommand", vec![], Usage, &["Usage"]);
+    // failback: what it refuses before connecting, and a backup without groups to fail back.
+    let fb = |extra: &[&str]| -> Vec<String> {
+        let mut v = vec![s("failback"), s("--bootstrap-server"), plain.clone()];
+        v.extend(extra.iter().map(|x| s(x)));
+        v
+    };
+    push(
+        "failback without --source",
+        fb(&["--from-bootstrap-server", &plain, "--all-groups"]),
+        Usage,
+        &["--source"],
+    );
+    push(
+        "failback --match-records is not there yet",
+        fb(&[
+            "--from-bootstrap-server",
+            &plain,
+            "--source",
+            "p",
+            "--all-groups",
+            "--match-records",
+        ]),
+        Usage,
+        &["not available yet"],
+    );
+    push(
+        "failback without a backup",
+        fb(&["--source", "p", "--all-groups"]),
+        Usage,
+        &["--from-bootstrap-server"],
+    );
+    push(
+        "failback without groups",
+        fb(&["--from-bootstrap-server", &plain, "--source", "p"]),
+        Usage,
+        &["no groups selected"],
+    );
+    push(
+        "failback -o csv",
+        fb(&[
+            "--from-bootstrap-server",
+            &plain,
+            "--source",
+            "p",
+            "--all-groups",
+            "-o",
+            "csv",
+        ]),
+        Usage,
+        &["table or -o json"],
+    );
+    push(
+        "failback --undo-out without --execute",
+        fb(&[
+            "--from-bootstrap-server",
+            &plain,
+            "--source",
+            "p",
+            "--all-groups",
+            "--undo-out",
+            "u.json",
+        ]),
+        Usage,
+        &["--execute"],
+    );
+    push(
+        "failback with no offset-syncs topic named",
+        fb(&[
+            "--from-bootstrap-server",
+            &plain,
+            "--source",
+            "p",
+            "--all-groups",
+            "--target",
+            "nosuchalias-x",
+        ]),
+        Error,
+        &[
+            "offset-syncs topic",
+            "mm2-offset-syncs.nosuchalias-x.internal",
+        ],
+    );
+    push(
+        "apply --undo-out without --execute",
+        t(&["--source", &a, "--group", "app", "--undo-out", "u.json"])
+            .into_iter()
+            .map(|x| if x == "translate" { s("apply") } else { x })
+            .collect(),
+        Usage,
+        &["--execute"],
+    );
     push(
         "--help",
         vec![s("--help")],

@@ -34,13 +34,17 @@ const EVENTS_PARTITIONS: i32 = 2;
 const EVENTS_PER_PARTITION: i64 = 1500;
 const GROUPS: usize = 24;
 
+/// The failover clusters' MirrorMaker 2 serves one suite at a time: the failback suite kills
+/// and restarts it (`failback_mm2.rs`), which must not happen under this suite's checkpoints.
+pub(crate) static CLUSTERS: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 /// `protocol-tests/work/failover.env` (`MM2O_FAILOVER_ENV` overrides the path).
-struct Env {
+pub(crate) struct Env {
     vars: BTreeMap<String, String>,
 }
 
 impl Env {
-    fn load() -> Env {
+    pub(crate) fn load() -> Env {
         let path = std::env::var_os("MM2O_FAILOVER_ENV").map_or_else(
             || Path::new(env!("CARGO_MANIFEST_DIR")).join("protocol-tests/work/failover.env"),
             PathBuf::from,
@@ -59,7 +63,7 @@ impl Env {
         Env { vars }
     }
 
-    fn var(&self, key: &str) -> &str {
+    pub(crate) fn var(&self, key: &str) -> &str {
         self.vars
             .get(key)
             .unwrap_or_else(|| panic!("failover.env has no {key}; {HOW}"))
@@ -67,7 +71,7 @@ impl Env {
 }
 
 /// Runs FailoverClient (through the harness script) and returns its JSON lines.
-fn java(env: &Env, args: &[&str]) -> Vec<Value> {
+pub(crate) fn java(env: &Env, args: &[&str]) -> Vec<Value> {
     let started = Instant::now();
     let output = Command::new("bash")
         .arg(env.var("CLIENT"))
@@ -94,7 +98,7 @@ fn java(env: &Env, args: &[&str]) -> Vec<Value> {
 }
 
 /// Runs our CLI; returns (exit code, stdout, stderr).
-fn cli(args: &[&str]) -> (i32, String, String) {
+pub(crate) fn cli(args: &[&str]) -> (i32, String, String) {
     let output = Command::new(env!("CARGO_BIN_EXE_mm2-offsets"))
         .args(args)
         .output()
@@ -106,8 +110,31 @@ fn cli(args: &[&str]) -> (i32, String, String) {
     )
 }
 
+/// FailoverClient `consume-backup`: each group of `spec` reads every partition from where it
+/// stands to the end on `bootstrap` (no commit): group -> its `partitions` object.
+pub(crate) fn read_to_end(env: &Env, bootstrap: &str, spec: &Path) -> BTreeMap<String, Value> {
+    java(
+        env,
+        &[
+            "consume-backup",
+            "--bootstrap",
+            bootstrap,
+            "--spec",
+            spec.to_str().unwrap(),
+        ],
+    )
+    .into_iter()
+    .map(|l| {
+        (
+            l["group"].as_str().unwrap().to_string(),
+            l["partitions"].clone(),
+        )
+    })
+    .collect()
+}
+
 /// (topic, partition) as FailoverClient names it: `topic/partition`.
-type Tp = (String, i32);
+pub(crate) type Tp = (String, i32);
 
 fn tp_key(tp: &Tp) -> String {
     format!("{}/{}", tp.0, tp.1)
@@ -216,7 +243,7 @@ fn scenario(run: &str, orders: &str, events: &str) -> Vec<Group> {
 }
 
 /// Waits until `topic` exists on `client`'s cluster.
-async fn wait_topic(client: &KafkaClient, topic: &str, within: Duration) {
+pub(crate) async fn wait_topic(client: &KafkaClient, topic: &str, within: Duration) {
     let give_up = Instant::now() + within;
     loop {
         let deadline = Deadline::after(Duration::from_secs(10));
@@ -225,7 +252,7 @@ async fn wait_topic(client: &KafkaClient, topic: &str, within: Duration) {
         }
         assert!(
             Instant::now() < give_up,
-            "{topic} did not appear on the backup within {within:?}: is MirrorMaker 2 replicating fo-* topics?"
+            "{topic} did not appear within {within:?}: is MirrorMaker 2 replicating fo-* topics?"
         );
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
@@ -233,16 +260,25 @@ async fn wait_topic(client: &KafkaClient, topic: &str, within: Duration) {
 
 /// The checkpoints on the backup, as `translate -o json` reads them:
 /// group -> (backup topic, partition) -> (offset, upstream offset, metadata).
-fn checkpoints(
+pub(crate) fn checkpoints(
     backup: &str,
+    groups_file: &Path,
+) -> BTreeMap<String, BTreeMap<Tp, (i64, i64, String)>> {
+    checkpoints_of(backup, "primary", groups_file)
+}
+
+/// [`checkpoints`] of source `source` on the cluster `bootstrap`.
+pub(crate) fn checkpoints_of(
+    bootstrap: &str,
+    source: &str,
     groups_file: &Path,
 ) -> BTreeMap<String, BTreeMap<Tp, (i64, i64, String)>> {
     let (code, out, err) = cli(&[
         "translate",
         "--bootstrap-server",
-        backup,
+        bootstrap,
         "--source",
-        "primary",
+        source,
         "--groups-file",
         groups_file.to_str().unwrap(),
         "-o",
@@ -308,6 +344,7 @@ fn committed(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn failover_with_apply_on_real_mirrormaker2() {
+    let _clusters = CLUSTERS.lock().await;
     let t0 = Instant::now();
     let env = Env::load();
     let (primary, backup) = (
@@ -631,24 +668,7 @@ async fn failover_with_apply_on_real_mirrormaker2() {
         })
         .collect();
     std::fs::write(&spec, lines.join("\n") + "\n").unwrap();
-    let read: BTreeMap<String, Value> = java(
-        &env,
-        &[
-            "consume-backup",
-            "--bootstrap",
-            &backup,
-            "--spec",
-            spec.to_str().unwrap(),
-        ],
-    )
-    .into_iter()
-    .map(|l| {
-        (
-            l["group"].as_str().unwrap().to_string(),
-            l["partitions"].clone(),
-        )
-    })
-    .collect();
+    let read = read_to_end(&env, &backup, &spec);
     // The backup's logs, whole: offset -> upstream SEQ, the independent view of what a
     // translated offset implies.
     let mut backup_log: BTreeMap<Tp, Vec<(i64, i64)>> = BTreeMap::new();

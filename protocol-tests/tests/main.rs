@@ -12,6 +12,9 @@ mod apply_authz;
 mod apply_kafka;
 mod cli_cases;
 mod client_kafka;
+// The way back, on the failover suite's clusters (its MirrorMaker 2 is killed and restarted).
+#[cfg(feature = "failover-tests")]
+mod failback_mm2;
 // On clusters of its own (harness/failover.sh), run as a step of its own by .ci/run.
 #[cfg(feature = "failover-tests")]
 mod failover_mm2;
@@ -25,6 +28,7 @@ mod precise_live_mm2;
 mod precise_mm2;
 mod security;
 mod translate_kafka;
+mod undo_kafka;
 // Alone in a CI step of its own: it measures memory and latency under load.
 mod watch_load;
 mod watch_mm2;

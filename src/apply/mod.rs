@@ -14,6 +14,7 @@
 
 mod authz;
 mod execute;
+pub mod undo;
 mod verdict;
 
 pub use execute::{ApplyReport, CommitState, GroupOutcome, GroupResult, PartitionResult, execute};

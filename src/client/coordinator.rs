@@ -263,7 +263,7 @@ impl KafkaClient {
     /// Runs `call` on the group's coordinator until it succeeds, fails for good, or `deadline`
     /// passes: loading means the same coordinator later, a move or a failed connection means
     /// a fresh FindCoordinator first. For reads only: `call` is sent again.
-    async fn on_coordinator<T, F, Fut>(
+    pub(super) async fn on_coordinator<T, F, Fut>(
         &self,
         group: &str,
         first: &GroupCoordinator,

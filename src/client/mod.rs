@@ -60,6 +60,7 @@ mod fetch;
 mod groups;
 mod list_groups;
 mod metadata;
+mod offset_delete;
 mod pool;
 pub(crate) mod retry;
 

@@ -204,7 +204,7 @@ impl SyncChunks {
     }
 
     /// The syncs in log order.
-    fn iter(&self) -> impl Iterator<Item = Sync> + '_ {
+    pub(crate) fn iter(&self) -> impl Iterator<Item = Sync> + '_ {
         self.chunks.iter().flatten().copied()
     }
 }

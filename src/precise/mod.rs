@@ -6,7 +6,10 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Instant;
 
+pub mod failback;
+pub mod reverse;
 mod source_offsets;
+pub mod stretch_proof;
 mod syncs;
 
 pub use source_offsets::{GroupInputs, Input, RowInput};
@@ -18,10 +21,10 @@ use crate::mm2::sync_index::{
     Interpolation, PartitionIndex, PreciseOffset, Rule, SyncIndex, TopicSyncs, checkpoint_answer,
 };
 use crate::translate::{
-    MirrorClient, OffsetRef, ReadReport, TranslateError, TranslateRequest, Translation,
-    plan_ranges, read_ranges, read_report, topic_bounds,
+    MirrorClient, OffsetRef, RangeOutcome, ReadReport, TranslateError, TranslateRequest,
+    Translation, plan_ranges, read_ranges, read_report, topic_bounds,
 };
-use syncs::{SyncSpec, build_index};
+use syncs::{SyncRun, SyncSpec, build_index};
 
 /// Where the offset-syncs topic is and how to trust it.
 #[derive(Clone, Debug)]
@@ -258,6 +261,23 @@ pub async fn read_sync_index(
     request: &TranslateRequest,
     deadline: Deadline,
 ) -> Result<(SyncIndex, ReadReport), TranslateError> {
+    let (outcomes, report) = read_sync_runs(syncs, request, deadline).await?;
+    if !report.complete {
+        // A hole in the history could hide a truncation or join two syncs that were not
+        // consecutive: nothing read is trusted, every offset keeps MM2's (rule no-sync).
+        return Ok((SyncIndex::default(), report));
+    }
+    Ok((build_index(outcomes, syncs.interpolation), report))
+}
+
+/// Reads the whole offset-syncs topic, in parallel ranges, into each range's syncs grouped by
+/// upstream partition (in plan order), with the read's report. Fails on an incomplete read
+/// unless `request.allow_partial`.
+pub(crate) async fn read_sync_runs(
+    syncs: &SyncsSource,
+    request: &TranslateRequest,
+    deadline: Deadline,
+) -> Result<(Vec<RangeOutcome<SyncRun>>, ReadReport), TranslateError> {
     let started = Instant::now();
     let topic = tokio::time::timeout(
         deadline.remaining(),
@@ -293,16 +313,11 @@ pub async fn read_sync_index(
     )
     .await?;
     let report = read_report(&bounds, &mut outcomes, started);
-    if !report.complete {
-        if !request.allow_partial {
-            return Err(TranslateError::Incomplete {
-                timeout: request.timeout,
-                partitions: report.partitions,
-            });
-        }
-        // A hole in the history could hide a truncation or join two syncs that were not
-        // consecutive: nothing read is trusted, every offset keeps MM2's (rule no-sync).
-        return Ok((SyncIndex::default(), report));
+    if !report.complete && !request.allow_partial {
+        return Err(TranslateError::Incomplete {
+            timeout: request.timeout,
+            partitions: report.partitions,
+        });
     }
-    Ok((build_index(outcomes, syncs.interpolation), report))
+    Ok((outcomes, report))
 }

@@ -119,7 +119,7 @@ impl MirrorClient {
 pub(crate) type SourceOffsets = BTreeMap<String, Result<GroupOffsets, String>>;
 
 /// OffsetFetch for every group, batched per coordinator.
-async fn fetch_source_offsets(
+pub(crate) async fn fetch_source_offsets(
     client: &KafkaClient,
     groups: &[String],
     deadline: &Deadline,

@@ -7,6 +7,7 @@
 
 use rustc_hash::FxHashMap;
 
+use super::reverse::{ReverseIndex, ReverseIndexBuilder};
 use crate::mm2::offset_sync;
 use crate::mm2::sync_index::{Interpolation, Sync, SyncChunks, SyncIndex, SyncIndexBuilder};
 use crate::records::{RecordsError, Scratch};
@@ -30,9 +31,13 @@ impl SyncRun {
     /// Hands this run's syncs to `builder`, each partition's in log order. Partitions are
     /// independent, so feeding one after the other keeps the meaning of the interleaved log.
     fn feed(self, builder: &mut SyncIndexBuilder) {
+        self.for_each(|topic, partition, syncs| builder.append(topic, partition, syncs));
+    }
+
+    /// Hands each partition's syncs, in log order, to `add`.
+    fn for_each(self, mut add: impl FnMut(&[u8], i32, SyncChunks)) {
         for run in self.partitions {
-            let topic = &self.topics[run.topic as usize];
-            builder.append(topic, run.partition, run.syncs);
+            add(&self.topics[run.topic as usize], run.partition, run.syncs);
         }
     }
 }
@@ -135,6 +140,17 @@ pub(crate) fn build_index(
         outcome.folded.feed(&mut builder);
     }
     builder.finish(interpolation)
+}
+
+/// Builds the reverse (failback) index from the ranges' outputs, in plan order.
+pub(crate) fn build_reverse_index(outcomes: Vec<RangeOutcome<SyncRun>>) -> ReverseIndex {
+    let mut builder = ReverseIndexBuilder::new();
+    for outcome in outcomes {
+        outcome
+            .folded
+            .for_each(|topic, partition, syncs| builder.append(topic, partition, syncs));
+    }
+    builder.finish()
 }
 
 /// Builds the index from record batches already in memory (a dump of the offset-syncs topic),

@@ -47,6 +47,10 @@ pub enum Command {
     /// Commit the translated offsets on this (target) cluster, for every selected group at once:
     /// a dry run that prints the plan unless --execute is given.
     Apply(Box<ApplyArgs>),
+    /// After a failover: commit on the primary the offsets the selected groups reached on the
+    /// backup, translated back (the offset syncs reversed, and a reverse flow's checkpoints):
+    /// a dry run that prints the plan unless --execute is given.
+    Failback(Box<FailbackArgs>),
     /// Keep the translation of every selected group current in memory, and serve it with
     /// Prometheus metrics over HTTP (/metrics, /offsets, /offsets/GROUP, /healthz, /readyz).
     Watch(Box<WatchArgs>),
@@ -285,8 +289,91 @@ pub struct ApplyArgs {
     #[arg(long, value_name = "FILE")]
     pub plan_out: Option<PathBuf>,
     /// Use the plan saved in FILE instead of planning again (re-checked before each commit).
+    /// An undo file written by --undo-out is a plan too: it restores what that run changed.
     #[arg(long, value_name = "FILE")]
     pub plan: Option<PathBuf>,
+    /// With --execute: write to FILE the plan that undoes this run (every partition changed,
+    /// back to its committed offset before, or to none); run it with apply --plan FILE.
+    #[arg(long, value_name = "FILE", requires = "execute")]
+    pub undo_out: Option<PathBuf>,
+}
+
+/// Examples shown at the end of `failback --help`.
+pub const FAILBACK_EXAMPLES: &str = "Examples:
+  # dry run: where every group of the backup would resume on the primary
+  mm2-offsets failback --bootstrap-server primary:9092 --from-bootstrap-server backup:9092 \\
+      --source primary --all-groups
+
+  # commit it, keeping the way back
+  mm2-offsets failback --bootstrap-server primary:9092 --from-bootstrap-server backup:9092 \\
+      --source primary --target backup --group orders-app --execute --undo-out undo.json
+  mm2-offsets apply --bootstrap-server primary:9092 --plan undo.json --execute   # the undo
+
+  # both clusters from the MirrorMaker 2 config
+  mm2-offsets failback --mm2-config mm2.properties --source primary --target backup --all-groups";
+
+/// `mm2-offsets failback`. The connection options are the primary's: offsets are written there.
+#[derive(Debug, Args)]
+#[command(
+    after_help = FAILBACK_EXAMPLES,
+    mut_arg("target", |a| a.requires(clap::builder::Resettable::<clap::Id>::Reset).help(
+        "The backup cluster's alias: names the offset-syncs topic on the primary \
+         (mm2-offset-syncs.<ALIAS>.internal) and a reverse flow's checkpoints topic \
+         (<ALIAS>.checkpoints.internal); with --mm2-config, the backup's settings. Default: \
+         the only offset-syncs topic on the primary"
+    )),
+    mut_arg("mm2_config", |a| a.requires("source").help(
+        "MirrorMaker 2 properties file: the primary's settings from its --source alias, the \
+         backup's from its --target alias"
+    )),
+)]
+pub struct FailbackArgs {
+    /// The primary cluster (where the offsets are written).
+    #[command(flatten)]
+    pub connection: ConnectionArgs,
+    /// Brokers of the backup cluster, where the groups are now.
+    #[arg(long, value_name = "HOST:PORT[,...]")]
+    pub from_bootstrap_server: Option<String>,
+    /// Java client properties file of the backup cluster.
+    #[arg(long, value_name = "FILE")]
+    pub from_command_config: Option<PathBuf>,
+    /// The primary's alias: the prefix of its topics' replicas on the backup (primary.orders).
+    #[arg(long, value_name = "ALIAS")]
+    pub source: String,
+    /// The offset-syncs topic on the primary. Default: mm2-offset-syncs.<--target>.internal.
+    #[arg(long, value_name = "TOPIC")]
+    pub syncs_topic: Option<String>,
+    /// Exact offsets from the records themselves (record matching). Not available yet.
+    #[arg(long)]
+    pub match_records: bool,
+    /// Which groups (on the backup).
+    #[command(flatten)]
+    pub select: GroupArgs,
+    /// Commit the plan. Without it nothing is written.
+    #[arg(long)]
+    pub execute: bool,
+    /// Commit even where the group's committed offset on the primary is ahead.
+    #[arg(long)]
+    pub allow_rewind: bool,
+    /// Clamp offsets outside the primary's log to its start or end (each clamped row says so)
+    /// instead of refusing them.
+    #[arg(long)]
+    pub clamp: bool,
+    /// Save the plan as JSON to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub plan_out: Option<PathBuf>,
+    /// Use the plan saved in FILE instead of planning again (re-checked before each commit).
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["groups", "group_regexes", "groups_file", "all_groups"])]
+    pub plan: Option<PathBuf>,
+    /// With --execute: write to FILE the plan that undoes this run; run it with apply --plan.
+    #[arg(long, value_name = "FILE", requires = "execute")]
+    pub undo_out: Option<PathBuf>,
+    /// Output format: table or json.
+    #[arg(short, long, value_enum, default_value = "table")]
+    pub output: OutputFormat,
+    /// Budget for the reads, e.g. 30s, 2m.
+    #[arg(long, value_parser = parse::timeout, default_value = "60s", allow_hyphen_values = true)]
+    pub timeout: Duration,
 }
 
 /// Examples shown at the end of `watch --help`.

@@ -116,6 +116,7 @@ async fn run(command: Command) -> Result<i32, Stop> {
     match command {
         Command::Translate(args) => commands::translate::run(args).await,
         Command::Apply(args) => commands::apply::run(*args).await,
+        Command::Failback(args) => commands::failback::run(*args).await,
         Command::Watch(args) => commands::watch::run(*args).await.map_err(Stop::from),
         Command::Topics(args) => commands::topics::run(args).await,
         Command::Upstream(args) => commands::upstream::run(args).await,

@@ -3,7 +3,7 @@
 //! line are refused. Kept apart from `args.rs` so new subcommands and flags add their checks
 //! here without touching the definitions.
 
-use super::args::{Command, ConnectionArgs, OutputFormat, TranslateArgs};
+use super::args::{Command, ConnectionArgs, FailbackArgs, OutputFormat, TranslateArgs};
 
 /// The keys that hold secrets. They are refused in `-X`: the command line of a process is
 /// readable by every user of the machine (`ps`, /proc/PID/cmdline) and lands in shell history,
@@ -32,6 +32,7 @@ pub fn check(command: &Command) -> Result<(), String> {
             Ok(())
         }
         Command::Apply(args) => translate_usage(&args.translate),
+        Command::Failback(args) => failback_usage(args),
         Command::Watch(args) => {
             connection(&args.connection)?;
             args.sources
@@ -61,6 +62,50 @@ fn translate_usage(args: &TranslateArgs) -> Result<(), String> {
             "--output-dir is only used by -o reset-csv, not -o {}",
             format_name(args.output)
         ));
+    }
+    Ok(())
+}
+
+/// The checks of `failback`: both connections, the aliases, a selection unless a plan is
+/// given, table or JSON output, and record matching, which is not built yet.
+fn failback_usage(args: &FailbackArgs) -> Result<(), String> {
+    connection(&args.connection)?;
+    source_alias(&args.source)?;
+    if let Some(target) = &args.connection.target {
+        source_alias(target).map_err(|e| e.replace("--source", "--target"))?;
+    }
+    if !matches!(args.output, OutputFormat::Table | OutputFormat::Json) {
+        return Err(format!(
+            "failback prints its plan as -o table or -o json, not -o {}",
+            format_name(args.output)
+        ));
+    }
+    if args.match_records {
+        return Err(
+            "--match-records is not available yet (record matching is being built); without \
+             it failback is exact where the primary's records prove a one-for-one stretch, \
+             and safe everywhere"
+                .to_string(),
+        );
+    }
+    if args.plan.is_none() && !args.select.selects_anything() {
+        return Err(
+            "no groups selected: pass --group, --group-regex, --groups-file or --all-groups (or --plan FILE)"
+                .to_string(),
+        );
+    }
+    let backup_named = args.from_bootstrap_server.is_some()
+        || args.from_command_config.is_some()
+        || args.connection.mm2_config.is_some();
+    if args.plan.is_none() && !backup_named {
+        return Err(
+            "failback reads the groups on the backup: pass --from-bootstrap-server or \
+             --from-command-config (or --mm2-config with --target)"
+                .to_string(),
+        );
+    }
+    if args.connection.mm2_config.is_some() && args.connection.target.is_none() {
+        return Err("--mm2-config needs --target, the backup's alias in it".to_string());
     }
     Ok(())
 }

@@ -29,6 +29,7 @@ pub mod list_groups;
 pub mod list_offsets;
 pub mod metadata;
 pub mod offset_commit;
+pub mod offset_delete;
 pub mod offset_fetch;
 #[cfg(test)]
 mod test_support;
@@ -50,6 +51,8 @@ pub use list_offsets::ListOffsetsResponse;
 pub use metadata::MetadataResponse;
 #[cfg(feature = "unstable-fuzzing")]
 pub use offset_commit::OffsetCommitResponse;
+#[cfg(feature = "unstable-fuzzing")]
+pub use offset_delete::OffsetDeleteResponse;
 #[cfg(feature = "unstable-fuzzing")]
 pub use offset_fetch::OffsetFetchResponse;
 
@@ -84,6 +87,10 @@ pub const OFFSET_FETCH_VERSIONS: RangeInclusive<i16> = 1..=9;
 /// requests up to v9, so v10 (topic ids only, KAFKA-14690) is never negotiated: every broker
 /// that offers v10 still offers v9, and topic names keep the request readable.
 pub const OFFSET_COMMIT_VERSIONS: RangeInclusive<i16> = 2..=9;
+
+/// OffsetDelete (API key 47, KIP-496) versions we can send and decode: `kafka-protocol` 0.18
+/// and Kafka 4.x define v0 only.
+pub const OFFSET_DELETE_VERSIONS: RangeInclusive<i16> = 0..=0;
 
 /// Starts decoding `body` as a `what` response at `version`, rejecting unsupported versions.
 fn start(

@@ -40,6 +40,20 @@ pub(crate) async fn run(args: ApplyArgs) -> Result<i32, Stop> {
         Some(path) => {
             let text = std::fs::read_to_string(path)
                 .map_err(|e| format!("cannot read --plan {}: {e}", path.display()))?;
+            if mm2_offsets::apply::undo::UndoPlan::is_undo_document(&text) {
+                let (connection, timeout) = (&args.translate.connection, args.translate.timeout);
+                let flags = (args.execute, args.undo_out.is_some());
+                let output = args.translate.output;
+                return super::undo::run_file(
+                    connection,
+                    timeout,
+                    (&text, path),
+                    flags,
+                    output,
+                    &options,
+                )
+                .await;
+            }
             let plan: ApplyPlan = serde_json::from_str(&text)
                 .map_err(|e| format!("--plan {} is not an apply plan: {e}", path.display()))?;
             plan.check_schema()
@@ -97,7 +111,8 @@ pub(crate) async fn run(args: ApplyArgs) -> Result<i32, Stop> {
             .map_err(|e| format!("cannot write --plan-out {}: {e}", path.display()))?;
     }
     let report = if args.execute {
-        Some(apply::execute(&client, &plan, &options).await)
+        let undo_out = args.undo_out.as_deref();
+        Some(super::undo::execute_with_undo(&client, &plan, &options, undo_out).await?)
     } else {
         None
     };
@@ -135,7 +150,7 @@ fn opt(value: Option<i64>) -> String {
     value.map_or_else(|| "-".to_string(), |v| v.to_string())
 }
 
-fn write_table(
+pub(crate) fn write_table(
     out: &mut dyn Write,
     plan: &ApplyPlan,
     report: Option<&ApplyReport>,

@@ -3,8 +3,10 @@
 //! `output`.
 
 pub mod apply;
+pub mod failback;
 pub mod generate;
 pub mod topics;
 pub mod translate;
+pub mod undo;
 pub mod upstream;
 pub mod watch;

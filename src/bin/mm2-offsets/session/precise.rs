@@ -255,22 +255,25 @@ async fn the_only_offset_syncs_topic(
 }
 
 /// The names among `topics` that `policy` gives to an offset-syncs topic of some alias.
-fn offset_syncs_topics<'a>(
+pub(crate) fn offset_syncs_topics<'a>(
     policy: &ReplicationPolicy,
     topics: impl Iterator<Item = &'a str>,
 ) -> Vec<&'a str> {
+    topics
+        .filter(|name| offset_syncs_alias(policy, name).is_some())
+        .collect()
+}
+
+/// The alias whose offset-syncs topic `policy` names `name`, if it names one.
+pub(crate) fn offset_syncs_alias<'a>(policy: &ReplicationPolicy, name: &'a str) -> Option<&'a str> {
     // The policy builds the name around the alias; a probe alias shows the parts around it
     // (the internal separator is configurable).
     const PROBE: &str = "\u{0}";
     let probe = policy.offset_syncs_topic(PROBE);
     let (prefix, suffix) = probe.split_once(PROBE).unwrap_or((&probe, ""));
-    topics
-        .filter(|name| {
-            name.strip_prefix(prefix)
-                .and_then(|rest| rest.strip_suffix(suffix))
-                .is_some_and(|alias| !alias.is_empty() && policy.offset_syncs_topic(alias) == *name)
-        })
-        .collect()
+    name.strip_prefix(prefix)
+        .and_then(|rest| rest.strip_suffix(suffix))
+        .filter(|alias| !alias.is_empty() && policy.offset_syncs_topic(alias) == name)
 }
 
 /// The row's offset replaced by the precise one (`offset` is always the offset to use), and

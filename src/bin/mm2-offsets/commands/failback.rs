@@ -1,0 +1,489 @@
+//! `mm2-offsets failback`: the groups' offsets on the backup, translated back to the primary
+//! (the offset syncs reversed, and a reverse flow's checkpoints), planned and committed on the
+//! primary with `apply`'s planner and executor. Dry run by default.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use mm2_offsets::apply::{
+    self, ApplyOptions, ApplyPlan, ApplyReport, VerdictRules, undo::UndoPlan,
+};
+use mm2_offsets::client::Deadline;
+use mm2_offsets::precise::failback::{FailbackRequest, FailbackTranslation, translate_failback};
+use mm2_offsets::select::GroupSelector;
+use mm2_offsets::translate::MirrorClient;
+use serde_json::Value;
+
+use crate::args::{ConnectionArgs, FailbackArgs, OutputFormat};
+use crate::escape::for_terminal;
+use crate::exit::{EXIT_ERROR, EXIT_INCOMPLETE, EXIT_OK, Stop, output_failed};
+use crate::session::precise::{offset_syncs_alias, offset_syncs_topics};
+use crate::{connection, hints, session};
+
+/// What the plan cannot say about a row: where it comes from on the backup, what the syncs
+/// alone prove, and the rule.
+#[derive(Clone, Debug)]
+struct Note {
+    from_topic: String,
+    from_offset: i64,
+    safe_offset: i64,
+    rule: String,
+}
+
+/// (group, topic on the primary, partition) -> its note.
+type Notes = BTreeMap<(String, String, i32), Note>;
+
+/// Runs `failback` and returns the exit code.
+pub(crate) async fn run(args: FailbackArgs) -> Result<i32, Stop> {
+    let options = ApplyOptions {
+        rules: VerdictRules {
+            allow_rewind: args.allow_rewind,
+            clamp: args.clamp,
+            max_checkpoint_age_ms: None,
+        },
+        timeout: args.timeout,
+        ..ApplyOptions::default()
+    };
+    let budget = Deadline::after(args.timeout);
+    let primary_settings = connection::settings(&primary_connection(&args))
+        .map_err(|e| format!("primary cluster: {e}"))?;
+    let primary = session::connect(primary_settings, budget.remaining())
+        .await
+        .map_err(|e| format!("primary cluster: {e}"))?;
+    let (plan, mut doc, failback) = match &args.plan {
+        Some(path) => {
+            let shown = for_terminal(&path.display().to_string()).into_owned();
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| format!("cannot read --plan {shown}: {e}"))?;
+            if UndoPlan::is_undo_document(&text) {
+                return Err(format!(
+                    "--plan {shown} is an undo file: run it with mm2-offsets apply --plan {shown}"
+                )
+                .into());
+            }
+            let plan: ApplyPlan = serde_json::from_str(&text)
+                .map_err(|e| format!("--plan {shown} is not a plan: {e}"))?;
+            plan.check_schema()
+                .map_err(|e| format!("--plan {shown}: {e}"))?;
+            let doc: Value = serde_json::from_str(&text).map_err(|e| e.to_string())?;
+            (plan, doc, None)
+        }
+        None => {
+            let groups = match session::group_selection(&args.select) {
+                Ok(groups) => groups,
+                Err(code) => return Ok(code),
+            };
+            let (plan, failback) =
+                plan_failback(&args, groups, &primary, &budget, &options).await?;
+            let mut doc = serde_json::to_value(&plan).map_err(|e| e.to_string())?;
+            annotate(&mut doc, &notes_of(&failback));
+            (plan, doc, Some(failback))
+        }
+    };
+    if let Some(path) = &args.plan_out {
+        let json = serde_json::to_string_pretty(&doc).map_err(|e| e.to_string())?;
+        std::fs::write(path, json + "\n").map_err(|e| {
+            format!(
+                "cannot write --plan-out {}: {e}",
+                for_terminal(&path.display().to_string())
+            )
+        })?;
+    }
+    let report = if args.execute {
+        let undo_out = args.undo_out.as_deref();
+        Some(super::undo::execute_with_undo(primary.kafka(), &plan, &options, undo_out).await?)
+    } else {
+        None
+    };
+    let notes = notes_in(&doc);
+    let mut out = std::io::stdout().lock();
+    let written = match args.output {
+        OutputFormat::Json => {
+            let mut full = serde_json::json!({
+                "schema_version": apply::PLAN_SCHEMA_VERSION,
+                "executed": args.execute,
+                "plan": &mut doc,
+                "result": &report,
+            });
+            if let Some(f) = &failback {
+                full["untranslated"] = serde_json::to_value(&f.untranslated).unwrap_or_default();
+                full["group_errors"] = serde_json::to_value(&f.group_errors).unwrap_or_default();
+                full["missing_groups"] =
+                    serde_json::to_value(&f.missing_groups).unwrap_or_default();
+            }
+            serde_json::to_writer(&mut out, &full)
+                .map_err(std::io::Error::other)
+                .and_then(|_| writeln!(out))
+        }
+        _ => write_table(&mut out, &plan, &notes, report.as_ref(), failback.as_ref()),
+    };
+    let printed = written.and_then(|_| out.flush());
+    drop(out);
+    let code = summarize(&plan, report.as_ref(), failback.as_ref());
+    printed.map_err(output_failed)?;
+    Ok(code)
+}
+
+/// The primary's connection: the flags, or with `--mm2-config` the `--source` alias's settings
+/// (`--target` names the backup there, not the cluster to connect to).
+fn primary_connection(args: &FailbackArgs) -> ConnectionArgs {
+    ConnectionArgs {
+        target: args
+            .connection
+            .mm2_config
+            .as_ref()
+            .map(|_| args.source.clone()),
+        ..args.connection.clone()
+    }
+}
+
+/// The backup's connection: `--from-*`, over the `--target` alias's settings of `--mm2-config`.
+fn backup_connection(args: &FailbackArgs) -> ConnectionArgs {
+    ConnectionArgs {
+        bootstrap_server: args.from_bootstrap_server.clone(),
+        command_config: args.from_command_config.clone(),
+        mm2_config: args.connection.mm2_config.clone(),
+        target: args
+            .connection
+            .mm2_config
+            .as_ref()
+            .and(args.connection.target.clone()),
+        ..ConnectionArgs::default()
+    }
+}
+
+/// Reads the backup's groups, translates them back and plans the commits on the primary.
+async fn plan_failback(
+    args: &FailbackArgs,
+    groups: GroupSelector,
+    primary: &MirrorClient,
+    budget: &Deadline,
+    options: &ApplyOptions,
+) -> Result<(ApplyPlan, FailbackTranslation), Stop> {
+    let backup_settings = connection::settings(&backup_connection(args))
+        .map_err(|e| format!("backup cluster (--from-*): {e}"))?;
+    let backup = session::connect(backup_settings, budget.remaining())
+        .await
+        .map_err(|e| format!("backup cluster: {e}"))?;
+    let target = backup_alias(args, primary, budget).await?;
+    let policy = primary.replication_policy();
+    let request = FailbackRequest {
+        syncs_topic: args.syncs_topic.clone(),
+        timeout: budget.remaining(),
+        ..FailbackRequest::new(&args.source, &target, groups)
+    };
+    let failback = translate_failback(primary, backup.kafka(), &request)
+        .await
+        .map_err(|e| hints::explain(&e))?;
+    report_translation(&failback, &request, policy);
+    let translation = failback.to_translation(&target);
+    // The reverse flow's heartbeats on the primary, if it runs: its liveness next to the plan.
+    let heartbeats = BTreeMap::from([(
+        target.clone(),
+        policy.format_remote_topic(&target, policy.heartbeats_topic()),
+    )]);
+    let deadline = Deadline::after(budget.remaining());
+    let plan = apply::plan(
+        primary.kafka(),
+        &translation,
+        &heartbeats,
+        options,
+        now_ms(),
+        &deadline,
+    )
+    .await
+    .map_err(|e| format!("planning on the primary: {e}"))?;
+    Ok((plan, failback))
+}
+
+/// `--target`, or the alias of `--syncs-topic`, or of the only offset-syncs topic on the
+/// primary.
+async fn backup_alias(
+    args: &FailbackArgs,
+    primary: &MirrorClient,
+    budget: &Deadline,
+) -> Result<String, Stop> {
+    if let Some(target) = &args.connection.target {
+        return Ok(target.clone());
+    }
+    let policy = primary.replication_policy();
+    if let Some(topic) = &args.syncs_topic {
+        return offset_syncs_alias(policy, topic)
+            .map(str::to_string)
+            .ok_or_else(|| {
+                Stop::Error(format!(
+                    "--syncs-topic {:?} does not name the backup's alias under the replication policy: pass --target ALIAS",
+                    crate::escape::shortened(topic)
+                ))
+            });
+    }
+    let topics = primary
+        .list_topics(budget)
+        .await
+        .map_err(|e| format!("primary cluster: listing its topics: {e}"))?;
+    let found = offset_syncs_topics(policy, topics.iter().map(String::as_str));
+    match found.as_slice() {
+        [one] => {
+            let alias = offset_syncs_alias(policy, one)
+                .unwrap_or_default()
+                .to_string();
+            eprintln!(
+                "failback: backup alias {} from {} (the only offset-syncs topic on the primary; --target names another)",
+                for_terminal(&alias),
+                for_terminal(one)
+            );
+            Ok(alias)
+        }
+        [] => Err(Stop::Error(format!(
+            "no offset-syncs topic ({}) on the primary: failback reverses the history MirrorMaker 2 keeps there (offset-syncs.topic.location=source, its default); pass --syncs-topic and a --bootstrap-server of the cluster that holds it",
+            policy.offset_syncs_topic("<alias>")
+        ))),
+        several => Err(Stop::Error(format!(
+            "{} offset-syncs topics on the primary ({}): pass --target with the backup's alias",
+            several.len(),
+            several.join(", ")
+        ))),
+    }
+}
+
+fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
+/// One line on what the translation found, and each thing not failed back.
+fn report_translation(
+    failback: &FailbackTranslation,
+    request: &FailbackRequest,
+    policy: &mm2_offsets::mm2::ReplicationPolicy,
+) {
+    let rules: Vec<String> = failback
+        .rule_counts()
+        .iter()
+        .map(|(rule, n)| format!("{}={n}", rule.name()))
+        .collect();
+    let syncs_topic = request
+        .syncs_topic
+        .clone()
+        .unwrap_or_else(|| policy.offset_syncs_topic(&request.target));
+    eprintln!(
+        "failback: {} offset(s) to the primary (rules {}); {} offset-sync records of {}; reverse flow checkpoints: {}; {} record offsets of the primary read to prove stretches",
+        failback.rows.len(),
+        if rules.is_empty() {
+            "none".to_string()
+        } else {
+            rules.join(" ")
+        },
+        failback.syncs_report.records,
+        for_terminal(&syncs_topic),
+        match &failback.checkpoints_report {
+            Some(r) => format!("{} records", r.records),
+            None => format!(
+                "none ({} not on the primary)",
+                for_terminal(&policy.checkpoints_topic(&request.target))
+            ),
+        },
+        failback.proof.records,
+    );
+    if !failback.untranslated.is_empty() {
+        eprintln!(
+            "failback: {} committed offset(s) on the backup not failed back (listed with the plan)",
+            failback.untranslated.len()
+        );
+    }
+    for (group, e) in &failback.group_errors {
+        eprintln!(
+            "error: group {}: its offsets on the backup could not be read: {}",
+            for_terminal(group),
+            for_terminal(e)
+        );
+    }
+    for group in &failback.missing_groups {
+        eprintln!(
+            "failback: group {} has no committed offset on the backup",
+            for_terminal(group)
+        );
+    }
+}
+
+fn notes_of(failback: &FailbackTranslation) -> Notes {
+    failback
+        .rows
+        .iter()
+        .map(|r| {
+            (
+                (r.group.clone(), r.topic.clone(), r.partition),
+                Note {
+                    from_topic: r.from_topic.clone(),
+                    from_offset: r.from_offset,
+                    safe_offset: r.safe_offset,
+                    rule: r.rule.name().to_string(),
+                },
+            )
+        })
+        .collect()
+}
+
+/// Adds `from_topic`, `from_offset`, `safe_offset` and `rule` to each partition of the plan's
+/// JSON (the plan file keeps them; `--plan` reads them back, apply ignores them).
+fn annotate(plan: &mut Value, notes: &Notes) {
+    let Some(groups) = plan["groups"].as_array_mut() else {
+        return;
+    };
+    for g in groups {
+        let group = g["group"].as_str().unwrap_or_default().to_string();
+        let Some(partitions) = g["partitions"].as_array_mut() else {
+            continue;
+        };
+        for p in partitions {
+            let key = (
+                group.clone(),
+                p["topic"].as_str().unwrap_or_default().to_string(),
+                p["partition"].as_i64().unwrap_or(-1) as i32,
+            );
+            if let Some(note) = notes.get(&key) {
+                p["from_topic"] = note.from_topic.clone().into();
+                p["from_offset"] = note.from_offset.into();
+                p["safe_offset"] = note.safe_offset.into();
+                p["rule"] = note.rule.clone().into();
+            }
+        }
+    }
+}
+
+/// The notes an annotated plan carries.
+fn notes_in(plan: &Value) -> Notes {
+    let mut notes = Notes::new();
+    for g in plan["groups"].as_array().into_iter().flatten() {
+        for p in g["partitions"].as_array().into_iter().flatten() {
+            let (Some(from_topic), Some(from_offset)) =
+                (p["from_topic"].as_str(), p["from_offset"].as_i64())
+            else {
+                continue;
+            };
+            notes.insert(
+                (
+                    g["group"].as_str().unwrap_or_default().to_string(),
+                    p["topic"].as_str().unwrap_or_default().to_string(),
+                    p["partition"].as_i64().unwrap_or(-1) as i32,
+                ),
+                Note {
+                    from_topic: from_topic.to_string(),
+                    from_offset,
+                    safe_offset: p["safe_offset"].as_i64().unwrap_or(from_offset),
+                    rule: p["rule"].as_str().unwrap_or_default().to_string(),
+                },
+            );
+        }
+    }
+    notes
+}
+
+/// The translation (where each row comes from on the backup, what the syncs alone prove, the
+/// offset and its rule, and what was not failed back), then `apply`'s table of the plan and its
+/// results on the primary.
+fn write_table(
+    out: &mut dyn Write,
+    plan: &ApplyPlan,
+    notes: &Notes,
+    report: Option<&ApplyReport>,
+    failback: Option<&FailbackTranslation>,
+) -> std::io::Result<()> {
+    let header = [
+        "GROUP",
+        "FROM (BACKUP)",
+        "TOPIC",
+        "PARTITION",
+        "SAFE",
+        "OFFSET",
+        "RULE",
+    ];
+    let mut rows = vec![header.map(String::from).to_vec()];
+    for ((group, topic, partition), n) in notes {
+        rows.push(vec![
+            for_terminal(group).into_owned(),
+            format!("{}@{}", for_terminal(&n.from_topic), n.from_offset),
+            for_terminal(topic).into_owned(),
+            partition.to_string(),
+            n.safe_offset.to_string(),
+            plan.groups
+                .iter()
+                .find(|g| &g.group == group)
+                .and_then(|g| {
+                    g.partitions
+                        .iter()
+                        .find(|p| &p.topic == topic && p.partition == *partition)
+                })
+                .map_or_else(|| "-".to_string(), |p| p.translated.to_string()),
+            n.rule.clone(),
+        ]);
+    }
+    crate::output::write_aligned(out, &rows)?;
+    for u in failback
+        .map(|f| f.untranslated.as_slice())
+        .unwrap_or_default()
+    {
+        writeln!(
+            out,
+            "not failed back: group {} {}-{} at {}: {}",
+            for_terminal(&u.group),
+            for_terminal(&u.from_topic),
+            u.partition,
+            u.from_offset,
+            reason(&u.reason)
+        )?;
+    }
+    writeln!(out)?;
+    super::apply::write_table(out, plan, report)
+}
+
+/// The name of why a row was not failed back.
+fn reason(why: &mm2_offsets::precise::failback::Untranslated) -> String {
+    serde_json::to_value(why)
+        .ok()
+        .and_then(|v| v["reason"].as_str().map(str::to_string))
+        .unwrap_or_default()
+}
+
+/// The one-line summary on stderr, and the exit code: 1 on an error (a group that could not be
+/// read on either cluster, a failed commit), 3 when something was refused, skipped or not
+/// failed back, 0 otherwise.
+fn summarize(
+    plan: &ApplyPlan,
+    report: Option<&ApplyReport>,
+    failback: Option<&FailbackTranslation>,
+) -> i32 {
+    let planned: usize = plan.groups.iter().map(|g| g.to_commit().count()).sum();
+    let left_out = failback.map_or(0, |f| f.untranslated.len());
+    let read_errors = failback.is_some_and(|f| !f.group_errors.is_empty());
+    let incomplete = plan.has_refusals() || left_out > 0;
+    let tail = if incomplete {
+        format!("; {left_out} offset(s) not failed back, or refused (named above)")
+    } else {
+        String::new()
+    };
+    let errors = match report {
+        None => {
+            eprintln!(
+                "dry run: {planned} partition(s) would be committed on the primary; nothing written (pass --execute to commit){tail}"
+            );
+            plan.has_errors()
+        }
+        Some(report) => {
+            eprintln!(
+                "failback: {} partition(s) committed on the primary and read back{tail}",
+                report.committed()
+            );
+            report.has_errors() || report.has_skips() && !incomplete
+        }
+    };
+    if errors || read_errors {
+        EXIT_ERROR
+    } else if incomplete || report.is_some_and(ApplyReport::has_skips) {
+        EXIT_INCOMPLETE
+    } else {
+        EXIT_OK
+    }
+}

@@ -1,0 +1,631 @@
+//! Failback: the groups that ran on the backup after a failover, back on the primary.
+//!
+//! For each selected group, its committed offsets on the backup are read (OffsetFetch) and
+//! translated to the primary:
+//! - on a remote topic of the primary (`primary.orders`), from the forward flow's offset-sync
+//!   history reversed ([`super::reverse`]), the topic `mm2-offset-syncs.<backup>.internal` that
+//!   MM2 keeps on the primary by default; sharpened where the primary's records prove a stretch
+//!   ([`super::stretch_proof`]);
+//! - on a topic local to the backup (`orders` written there after the failover), from the
+//!   checkpoints of a reverse flow backup -> primary (`<backup>.checkpoints.internal` on the
+//!   primary), which MM2 writes for the replica `backup.orders` on the primary; where the
+//!   reverse flow's offset syncs (`mm2-offset-syncs.<primary>.internal`, on the backup by
+//!   default) can be read, the group's offset on the backup now is translated with them
+//!   instead (the `precise` rule of `translate --precise --from-source-offsets`), never past
+//!   what MM2's checkpoint proves less of.
+//!
+//! The result turns into a [`Translation`] of the primary's topics that `apply::plan` plans
+//! and `apply::execute` commits, with every rule of `apply` (no members, no rewind, nothing
+//! outside the log, dry run first).
+//!
+//! ```no_run
+//! # async fn example() -> Result<(), Box<dyn std::error::Error>> {
+//! use mm2_offsets::client::KafkaClient;
+//! use mm2_offsets::config::ClientConfig;
+//! use mm2_offsets::mm2::ReplicationPolicy;
+//! use mm2_offsets::precise::failback::{FailbackRequest, translate_failback};
+//! use mm2_offsets::select::GroupSelector;
+//! use mm2_offsets::translate::MirrorClient;
+//!
+//! let primary = MirrorClient::connect(
+//!     ClientConfig::plaintext(["primary:9092"]),
+//!     ReplicationPolicy::default(),
+//! )
+//! .await?;
+//! let backup = KafkaClient::connect(ClientConfig::plaintext(["backup:9092"])).await?;
+//! let request = FailbackRequest::new("primary", "backup", GroupSelector::all());
+//! let failback = translate_failback(&primary, &backup, &request).await?;
+//! for row in &failback.rows {
+//!     println!(
+//!         "{} {}-{}: {} on the backup -> {} on the primary ({})",
+//!         row.group, row.topic, row.partition, row.from_offset, row.offset, row.rule.name()
+//!     );
+//! }
+//! // Plan it with `apply::plan(primary.kafka(), &failback.to_translation("backup"), ...)`.
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! # Record matching (`--match-records`)
+//!
+//! Not built yet. It plugs in after [`sharpen_with_records`]: a row that is not exact after the
+//! stretch proofs has its sync `(u0, d0)` below `D`; matching the backup's records in
+//! `[d0, D)` against the primary's from `u0` on, walking back from the record just below `D`
+//! (the reverse walk of the research notes, section 5.4), gives the record the group read last,
+//! and the answer is the one after it.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use rustc_hash::FxHashMap;
+use serde::Serialize;
+
+use super::reverse::{FailbackRule, ReverseIndex, Stretch};
+use super::source_offsets::{SourceOffsets, fetch_source_offsets};
+use super::stretch_proof::{ProofReport, Ranges, read_record_offsets};
+use super::syncs::build_reverse_index;
+use super::{SyncsSource, read_sync_runs};
+use crate::client::{
+    ClientError, DEFAULT_FETCH_MAX_BYTES, Deadline, GroupCoordinator, IsolationLevel, KafkaClient,
+    NOT_CONSUMER_GROUP_TYPES,
+};
+use crate::mm2::ReplicationPolicy;
+use crate::mm2::sync_index::Interpolation;
+use crate::select::GroupSelector;
+use crate::translate::{
+    Entry, Folded, Interner, Key, MIN_SPLIT_OFFSETS, MirrorClient, NO_METADATA, OffsetTable,
+    ReadReport, TranslateError, TranslateRequest, Translation,
+};
+
+/// What to fail back and how to read.
+#[derive(Clone, Debug)]
+pub struct FailbackRequest {
+    /// Which groups on the backup.
+    pub groups: GroupSelector,
+    /// The primary's alias: the prefix of its topics' replicas on the backup.
+    pub source: String,
+    /// The backup's alias: names the forward flow's offset-syncs topic and the reverse flow's
+    /// checkpoints topic.
+    pub target: String,
+    /// The offset-syncs topic on the primary; `None`: `mm2-offset-syncs.<target>.internal`
+    /// under the replication policy.
+    pub syncs_topic: Option<String>,
+    /// Budget for every read.
+    pub timeout: Duration,
+    /// Ranges and partitions read at once.
+    pub parallelism: usize,
+    /// Upper bound on one Fetch's bytes per partition.
+    pub max_bytes_per_fetch: i32,
+}
+
+impl FailbackRequest {
+    /// A request with defaults: the policy's syncs topic, 60 s, parallelism 4.
+    pub fn new(
+        source: impl Into<String>,
+        target: impl Into<String>,
+        groups: GroupSelector,
+    ) -> Self {
+        FailbackRequest {
+            groups,
+            source: source.into(),
+            target: target.into(),
+            syncs_topic: None,
+            timeout: Duration::from_secs(60),
+            parallelism: 4,
+            max_bytes_per_fetch: DEFAULT_FETCH_MAX_BYTES,
+        }
+    }
+}
+
+/// One partition of a group, translated back to the primary.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct FailbackRow {
+    /// The consumer group.
+    pub group: String,
+    /// The topic on the primary.
+    pub topic: String,
+    /// The partition.
+    pub partition: i32,
+    /// The offset to commit on the primary.
+    pub offset: i64,
+    /// The offset the syncs alone prove (the reverse rule, or the checkpoint's): never above
+    /// `offset`.
+    pub safe_offset: i64,
+    /// How `offset` was found.
+    pub rule: FailbackRule,
+    /// The topic on the backup the group committed on.
+    pub from_topic: String,
+    /// The group's committed offset there.
+    pub from_offset: i64,
+    /// The commit metadata on the backup, committed again with the offset.
+    pub metadata: String,
+    /// The sync `(upstream, downstream)` the answer starts from (reverse rule rows).
+    pub sync: Option<(i64, i64)>,
+    /// The reverse flow's checkpoint record timestamp (reverse-checkpoint rows), else when the
+    /// backup's offsets were read; ms since the epoch.
+    pub timestamp: i64,
+}
+
+/// Why a committed offset on the backup has no failback offset.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case", tag = "reason")]
+pub enum Untranslated {
+    /// A replica of the primary, but no offset sync at or below the group's offset survives
+    /// (compacted history, or the group is before the first sync).
+    NoSync,
+    /// A topic of the backup's own, and the primary holds no reverse flow's checkpoints topic.
+    NoReverseFlow,
+    /// A topic of the backup's own, and the reverse flow has no checkpoint of it for the group.
+    NoReverseCheckpoint,
+    /// The reverse flow's checkpoint translates an offset the group has not reached on the
+    /// backup (it moved back since): its offset on the primary may skip records.
+    CheckpointAhead {
+        /// The backup offset the checkpoint translated.
+        checkpoint_upstream: i64,
+    },
+}
+
+/// A committed offset on the backup that is not failed back, and why.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct UntranslatedRow {
+    /// The consumer group.
+    pub group: String,
+    /// The topic on the backup.
+    pub from_topic: String,
+    /// The partition.
+    pub partition: i32,
+    /// The group's committed offset there.
+    pub from_offset: i64,
+    /// Why.
+    #[serde(flatten)]
+    pub reason: Untranslated,
+}
+
+/// The selected groups' offsets on the backup, translated back to the primary.
+#[derive(Clone, Debug)]
+pub struct FailbackTranslation {
+    /// Sorted by group, topic, partition.
+    pub rows: Vec<FailbackRow>,
+    /// Committed offsets on the backup without a failback offset.
+    pub untranslated: Vec<UntranslatedRow>,
+    /// Groups whose offsets could not be read on the backup, and why.
+    pub group_errors: BTreeMap<String, String>,
+    /// Groups asked for by id that have no committed offset on the backup.
+    pub missing_groups: Vec<String>,
+    /// The read of the offset-syncs topic on the primary.
+    pub syncs_report: ReadReport,
+    /// The read of the reverse flow's checkpoints topic, when the primary has one.
+    pub checkpoints_report: Option<ReadReport>,
+    /// The reads of the primary's records that proved stretches.
+    pub proof: ProofReport,
+    /// When the backup's offsets were read (ms since the epoch).
+    pub read_at_ms: i64,
+}
+
+impl FailbackTranslation {
+    /// The rows as a [`Translation`] of the primary's topics, for `apply::plan`: each row's
+    /// `offset` is the failback offset, `upstream_offset` the group's offset on the backup,
+    /// `source` the backup's alias.
+    pub fn to_translation(&self, backup_alias: &str) -> Translation {
+        let mut groups = Interner::default();
+        let mut topics = Interner::default();
+        let mut slots: Vec<FxHashMap<Key, u32>> = Vec::new();
+        let mut entries = Vec::with_capacity(self.rows.len());
+        let mut metadata: Vec<Box<[u8]>> = Vec::new();
+        for row in &self.rows {
+            let (group, _) = groups.get_or_insert(row.group.as_bytes());
+            let (topic, _) = topics.get_or_insert(row.topic.as_bytes());
+            if slots.len() <= group as usize {
+                slots.resize_with(group as usize + 1, FxHashMap::default);
+            }
+            let meta = if row.metadata.is_empty() {
+                NO_METADATA
+            } else {
+                metadata.push(row.metadata.as_bytes().into());
+                (metadata.len() - 1) as u32
+            };
+            slots[group as usize].insert((topic, row.partition), entries.len() as u32);
+            entries.push(Entry {
+                upstream_offset: row.from_offset,
+                downstream_offset: row.offset,
+                timestamp: row.timestamp,
+                offset: 0,
+                partition: 0,
+                metadata: meta,
+                live: true,
+            });
+        }
+        let folded = Folded {
+            group_names: groups.into_names(),
+            topic_names: topics.into_names(),
+            slots,
+            entries,
+            metadata,
+        };
+        let report = ReadReport {
+            complete: true,
+            ..self.syncs_report.clone()
+        };
+        Translation::new(
+            OffsetTable::build(vec![(backup_alias.to_string(), folded)]),
+            report,
+        )
+    }
+
+    /// How often each rule was used.
+    pub fn rule_counts(&self) -> BTreeMap<FailbackRule, usize> {
+        let mut counts = BTreeMap::new();
+        for row in &self.rows {
+            *counts.entry(row.rule).or_insert(0) += 1;
+        }
+        counts
+    }
+}
+
+/// Reads the selected groups' committed offsets on `backup` and translates them to the
+/// primary (`primary`, whose replication policy names the topics), as the module describes.
+///
+/// The offset-syncs topic must be read to its end (an incomplete read is an error: a hole could
+/// hide a truncation); the reverse flow's checkpoints topic is read when it exists.
+pub async fn translate_failback(
+    primary: &MirrorClient,
+    backup: &KafkaClient,
+    request: &FailbackRequest,
+) -> Result<FailbackTranslation, TranslateError> {
+    let deadline = Deadline::after(request.timeout);
+    let policy = primary.replication_policy();
+    let syncs = SyncsSource {
+        client: primary.kafka().clone(),
+        topic: request
+            .syncs_topic
+            .clone()
+            .unwrap_or_else(|| policy.offset_syncs_topic(&request.target)),
+        interpolation: Interpolation::Disabled,
+    };
+    let read = TranslateRequest {
+        sources: vec![request.target.clone()],
+        groups: request.groups.clone(),
+        isolation: IsolationLevel::ReadUncommitted,
+        timeout: request.timeout,
+        parallelism: request.parallelism.max(1),
+        allow_partial: false,
+        max_bytes_per_fetch: request.max_bytes_per_fetch,
+        progress: None,
+        min_split_offsets: MIN_SPLIT_OFFSETS,
+    };
+    let backup_offsets = async {
+        let started = Instant::now();
+        let groups = backup_groups(backup, &request.groups, &deadline).await?;
+        let offsets = fetch_source_offsets(backup, &groups, &deadline).await?;
+        tracing::debug!(groups = groups.len(), elapsed = ?started.elapsed(), "backup offsets read");
+        Ok::<_, TranslateError>((now_ms(), offsets))
+    };
+    let index = async {
+        let started = Instant::now();
+        let (outcomes, report) = read_sync_runs(&syncs, &read, deadline).await?;
+        let index = build_reverse_index(outcomes);
+        tracing::debug!(syncs = report.records, elapsed = ?started.elapsed(), "offset syncs read");
+        Ok::<_, TranslateError>((index, report))
+    };
+    let checkpoints = reverse_flow(primary, backup, request, &read, &deadline);
+    let ((read_at_ms, offsets), (index, syncs_report), checkpoints) =
+        tokio::try_join!(backup_offsets, index, checkpoints)?;
+    let mut joined = join(
+        &offsets,
+        &index,
+        checkpoints.as_ref(),
+        policy,
+        request,
+        read_at_ms,
+    );
+    let started = Instant::now();
+    joined.proof =
+        sharpen_with_records(primary.kafka(), &index, &mut joined.rows, request, deadline).await?;
+    tracing::debug!(records = joined.proof.records, elapsed = ?started.elapsed(), "stretches proven");
+    joined.syncs_report = syncs_report;
+    joined.checkpoints_report = checkpoints.map(|c| c.report);
+    joined
+        .rows
+        .sort_by(|a, b| (&a.group, &a.topic, a.partition).cmp(&(&b.group, &b.topic, b.partition)));
+    Ok(joined)
+}
+
+fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
+/// The groups on the backup `selector` selects: every consumer group its brokers list (one
+/// ListGroups per broker) that matches, and every id asked for by name (listed or not: its
+/// OffsetFetch tells). Share and streams groups keep no committed offsets and are left out.
+async fn backup_groups(
+    backup: &KafkaClient,
+    selector: &GroupSelector,
+    deadline: &Deadline,
+) -> Result<Vec<String>, ClientError> {
+    let mut found: BTreeSet<String> = selector.ids_requested().map(str::to_string).collect();
+    for broker in backup.brokers() {
+        let coordinator = GroupCoordinator {
+            node_id: broker.node_id,
+            address: broker.address(),
+        };
+        let Some(listed) = backup.list_groups(&coordinator, &[], deadline).await? else {
+            continue;
+        };
+        for g in listed {
+            let kind = g.group_type.as_deref().unwrap_or_default();
+            if !NOT_CONSUMER_GROUP_TYPES.contains(&kind) && selector.matches(&g.group_id) {
+                found.insert(g.group_id);
+            }
+        }
+    }
+    Ok(found.into_iter().collect())
+}
+
+/// A reverse flow's translation of one (group, replica topic on the primary, partition).
+#[derive(Clone, Copy, Debug)]
+struct ReverseRow {
+    /// The offset on the primary.
+    offset: i64,
+    /// MM2's checkpoint offset, or `offset` when that is all there is.
+    safe_offset: i64,
+    /// The backup offset it translates.
+    translated_from: i64,
+    /// Whether the reverse flow's offset syncs gave more than MM2's checkpoint.
+    from_syncs: bool,
+    /// The checkpoint record's timestamp.
+    timestamp: i64,
+}
+
+/// What a reverse flow backup -> primary says, when the primary holds its checkpoints topic.
+struct ReverseFlow {
+    rows: BTreeMap<(String, String, i32), ReverseRow>,
+    report: ReadReport,
+}
+
+/// The reverse flow's translations (`<target>.checkpoints.internal` on the primary), or `None`
+/// when the primary holds no such topic (no reverse flow). With the reverse flow's offset-syncs
+/// topic on the backup, each group's offset on the backup now is translated with its history
+/// (as `translate --precise --from-source-offsets` does); without it, MM2's checkpoints as they
+/// are.
+async fn reverse_flow(
+    primary: &MirrorClient,
+    backup: &KafkaClient,
+    request: &FailbackRequest,
+    read: &TranslateRequest,
+    deadline: &Deadline,
+) -> Result<Option<ReverseFlow>, TranslateError> {
+    let policy = primary.replication_policy();
+    let topic = policy.checkpoints_topic(&read.sources[0]);
+    match primary.kafka().describe_topic(&topic, deadline).await {
+        Ok(_) => {}
+        Err(ClientError::UnknownTopic { .. }) => return Ok(None),
+        Err(e) => return Err(e.into()),
+    }
+    let read = TranslateRequest {
+        timeout: deadline.remaining(),
+        ..read.clone()
+    };
+    let syncs = SyncsSource {
+        client: backup.clone(),
+        topic: policy.offset_syncs_topic(&request.source),
+        interpolation: Interpolation::Disabled,
+    };
+    let mut rows = BTreeMap::new();
+    match primary
+        .translate_from_source_offsets(&read, &syncs, backup)
+        .await
+    {
+        Ok(precise) => {
+            for ((o, p), input) in precise.iter().zip(&precise.inputs) {
+                rows.insert(
+                    (o.group.to_string(), o.topic.to_string(), o.partition),
+                    ReverseRow {
+                        offset: p.offset,
+                        safe_offset: p.mm2_offset.min(p.offset),
+                        translated_from: input.upstream_offset,
+                        from_syncs: p.offset > p.mm2_offset,
+                        timestamp: o.checkpoint_timestamp,
+                    },
+                );
+            }
+            Ok(Some(ReverseFlow {
+                rows,
+                report: precise.translation.report,
+            }))
+        }
+        // No reverse offset syncs where they are looked for (offset-syncs.topic.location=target,
+        // or a flow that emits none): MM2's checkpoints alone.
+        Err(TranslateError::MissingOffsetSyncsTopic { .. }) => {
+            let translation = primary.translate(&read).await?;
+            for o in translation.iter() {
+                rows.insert(
+                    (o.group.to_string(), o.topic.to_string(), o.partition),
+                    ReverseRow {
+                        offset: o.offset,
+                        safe_offset: o.offset,
+                        translated_from: o.upstream_offset,
+                        from_syncs: false,
+                        timestamp: o.checkpoint_timestamp,
+                    },
+                );
+            }
+            Ok(Some(ReverseFlow {
+                rows,
+                report: translation.report,
+            }))
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// Each committed offset on the backup with its failback offset by the reverse rule or the
+/// reverse flow's checkpoint, or why it has none.
+fn join(
+    offsets: &SourceOffsets,
+    index: &ReverseIndex,
+    checkpoints: Option<&ReverseFlow>,
+    policy: &ReplicationPolicy,
+    request: &FailbackRequest,
+    read_at_ms: i64,
+) -> FailbackTranslation {
+    let mut out = FailbackTranslation {
+        rows: Vec::new(),
+        untranslated: Vec::new(),
+        group_errors: BTreeMap::new(),
+        missing_groups: Vec::new(),
+        syncs_report: ReadReport::default(),
+        checkpoints_report: None,
+        proof: ProofReport::default(),
+        read_at_ms,
+    };
+    let requested: BTreeSet<&str> = request.groups.ids_requested().collect();
+    for (group, answer) in offsets {
+        let committed = match answer {
+            Ok(committed) => committed,
+            Err(e) => {
+                out.group_errors.insert(group.clone(), e.clone());
+                continue;
+            }
+        };
+        let usable: Vec<_> = committed
+            .iter()
+            .filter(|(_, c)| c.error_code == 0 && c.offset >= 0)
+            .collect();
+        if usable.is_empty() && requested.contains(group.as_str()) {
+            out.missing_groups.push(group.clone());
+        }
+        for ((from_topic, partition), c) in usable {
+            let untranslated = |reason| UntranslatedRow {
+                group: group.clone(),
+                from_topic: from_topic.clone(),
+                partition: *partition,
+                from_offset: c.offset,
+                reason,
+            };
+            let metadata = c.metadata.clone().unwrap_or_default();
+            if policy.topic_source(from_topic) == Some(request.source.as_str()) {
+                let upstream = policy.upstream_topic(from_topic).unwrap_or(from_topic);
+                let answer = index
+                    .partition(upstream.as_bytes(), *partition)
+                    .and_then(|p| p.translate(c.offset));
+                match answer {
+                    Some(a) => out.rows.push(FailbackRow {
+                        group: group.clone(),
+                        topic: upstream.to_string(),
+                        partition: *partition,
+                        offset: a.offset,
+                        safe_offset: a.safe_offset,
+                        rule: a.rule,
+                        from_topic: from_topic.clone(),
+                        from_offset: c.offset,
+                        metadata,
+                        sync: Some(a.sync),
+                        timestamp: read_at_ms,
+                    }),
+                    None => out.untranslated.push(untranslated(Untranslated::NoSync)),
+                }
+                continue;
+            }
+            let Some(flow) = checkpoints else {
+                out.untranslated
+                    .push(untranslated(Untranslated::NoReverseFlow));
+                continue;
+            };
+            let replica = policy.format_remote_topic(&request.target, from_topic);
+            match flow.rows.get(&(group.clone(), replica.clone(), *partition)) {
+                None => out
+                    .untranslated
+                    .push(untranslated(Untranslated::NoReverseCheckpoint)),
+                // Translated from an offset the group is not at (it moved back since): the
+                // answer may be past its next record.
+                Some(r) if r.translated_from > c.offset => {
+                    out.untranslated
+                        .push(untranslated(Untranslated::CheckpointAhead {
+                            checkpoint_upstream: r.translated_from,
+                        }))
+                }
+                Some(r) => out.rows.push(FailbackRow {
+                    group: group.clone(),
+                    topic: replica.clone(),
+                    partition: *partition,
+                    offset: r.offset,
+                    safe_offset: r.safe_offset,
+                    rule: if r.from_syncs {
+                        FailbackRule::ReverseFlowSync
+                    } else {
+                        FailbackRule::ReverseCheckpoint
+                    },
+                    from_topic: from_topic.clone(),
+                    from_offset: c.offset,
+                    metadata,
+                    sync: None,
+                    timestamp: r.timestamp,
+                }),
+            }
+        }
+    }
+    out
+}
+
+/// Sharpens the reverse-rule rows that lie strictly inside a stretch between two syncs, with
+/// the primary's committed records there ([`super::reverse::ReverseAnswer::refine`]).
+///
+/// Record matching (`--match-records`) would follow here, for the rows still not exact.
+pub async fn sharpen_with_records(
+    primary: &KafkaClient,
+    index: &ReverseIndex,
+    rows: &mut [FailbackRow],
+    request: &FailbackRequest,
+    deadline: Deadline,
+) -> Result<ProofReport, ClientError> {
+    let mut wanted: Vec<(usize, Stretch)> = Vec::new();
+    let mut ranges = Ranges::new();
+    for (at, row) in rows.iter().enumerate() {
+        if row.rule != FailbackRule::ReverseRule {
+            continue;
+        }
+        let Some(stretch) = index
+            .partition(row.topic.as_bytes(), row.partition)
+            .and_then(|p| p.stretch(row.from_offset))
+        else {
+            continue;
+        };
+        ranges
+            .entry((row.topic.clone(), row.partition))
+            .or_default()
+            .push(stretch.between());
+        wanted.push((at, stretch));
+    }
+    if wanted.is_empty() {
+        return Ok(ProofReport::default());
+    }
+    let (records, report) = read_record_offsets(
+        primary,
+        ranges,
+        request.parallelism,
+        request.max_bytes_per_fetch,
+        deadline,
+    )
+    .await?;
+    for (at, stretch) in wanted {
+        let row = &mut rows[at];
+        let Some(found) = records.get(&(row.topic.clone(), row.partition)) else {
+            continue;
+        };
+        let (start, end) = stretch.between();
+        let inside =
+            &found[found.partition_point(|&o| o < start)..found.partition_point(|&o| o < end)];
+        let Some(part) = index.partition(row.topic.as_bytes(), row.partition) else {
+            continue;
+        };
+        let Some(rule) = part.translate(row.from_offset) else {
+            continue;
+        };
+        let sharp = rule.refine(&stretch, row.from_offset, inside);
+        row.offset = sharp.offset;
+        row.rule = sharp.rule;
+    }
+    Ok(report)
+}
