@@ -17,7 +17,7 @@ mod targets;
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 
 /// Every target, as named in fuzz/fuzz_targets/.
-const TARGETS: [&str; 23] = [
+const TARGETS: [&str; 24] = [
     "api_versions_response",
     "checkpoint_decode",
     "cli_args",
