@@ -77,27 +77,22 @@ impl Properties {
     /// line for a malformed escape.
     /// A file larger than [`MAX_FILE_BYTES`] is refused with [`ConfigError::Invalid`].
     pub fn from_file(path: impl AsRef<Path>) -> Result<Self, ConfigError> {
-        use std::io::Read;
         let path = path.as_ref();
-        let io = |source| ConfigError::Io {
-            path: path.to_path_buf(),
-            source,
-        };
-        // Read at most one byte past the limit: a pipe or /dev/zero has no length to check.
-        let mut bytes = Vec::new();
-        std::fs::File::open(path)
-            .and_then(|file| file.take(MAX_FILE_BYTES + 1).read_to_end(&mut bytes))
-            .map_err(io)?;
-        if bytes.len() as u64 > MAX_FILE_BYTES {
-            return Err(ConfigError::invalid(
-                path.display().to_string(),
-                format!(
-                    "the file is larger than {} MiB; client and MirrorMaker 2 properties files \
-                     are a few KiB, so this is probably the wrong file",
-                    MAX_FILE_BYTES >> 20
-                ),
-            ));
-        }
+        // Only a regular file, read at most one byte past the limit: a FIFO would block and
+        // /dev/zero never ends.
+        let bytes = super::files::read_regular_file(
+            path,
+            MAX_FILE_BYTES,
+            "client and MirrorMaker 2 properties files are a few KiB, so this is probably the \
+             wrong file",
+        )
+        .map_err(|e| match e {
+            super::files::FileError::Io(source) => ConfigError::Io {
+                path: path.to_path_buf(),
+                source,
+            },
+            other => ConfigError::invalid(path.display().to_string(), other.to_string()),
+        })?;
         Self::parse_named(&decode_file(&bytes), &path.display().to_string())
     }
 

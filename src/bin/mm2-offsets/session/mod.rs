@@ -19,11 +19,32 @@ use crate::{connection, diagnose, escape, groups_file, hints, progress};
 fn requested_ids(args: &GroupArgs) -> Result<Vec<String>, String> {
     let mut ids = args.groups.clone();
     if let Some(path) = &args.groups_file {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| format!("cannot read --groups-file {}: {e}", path.display()))?;
+        let text = read_bounded(
+            path,
+            "--groups-file",
+            groups_file::MAX_BYTES,
+            "a groups file holds one group id a line; this is probably the wrong file",
+        )?;
         ids.extend(groups_file::parse(&text));
     }
     Ok(ids)
+}
+
+/// The UTF-8 text of the regular file `path` given as `flag`, at most `limit` bytes: a FIFO or
+/// a device is refused by name, as is a larger file (`why` says what such a file holds).
+pub fn read_bounded(
+    path: &std::path::Path,
+    flag: &str,
+    limit: u64,
+    why: &'static str,
+) -> Result<String, String> {
+    let shown = escape::for_terminal(&path.display().to_string()).to_string();
+    use mm2_offsets::config::files::{FileError, read_regular_file};
+    let bytes = read_regular_file(path, limit, why).map_err(|e| match e {
+        FileError::Io(e) => format!("cannot read {flag} {shown}: {e}"),
+        other => format!("{flag} {shown} {other}"),
+    })?;
+    String::from_utf8(bytes).map_err(|_| format!("{flag} {shown} is not UTF-8 text"))
 }
 
 /// The selection the flags describe, from the ids already read (`--group`, `--groups-file`).
@@ -135,6 +156,38 @@ pub async fn read_translation(
         Err(e) => return Err(hints::explain(&e)),
     };
     Ok((client, translation, request.sources))
+}
+
+/// Reads the checkpoints of `sources` for the groups `groups` selects, with the read options of
+/// `args` (isolation, parallelism, fetch size, progress line) within what is left of `budget`:
+/// what a saved plan is checked against. An incomplete read is an error.
+pub async fn read_checkpoints(
+    args: &TranslateArgs,
+    client: &MirrorClient,
+    sources: Vec<String>,
+    groups: GroupSelector,
+    budget: &Deadline,
+) -> Result<Translation, String> {
+    let progress = Arc::new(ReadProgress::default());
+    let request = TranslateRequest {
+        sources,
+        groups,
+        isolation: match args.isolation {
+            Isolation::ReadUncommitted => IsolationLevel::ReadUncommitted,
+            Isolation::ReadCommitted => IsolationLevel::ReadCommitted,
+        },
+        timeout: budget.remaining(),
+        parallelism: usize::from(args.parallelism),
+        allow_partial: false,
+        max_bytes_per_fetch: args.max_fetch_bytes,
+        progress: Some(progress.clone()),
+        min_split_offsets: mm2_offsets::translate::MIN_SPLIT_OFFSETS,
+    };
+    let _line = progress::ProgressLine::start(progress, !args.no_progress);
+    client
+        .translate(&request)
+        .await
+        .map_err(|e| hints::explain(&e))
 }
 
 /// The group selection, or the exit code of an error already printed: a groups file that
