@@ -106,6 +106,33 @@ pub async fn connect(
     }
 }
 
+/// Connects a plain client to another cluster of the run (`what`: "offset-syncs cluster",
+/// "source cluster") within what is left of the run's `budget`, with the same bounds and the
+/// same diagnoses as the target's connection.
+pub async fn connect_other(
+    settings: connection::Settings,
+    budget: &Deadline,
+    what: &str,
+) -> Result<mm2_offsets::client::KafkaClient, String> {
+    let timeout = budget.remaining();
+    let mut client = settings.client;
+    client.connection_setup_timeout = client.connection_setup_timeout.min(timeout);
+    client.request_timeout = client.request_timeout.min(timeout);
+    let servers = client.bootstrap_servers.join(",");
+    let grace = std::time::Duration::from_millis(500);
+    let connecting = mm2_offsets::client::KafkaClient::connect(client);
+    match tokio::time::timeout(timeout.saturating_add(grace), connecting).await {
+        Ok(connected) => connected.map_err(|e| format!("{what}: {}", diagnose::connect_error(&e))),
+        Err(_) => Err(format!(
+            "{what}: could not connect to {servers} within what was left of --timeout ({}): probable cause: {}",
+            humantime::format_duration(std::time::Duration::from_millis(
+                u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX)
+            )),
+            diagnose::SLOW_SETUP_HINT
+        )),
+    }
+}
+
 /// Connects as the translate options say and builds their request for the groups `groups`
 /// selects: the client, the request, and the counters its progress line follows.
 pub async fn prepare_read(
