@@ -20,7 +20,9 @@ use crate::support::cluster;
 use crate::support::raw::Raw;
 
 type Held = BTreeMap<(String, i32), i64>;
-type Rows = Vec<(Option<Vec<u8>>, Option<Vec<u8>>)>;
+use crate::support::raw::Records as Rows;
+/// (topic, offset) a group must hold after a case.
+type Want<'a> = Vec<(&'a str, i64)>;
 
 /// One row of the table: what ran, how it ended, what the cluster held after.
 struct Outcome {
@@ -413,7 +415,7 @@ async fn hostile_writes_on_kafka_4() {
             "--no-progress",
         ])
     };
-    let cases: Vec<(&str, &str, String, &str, Vec<(&str, i64)>)> = vec![
+    let cases: Vec<(&str, &str, String, &str, Want)> = vec![
         (
             "hand-edited offset -5",
             "minus5",
@@ -755,7 +757,7 @@ async fn hostile_writes_on_kafka_4() {
     }
 
     // ---- Decoy offset-syncs topics for --precise (upstream topic "orders", partition 0).
-    let decoys: [(&str, &str, Rows, i32, &str, Vec<(&str, i64)>); 4] = [
+    let decoys: [(&str, &str, Rows, i32, &str, Want); 4] = [
         (
             "decoy-garbage",
             "--precise with a syncs topic of garbage",

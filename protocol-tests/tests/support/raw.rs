@@ -28,6 +28,11 @@ use mm2_offsets::wire::BrokerConnection;
 
 use super::Cluster;
 
+/// Records to produce: (key, value), `None` for null.
+pub type Records = Vec<Record>;
+/// One record: (key, value), `None` for null.
+pub type Record = (Option<Vec<u8>>, Option<Vec<u8>>);
+
 /// A connection to a one-broker cluster's only broker (leader and coordinator of everything).
 pub struct Raw {
     conn: BrokerConnection,
@@ -140,12 +145,7 @@ impl Raw {
     }
 
     /// Appends `records` (key, value) to `topic`-`partition` in one batch stamped now.
-    pub async fn produce(
-        &self,
-        topic: &str,
-        partition: i32,
-        records: &[(Option<Vec<u8>>, Option<Vec<u8>>)],
-    ) {
+    pub async fn produce(&self, topic: &str, partition: i32, records: &[Record]) {
         let mut builder = BatchBuilder::new(0);
         builder.base_timestamp = now_ms();
         for (k, v) in records {
@@ -179,7 +179,7 @@ impl Raw {
 
     /// `count` small records on each partition of `topic` (log 0..count).
     pub async fn fill(&self, topic: &str, partitions: i32, count: usize) {
-        let records: Vec<(Option<Vec<u8>>, Option<Vec<u8>>)> = (0..count)
+        let records: Records = (0..count)
             .map(|i| (None, Some(format!("r{i}").into_bytes())))
             .collect();
         for p in 0..partitions {
