@@ -394,3 +394,194 @@ pub async fn recheck(
     fresh.groups = groups;
     Ok(fresh)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::apply::{PLAN_SCHEMA_VERSION, TopicLogs};
+    use crate::client::CommittedOffset;
+
+    fn planned(offset: i64, verdict: Verdict) -> PartitionPlan {
+        PartitionPlan {
+            topic: "t".into(),
+            partition: 0,
+            translated: offset,
+            offset,
+            current: None,
+            log_start: Some(0),
+            log_end: Some(100),
+            verdict,
+            clamped_from: None,
+            checkpoint_age_ms: 5,
+            metadata: String::new(),
+            topic_id: Some("ID1".into()),
+            upstream_offset: Some(offset.saturating_add(1000)),
+            difference: None,
+        }
+    }
+
+    fn plan(rules: VerdictRules) -> ApplyPlan {
+        ApplyPlan {
+            schema_version: PLAN_SCHEMA_VERSION,
+            planned_at_ms: 1_000,
+            heartbeat_age_ms: BTreeMap::new(),
+            groups: vec![],
+            cluster_id: Some("c".into()),
+            sources: vec!["a".into()],
+            rules: Some(rules),
+            input: Some(PlanInput::Checkpoints),
+        }
+    }
+
+    fn logs(start: i64, end: i64, id: &str) -> TargetLogs {
+        BTreeMap::from([(
+            "t".to_string(),
+            TopicLogs::Present(BTreeMap::from([(0, (start, end))]), Some(id.to_string())),
+        )])
+    }
+
+    fn committed(offset: Option<i64>) -> GroupOffsets {
+        offset
+            .map(|o| {
+                (
+                    ("t".to_string(), 0),
+                    CommittedOffset {
+                        offset: o,
+                        leader_epoch: -1,
+                        metadata: None,
+                        error_code: 0,
+                    },
+                )
+            })
+            .into_iter()
+            .collect()
+    }
+
+    fn check(p: &PartitionPlan, logs: &TargetLogs, current: Option<i64>) -> PartitionPlan {
+        let context = Context::new(
+            &plan(VerdictRules::default()),
+            None,
+            &ApplyOptions::default(),
+        );
+        check_partition(&context, "g", p, logs, &committed(current), 2_000)
+    }
+
+    #[test]
+    fn what_both_allow_is_committed() {
+        let fresh = check(&planned(10, Verdict::Commit), &logs(0, 100, "ID1"), None);
+        assert_eq!((fresh.verdict, fresh.difference), (Verdict::Commit, None));
+    }
+
+    #[test]
+    fn a_target_change_refuses_the_partition_naming_both_views() {
+        // DeleteRecords moved the log start past the offset.
+        let fresh = check(&planned(10, Verdict::Commit), &logs(30, 100, "ID1"), None);
+        assert_eq!(fresh.verdict, Verdict::BelowLogStart);
+        let words = fresh.difference.unwrap();
+        assert!(
+            words.contains("planned: commit 10 (committed none, log 0..100)"),
+            "{words}"
+        );
+        assert!(
+            words.contains("now: below-log-start 10 (committed none, log 30..100)"),
+            "{words}"
+        );
+        // Recreated: another id.
+        let fresh = check(&planned(10, Verdict::Commit), &logs(0, 100, "ID2"), None);
+        assert_eq!(fresh.verdict, Verdict::ChangedSincePlan);
+        assert!(fresh.difference.unwrap().contains("deleted and recreated"));
+        // Truncated without ids: the log end went back.
+        let mut no_id = planned(10, Verdict::Commit);
+        no_id.topic_id = None;
+        let mut truncated = logs(0, 50, "x");
+        if let Some(TopicLogs::Present(_, id)) = truncated.get_mut("t") {
+            *id = None;
+        }
+        let fresh = check(&no_id, &truncated, None);
+        assert_eq!(fresh.verdict, Verdict::ChangedSincePlan);
+        assert!(
+            fresh
+                .difference
+                .unwrap()
+                .contains("went back from 100 to 50")
+        );
+    }
+
+    #[test]
+    fn hand_edits_are_refused() {
+        // A would-rewind relabelled commit.
+        let mut p = planned(50, Verdict::Commit);
+        p.current = Some(80);
+        assert_eq!(
+            check(&p, &logs(0, 100, "ID1"), Some(80)).verdict,
+            Verdict::WouldRewind
+        );
+        // An offset the plan's rules do not give from its translated offset.
+        let mut p = planned(10, Verdict::Commit);
+        p.offset = 99;
+        let fresh = check(&p, &logs(0, 100, "ID1"), None);
+        assert_eq!(fresh.verdict, Verdict::ChangedSincePlan);
+        // Negative, past the log end, the largest offset.
+        for bad in [-5, 99_999, i64::MAX] {
+            let fresh = check(&planned(bad, Verdict::Commit), &logs(0, 100, "ID1"), None);
+            assert!(fresh.verdict.is_refusal(), "{bad}: {:?}", fresh.verdict);
+        }
+        // A plan refusal the target would now allow is still not written.
+        let fresh = check(&planned(10, Verdict::Stale), &logs(0, 100, "ID1"), None);
+        assert_eq!(fresh.verdict, Verdict::ChangedSincePlan);
+    }
+
+    #[test]
+    fn the_stricter_rules_and_the_checkpoint_age_now_apply() {
+        // Planned with --allow-rewind, run without: the rewind is refused.
+        let mut plan = plan(VerdictRules {
+            allow_rewind: true,
+            ..VerdictRules::default()
+        });
+        let mut p = planned(50, Verdict::Commit);
+        p.current = Some(80);
+        let context = Context::new(&plan, None, &ApplyOptions::default());
+        let fresh = check_partition(
+            &context,
+            "g",
+            &p,
+            &logs(0, 100, "ID1"),
+            &committed(Some(80)),
+            2_000,
+        );
+        assert_eq!(fresh.verdict, Verdict::WouldRewind);
+        // A checkpoint fresh when planned, too old now (planned at 1000 with age 5: made at 995).
+        plan.rules = Some(VerdictRules {
+            max_checkpoint_age_ms: Some(500),
+            ..VerdictRules::default()
+        });
+        let context = Context::new(&plan, None, &ApplyOptions::default());
+        let p = planned(10, Verdict::Commit);
+        let fresh = check_partition(
+            &context,
+            "g",
+            &p,
+            &logs(0, 100, "ID1"),
+            &committed(None),
+            2_000,
+        );
+        assert_eq!(
+            (fresh.verdict, fresh.checkpoint_age_ms),
+            (Verdict::Stale, 1_005)
+        );
+    }
+
+    #[test]
+    fn a_plan_is_bound_to_its_cluster() {
+        let p = plan(VerdictRules::default());
+        assert_eq!(other_cluster(&p, &Some("c".into())), None);
+        assert!(other_cluster(&p, &Some("d".into())).is_some());
+        let mut old = p.clone();
+        old.cluster_id = None;
+        old.rules = None;
+        assert!(
+            other_cluster(&old, &None).is_some(),
+            "an unbound plan proves nothing"
+        );
+    }
+}

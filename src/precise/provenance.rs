@@ -253,9 +253,10 @@ fn judge(
     d: i64,
 ) -> Verdict {
     let syncs = history.map_or(&[][..], |h| h.syncs.as_slice());
+    // Offsets from the network: no arithmetic may overflow (an i64::MAX sync is just no match).
     let reproduced = syncs
         .iter()
-        .any(|&(su, sd)| su <= u && d == sd + i64::from(su < u));
+        .any(|&(su, sd)| su <= u && sd.checked_add(i64::from(su < u)) == Some(d));
     if reproduced {
         return Verdict::Reproduced;
     }
@@ -270,9 +271,9 @@ fn judge(
         return Verdict::CompactionExplained;
     }
     let legacy = d == u
-        || syncs
-            .iter()
-            .any(|&(su, sd)| su <= u && sd.checked_add(u - su) == Some(d));
+        || syncs.iter().any(|&(su, sd)| {
+            su <= u && u.checked_sub(su).and_then(|gap| sd.checked_add(gap)) == Some(d)
+        });
     if legacy {
         Verdict::Legacy
     } else {
@@ -386,6 +387,14 @@ mod tests {
         // The decoy: the same topic and partition, downstream = upstream - 46.
         let decoy = history(0, &[(0, 0), (100, 54), (200, 154)]);
         assert_eq!(judge(Some(&decoy), None, 150, 108), Verdict::Unexplained);
+    }
+
+    #[test]
+    fn extreme_offsets_never_overflow() {
+        let h = history(0, &[(i64::MIN, i64::MAX), (0, i64::MAX), (i64::MAX, 0)]);
+        for (u, d) in [(i64::MAX, i64::MAX), (0, i64::MIN), (i64::MAX, 1), (-1, -1)] {
+            let _ = judge(Some(&h), Some(0), u, d);
+        }
     }
 
     #[test]
