@@ -288,6 +288,32 @@ pub(crate) fn other_cluster(plan: &ApplyPlan, found: &Option<String>) -> Option<
 /// partition's claim is checked against them (see [`PlanInput`]) and its age taken from them.
 ///
 /// The dry run of a saved plan prints this, so that it never shows the plan's old view.
+///
+/// ```no_run
+/// # async fn example() -> Result<(), Box<dyn std::error::Error>> {
+/// use std::time::Duration;
+/// use mm2_offsets::apply::{self, ApplyOptions, ApplyPlan};
+/// use mm2_offsets::client::{Deadline, KafkaClient};
+/// use mm2_offsets::config::ClientConfig;
+///
+/// let client = KafkaClient::connect(ClientConfig::plaintext(["backup:9092"])).await?;
+/// let saved: ApplyPlan = serde_json::from_str(&std::fs::read_to_string("plan.json")?)?;
+/// saved.check_schema()?;
+/// let options = ApplyOptions::default();
+/// let deadline = Deadline::after(Duration::from_secs(30));
+/// // What an execute would do now, without writing: rows that differ name both views.
+/// let now = apply::recheck(&client, &saved, None, &options, &deadline).await?;
+/// for p in now.groups.iter().flat_map(|g| &g.partitions) {
+///     if let Some(why) = &p.difference {
+///         println!("{}-{}: {} ({why})", p.topic, p.partition, p.verdict.as_str());
+///     }
+/// }
+/// // Commits only what the plan and the target now both allow.
+/// let report = apply::execute(&client, &saved, &options).await;
+/// println!("{} partition(s) committed", report.committed());
+/// # Ok(())
+/// # }
+/// ```
 pub async fn recheck(
     client: &KafkaClient,
     plan: &ApplyPlan,
