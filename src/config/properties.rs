@@ -238,9 +238,11 @@ impl fmt::Debug for Properties {
     }
 }
 
-/// Whether the value of `key` may be a secret, and must never be printed: passwords, JAAS
-/// configurations (which embed passwords), private keys and the other values Kafka types as
-/// `PASSWORD`. Prefixed keys (`consumer.sasl.jaas.config`, `A.ssl.key.password`) count too.
+/// Whether the value of `key` may be a secret, and must never be printed: every key of the one
+/// list of secret keys ([`keys::is_secret`](super::keys::is_secret), which `-X` refuses), and
+/// besides them, to be safe when redacting, any key that names a password, JAAS, secret,
+/// credential or token setting (file paths and endpoints included) and inline certificates.
+/// Prefixed keys (`consumer.sasl.jaas.config`, `A.ssl.key.password`) count too.
 ///
 /// ```
 /// use mm2_offsets::config::properties::is_sensitive_key;
@@ -250,6 +252,9 @@ impl fmt::Debug for Properties {
 /// assert!(!is_sensitive_key("bootstrap.servers"));
 /// ```
 pub fn is_sensitive_key(key: &str) -> bool {
+    if super::keys::is_secret(key) {
+        return true;
+    }
     let key = key.to_ascii_lowercase();
     ["password", "jaas", "secret", "credential", "token"]
         .iter()
