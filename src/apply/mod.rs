@@ -92,6 +92,7 @@ impl Default for ApplyOptions {
 /// Whether a group may be written, as planned.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case", tag = "status")]
+#[non_exhaustive]
 pub enum GroupStatus {
     /// No members: its `commit` partitions will be written.
     Ready,

@@ -244,6 +244,7 @@ fn write_table(
                 (GroupStatus::Ready, None) => p.verdict.as_str().to_string(),
                 (GroupStatus::Refused { .. }, _) => "group-refused".to_string(),
                 (GroupStatus::Error { .. }, _) => "group-error".to_string(),
+                _ => "group-not-ready".to_string(),
             };
             let outcome = result
                 .map(|r| {
@@ -340,6 +341,7 @@ fn write_table(
             GroupStatus::Ready => "ready".to_string(),
             GroupStatus::Refused { reason } => format!("refused: {}", esc(&reason.to_string())),
             GroupStatus::Error { message } => format!("error: {}", esc(&message.to_string())),
+            other => esc(&format!("{other:?}")),
         };
         writeln!(
             out,
