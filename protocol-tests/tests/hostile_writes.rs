@@ -231,6 +231,7 @@ async fn hostile_writes_on_kafka_4() {
         "genuine",
         "syncs-timeout",
         "source-timeout",
+        "precise-plan",
     ];
     let mut rows: Vec<(String, i64)> = plain.iter().map(|n| (g(n), 10)).collect();
     rows.retain(|(n, _)| *n != g("rewind"));
@@ -810,6 +811,31 @@ async fn hostile_writes_on_kafka_4() {
         let run = table.run(&a);
         table.check(case, &run, code, needle, held(g(name), &want).await);
     }
+
+    // A --precise plan saved and run later: checked against the checkpoints read again (the
+    // same checkpoint, MM2's offset not above the plan's), then written.
+    let f_precise = dir.path().join("precise.json").display().to_string();
+    let genuine_syncs = format!("{unique}.genuine.syncs");
+    let mut a = base(&g("precise-plan"));
+    a.extend(args(&[
+        "--precise",
+        "--syncs-bootstrap-server",
+        &k4_server,
+        "--syncs-topic",
+        &genuine_syncs,
+        "--plan-out",
+        &f_precise,
+    ]));
+    let run = table.run(&a);
+    assert_eq!(run.code, Some(0), "precise plan: {}", run.stderr);
+    let run = table.run(&exec(&f_precise));
+    table.check(
+        "a --precise plan saved and run later (control: written)",
+        &run,
+        0,
+        "committed and read back",
+        held(g("precise-plan"), &[(topic.as_str(), 10)]).await,
+    );
 
     // ---- One --timeout over every connection: a port that accepts and never answers.
     let blackhole = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
