@@ -196,6 +196,15 @@ pub async fn execute_with(
         Ok(map) => non_consumer_groups(client, map, &deadline).await,
         Err(_) => Default::default(),
     };
+    // What every writable group gets when the cluster is not the plan's (or cannot be asked).
+    let blocked: Option<GroupOutcome> = match &cluster {
+        Ok(None) => None,
+        Ok(Some(refusal)) => Some(changed(Change::Refused(refusal.clone()))),
+        Err(e) => Some(error(
+            GroupError::Unreadable(format!("cannot read the target's cluster id: {e}")),
+            false,
+        )),
+    };
     let context = &context;
     let groups = futures::stream::iter(plan.groups.iter().map(|g| {
         let unknown = &unknown;
@@ -206,7 +215,7 @@ pub async fn execute_with(
             Err(e) => Some(Err(e.to_string())),
         };
         let kind = kinds.get(&g.group);
-        let cluster = &cluster;
+        let blocked = blocked.as_ref();
         let deadline = &deadline;
         async move {
             let (outcome, partitions) = match (&g.status, g.to_commit().next(), kind, coordinator) {
@@ -219,21 +228,11 @@ pub async fn execute_with(
                     (error(message.clone(), false), vec![])
                 }
                 (GroupStatus::Ready, None, _, _) => (GroupOutcome::NothingToDo, vec![]),
-                (GroupStatus::Ready, Some(_), _, _) if cluster.is_err() => (
-                    error(
-                        GroupError::Unreadable(format!(
-                            "cannot read the target's cluster id: {}",
-                            cluster.as_ref().err().map_or("", String::as_str)
-                        )),
-                        false,
-                    ),
+                // Another cluster, or one whose id could not be read: nothing is written.
+                (GroupStatus::Ready, Some(_), _, _) if blocked.is_some() => (
+                    blocked.cloned().unwrap_or(GroupOutcome::NothingToDo),
                     vec![],
                 ),
-                (GroupStatus::Ready, Some(_), _, _) if matches!(cluster, Ok(Some(_))) => {
-                    let refusal = cluster.as_ref().ok().cloned().flatten();
-                    let refusal = refusal.unwrap_or(GroupRefusal::Other(String::new()));
-                    (changed(Change::Refused(refusal)), vec![])
-                }
                 (GroupStatus::Ready, Some(_), Some(Ok(group_type)), _) => (
                     changed(Change::Refused(GroupRefusal::NotConsumerGroup {
                         group_type: group_type.clone(),

@@ -626,3 +626,66 @@ async fn a_group_that_became_a_streams_group_since_the_plan_is_skipped() {
     // Only "g" was committed.
     assert_eq!(fake.commits.load(Ordering::SeqCst), 1);
 }
+
+/// The re-check just before the commit refuses what the target no longer allows, per
+/// partition: a plan row past the log end (0..100 on this fake) is not sent, its row says
+/// `refused` with both views, and the others are committed.
+#[tokio::test]
+async fn the_recheck_refuses_per_partition_and_commits_the_rest() {
+    let (_broker, first, client) = fake(OnCommit::LeaveOut).await;
+    let mut plan = ready_plan(&["g"]);
+    // Partition 1 claims 150 on a log that ends at 100 (a hand edit, or a truncated topic).
+    plan.groups[0].partitions[1].translated = 150;
+    plan.groups[0].partitions[1].offset = 150;
+    plan.groups[0].partitions[1].log_end = Some(200);
+    let report = execute(&client, &plan, &ApplyOptions::default()).await;
+    let group = &report.groups[0];
+    let refused = group.partitions.iter().find(|p| p.partition == 1).unwrap();
+    assert_eq!(refused.state, CommitState::Refused, "{report:?}");
+    assert_eq!(refused.verdict, Verdict::ChangedSincePlan);
+    let words = refused.error.as_deref().unwrap();
+    assert!(words.contains("went back from 200 to 100"), "{words}");
+    assert_eq!(refused.committed_before, None);
+    // Partition 0 was sent (the fake answers it), in one commit.
+    assert_eq!(first.commits.load(Ordering::SeqCst), 1);
+    assert!(report.has_skips());
+
+    // Every partition refused: nothing is sent and the group says why.
+    let (_other, second, client) = fake(OnCommit::LeaveOut).await;
+    let mut plan = ready_plan(&["g"]);
+    for p in &mut plan.groups[0].partitions {
+        p.translated = -5;
+        p.offset = -5;
+    }
+    let report = execute(&client, &plan, &ApplyOptions::default()).await;
+    assert_eq!(second.commits.load(Ordering::SeqCst), 0, "{report:?}");
+    match &report.groups[0].outcome {
+        GroupOutcome::Skipped {
+            reason: SkipReason::ChangedSincePlan(Change::EveryPartitionRefused(2)),
+        } => {}
+        other => panic!("{other:?}"),
+    }
+    assert!(
+        report.groups[0]
+            .partitions
+            .iter()
+            .all(|p| p.verdict == Verdict::InvalidOffset)
+    );
+}
+
+/// A plan made on another cluster writes nothing, whatever its groups.
+#[tokio::test]
+async fn a_plan_of_another_cluster_writes_nothing() {
+    let (_broker, fake, client) = fake(OnCommit::LeaveOut).await;
+    let mut plan = ready_plan(&["a", "b"]);
+    plan.cluster_id = Some("another".into());
+    let report = execute(&client, &plan, &ApplyOptions::default()).await;
+    assert_eq!(fake.commits.load(Ordering::SeqCst), 0);
+    for g in &report.groups {
+        assert!(
+            matches!(&g.outcome, GroupOutcome::Skipped { reason }
+                if reason.to_string().contains("the plan was made for cluster \"another\"")),
+            "{report:?}"
+        );
+    }
+}

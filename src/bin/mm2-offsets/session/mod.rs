@@ -83,27 +83,10 @@ pub async fn connect(
     settings: connection::Settings,
     timeout: std::time::Duration,
 ) -> Result<MirrorClient, String> {
-    let mut client = settings.client;
-    client.connection_setup_timeout = client.connection_setup_timeout.min(timeout);
-    // The client retries bootstrap (refused, reset, stalled) until its request timeout: cut
-    // that to the budget too, so it gives up in time with its own error, which names the last
-    // cause ("connection refused", a TLS failure). The outer timer, a little later, only
-    // catches what hangs anyway.
-    client.request_timeout = client.request_timeout.min(timeout);
-    let servers = client.bootstrap_servers.join(",");
-    let connecting = MirrorClient::connect(client, settings.policy);
-    let grace = std::time::Duration::from_millis(500);
-    match tokio::time::timeout(timeout.saturating_add(grace), connecting).await {
-        Ok(connected) => connected.map_err(|e| diagnose::connect_error(&e)),
-        Err(_) => Err(format!(
-            "could not connect to {servers} within --timeout {}: probable cause: {}",
-            // What was left of the run's budget, to the millisecond.
-            humantime::format_duration(std::time::Duration::from_millis(
-                u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX)
-            )),
-            diagnose::SLOW_SETUP_HINT
-        )),
-    }
+    let policy = settings.policy;
+    let (client, servers) = bounded(settings.client, timeout);
+    let connecting = MirrorClient::connect(client, policy);
+    within(connecting, timeout, &servers, "--timeout").await
 }
 
 /// Connects a plain client to another cluster of the run (`what`: "offset-syncs cluster",
@@ -115,16 +98,41 @@ pub async fn connect_other(
     what: &str,
 ) -> Result<mm2_offsets::client::KafkaClient, String> {
     let timeout = budget.remaining();
-    let mut client = settings.client;
+    let (client, servers) = bounded(settings.client, timeout);
+    let connecting = mm2_offsets::client::KafkaClient::connect(client);
+    within(connecting, timeout, &servers, "what was left of --timeout")
+        .await
+        .map_err(|e| format!("{what}: {e}"))
+}
+
+/// `client` with its setup and request timeouts cut to `timeout`, and its servers in words. The
+/// client retries bootstrap (refused, reset, stalled) until its request timeout: cut to the
+/// budget, it gives up in time with its own error, which names the last cause ("connection
+/// refused", a TLS failure).
+fn bounded(
+    mut client: mm2_offsets::config::ClientConfig,
+    timeout: std::time::Duration,
+) -> (mm2_offsets::config::ClientConfig, String) {
     client.connection_setup_timeout = client.connection_setup_timeout.min(timeout);
     client.request_timeout = client.request_timeout.min(timeout);
     let servers = client.bootstrap_servers.join(",");
+    (client, servers)
+}
+
+/// `connecting` within `timeout` and a little grace (the outer timer only catches what hangs
+/// anyway), its failure diagnosed the same way for every cluster.
+async fn within<T>(
+    connecting: impl std::future::Future<Output = Result<T, mm2_offsets::client::ClientError>>,
+    timeout: std::time::Duration,
+    servers: &str,
+    budget: &str,
+) -> Result<T, String> {
     let grace = std::time::Duration::from_millis(500);
-    let connecting = mm2_offsets::client::KafkaClient::connect(client);
     match tokio::time::timeout(timeout.saturating_add(grace), connecting).await {
-        Ok(connected) => connected.map_err(|e| format!("{what}: {}", diagnose::connect_error(&e))),
+        Ok(connected) => connected.map_err(|e| diagnose::connect_error(&e)),
         Err(_) => Err(format!(
-            "{what}: could not connect to {servers} within what was left of --timeout ({}): probable cause: {}",
+            "could not connect to {servers} within {budget} {}: probable cause: {}",
+            // What was left of the run's budget, to the millisecond.
             humantime::format_duration(std::time::Duration::from_millis(
                 u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX)
             )),
