@@ -596,13 +596,25 @@ fn cases() -> Vec<Case> {
             .with_args(with_bootstrap(&plain))
             .with_extra([s("--command-config"), path("unknown-keys.properties")]),
         );
-        for file in [path("huge.properties"), s("/dev/zero")] {
+        // A device (or FIFO) is refused by name before a byte is read (issue 20).
+        for (file, what, needles) in [
+            (
+                path("huge.properties"),
+                "over 4 MiB",
+                &["larger than 4 MiB", "wrong file"][..],
+            ),
+            (
+                s("/dev/zero"),
+                "that is a device",
+                &["character device, not a regular file"][..],
+            ),
+        ] {
             cases.push(
                 case(
-                    &format!("{sub}: a properties file over 4 MiB ({file})"),
+                    &format!("{sub}: a properties file {what} ({file})"),
                     &[],
                     Error,
-                    &["larger than 4 MiB", "wrong file"],
+                    needles,
                 )
                 .with_args(with_bootstrap(&plain))
                 .with_extra([s("--command-config"), file]),

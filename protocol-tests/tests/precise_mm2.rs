@@ -126,6 +126,16 @@ async fn check_flow(name: &str) {
         syncs.topic
     );
     assert_eq!(precise.precise.len(), plain.len());
+    // MM2's own checkpoints are reproduced by the history they were computed from (issue 20):
+    // a real flow's topic is accepted, nearly every checkpoint reproduced.
+    let checked = &precise.provenance;
+    assert_eq!(
+        checked.reproduced + checked.compaction_explained + checked.legacy,
+        plain.len() as u64,
+        "{checked:?}"
+    );
+    assert!(checked.reproduced > 0, "{checked:?}");
+    println!("flow {name}: provenance {checked:?}");
 
     println!(
         "flow {name}: syncs topic {} ({} records), interpolation {:?}",

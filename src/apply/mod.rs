@@ -1,11 +1,17 @@
 //! `apply`: commit translated offsets on the target cluster, safely, for many groups at once.
 //!
-//! [`plan`] reads the target (group states, committed offsets, log ranges) and decides each
-//! partition ([`Verdict`]) without writing anything; the [`ApplyPlan`] can be inspected,
-//! printed, or saved as JSON ([`PLAN_SCHEMA_VERSION`]). [`execute`] commits a plan: just before
-//! each group's commit it re-checks that the group is still without members and that its
-//! committed offsets are those the plan saw, commits the group's partitions in one admin
-//! OffsetCommit, and reads them back.
+//! [`plan`] reads the target (group states, committed offsets, log ranges, topic ids, the
+//! cluster id) and decides each partition ([`Verdict`]) without writing anything; the
+//! [`ApplyPlan`] can be inspected, printed, or saved as JSON ([`PLAN_SCHEMA_VERSION`]).
+//!
+//! A plan is a claim, not an authority. [`execute`] commits a plan only where a fresh
+//! derivation agrees: just before each group's commit it reads the group, its committed offsets
+//! and its topics' logs and ids again, derives every partition's verdict again with the rules of
+//! a fresh plan (the stricter of the plan's and the run's), and commits only what both the plan
+//! and the fresh check allow; a difference refuses that partition and names both views. A plan
+//! made on another cluster is refused whole. [`recheck`] makes the same derivation without
+//! writing, for a dry run of a saved plan. The commit is one admin OffsetCommit per group, read
+//! back.
 //!
 //! # References
 //! - `../shared/docs/apply-semantics.md` (what the peers do, and the traps)
@@ -14,10 +20,16 @@
 
 mod authz;
 mod execute;
+mod reason;
+mod recheck;
 pub mod undo;
 mod verdict;
 
-pub use execute::{ApplyReport, CommitState, GroupOutcome, GroupResult, PartitionResult, execute};
+pub use execute::{
+    ApplyReport, CommitState, GroupOutcome, GroupResult, PartitionResult, execute, execute_with,
+};
+pub use reason::{Change, GroupError, GroupRefusal, SkipReason};
+pub use recheck::recheck;
 pub use verdict::{Decision, TargetPartition, Verdict, VerdictRules, decide};
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -29,7 +41,6 @@ use serde::{Deserialize, Serialize};
 use crate::client::{
     ClientError, Deadline, GroupCallError, GroupCoordinator, GroupDescription, GroupOffsets,
     GroupProtocol, IsolationLevel, KafkaClient, NOT_CONSUMER_GROUP_TYPES, OffsetSpec, ReadOptions,
-    not_a_consumer_group,
 };
 use crate::records::Batches;
 use crate::translate::Translation;
@@ -38,11 +49,30 @@ use crate::translate::Translation;
 /// another version is refused.
 pub const PLAN_SCHEMA_VERSION: u32 = 1;
 
+/// Where a plan's offsets came from: what a fresh checkpoint must show for a saved plan's
+/// partition to be trusted.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
+pub enum PlanInput {
+    /// MM2's checkpoints as they are: the fresh checkpoint must give the same offset.
+    #[default]
+    Checkpoints,
+    /// Re-translated from the offset-sync history (`--precise`): the fresh checkpoint must
+    /// have the same upstream offset and a downstream offset no greater than the plan's.
+    Precise,
+    /// Translated from the source's committed offsets (`--from-source-offsets`): a checkpoint
+    /// of the plan's source must still exist for the partition.
+    SourceOffsets,
+}
+
 /// How to plan and execute.
 #[derive(Clone, Debug)]
 pub struct ApplyOptions {
     /// The per-partition rules.
     pub rules: VerdictRules,
+    /// Where the offsets planned come from (saved in the plan).
+    pub input: PlanInput,
     /// Groups planned or committed at once.
     pub concurrency: usize,
     /// Budget for an execute's coordinator lookups (a plan takes its deadline as an argument).
@@ -53,6 +83,7 @@ impl Default for ApplyOptions {
     fn default() -> Self {
         ApplyOptions {
             rules: VerdictRules::default(),
+            input: PlanInput::Checkpoints,
             concurrency: 16,
             timeout: std::time::Duration::from_secs(60),
         }
@@ -62,18 +93,19 @@ impl Default for ApplyOptions {
 /// Whether a group may be written, as planned.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case", tag = "status")]
+#[non_exhaustive]
 pub enum GroupStatus {
     /// No members: its `commit` partitions will be written.
     Ready,
     /// Refused: the group has members, or is of a kind apply does not write.
     Refused {
-        /// Why, for the operator.
-        reason: String,
+        /// Why (serialized as the words for the operator).
+        reason: GroupRefusal,
     },
     /// The target could not be asked (authorization, coordinator, ...).
     Error {
-        /// What failed.
-        message: String,
+        /// What failed (serialized as the words for the operator).
+        message: GroupError,
     },
 }
 
@@ -102,6 +134,25 @@ pub struct PartitionPlan {
     pub checkpoint_age_ms: i64,
     /// The metadata committed with the offset (the source group's).
     pub metadata: String,
+    /// The topic's id on the target when planned (Kafka's text form), `None` where the broker
+    /// has none or the topic was missing: a recreated topic gets a new id.
+    #[serde(default)]
+    pub topic_id: Option<String>,
+    /// The upstream offset the translated offset came from (the checkpoint's, or the source
+    /// group's with `--from-source-offsets`); `None` in plans of older builds.
+    #[serde(default)]
+    pub upstream_offset: Option<i64>,
+    /// In a re-checked plan ([`recheck`]): how the saved plan's view of this partition and the
+    /// target's now differ, naming both. `None` when they agree or in a fresh plan.
+    #[serde(default)]
+    pub difference: Option<String>,
+}
+
+impl PartitionPlan {
+    /// The checkpoint's timestamp, from the plan's time and the age it saw.
+    pub(crate) fn checkpoint_timestamp(&self, planned_at_ms: i64) -> i64 {
+        planned_at_ms.saturating_sub(self.checkpoint_age_ms)
+    }
 }
 
 /// One group's plan.
@@ -146,6 +197,20 @@ pub struct ApplyPlan {
     pub heartbeat_age_ms: BTreeMap<String, Option<i64>>,
     /// Every group, sorted by id.
     pub groups: Vec<GroupPlan>,
+    /// The target cluster's id when planned: an execute on another cluster is refused.
+    /// `None` in plans of older builds (refused too) or from a broker that reports none.
+    #[serde(default)]
+    pub cluster_id: Option<String>,
+    /// The source cluster aliases whose checkpoints were planned.
+    #[serde(default)]
+    pub sources: Vec<String>,
+    /// The rules the plan was made with; an execute applies the stricter of these and its own.
+    /// `None` in plans of older builds (then only the run's rules).
+    #[serde(default)]
+    pub rules: Option<VerdictRules>,
+    /// Where the planned offsets came from. `None` in plans of older builds.
+    #[serde(default)]
+    pub input: Option<PlanInput>,
 }
 
 impl ApplyPlan {
@@ -187,10 +252,51 @@ impl ApplyPlan {
 )]
 pub struct PlanSchemaError(pub u32);
 
+impl crate::translate::MirrorClient {
+    /// [`plan`] on this client's cluster, now, reading the heartbeats of each source of
+    /// `translation` from its heartbeats topic under this client's replication policy (e.g.
+    /// `primary.heartbeats`).
+    pub async fn plan_apply(
+        &self,
+        translation: &Translation,
+        options: &ApplyOptions,
+        deadline: &Deadline,
+    ) -> Result<ApplyPlan, ClientError> {
+        let policy = self.replication_policy();
+        let sources: BTreeSet<&str> = translation.iter().map(|o| o.source).collect();
+        let heartbeats: BTreeMap<String, String> = sources
+            .into_iter()
+            .map(|s| {
+                (
+                    s.to_string(),
+                    policy.format_remote_topic(s, policy.heartbeats_topic()),
+                )
+            })
+            .collect();
+        plan(
+            self.kafka(),
+            translation,
+            &heartbeats,
+            options,
+            now_ms(),
+            deadline,
+        )
+        .await
+    }
+}
+
+/// Milliseconds since the epoch, now.
+pub(crate) fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
 /// Plans the commit of `translation` on the target `client` at `now_ms`, writing nothing.
 ///
 /// `heartbeat_topics` maps each source alias to its heartbeats topic on the target (e.g.
-/// `primary.heartbeats`). A failure to reach the cluster is an `Err`; a group-level failure
+/// `primary.heartbeats`; [`MirrorClient::plan_apply`](crate::translate::MirrorClient::plan_apply)
+/// derives them). A failure to reach the cluster is an `Err`; a group-level failure
 /// (authorization, coordinator) is that group's [`GroupStatus::Error`].
 pub async fn plan(
     client: &KafkaClient,
@@ -200,6 +306,7 @@ pub async fn plan(
     now_ms: i64,
     deadline: &Deadline,
 ) -> Result<ApplyPlan, ClientError> {
+    let cluster_id = client.cluster_id(deadline).await?;
     let topics: BTreeSet<&str> = translation.iter().map(|o| o.topic).collect();
     let logs = Arc::new(target_logs(client, &topics, deadline).await?);
     let groups: Vec<String> = translation.groups().iter().map(|g| g.to_string()).collect();
@@ -217,23 +324,26 @@ pub async fn plan(
         async move {
             let target = match (kind, coordinator) {
                 // A share or streams group is refused before anything else is asked of it.
-                (Some(_), _) => Err(String::new()),
+                (Some(_), _) => Err(GroupError::Other(String::new())),
                 (None, Some(Ok(c))) => read_group(client, c, group, deadline).await,
-                (None, Some(Err(e))) => Err(authz::explain(e)),
-                (None, None) => Err(format!("no coordinator answer for group {group:?}")),
+                (None, Some(Err(e))) => Err(GroupError::Unreadable(authz::explain(e))),
+                (None, None) => Err(GroupError::NoCoordinator(format!(
+                    "no coordinator answer for group {group:?}"
+                ))),
             };
             let mut planned = plan_group(translation, group, target, &logs, options.rules, now_ms);
             match kind {
                 Some(Ok(group_type)) => {
                     planned.state = Some(group_type.clone());
                     planned.status = GroupStatus::Refused {
-                        reason: not_a_consumer_group(group_type)
-                            .unwrap_or_else(|| format!("group is a {group_type} group")),
+                        reason: GroupRefusal::NotConsumerGroup {
+                            group_type: group_type.clone(),
+                        },
                     };
                 }
                 Some(Err(message)) => {
                     planned.status = GroupStatus::Error {
-                        message: message.clone(),
+                        message: GroupError::KindUnknown(message.clone()),
                     }
                 }
                 None => {}
@@ -244,11 +354,16 @@ pub async fn plan(
     .buffered(options.concurrency.max(1))
     .collect()
     .await;
+    let sources: BTreeSet<&str> = translation.iter().map(|o| o.source).collect();
     Ok(ApplyPlan {
         schema_version: PLAN_SCHEMA_VERSION,
         planned_at_ms: now_ms,
         heartbeat_age_ms,
         groups: planned,
+        cluster_id,
+        sources: sources.into_iter().map(str::to_string).collect(),
+        rules: Some(options.rules),
+        input: Some(options.input),
     })
 }
 
@@ -313,15 +428,15 @@ pub(crate) async fn read_group(
     coordinator: &GroupCoordinator,
     group: &str,
     deadline: &Deadline,
-) -> Result<(GroupDescription, GroupOffsets), String> {
+) -> Result<(GroupDescription, GroupOffsets), GroupError> {
     let description = client
         .describe_group(coordinator, group, deadline)
         .await
-        .map_err(|e| authz::explain(&e))?;
+        .map_err(|e| GroupError::Unreadable(authz::explain(&e)))?;
     let mut fetched = client
         .fetch_group_offsets(coordinator, &[group.to_string()], deadline)
         .await
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| GroupError::Unreadable(e.to_string()))?;
     let offsets = fetched
         .remove(group)
         .unwrap_or_else(|| {
@@ -334,30 +449,26 @@ pub(crate) async fn read_group(
                 }),
             })
         })
-        .map_err(|e| authz::explain(&e))?;
+        .map_err(|e| GroupError::Unreadable(authz::explain(&e)))?;
     Ok((description, offsets))
 }
 
 /// Why a group with this description must not be written, if it must not.
-pub(crate) fn refusal(description: &GroupDescription) -> Option<String> {
+pub(crate) fn refusal(description: &GroupDescription) -> Option<GroupRefusal> {
     if description.is_inactive() {
         return None;
     }
-    let protocol = match description.protocol {
-        GroupProtocol::Consumer => "consumer",
-        GroupProtocol::Classic => "classic",
-        GroupProtocol::Absent => "absent",
-    };
-    Some(format!(
-        "group is active on the target: protocol {protocol}, state {}, {} member(s); stop its consumers first",
-        description.state, description.members
-    ))
+    Some(GroupRefusal::Active {
+        protocol: description.protocol,
+        state: description.state.clone(),
+        members: description.members,
+    })
 }
 
 fn plan_group(
     translation: &Translation,
     group: &str,
-    target: Result<(GroupDescription, GroupOffsets), String>,
+    target: Result<(GroupDescription, GroupOffsets), GroupError>,
     logs: &TargetLogs,
     rules: VerdictRules,
     now_ms: i64,
@@ -376,25 +487,11 @@ fn plan_group(
     let mut partitions = Vec::new();
     for o in translation.group(group) {
         let age = now_ms.saturating_sub(o.checkpoint_timestamp);
-        let log = match logs.get(o.topic) {
-            Some(TopicLogs::Present(parts)) => parts.get(&o.partition).copied(),
-            _ => None,
-        };
-        let target = match (logs.get(o.topic), log) {
-            (Some(TopicLogs::Present(_)), Some((start, end))) => {
-                TargetPartition::Log { start, end }
-            }
-            (Some(TopicLogs::Present(_)), None) => TargetPartition::NoPartition,
-            (Some(TopicLogs::Denied(_)), _) => {
-                denied.insert(o.topic);
-                TargetPartition::NotAuthorized
-            }
-            _ => TargetPartition::NoTopic,
-        };
-        let current = offsets
-            .get(&(o.topic.to_string(), o.partition))
-            .map(|c| c.offset)
-            .filter(|&c| c >= 0);
+        let (target, log) = target_partition(logs, o.topic, o.partition);
+        if target == TargetPartition::NotAuthorized {
+            denied.insert(o.topic);
+        }
+        let current = committed_offset(&offsets, o.topic, o.partition);
         let decision = decide(o.offset, current, target, age, rules);
         partitions.push(PartitionPlan {
             topic: o.topic.to_string(),
@@ -408,6 +505,9 @@ fn plan_group(
             clamped_from: decision.clamped_from,
             checkpoint_age_ms: age,
             metadata: o.metadata.to_string(),
+            topic_id: topic_id(logs, o.topic),
+            upstream_offset: Some(o.upstream_offset),
+            difference: None,
         });
     }
     partitions.sort_by(|a, b| (&a.topic, a.partition).cmp(&(&b.topic, b.partition)));
@@ -422,7 +522,7 @@ fn plan_group(
             })
             .collect();
         status = GroupStatus::Error {
-            message: format!("{}; nothing of the group is written", reasons.join("; ")),
+            message: GroupError::TopicsDenied(reasons),
         };
     }
     let oldest_checkpoint_age_ms = partitions
@@ -442,23 +542,56 @@ fn plan_group(
 }
 
 /// What the target says about one topic.
-enum TopicLogs {
+pub(crate) enum TopicLogs {
     /// The topic does not exist.
     Missing,
     /// The principal may not describe it: why, for the operator.
     Denied(String),
-    /// Each partition's (log start, log end).
-    Present(BTreeMap<i32, (i64, i64)>),
+    /// Each partition's (log start, log end), and the topic's id (`None`: the broker has none).
+    Present(BTreeMap<i32, (i64, i64)>, Option<String>),
 }
 
 /// Each target topic, as the target describes it.
-type TargetLogs = BTreeMap<String, TopicLogs>;
+pub(crate) type TargetLogs = BTreeMap<String, TopicLogs>;
+
+/// What the target knows of `topic`-`partition`, and its (log start, log end) if it has it.
+pub(crate) fn target_partition(
+    logs: &TargetLogs,
+    topic: &str,
+    partition: i32,
+) -> (TargetPartition, Option<(i64, i64)>) {
+    match logs.get(topic) {
+        Some(TopicLogs::Present(parts, _)) => match parts.get(&partition) {
+            Some(&(start, end)) => (TargetPartition::Log { start, end }, Some((start, end))),
+            None => (TargetPartition::NoPartition, None),
+        },
+        Some(TopicLogs::Denied(_)) => (TargetPartition::NotAuthorized, None),
+        _ => (TargetPartition::NoTopic, None),
+    }
+}
+
+/// The topic's id on the target, if it exists and has one.
+pub(crate) fn topic_id(logs: &TargetLogs, topic: &str) -> Option<String> {
+    match logs.get(topic) {
+        Some(TopicLogs::Present(_, id)) => id.clone(),
+        _ => None,
+    }
+}
+
+/// The group's committed offset of `topic`-`partition` (`None`: none; a negative stored offset
+/// counts as none, as OffsetFetch's -1).
+pub(crate) fn committed_offset(offsets: &GroupOffsets, topic: &str, partition: i32) -> Option<i64> {
+    offsets
+        .get(&(topic.to_string(), partition))
+        .map(|c| c.offset)
+        .filter(|&c| c >= 0)
+}
 
 /// INVALID_TOPIC_EXCEPTION: the broker does not accept the name as a topic name.
 const INVALID_TOPIC_EXCEPTION: i16 = 17;
 
 /// Each topic's partitions' (log start, log end) on the target; `None` for a missing topic.
-async fn target_logs(
+pub(crate) async fn target_logs(
     client: &KafkaClient,
     topics: &BTreeSet<&str>,
     deadline: &Deadline,
@@ -506,7 +639,10 @@ async fn target_logs(
             .iter()
             .filter_map(|(p, &start)| ends.get(p).map(|&end| (*p, (start, end))))
             .collect();
-        out.insert(topic.to_string(), TopicLogs::Present(logs));
+        out.insert(
+            topic.to_string(),
+            TopicLogs::Present(logs, info.topic_id_text()),
+        );
     }
     Ok(out)
 }

@@ -6,15 +6,21 @@ use std::sync::{Arc, Mutex};
 
 use kafka_protocol::messages::find_coordinator_response::Coordinator;
 use kafka_protocol::messages::list_groups_response::ListedGroup;
+use kafka_protocol::messages::list_offsets_response::{
+    ListOffsetsPartitionResponse, ListOffsetsTopicResponse,
+};
+use kafka_protocol::messages::metadata_response::{
+    MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
+};
 use kafka_protocol::messages::offset_commit_response::{
     OffsetCommitResponsePartition, OffsetCommitResponseTopic,
 };
 use kafka_protocol::messages::offset_fetch_response::OffsetFetchResponseGroup;
 use kafka_protocol::messages::{
     ApiKey, BrokerId, DescribeGroupsResponse, FindCoordinatorRequest, FindCoordinatorResponse,
-    GroupId, ListGroupsRequest, ListGroupsResponse, MetadataResponse, OffsetCommitRequest,
-    OffsetCommitResponse, OffsetFetchRequest, OffsetFetchResponse,
-    describe_groups_response::DescribedGroup,
+    GroupId, ListGroupsRequest, ListGroupsResponse, ListOffsetsRequest, ListOffsetsResponse,
+    MetadataRequest, MetadataResponse, OffsetCommitRequest, OffsetCommitResponse,
+    OffsetFetchRequest, OffsetFetchResponse, describe_groups_response::DescribedGroup,
 };
 use kafka_protocol::protocol::{Decodable, StrBytes};
 use tokio::io::AsyncWriteExt;
@@ -31,7 +37,11 @@ const RANGES: &[(ApiKey, i16, i16)] = &[
     (ApiKey::OffsetFetch, 0, 9),
     (ApiKey::OffsetCommit, 0, 9),
     (ApiKey::ListGroups, 0, 5),
+    (ApiKey::ListOffsets, 1, 7),
 ];
+
+/// The cluster id the fake reports.
+const CLUSTER: &str = "fake-cluster";
 
 /// What the fake coordinator does with an OffsetCommit for a group.
 #[derive(Clone, Copy)]
@@ -67,7 +77,66 @@ async fn serve(fake: Arc<Fake>, mut stream: tokio::net::TcpStream) {
     while let Some((header, mut body)) = read_request(&mut stream).await {
         let (id, v) = (header.correlation_id, header.request_api_version);
         let frame = match ApiKey::try_from(header.request_api_key).unwrap() {
-            ApiKey::Metadata => response_frame(id, &MetadataResponse::default(), v),
+            // One broker (this one), the cluster id, and topic "orders" with partitions 0 and 1.
+            ApiKey::Metadata => {
+                let request = MetadataRequest::decode(&mut body, v).unwrap();
+                let address = fake.address.lock().unwrap().clone();
+                let port: i32 = address.rsplit(':').next().unwrap().parse().unwrap();
+                let topics = request
+                    .topics
+                    .unwrap_or_default()
+                    .into_iter()
+                    .filter_map(|t| t.name)
+                    .map(|name| {
+                        let topic = MetadataResponseTopic::default().with_name(Some(name.clone()));
+                        if name.0.as_str() != "orders" {
+                            return topic.with_error_code(3);
+                        }
+                        topic.with_partitions(
+                            (0..2)
+                                .map(|p| {
+                                    MetadataResponsePartition::default()
+                                        .with_partition_index(p)
+                                        .with_leader_id(BrokerId(1))
+                                })
+                                .collect(),
+                        )
+                    })
+                    .collect();
+                let response = MetadataResponse::default()
+                    .with_cluster_id(Some(StrBytes::from_static_str(CLUSTER)))
+                    .with_brokers(vec![
+                        MetadataResponseBroker::default()
+                            .with_node_id(BrokerId(1))
+                            .with_host(StrBytes::from_static_str("127.0.0.1"))
+                            .with_port(port),
+                    ])
+                    .with_topics(topics);
+                response_frame(id, &response, v)
+            }
+            // Every partition's log is 0..100.
+            ApiKey::ListOffsets => {
+                let request = ListOffsetsRequest::decode(&mut body, v).unwrap();
+                let topics = request
+                    .topics
+                    .into_iter()
+                    .map(|t| {
+                        ListOffsetsTopicResponse::default()
+                            .with_name(t.name)
+                            .with_partitions(
+                                t.partitions
+                                    .iter()
+                                    .map(|p| {
+                                        ListOffsetsPartitionResponse::default()
+                                            .with_partition_index(p.partition_index)
+                                            .with_offset(if p.timestamp == -2 { 0 } else { 100 })
+                                    })
+                                    .collect(),
+                            )
+                    })
+                    .collect();
+                response_frame(id, &ListOffsetsResponse::default().with_topics(topics), v)
+            }
             ApiKey::FindCoordinator => {
                 let request = FindCoordinatorRequest::decode(&mut body, v).unwrap();
                 let address = fake.address.lock().unwrap().clone();
@@ -223,6 +292,9 @@ fn partition(topic: &str, partition: i32, offset: i64) -> PartitionPlan {
         clamped_from: None,
         checkpoint_age_ms: 1,
         metadata: String::new(),
+        topic_id: None,
+        upstream_offset: Some(offset + 1000),
+        difference: None,
     }
 }
 
@@ -243,6 +315,10 @@ fn ready_plan(groups: &[&str]) -> ApplyPlan {
                 partitions: vec![partition("orders", 0, 10), partition("orders", 1, 20)],
             })
             .collect(),
+        cluster_id: Some(CLUSTER.to_string()),
+        sources: vec!["primary".to_string()],
+        rules: Some(VerdictRules::default()),
+        input: Some(PlanInput::Checkpoints),
     }
 }
 
@@ -283,7 +359,10 @@ async fn nothing_is_written_after_a_lost_commit_answer() {
                 message,
                 state_unknown,
             } => {
-                assert!(!state_unknown && message.contains("unknown"), "{message}");
+                assert!(
+                    !state_unknown && message.to_string().contains("unknown"),
+                    "{message}"
+                );
             }
             other => panic!("{other:?}"),
         }
@@ -331,7 +410,7 @@ fn assert_unknown_and_stopped(report: &ApplyReport, commits: usize) {
     for later in &report.groups[1..] {
         assert!(later.partitions.is_empty(), "{later:?}");
         assert!(
-            matches!(&later.outcome, GroupOutcome::Error { message, state_unknown: false } if message.contains("unknown")),
+            matches!(&later.outcome, GroupOutcome::Error { message, state_unknown: false } if message.to_string().contains("unknown")),
             "{later:?}"
         );
     }
@@ -413,8 +492,10 @@ async fn a_group_refused_by_the_authorizer_names_the_missing_permission_and_othe
                 message,
                 state_unknown: false,
             } => assert!(
-                message.contains("GROUP_AUTHORIZATION_FAILED")
-                    && message.contains(&format!("lacks READ on Group {:?}", g.group)),
+                message.to_string().contains("GROUP_AUTHORIZATION_FAILED")
+                    && message
+                        .to_string()
+                        .contains(&format!("lacks READ on Group {:?}", g.group)),
                 "{message}"
             ),
             other => panic!("{other:?}"),
@@ -491,22 +572,31 @@ async fn share_and_streams_groups_are_refused_with_their_kind() {
         let g = by_group[group];
         match &g.status {
             GroupStatus::Refused { reason } => assert!(
-                reason.contains(&format!("{kind} group")) && reason.contains(tool),
+                reason.to_string().contains(&format!("{kind} group"))
+                    && reason.to_string().contains(tool),
                 "{reason}"
             ),
             other => panic!("{group}: {other:?}"),
         }
         assert_eq!(g.state.as_deref(), Some(kind));
     }
-    // A consumer group is not refused for its kind (its topic is missing on this fake).
+    // A consumer group is not refused for its kind.
     assert_eq!(by_group["orders-app"].status, GroupStatus::Ready);
     // One ListGroups for the one coordinator, filtered to the two kinds.
     assert_eq!(
         *fake.types_asked.lock().unwrap(),
         vec![vec!["share".to_string(), "streams".to_string()]]
     );
+    // Only the consumer group is written: one commit.
     let report = execute(&client, &planned, &ApplyOptions::default()).await;
-    assert_eq!(fake.commits.load(Ordering::SeqCst), 0, "{report:?}");
+    assert_eq!(fake.commits.load(Ordering::SeqCst), 1, "{report:?}");
+    for g in &report.groups {
+        assert_eq!(
+            g.partitions.is_empty(),
+            g.group != "orders-app",
+            "{report:?}"
+        );
+    }
 }
 
 #[tokio::test]
@@ -527,11 +617,75 @@ async fn a_group_that_became_a_streams_group_since_the_plan_is_skipped() {
         .outcome;
     match outcome {
         GroupOutcome::Skipped { reason } => assert!(
-            reason.contains("changed since the plan") && reason.contains("streams group"),
+            reason.to_string().contains("changed since the plan")
+                && reason.to_string().contains("streams group"),
             "{reason}"
         ),
         other => panic!("{other:?}"),
     }
     // Only "g" was committed.
     assert_eq!(fake.commits.load(Ordering::SeqCst), 1);
+}
+
+/// The re-check just before the commit refuses what the target no longer allows, per
+/// partition: a plan row past the log end (0..100 on this fake) is not sent, its row says
+/// `refused` with both views, and the others are committed.
+#[tokio::test]
+async fn the_recheck_refuses_per_partition_and_commits_the_rest() {
+    let (_broker, first, client) = fake(OnCommit::LeaveOut).await;
+    let mut plan = ready_plan(&["g"]);
+    // Partition 1 claims 150 on a log that ends at 100 (a hand edit, or a truncated topic).
+    plan.groups[0].partitions[1].translated = 150;
+    plan.groups[0].partitions[1].offset = 150;
+    plan.groups[0].partitions[1].log_end = Some(200);
+    let report = execute(&client, &plan, &ApplyOptions::default()).await;
+    let group = &report.groups[0];
+    let refused = group.partitions.iter().find(|p| p.partition == 1).unwrap();
+    assert_eq!(refused.state, CommitState::Refused, "{report:?}");
+    assert_eq!(refused.verdict, Verdict::ChangedSincePlan);
+    let words = refused.error.as_deref().unwrap();
+    assert!(words.contains("went back from 200 to 100"), "{words}");
+    assert_eq!(refused.committed_before, None);
+    // Partition 0 was sent (the fake answers it), in one commit.
+    assert_eq!(first.commits.load(Ordering::SeqCst), 1);
+    assert!(report.has_skips());
+
+    // Every partition refused: nothing is sent and the group says why.
+    let (_other, second, client) = fake(OnCommit::LeaveOut).await;
+    let mut plan = ready_plan(&["g"]);
+    for p in &mut plan.groups[0].partitions {
+        p.translated = -5;
+        p.offset = -5;
+    }
+    let report = execute(&client, &plan, &ApplyOptions::default()).await;
+    assert_eq!(second.commits.load(Ordering::SeqCst), 0, "{report:?}");
+    match &report.groups[0].outcome {
+        GroupOutcome::Skipped {
+            reason: SkipReason::ChangedSincePlan(Change::EveryPartitionRefused(2)),
+        } => {}
+        other => panic!("{other:?}"),
+    }
+    assert!(
+        report.groups[0]
+            .partitions
+            .iter()
+            .all(|p| p.verdict == Verdict::InvalidOffset)
+    );
+}
+
+/// A plan made on another cluster writes nothing, whatever its groups.
+#[tokio::test]
+async fn a_plan_of_another_cluster_writes_nothing() {
+    let (_broker, fake, client) = fake(OnCommit::LeaveOut).await;
+    let mut plan = ready_plan(&["a", "b"]);
+    plan.cluster_id = Some("another".into());
+    let report = execute(&client, &plan, &ApplyOptions::default()).await;
+    assert_eq!(fake.commits.load(Ordering::SeqCst), 0);
+    for g in &report.groups {
+        assert!(
+            matches!(&g.outcome, GroupOutcome::Skipped { reason }
+                if reason.to_string().contains("the plan was made for cluster \"another\"")),
+            "{report:?}"
+        );
+    }
 }

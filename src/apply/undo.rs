@@ -408,12 +408,12 @@ async fn undo_group(
     {
         Ok(found) => found,
         Err(message) => {
-            result.skipped = Some(message);
+            result.skipped = Some(message.to_string());
             return result;
         }
     };
     if let Some(reason) = refusal(&description) {
-        result.skipped = Some(reason);
+        result.skipped = Some(reason.to_string());
         return result;
     }
     for p in &undo.partitions {
@@ -564,6 +564,9 @@ mod tests {
             clamped_from: None,
             checkpoint_age_ms: 0,
             metadata: String::new(),
+            topic_id: None,
+            upstream_offset: None,
+            difference: None,
         }
     }
 
@@ -575,6 +578,8 @@ mod tests {
             state,
             error: None,
             read_back: Some(offset),
+            committed_before: None,
+            verdict: Verdict::Commit,
         }
     }
 
@@ -584,6 +589,10 @@ mod tests {
             schema_version: PLAN_SCHEMA_VERSION,
             planned_at_ms: 0,
             heartbeat_age_ms: BTreeMap::new(),
+            cluster_id: None,
+            sources: Vec::new(),
+            rules: None,
+            input: None,
             groups: vec![GroupPlan {
                 group: "g".into(),
                 protocol: None,

@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 /// What apply decided for one partition of one group.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
 pub enum Verdict {
     /// The translated offset is ahead of the group's committed one (or it has none): commit.
     Commit,
@@ -27,6 +28,13 @@ pub enum Verdict {
     Stale,
     /// The principal may not describe the topic on the target (TOPIC_AUTHORIZATION_FAILED).
     NotAuthorized,
+    /// The offset can never be a position: it is negative. Refused even with `--clamp`, wherever
+    /// it came from (a checkpoint, a sync, a plan file).
+    InvalidOffset,
+    /// A saved plan's view of this partition and the target's now disagree (another offset,
+    /// another verdict, the topic recreated or truncated, another checkpoint): refused, and the
+    /// row names both views.
+    ChangedSincePlan,
 }
 
 impl Verdict {
@@ -42,6 +50,8 @@ impl Verdict {
             Verdict::NoSuchPartition => "no-such-partition",
             Verdict::Stale => "stale",
             Verdict::NotAuthorized => "not-authorized",
+            Verdict::InvalidOffset => "invalid-offset",
+            Verdict::ChangedSincePlan => "changed-since-plan",
         }
     }
 
@@ -74,8 +84,9 @@ pub enum TargetPartition {
     },
 }
 
-/// The rules that shape a verdict.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+/// The rules that shape a verdict. Saved in a plan (`rules`), so that the plan says what it
+/// was made with and its execute applies the stricter of its rules and the run's.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct VerdictRules {
     /// Commit even when the group's committed offset is ahead.
     pub allow_rewind: bool,
@@ -83,6 +94,21 @@ pub struct VerdictRules {
     pub clamp: bool,
     /// Refuse checkpoints older than this many milliseconds.
     pub max_checkpoint_age_ms: Option<i64>,
+}
+
+impl VerdictRules {
+    /// What both `self` and `other` allow: a rewind or a clamp only if both allow it, the
+    /// smaller of the two maximum checkpoint ages.
+    pub fn strictest(self, other: VerdictRules) -> VerdictRules {
+        VerdictRules {
+            allow_rewind: self.allow_rewind && other.allow_rewind,
+            clamp: self.clamp && other.clamp,
+            max_checkpoint_age_ms: match (self.max_checkpoint_age_ms, other.max_checkpoint_age_ms) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            },
+        }
+    }
 }
 
 /// The decision for one partition, and the offset to commit (possibly clamped).
@@ -110,6 +136,10 @@ pub fn decide(
         offset: translated,
         clamped_from: None,
     };
+    // Never a position, whatever the log: no clamp makes a negative claim right.
+    if translated < 0 {
+        return refuse(Verdict::InvalidOffset);
+    }
     let (start, end) = match target {
         TargetPartition::NoTopic => return refuse(Verdict::NoSuchTopic),
         TargetPartition::NoPartition => return refuse(Verdict::NoSuchPartition),
@@ -168,6 +198,8 @@ mod tests {
             Verdict::NoSuchPartition,
             Verdict::Stale,
             Verdict::NotAuthorized,
+            Verdict::InvalidOffset,
+            Verdict::ChangedSincePlan,
         ] {
             assert_eq!(serde_json::to_value(v).unwrap(), v.as_str());
         }
@@ -236,6 +268,46 @@ mod tests {
         // A clamp never turns into a silent rewind.
         let d = verdict(501, Some(600), clamp);
         assert_eq!(d.verdict, Verdict::WouldRewind);
+    }
+
+    #[test]
+    fn negative_offsets_are_refused_even_with_clamp() {
+        let clamp = VerdictRules {
+            clamp: true,
+            allow_rewind: true,
+            ..VerdictRules::default()
+        };
+        for translated in [-1, -5, i64::MIN] {
+            assert_eq!(
+                verdict(translated, None, clamp).verdict,
+                Verdict::InvalidOffset
+            );
+            assert_eq!(
+                decide(translated, None, TargetPartition::NoTopic, 0, clamp).verdict,
+                Verdict::InvalidOffset
+            );
+        }
+        // The largest offset is beyond any log: refused unless clamped.
+        assert_eq!(
+            verdict(i64::MAX, None, VerdictRules::default()).verdict,
+            Verdict::BeyondLogEnd
+        );
+    }
+
+    #[test]
+    fn the_strictest_rules_allow_what_both_allow() {
+        let loose = VerdictRules {
+            allow_rewind: true,
+            clamp: true,
+            max_checkpoint_age_ms: None,
+        };
+        let strict = VerdictRules {
+            max_checkpoint_age_ms: Some(10),
+            ..VerdictRules::default()
+        };
+        assert_eq!(loose.strictest(strict), strict);
+        assert_eq!(strict.strictest(loose), strict);
+        assert_eq!(loose.strictest(loose), loose);
     }
 
     #[test]

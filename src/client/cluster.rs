@@ -253,6 +253,12 @@ impl KafkaClient {
         Ok(response)
     }
 
+    /// The cluster id the brokers report (Metadata v2+; `None` from a broker that reports none).
+    /// What a saved plan is bound to: a plan made on one cluster is never run on another.
+    pub async fn cluster_id(&self, deadline: &Deadline) -> Result<Option<String>, ClientError> {
+        Ok(self.metadata(Some(&[]), deadline).await?.cluster_id)
+    }
+
     /// Every topic on the cluster, internal ones included (check [`TopicInfo::is_internal`]).
     pub async fn list_topics(&self, deadline: &Deadline) -> Result<Vec<TopicInfo>, ClientError> {
         let response = self.metadata(None, deadline).await?;

@@ -56,6 +56,14 @@ impl TopicInfo {
         self.topic_id != [0u8; 16]
     }
 
+    /// The topic id as Kafka prints it (`Uuid.toString`: URL-safe base64 without padding, as
+    /// `kafka-topics.sh --describe` shows it), or `None` when the broker reports no id.
+    pub fn topic_id_text(&self) -> Option<String> {
+        use base64::Engine;
+        self.has_topic_id()
+            .then(|| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(self.topic_id))
+    }
+
     /// The partition with this number, if the topic has it.
     pub fn partition(&self, partition: i32) -> Option<&PartitionInfo> {
         self.partitions.iter().find(|p| p.partition == partition)

@@ -234,6 +234,16 @@ impl<'a> Settings<'a> {
                 )
             });
         }
+        // An unknown key without a value is a line without `=`: a line of text, not a setting.
+        if !looks_like_a_setting(key)
+            || (value.is_empty() && !matches!(key, "username" | "password"))
+        {
+            // A line of a password file or a PEM key read as a properties file parses as a key:
+            // its text may be the secret itself, so it is never shown.
+            return Some(
+                "a line that is not a setting (no known key form) is ignored; its text is not shown, as it may be a secret: is this a properties file?".to_string(),
+            );
+        }
         let mut warning = format!("{} is not used by mm2-offsets; ignored", printable_key(key));
         if matches!(key, "username" | "password") || key.ends_with("LoginModule") {
             warning.push_str(
@@ -243,6 +253,27 @@ impl<'a> Settings<'a> {
         }
         Some(warning)
     }
+}
+
+/// Whether `key` has the form of a client property (`linger.ms`, `consumer.group.id`), or is a
+/// JAAS option or login module of a `sasl.jaas.config` spread over lines: lower-case ASCII
+/// words joined by dots with at least one dot, or one of those JAAS words. Anything else is not
+/// named in a warning.
+fn looks_like_a_setting(key: &str) -> bool {
+    if matches!(key, "username" | "password") {
+        return true;
+    }
+    if key.ends_with("LoginModule") {
+        return key.len() <= 120 && key.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'.');
+    }
+    key.len() <= 120
+        && key.contains('.')
+        && key.split('.').all(|word| {
+            !word.is_empty()
+                && word
+                    .bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_')
+        })
 }
 
 /// `host:port` entries, comma separated; blanks around entries and empty entries are skipped, as

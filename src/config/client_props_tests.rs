@@ -618,3 +618,25 @@ fn unused_key_warnings_are_capped_and_counted() {
         "950 more keys are not used by mm2-offsets; ignored"
     );
 }
+
+/// A password file or a PEM key given as a properties file: every line parses as a key, and no
+/// warning may carry its text (issue 20).
+#[test]
+fn lines_of_a_file_that_is_not_a_properties_file_are_never_echoed() {
+    let text = "bootstrap.servers=h:1\nhunter2-Secret!\n-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\ns3cr3t.value\n";
+    let (_, warnings) = ClientConfig::from_properties(&Properties::parse(text).unwrap()).unwrap();
+    let all = warnings.join("\n");
+    for secret in ["hunter2", "MIIEvQ", "BEGIN", "s3cr3t"] {
+        assert!(!all.contains(secret), "{secret} shown in {all}");
+    }
+    assert!(all.contains("its text is not shown"), "{all}");
+    // A real setting is still named.
+    let (_, warnings) = ClientConfig::from_properties(
+        &Properties::parse("bootstrap.servers=h:1\nlinger.ms=5\n").unwrap(),
+    )
+    .unwrap();
+    assert!(
+        warnings.iter().any(|w| w.contains("`linger.ms`")),
+        "{warnings:?}"
+    );
+}

@@ -191,3 +191,66 @@ pub(crate) const ALTERNATIVES: &[&[&[&str]]] = &[
         &[SSL_KEYSTORE_KEY, SSL_KEYSTORE_CERTIFICATE_CHAIN],
     ],
 ];
+
+/// The keys whose values are secrets, besides every key [`is_secret`] recognises by its form.
+/// The one list the command line's `-X` check, the configuration's messages and the docs use.
+pub const SECRET_KEYS: &[&str] = &[
+    SASL_PASSWORD,
+    SASL_JAAS_CONFIG,
+    SASL_OAUTHBEARER_CLIENT_SECRET,
+    "ssl.key.password",
+    SSL_KEYSTORE_PASSWORD,
+    SSL_TRUSTSTORE_PASSWORD,
+    SSL_KEYSTORE_KEY,
+];
+
+/// Whether the value of `key` is a secret: a key of [`SECRET_KEYS`], or any key (with or
+/// without a `consumer.`, `admin.` or `producer.` prefix) that ends in `.password`, `.secret`
+/// or `.key` (key material), or is a JAAS `password` / `clientSecret` option.
+pub fn is_secret(key: &str) -> bool {
+    let key = key.trim();
+    let plain = ["consumer.", "admin.", "producer."]
+        .iter()
+        .find_map(|p| key.strip_prefix(p))
+        .unwrap_or(key);
+    let lower = plain.to_ascii_lowercase();
+    SECRET_KEYS.contains(&lower.as_str())
+        || lower.ends_with(".password")
+        || lower.ends_with(".secret")
+        || lower.ends_with(".key")
+        || lower.ends_with(".jaas.config")
+        || matches!(lower.as_str(), "password" | "clientsecret")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_secret_form_is_recognised() {
+        for key in [
+            "sasl.password",
+            "consumer.sasl.password",
+            "sasl.oauthbearer.client.credentials.client.secret",
+            "ssl.keystore.password",
+            "ssl.truststore.password",
+            "ssl.key.password",
+            "ssl.keystore.key",
+            "sasl.jaas.config",
+            "admin.sasl.jaas.config",
+            "listener.name.x.scram.password",
+            "some.vendor.secret",
+        ] {
+            assert!(is_secret(key), "{key}");
+        }
+        for key in [
+            "bootstrap.servers",
+            "sasl.password.file",
+            "ssl.keystore.location",
+            "sasl.oauthbearer.client.credentials.client.secret.file",
+            "ssl.keystore.certificate.chain",
+        ] {
+            assert!(!is_secret(key), "{key}");
+        }
+    }
+}

@@ -31,6 +31,7 @@
 mod builder;
 mod client_props;
 mod error;
+pub mod files;
 mod jaas;
 pub mod keys;
 mod layers;

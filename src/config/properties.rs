@@ -77,27 +77,22 @@ impl Properties {
     /// line for a malformed escape.
     /// A file larger than [`MAX_FILE_BYTES`] is refused with [`ConfigError::Invalid`].
     pub fn from_file(path: impl AsRef<Path>) -> Result<Self, ConfigError> {
-        use std::io::Read;
         let path = path.as_ref();
-        let io = |source| ConfigError::Io {
-            path: path.to_path_buf(),
-            source,
-        };
-        // Read at most one byte past the limit: a pipe or /dev/zero has no length to check.
-        let mut bytes = Vec::new();
-        std::fs::File::open(path)
-            .and_then(|file| file.take(MAX_FILE_BYTES + 1).read_to_end(&mut bytes))
-            .map_err(io)?;
-        if bytes.len() as u64 > MAX_FILE_BYTES {
-            return Err(ConfigError::invalid(
-                path.display().to_string(),
-                format!(
-                    "the file is larger than {} MiB; client and MirrorMaker 2 properties files \
-                     are a few KiB, so this is probably the wrong file",
-                    MAX_FILE_BYTES >> 20
-                ),
-            ));
-        }
+        // Only a regular file, read at most one byte past the limit: a FIFO would block and
+        // /dev/zero never ends.
+        let bytes = super::files::read_regular_file(
+            path,
+            MAX_FILE_BYTES,
+            "client and MirrorMaker 2 properties files are a few KiB, so this is probably the \
+             wrong file",
+        )
+        .map_err(|e| match e {
+            super::files::FileError::Io(source) => ConfigError::Io {
+                path: path.to_path_buf(),
+                source,
+            },
+            other => ConfigError::invalid(path.display().to_string(), other.to_string()),
+        })?;
         Self::parse_named(&decode_file(&bytes), &path.display().to_string())
     }
 
@@ -243,9 +238,11 @@ impl fmt::Debug for Properties {
     }
 }
 
-/// Whether the value of `key` may be a secret, and must never be printed: passwords, JAAS
-/// configurations (which embed passwords), private keys and the other values Kafka types as
-/// `PASSWORD`. Prefixed keys (`consumer.sasl.jaas.config`, `A.ssl.key.password`) count too.
+/// Whether the value of `key` may be a secret, and must never be printed: every key of the one
+/// list of secret keys ([`keys::is_secret`](super::keys::is_secret), which `-X` refuses), and
+/// besides them, to be safe when redacting, any key that names a password, JAAS, secret,
+/// credential or token setting (file paths and endpoints included) and inline certificates.
+/// Prefixed keys (`consumer.sasl.jaas.config`, `A.ssl.key.password`) count too.
 ///
 /// ```
 /// use mm2_offsets::config::properties::is_sensitive_key;
@@ -255,6 +252,9 @@ impl fmt::Debug for Properties {
 /// assert!(!is_sensitive_key("bootstrap.servers"));
 /// ```
 pub fn is_sensitive_key(key: &str) -> bool {
+    if super::keys::is_secret(key) {
+        return true;
+    }
     let key = key.to_ascii_lowercase();
     ["password", "jaas", "secret", "credential", "token"]
         .iter()

@@ -7,11 +7,13 @@ use std::sync::Arc;
 use std::time::Instant;
 
 pub mod failback;
+mod provenance;
 pub mod reverse;
 mod source_offsets;
 pub mod stretch_proof;
 mod syncs;
 
+pub use provenance::{NotSyncs, Provenance};
 pub use source_offsets::{GroupInputs, Input, RowInput};
 pub use syncs::index_from_batches;
 
@@ -68,6 +70,9 @@ pub struct PreciseTranslation {
     pub syncs_report: ReadReport,
     /// Partitions with sync history.
     pub synced_partitions: usize,
+    /// How MM2's checkpoints compared with the sync history (see [`Provenance`]): rows the
+    /// history does not reproduce keep MM2's offset.
+    pub provenance: Provenance,
 }
 
 impl PreciseTranslation {
@@ -232,11 +237,15 @@ impl MirrorClient {
         syncs: &SyncsSource,
     ) -> Result<PreciseTranslation, TranslateError> {
         let deadline = Deadline::after(request.timeout);
-        let (translation, (index, syncs_report)) = tokio::try_join!(
+        let (translation, (index, syncs_report, history)) = tokio::try_join!(
             self.translate(request),
-            read_sync_index(syncs, request, deadline)
+            read_syncs(syncs, request, deadline)
         )?;
-        let precise = retranslate(&translation, &index, self.replication_policy());
+        let (provenance, keep) =
+            check_provenance(&translation, &history, self.replication_policy(), syncs)
+                .map_err(|e| *e)?;
+        let mut precise = retranslate(&translation, &index, self.replication_policy());
+        keep_mm2_offsets(&mut precise, &keep);
         let inputs = translation
             .iter()
             .map(|o| RowInput {
@@ -251,7 +260,34 @@ impl MirrorClient {
             source_groups: BTreeMap::new(),
             syncs_report,
             synced_partitions: index.partitions(),
+            provenance,
         })
+    }
+}
+
+/// The provenance check of `history` against the checkpoints of `translation` (see
+/// [`provenance`]): the counts and, per row, whether it must keep MM2's offset; or the refusal
+/// (an [`TranslateError::UntrustedSyncHistory`]).
+pub(crate) fn check_provenance(
+    translation: &Translation,
+    history: &provenance::SyncHistory,
+    policy: &ReplicationPolicy,
+    syncs: &SyncsSource,
+) -> Result<(Provenance, Vec<bool>), Box<TranslateError>> {
+    provenance::check(translation, history, policy).map_err(|refusal| {
+        Box::new(TranslateError::UntrustedSyncHistory {
+            topic: syncs.topic.clone(),
+            reason: refusal.to_string(),
+        })
+    })
+}
+
+/// Sets MM2's offset back on the rows the provenance check says must keep it.
+pub(crate) fn keep_mm2_offsets(precise: &mut [PreciseOffset], keep: &[bool]) {
+    for (row, &keep) in precise.iter_mut().zip(keep) {
+        if keep {
+            *row = PreciseOffset::no_sync(row.mm2_offset);
+        }
     }
 }
 
@@ -261,13 +297,26 @@ pub async fn read_sync_index(
     request: &TranslateRequest,
     deadline: Deadline,
 ) -> Result<(SyncIndex, ReadReport), TranslateError> {
+    let (index, report, _) = read_syncs(syncs, request, deadline).await?;
+    Ok((index, report))
+}
+
+/// [`read_sync_index`], with the raw history the provenance check reads.
+pub(crate) async fn read_syncs(
+    syncs: &SyncsSource,
+    request: &TranslateRequest,
+    deadline: Deadline,
+) -> Result<(SyncIndex, ReadReport, provenance::SyncHistory), TranslateError> {
     let (outcomes, report) = read_sync_runs(syncs, request, deadline).await?;
     if !report.complete {
         // A hole in the history could hide a truncation or join two syncs that were not
         // consecutive: nothing read is trusted, every offset keeps MM2's (rule no-sync).
-        return Ok((SyncIndex::default(), report));
+        let mut history = provenance::SyncHistory::new();
+        history.incomplete();
+        return Ok((SyncIndex::default(), report, history));
     }
-    Ok((build_index(outcomes, syncs.interpolation), report))
+    let (index, history) = build_index(outcomes, syncs.interpolation);
+    Ok((index, report, history))
 }
 
 /// Reads the whole offset-syncs topic, in parallel ranges, into each range's syncs grouped by

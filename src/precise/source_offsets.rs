@@ -87,10 +87,14 @@ impl MirrorClient {
         source: &KafkaClient,
     ) -> Result<PreciseTranslation, TranslateError> {
         let deadline = Deadline::after(request.timeout);
-        let (translation, (index, syncs_report)) = tokio::try_join!(
+        let (translation, (index, syncs_report, history)) = tokio::try_join!(
             self.translate(request),
-            super::read_sync_index(syncs, request, deadline)
+            super::read_syncs(syncs, request, deadline)
         )?;
+        // The history must be this flow's before any offset comes from it.
+        let (provenance, keep) =
+            super::check_provenance(&translation, &history, self.replication_policy(), syncs)
+                .map_err(|e| *e)?;
         let groups: Vec<String> = translation.groups().iter().map(|g| g.to_string()).collect();
         let fetched = tokio::time::timeout(
             deadline.remaining(),
@@ -102,8 +106,16 @@ impl MirrorClient {
             timeout: request.timeout,
             last: None,
         })??;
-        let (precise, inputs, source_groups) =
+        let (mut precise, inputs, source_groups) =
             retranslate_from_source(&translation, &index, self.replication_policy(), &fetched);
+        // Rows translated from a checkpoint the history cannot reproduce keep MM2's offset; a
+        // row from the source's offset is translated by the surviving (genuine) history.
+        let keep: Vec<bool> = keep
+            .iter()
+            .zip(&inputs)
+            .map(|(&keep, input)| keep && input.input == Input::Checkpoint)
+            .collect();
+        super::keep_mm2_offsets(&mut precise, &keep);
         Ok(PreciseTranslation {
             translation,
             precise,
@@ -111,6 +123,7 @@ impl MirrorClient {
             source_groups,
             syncs_report,
             synced_partitions: index.partitions(),
+            provenance,
         })
     }
 }

@@ -7,6 +7,7 @@
 
 use rustc_hash::FxHashMap;
 
+use super::provenance::{RangeHistory, SyncHistory};
 use super::reverse::{ReverseIndex, ReverseIndexBuilder};
 use crate::mm2::offset_sync;
 use crate::mm2::sync_index::{Interpolation, Sync, SyncChunks, SyncIndex, SyncIndexBuilder};
@@ -25,13 +26,18 @@ struct PartitionRun {
 pub(crate) struct SyncRun {
     topics: Vec<Box<[u8]>>,
     partitions: Vec<PartitionRun>,
+    /// What the provenance check needs of this range (see `provenance`).
+    history: RangeHistory,
 }
 
 impl SyncRun {
     /// Hands this run's syncs to `builder`, each partition's in log order. Partitions are
     /// independent, so feeding one after the other keeps the meaning of the interleaved log.
-    fn feed(self, builder: &mut SyncIndexBuilder) {
-        self.for_each(|topic, partition, syncs| builder.append(topic, partition, syncs));
+    fn feed(self, builder: &mut SyncIndexBuilder, history: &mut SyncHistory) {
+        history.append(self.history, &self.topics);
+        for run in self.partitions {
+            builder.append(&self.topics[run.topic as usize], run.partition, run.syncs);
+        }
     }
 
     /// Hands each partition's syncs, in log order, to `add`.
@@ -63,6 +69,7 @@ pub(crate) struct SyncFold {
     partitions: Vec<PartitionRun>,
     skipped: SkipCounts,
     records: u64,
+    history: RangeHistory,
 }
 
 impl SyncFold {
@@ -95,6 +102,9 @@ impl RangeFold for SyncFold {
         value: Option<&[u8]>,
     ) {
         self.records += 1;
+        self.history.record(offset);
+        // Hook of the provenance check: a record of any other shape than MM2's sync is counted.
+        let exact = self.history.is_sync(key, value);
         let Some(key) = key else {
             self.skipped.add(SkipReason::NullKey, partition, offset);
             return;
@@ -114,6 +124,15 @@ impl RangeFold for SyncFold {
             return;
         };
         let (topic, _) = self.topics.get_or_insert(key.topic);
+        if exact {
+            self.history.sync(
+                topic,
+                key.partition,
+                offset,
+                value.upstream_offset,
+                value.downstream_offset,
+            );
+        }
         self.run(topic, key.partition).push(Sync {
             upstream: value.upstream_offset,
             downstream: value.downstream_offset,
@@ -124,22 +143,25 @@ impl RangeFold for SyncFold {
         let run = SyncRun {
             topics: self.topics.into_names(),
             partitions: self.partitions,
+            history: self.history,
         };
         (run, self.skipped, self.records)
     }
 }
 
-/// Builds the index from the ranges' outputs. `outcomes` must be in plan order (each
-/// partition's ranges by offset), as `read_ranges` returns them.
+/// Builds the index from the ranges' outputs, with the raw history the provenance check reads.
+/// `outcomes` must be in plan order (each partition's ranges by offset), as `read_ranges`
+/// returns them.
 pub(crate) fn build_index(
     outcomes: Vec<RangeOutcome<SyncRun>>,
     interpolation: Interpolation,
-) -> SyncIndex {
+) -> (SyncIndex, SyncHistory) {
     let mut builder = SyncIndexBuilder::new();
+    let mut history = SyncHistory::new();
     for outcome in outcomes {
-        outcome.folded.feed(&mut builder);
+        outcome.folded.feed(&mut builder, &mut history);
     }
-    builder.finish(interpolation)
+    (builder.finish(interpolation), history)
 }
 
 /// Builds the reverse (failback) index from the ranges' outputs, in plan order.
@@ -175,7 +197,7 @@ pub fn index_from_batches<'a>(
     }
     let mut builder = SyncIndexBuilder::new();
     let (run, skipped, _) = fold.finish();
-    run.feed(&mut builder);
+    run.feed(&mut builder, &mut SyncHistory::new());
     Ok((builder.finish(interpolation), skipped))
 }
 
@@ -229,7 +251,7 @@ mod tests {
                     let (key, value) = sync(topic, partition, u, d);
                     fold.add_record(0, offset as i64, 0, Some(&key), Some(&value));
                 }
-                fold.finish().0.feed(&mut builder);
+                fold.finish().0.feed(&mut builder, &mut SyncHistory::new());
             }
             let got = builder.finish(interpolation);
             assert_eq!(got.partitions(), 3);

@@ -273,6 +273,16 @@ pub enum TranslateError {
         /// The topic the replication policy names.
         topic: String,
     },
+    /// The offset-syncs topic's history does not belong to the checkpoints' flow (records that
+    /// are not offset syncs, or syncs that cannot have produced MM2's own checkpoints): a
+    /// precise translation from it could skip records, so none is made.
+    #[error("--precise refuses offset-syncs topic {topic:?}: {reason}")]
+    UntrustedSyncHistory {
+        /// The topic read as the offset-syncs topic.
+        topic: String,
+        /// Why, with counts.
+        reason: String,
+    },
     /// The client failed (connection, authentication, broker error).
     #[error(transparent)]
     Client(#[from] ClientError),

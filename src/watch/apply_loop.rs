@@ -10,7 +10,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use super::{Snapshot, WatchStatus, Watcher};
 use crate::apply::{
-    self, ApplyOptions, ApplyPlan, ApplyReport, GroupOutcome, GroupPlan, GroupStatus, Verdict,
+    self, ApplyOptions, ApplyPlan, ApplyReport, Change, CommitState, GroupOutcome, GroupPlan,
+    GroupRefusal, GroupStatus, Verdict,
 };
 use crate::client::{Deadline, KafkaClient};
 use crate::translate::Translation;
@@ -171,33 +172,37 @@ impl TickReport {
                     *self.refused_partitions.entry(p.verdict).or_default() += 1;
                 }
             }
-            let note = |skipped, message: &str| GroupNote {
+            // Partitions the re-check refused just before the commit, by their fresh verdict.
+            for p in result
+                .partitions
+                .iter()
+                .filter(|p| p.state == CommitState::Refused)
+            {
+                *self.refused_partitions.entry(p.verdict).or_default() += 1;
+            }
+            let note = |skipped, message: String| GroupNote {
                 group: result.group.clone(),
                 skipped,
-                message: message.to_string(),
+                message,
             };
             match &result.outcome {
                 GroupOutcome::Applied => self.applied_groups += 1,
                 GroupOutcome::NothingToDo => {}
                 GroupOutcome::Skipped { reason } => {
-                    let why = match planned.map(|g| (&g.status, g.protocol)) {
-                        // Refused when planned: a share or streams group has no protocol (the
-                        // coordinator only listed it), any other refusal is an active group.
-                        Some((GroupStatus::Refused { .. }, None)) => SkipReason::NotConsumerGroup,
-                        Some((GroupStatus::Refused { .. }, Some(_))) => SkipReason::Active,
-                        _ => SkipReason::ChangedSincePlan,
-                    };
+                    let why = skip_reason(reason);
                     *self.skipped_groups.entry(why).or_default() += 1;
-                    self.notes.push(note(Some(why), reason));
+                    self.notes.push(note(Some(why), reason.to_string()));
                 }
                 GroupOutcome::Partial => {
                     self.errors += 1;
-                    self.notes
-                        .push(note(None, "partly applied: some partitions failed"));
+                    self.notes.push(note(
+                        None,
+                        "partly applied: some partitions failed".to_string(),
+                    ));
                 }
                 GroupOutcome::Error { message, .. } => {
                     self.errors += 1;
-                    self.notes.push(note(None, message));
+                    self.notes.push(note(None, message.to_string()));
                 }
             }
         }
@@ -505,12 +510,30 @@ impl ApplyLoop {
     }
 }
 
+/// The run's reason for an executor's typed skip reason: the executor says why, nothing is
+/// guessed from the plan.
+fn skip_reason(reason: &apply::SkipReason) -> SkipReason {
+    use apply::SkipReason as Skip;
+    match reason {
+        Skip::Refused(GroupRefusal::NotConsumerGroup { .. })
+        | Skip::ChangedSincePlan(Change::Refused(GroupRefusal::NotConsumerGroup { .. })) => {
+            SkipReason::NotConsumerGroup
+        }
+        Skip::Refused(_) => SkipReason::Active,
+        _ => SkipReason::ChangedSincePlan,
+    }
+}
+
 fn empty_plan(at: SystemTime) -> ApplyPlan {
     ApplyPlan {
         schema_version: apply::PLAN_SCHEMA_VERSION,
         planned_at_ms: millis(at),
         heartbeat_age_ms: BTreeMap::new(),
         groups: vec![],
+        cluster_id: None,
+        sources: vec![],
+        rules: None,
+        input: None,
     }
 }
 

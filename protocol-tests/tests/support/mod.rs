@@ -11,6 +11,7 @@ pub mod csv;
 pub mod groups;
 pub mod mm2;
 pub mod proxy;
+pub mod raw;
 pub mod tls_front;
 
 use std::collections::HashMap;

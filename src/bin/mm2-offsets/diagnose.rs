@@ -50,7 +50,8 @@ fn hint(text: &str) -> Option<&'static str> {
         Some(
             "the listener does not use SASL, or uses another mechanism: compare security.protocol and sasl.mechanism with the broker's listener",
         )
-    } else if has("waiting for connection setup") {
+    } else if has("waiting for connection setup") || has("waiting for the response to apiversions")
+    {
         Some(
             "the port accepted the connection but never answered Kafka's first request: it is probably a TLS listener (--security-protocol SSL) or not a Kafka port (HTTP, another service)",
         )

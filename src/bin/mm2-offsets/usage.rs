@@ -3,19 +3,12 @@
 //! line are refused. Kept apart from `args.rs` so new subcommands and flags add their checks
 //! here without touching the definitions.
 
-use super::args::{Command, ConnectionArgs, FailbackArgs, OutputFormat, TranslateArgs};
+use super::args::{ApplyArgs, Command, ConnectionArgs, FailbackArgs, OutputFormat, TranslateArgs};
 
-/// The keys that hold secrets. They are refused in `-X`: the command line of a process is
-/// readable by every user of the machine (`ps`, /proc/PID/cmdline) and lands in shell history,
-/// so a secret there is leaked before we can warn. Files and the environment are the way in.
-pub const SECRET_KEYS: &[&str] = &[
-    "sasl.password",
-    "sasl.jaas.config",
-    "ssl.key.password",
-    "ssl.keystore.password",
-    "ssl.truststore.password",
-    "ssl.keystore.key",
-];
+// Secrets are refused in `-X`: the command line of a process is readable by every user of the
+// machine (`ps`, /proc/PID/cmdline) and lands in shell history, so a secret there is leaked
+// before we can warn. Files and the environment are the way in. Which keys are secrets is the
+// library's one list (`mm2_offsets::config::keys::is_secret`).
 
 /// Checks what clap cannot express: combinations that would be ignored, and secrets on argv.
 pub fn check(command: &Command) -> Result<(), String> {
@@ -31,7 +24,10 @@ pub fn check(command: &Command) -> Result<(), String> {
             }
             Ok(())
         }
-        Command::Apply(args) => translate_usage(&args.translate),
+        Command::Apply(args) => {
+            translate_usage(&args.translate)?;
+            apply_usage(args)
+        }
         Command::Failback(args) => failback_usage(args),
         Command::Watch(args) => {
             connection(&args.connection)?;
@@ -107,6 +103,93 @@ fn failback_usage(args: &FailbackArgs) -> Result<(), String> {
     if args.connection.mm2_config.is_some() && args.connection.target.is_none() {
         return Err("--mm2-config needs --target, the backup's alias in it".to_string());
     }
+    if args.plan.is_some() {
+        // As for apply: the plan names its groups and offsets; what would read them again is
+        // ignored, so it is refused.
+        let given: Vec<&str> = [
+            (
+                args.from_bootstrap_server.is_some(),
+                "--from-bootstrap-server",
+            ),
+            (args.from_command_config.is_some(), "--from-command-config"),
+            (args.syncs_topic.is_some(), "--syncs-topic"),
+            (args.plan_out.is_some(), "--plan-out"),
+        ]
+        .into_iter()
+        .filter_map(|(set, flag)| set.then_some(flag))
+        .collect();
+        if !given.is_empty() {
+            return Err(format!(
+                "{} cannot be used with --plan: the plan names its groups and offsets",
+                given.join(", ")
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// A write never comes from a partial read: `--allow-partial` with `--execute` is refused, for
+/// `apply` and for every command that writes.
+fn no_partial_writes(allow_partial: bool, execute: bool) -> Result<(), String> {
+    if allow_partial && execute {
+        return Err(
+            "--allow-partial cannot be used with --execute: a write never comes from a partial \
+             read. Run without --allow-partial (with a longer --timeout if the read did not \
+             finish)"
+                .to_string(),
+        );
+    }
+    Ok(())
+}
+
+/// `apply`'s own combinations: no write from a partial read, and with `--plan` nothing that
+/// selects or translates (the plan says which groups, sources and offsets; such an option
+/// would be silently ignored).
+fn apply_usage(args: &ApplyArgs) -> Result<(), String> {
+    no_partial_writes(args.translate.allow_partial, args.execute)?;
+    if args.plan.is_none() {
+        return Ok(());
+    }
+    let t = &args.translate;
+    let p = &t.precise;
+    let given: Vec<&str> = [
+        (!t.select.groups.is_empty(), "--group"),
+        (!t.select.group_regexes.is_empty(), "--group-regex"),
+        (t.select.groups_file.is_some(), "--groups-file"),
+        (t.select.all_groups, "--all-groups"),
+        (!t.sources.is_empty(), "--source"),
+        (t.allow_partial, "--allow-partial"),
+        (t.fail_on_missing_groups, "--fail-on-missing-groups"),
+        (t.output_dir.is_some(), "--output-dir"),
+        (p.precise, "--precise"),
+        (
+            p.syncs_bootstrap_server.is_some(),
+            "--syncs-bootstrap-server",
+        ),
+        (p.syncs_command_config.is_some(), "--syncs-command-config"),
+        (p.syncs_topic.is_some(), "--syncs-topic"),
+        (p.gapless_upstream, "--gapless-upstream"),
+        (p.from_source_offsets, "--from-source-offsets"),
+        (
+            p.source_bootstrap_server.is_some(),
+            "--source-bootstrap-server",
+        ),
+        (p.source_command_config.is_some(), "--source-command-config"),
+    ]
+    .into_iter()
+    .filter_map(|(set, flag)| set.then_some(flag))
+    .collect();
+    if let Some(first) = given.first() {
+        return Err(format!(
+            "{first} cannot be used with --plan: the plan names its groups, sources and offsets, \
+             so {} would be ignored. Plan again with {} instead (--plan-out FILE saves it)",
+            given.join(", "),
+            if given.len() == 1 { "it" } else { "them" }
+        ));
+    }
+    if args.plan_out.is_some() {
+        return Err("--plan-out cannot be used with --plan: the plan is already saved".to_string());
+    }
     Ok(())
 }
 
@@ -139,8 +222,7 @@ fn connection(args: &ConnectionArgs) -> Result<(), String> {
             .split_once('=')
             .map_or(entry.as_str(), |(k, _)| k)
             .trim();
-        let plain = key.strip_prefix("consumer.").unwrap_or(key);
-        if SECRET_KEYS.contains(&plain) {
+        if mm2_offsets::config::keys::is_secret(key) {
             return Err(format!(
                 "-X {key}=... puts a secret on the command line, where every user of this \
                  machine can read it (ps, /proc) and shell history keeps it; put it in the \

@@ -316,7 +316,10 @@ async fn a_commit_to_a_group_with_members_is_refused_and_writes_nothing() {
     assert_eq!(cluster.served(ApiKey::OffsetCommit), 1);
 }
 
-fn plan_for(groups: &[String]) -> ApplyPlan {
+/// A plan for `groups` on [`TOPIC`], which it creates on `cluster` (2 partitions, log 0..1000):
+/// an execute re-reads the topic before committing.
+fn plan_for(cluster: &FakeCluster, groups: &[String]) -> ApplyPlan {
+    cluster.create_topic(TOPIC, 2, 10, 100);
     let partition = |partition: i32, offset: i64| PartitionPlan {
         topic: TOPIC.to_string(),
         partition,
@@ -329,6 +332,9 @@ fn plan_for(groups: &[String]) -> ApplyPlan {
         clamped_from: None,
         checkpoint_age_ms: 1,
         metadata: String::new(),
+        topic_id: None,
+        upstream_offset: None,
+        difference: None,
     };
     ApplyPlan {
         schema_version: apply::PLAN_SCHEMA_VERSION,
@@ -347,6 +353,11 @@ fn plan_for(groups: &[String]) -> ApplyPlan {
                 partitions: vec![partition(0, 10 + i as i64), partition(1, 20 + i as i64)],
             })
             .collect(),
+        // The fake reports no cluster id; the plan, made on it, names none.
+        cluster_id: None,
+        sources: vec!["primary".into()],
+        rules: Some(apply::VerdictRules::default()),
+        input: Some(apply::PlanInput::Checkpoints),
     }
 }
 
@@ -388,7 +399,7 @@ async fn apply_across_many_groups_survives_moves_and_loads_and_accounts_exactly(
         cluster.move_coordinator(g, i as i32 % 3);
     }
     let client = client_for(&cluster).await;
-    let plan = plan_for(&groups);
+    let plan = plan_for(&cluster, &groups);
     // Between plan and execute: a third of the coordinators move, one group gains a member,
     // and every coordinator loads for a while.
     for (i, g) in groups.iter().enumerate().filter(|(i, _)| i % 3 == 0) {
@@ -408,7 +419,7 @@ async fn apply_across_many_groups_survives_moves_and_loads_and_accounts_exactly(
         let expected_skip = g.group == "group-07";
         match &g.outcome {
             GroupOutcome::Skipped { reason } if expected_skip => {
-                assert!(reason.contains("member"), "{reason}");
+                assert!(reason.to_string().contains("member"), "{reason}");
             }
             GroupOutcome::Applied if !expected_skip => {}
             other => panic!("{}: {other:?}", g.group),
@@ -424,7 +435,7 @@ async fn apply_with_a_lost_commit_answer_names_the_unknown_group_and_writes_no_f
     let cluster = FakeCluster::start(2).await;
     let groups: Vec<String> = (0..6).map(|i| format!("group-{i}")).collect();
     let client = client_for(&cluster).await;
-    let plan = plan_for(&groups);
+    let plan = plan_for(&cluster, &groups);
     let options = ApplyOptions {
         concurrency: 1,
         ..ApplyOptions::default()
@@ -437,7 +448,7 @@ async fn apply_with_a_lost_commit_answer_names_the_unknown_group_and_writes_no_f
     assert_eq!(outcomes[0], &GroupOutcome::Applied);
     assert_eq!(outcomes[1], &GroupOutcome::Applied);
     assert!(
-        matches!(outcomes[2], GroupOutcome::Error { state_unknown: true, message } if message.contains("answer was lost")),
+        matches!(outcomes[2], GroupOutcome::Error { state_unknown: true, message } if message.to_string().contains("answer was lost")),
         "{outcomes:?}"
     );
     for later in &outcomes[3..] {
@@ -465,7 +476,7 @@ async fn apply_while_list_groups_answers_loading_asks_again_and_applies() {
     let cluster = FakeCluster::start(1).await;
     let groups: Vec<String> = (0..3).map(|i| format!("group-{i}")).collect();
     let client = client_for(&cluster).await;
-    let plan = plan_for(&groups);
+    let plan = plan_for(&cluster, &groups);
     cluster.inject(ApiKey::ListGroups, None, 2, Fault::Error(14));
     let report = apply::execute(&client, &plan, &ApplyOptions::default()).await;
     for g in &report.groups {
@@ -481,7 +492,7 @@ async fn list_groups_loading_past_the_deadline_writes_nothing() {
     let cluster = FakeCluster::start(1).await;
     let groups: Vec<String> = (0..2).map(|i| format!("group-{i}")).collect();
     let client = client_for(&cluster).await;
-    let plan = plan_for(&groups);
+    let plan = plan_for(&cluster, &groups);
     cluster.inject(ApiKey::ListGroups, None, 1000, Fault::Error(14));
     let options = ApplyOptions {
         timeout: Duration::from_millis(500),
@@ -490,7 +501,7 @@ async fn list_groups_loading_past_the_deadline_writes_nothing() {
     let report = apply::execute(&client, &plan, &options).await;
     for g in &report.groups {
         assert!(
-            matches!(&g.outcome, GroupOutcome::Error { state_unknown: false, message } if message.contains("COORDINATOR_LOAD_IN_PROGRESS")),
+            matches!(&g.outcome, GroupOutcome::Error { state_unknown: false, message } if message.to_string().contains("COORDINATOR_LOAD_IN_PROGRESS")),
             "{}: {:?}",
             g.group,
             g.outcome

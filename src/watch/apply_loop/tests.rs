@@ -373,3 +373,43 @@ fn fitness_trusts_no_future_and_no_old_map() {
     assert_eq!(reason, SkipReason::MapNotReady);
     assert!(why.contains("connection refused"), "{why}");
 }
+
+/// The run counts a skip by the executor's typed reason: a group that became a share group is
+/// `not-consumer-group`, not `changed-since-plan` (issue 24).
+#[test]
+fn skips_are_counted_by_the_executors_typed_reason() {
+    use crate::apply::{Change, GroupRefusal, SkipReason as Skip};
+    use crate::client::GroupProtocol;
+    let share = GroupRefusal::NotConsumerGroup {
+        group_type: "share".into(),
+    };
+    let active = GroupRefusal::Active {
+        protocol: GroupProtocol::Classic,
+        state: "Stable".into(),
+        members: 1,
+    };
+    assert_eq!(
+        skip_reason(&Skip::ChangedSincePlan(Change::Refused(share.clone()))),
+        SkipReason::NotConsumerGroup
+    );
+    assert_eq!(
+        skip_reason(&Skip::Refused(share)),
+        SkipReason::NotConsumerGroup
+    );
+    assert_eq!(
+        skip_reason(&Skip::Refused(active.clone())),
+        SkipReason::Active
+    );
+    assert_eq!(
+        skip_reason(&Skip::ChangedSincePlan(Change::Refused(active))),
+        SkipReason::ChangedSincePlan
+    );
+    assert_eq!(
+        skip_reason(&Skip::ChangedSincePlan(Change::OffsetsMoved(vec![]))),
+        SkipReason::ChangedSincePlan
+    );
+    assert_eq!(
+        skip_reason(&Skip::GainedMembers),
+        SkipReason::ChangedSincePlan
+    );
+}

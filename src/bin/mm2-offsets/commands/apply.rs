@@ -1,19 +1,23 @@
 //! `mm2-offsets apply`: translate, plan the commits on the target, print the plan, and with
 //! `--execute` commit it. Dry run by default.
 
-use std::collections::BTreeMap;
 use std::io::Write;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use mm2_offsets::apply::{
-    self, ApplyOptions, ApplyPlan, ApplyReport, CommitState, GroupOutcome, GroupStatus,
+    self, ApplyOptions, ApplyPlan, ApplyReport, CommitState, GroupOutcome, GroupStatus, PlanInput,
     VerdictRules,
 };
 use mm2_offsets::client::{Deadline, GroupProtocol, KafkaClient};
+use mm2_offsets::select::GroupSelector;
+use mm2_offsets::translate::Translation;
 
 use crate::args::{ApplyArgs, OutputFormat};
 use crate::exit::{EXIT_ERROR, EXIT_INCOMPLETE, EXIT_OK, EXIT_USAGE, Stop, output_failed};
 use crate::session;
+
+/// The largest plan file read: a plan row is about 400 bytes, so this holds some 600,000
+/// partitions.
+const MAX_PLAN_BYTES: u64 = 256 << 20;
 
 /// Runs `apply` and returns the exit code. A closed stdout (`| head`) stops quietly with the
 /// broken-pipe exit code, as translate does, after the summary on stderr.
@@ -25,6 +29,7 @@ pub(crate) async fn run(args: ApplyArgs) -> Result<i32, Stop> {
         eprintln!("error: apply prints its plan as -o table or -o json");
         return Ok(EXIT_USAGE);
     }
+    let p = &args.translate.precise;
     let options = ApplyOptions {
         rules: VerdictRules {
             allow_rewind: args.allow_rewind,
@@ -33,42 +38,19 @@ pub(crate) async fn run(args: ApplyArgs) -> Result<i32, Stop> {
                 .max_checkpoint_age
                 .map(|d| d.as_millis().min(i64::MAX as u128) as i64),
         },
+        input: match (p.precise, p.from_source_offsets) {
+            (true, true) => PlanInput::SourceOffsets,
+            (true, false) => PlanInput::Precise,
+            _ => PlanInput::Checkpoints,
+        },
         timeout: args.translate.timeout,
         ..ApplyOptions::default()
     };
-    let (client, plan) = match &args.plan {
-        Some(path) => {
-            let text = std::fs::read_to_string(path)
-                .map_err(|e| format!("cannot read --plan {}: {e}", path.display()))?;
-            if mm2_offsets::apply::undo::UndoPlan::is_undo_document(&text) {
-                let (connection, timeout) = (&args.translate.connection, args.translate.timeout);
-                let flags = (args.execute, args.undo_out.is_some());
-                let output = args.translate.output;
-                return super::undo::run_file(
-                    connection,
-                    timeout,
-                    (&text, path),
-                    flags,
-                    output,
-                    &options,
-                )
-                .await;
-            }
-            let plan: ApplyPlan = serde_json::from_str(&text)
-                .map_err(|e| format!("--plan {} is not an apply plan: {e}", path.display()))?;
-            plan.check_schema()
-                .map_err(|e| format!("--plan {}: {e}", path.display()))?;
-            let settings = crate::connection::settings(&args.translate.connection)?;
-            let mut config = settings.client;
-            // As translate's connect: the setup never outlasts --timeout.
-            config.connection_setup_timeout =
-                config.connection_setup_timeout.min(args.translate.timeout);
-            config.request_timeout = config.request_timeout.min(args.translate.timeout);
-            let client = KafkaClient::connect(config)
-                .await
-                .map_err(|e| crate::diagnose::connect_error(&e))?;
-            (client, plan)
-        }
+    let (client, plan, report) = match &args.plan {
+        Some(path) => match saved_plan(&args, path, &options).await? {
+            Ok(done) => done,
+            Err(code) => return Ok(code),
+        },
         None => {
             let groups = match session::group_selection(&args.translate.select) {
                 Ok(groups) => groups,
@@ -76,46 +58,38 @@ pub(crate) async fn run(args: ApplyArgs) -> Result<i32, Stop> {
             };
             // With --precise the plan's input is the precise translation: each row's offset is
             // the precise one (from the checkpoint or, with --from-source-offsets, the source).
-            let (mirror, translation, sources) = if args.translate.precise.precise {
+            let (mirror, translation, _) = if args.translate.precise.precise {
                 session::precise::read_for_apply(&args.translate, groups).await?
             } else {
                 session::read_translation(&args.translate, groups).await?
             };
-            let policy = mirror.replication_policy();
-            let heartbeats: BTreeMap<String, String> = sources
-                .iter()
-                .map(|s| {
-                    (
-                        s.clone(),
-                        policy.format_remote_topic(s, policy.heartbeats_topic()),
-                    )
-                })
-                .collect();
+            if let Some(code) = missing_groups(&translation, args.translate.fail_on_missing_groups)
+            {
+                return Ok(code);
+            }
             let deadline = Deadline::after(args.translate.timeout);
-            let plan = apply::plan(
-                mirror.kafka(),
-                &translation,
-                &heartbeats,
-                &options,
-                now_ms(),
-                &deadline,
-            )
-            .await
-            .map_err(|e| e.to_string())?;
-            (mirror.kafka().clone(), plan)
+            let plan = mirror
+                .plan_apply(&translation, &options, &deadline)
+                .await
+                .map_err(|e| e.to_string())?;
+            if let Some(path) = &args.plan_out {
+                let json = serde_json::to_string_pretty(&plan).map_err(|e| e.to_string())?;
+                std::fs::write(path, json + "\n")
+                    .map_err(|e| format!("cannot write --plan-out {}: {e}", path.display()))?;
+            }
+            let report = if args.execute {
+                let undo_out = args.undo_out.as_deref();
+                Some(
+                    super::undo::execute_with_undo(mirror.kafka(), &plan, None, &options, undo_out)
+                        .await?,
+                )
+            } else {
+                None
+            };
+            (mirror.kafka().clone(), plan, report)
         }
     };
-    if let Some(path) = &args.plan_out {
-        let json = serde_json::to_string_pretty(&plan).map_err(|e| e.to_string())?;
-        std::fs::write(path, json + "\n")
-            .map_err(|e| format!("cannot write --plan-out {}: {e}", path.display()))?;
-    }
-    let report = if args.execute {
-        let undo_out = args.undo_out.as_deref();
-        Some(super::undo::execute_with_undo(&client, &plan, &options, undo_out).await?)
-    } else {
-        None
-    };
+    drop(client);
     let mut out = std::io::stdout().lock();
     let written = match args.translate.output {
         OutputFormat::Json => {
@@ -135,10 +109,112 @@ pub(crate) async fn run(args: ApplyArgs) -> Result<i32, Stop> {
     Ok(code)
 }
 
-fn now_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
+/// Names the groups asked for by id that have no checkpoint; with --fail-on-missing-groups,
+/// the exit code (1) that stops the run before anything is planned or written.
+fn missing_groups(translation: &Translation, fail: bool) -> Option<i32> {
+    let missing = translation.missing_groups();
+    if missing.is_empty() {
+        return None;
+    }
+    let names: Vec<String> = missing.iter().map(|g| format!("{:?}", esc(g))).collect();
+    if fail {
+        eprintln!(
+            "error: no checkpoints for group(s) {} (--fail-on-missing-groups): nothing planned or written",
+            names.join(", ")
+        );
+        return Some(EXIT_ERROR);
+    }
+    eprintln!(
+        "warning: no checkpoints for group(s) {}: they are not planned",
+        names.join(", ")
+    );
+    None
+}
+
+/// A plan saved with --plan-out, read again and re-checked against the target and the
+/// checkpoints as they are now: the re-checked plan (dry run) or the plan and what its execute
+/// wrote; or the exit code of a refusal already printed.
+async fn saved_plan(
+    args: &ApplyArgs,
+    path: &std::path::Path,
+    options: &ApplyOptions,
+) -> Result<Result<(KafkaClient, ApplyPlan, Option<ApplyReport>), i32>, Stop> {
+    let shown = crate::escape::for_terminal(&path.display().to_string()).to_string();
+    let text = session::read_bounded(
+        path,
+        "--plan",
+        MAX_PLAN_BYTES,
+        "a plan is the JSON that apply --plan-out writes; this is probably the wrong file",
+    )?;
+    if mm2_offsets::apply::undo::UndoPlan::is_undo_document(&text) {
+        // An undo file (apply/failback --undo-out): restored with its own re-checks.
+        let t = &args.translate;
+        let flags = (args.execute, args.undo_out.is_some());
+        let code = super::undo::run_file(
+            &t.connection,
+            t.timeout,
+            (&text, path),
+            flags,
+            t.output,
+            options,
+        )
+        .await?;
+        return Ok(Err(code));
+    }
+    let plan: ApplyPlan = serde_json::from_str(&text)
+        .map_err(|e| format!("--plan {shown} is not an apply plan: {e}"))?;
+    plan.check_schema()
+        .map_err(|e| format!("--plan {shown}: {e}"))?;
+    if plan.sources.is_empty() {
+        eprintln!(
+            "error: --plan {shown} names no source cluster (made by an older mm2-offsets?): its checkpoints cannot be read again to check it; plan again. Nothing written"
+        );
+        return Ok(Err(EXIT_INCOMPLETE));
+    }
+    // One budget for the run: connecting, re-reading the checkpoints, re-checking.
+    let budget = Deadline::after(args.translate.timeout);
+    let settings = crate::connection::settings(&args.translate.connection)?;
+    let mirror = session::connect(settings, budget.remaining()).await?;
+    // The checkpoints the plan was made from, read again from its sources for its groups: each
+    // partition's offset and checkpoint age are checked against them, not taken from the file.
+    let ids: Vec<&str> = plan.groups.iter().map(|g| g.group.as_str()).collect();
+    let selector = GroupSelector::new(ids, std::iter::empty::<&str>())
+        .map_err(|e| format!("--plan {shown}: {e}"))?;
+    let translation = session::read_checkpoints(
+        &args.translate,
+        &mirror,
+        plan.sources.clone(),
+        selector,
+        &budget,
+    )
+    .await
+    .map_err(|e| format!("re-reading the checkpoints --plan {shown} was made from: {e}"))?;
+    let mut options = options.clone();
+    options.timeout = budget.remaining();
+    let client = mirror.kafka().clone();
+    if args.execute {
+        let undo_out = args.undo_out.as_deref();
+        let report =
+            super::undo::execute_with_undo(&client, &plan, Some(&translation), &options, undo_out)
+                .await?;
+        return Ok(Ok((client, plan, Some(report))));
+    }
+    // The dry run shows what an execute started now would do, never the plan's old view.
+    let fresh = apply::recheck(&client, &plan, Some(&translation), &options, &budget)
+        .await
+        .map_err(|e| format!("re-checking --plan {shown}: {e}"))?;
+    let changed = fresh
+        .groups
+        .iter()
+        .flat_map(|g| &g.partitions)
+        .filter(|p| p.difference.is_some())
+        .count();
+    if changed > 0 {
+        eprintln!(
+            "--plan {shown}: {changed} partition(s) differ from the plan on the target now (rows marked changed); only what both allow would be committed"
+        );
+    }
+    Ok(Ok((client, fresh, None)))
 }
 
 /// Escapes a broker-supplied string for the terminal: no control character reaches it.
@@ -190,6 +266,7 @@ pub(crate) fn write_table(
                 (GroupStatus::Ready, None) => p.verdict.as_str().to_string(),
                 (GroupStatus::Refused { .. }, _) => "group-refused".to_string(),
                 (GroupStatus::Error { .. }, _) => "group-error".to_string(),
+                _ => "group-not-ready".to_string(),
             };
             let outcome = result
                 .map(|r| {
@@ -211,8 +288,19 @@ pub(crate) fn write_table(
                                 (CommitState::Committed, _, other) => {
                                     format!("committed, read back {}", opt(other))
                                 }
+                                (CommitState::Refused, e, _) => format!(
+                                    "refused by the re-check: {}",
+                                    esc(e.as_deref().unwrap_or("?"))
+                                ),
+                                (state, _, _) => format!("{state:?}"),
                             },
                         )
+                })
+                .or_else(|| {
+                    // A re-checked saved plan: how it differs from the target now.
+                    p.difference
+                        .as_ref()
+                        .map(|d| format!("changed: {}", esc(d)))
                 })
                 .unwrap_or_else(|| "-".to_string());
             rows.push(vec![
@@ -253,7 +341,9 @@ pub(crate) fn write_table(
             .map(|r| match &r.outcome {
                 GroupOutcome::Applied => "applied".to_string(),
                 GroupOutcome::NothingToDo => "nothing to do".to_string(),
-                GroupOutcome::Skipped { reason } => format!("skipped: {}", esc(reason)),
+                GroupOutcome::Skipped { reason } => {
+                    format!("skipped: {}", esc(&reason.to_string()))
+                }
                 GroupOutcome::Partial => "partially applied (see rows)".to_string(),
                 GroupOutcome::Error {
                     message,
@@ -265,13 +355,15 @@ pub(crate) fn write_table(
                     } else {
                         ""
                     },
-                    esc(message)
+                    esc(&message.to_string())
                 ),
+                other => esc(&format!("{other:?}")),
             });
         let status = match &g.status {
             GroupStatus::Ready => "ready".to_string(),
-            GroupStatus::Refused { reason } => format!("refused: {}", esc(reason)),
-            GroupStatus::Error { message } => format!("error: {}", esc(message)),
+            GroupStatus::Refused { reason } => format!("refused: {}", esc(&reason.to_string())),
+            GroupStatus::Error { message } => format!("error: {}", esc(&message.to_string())),
+            other => esc(&format!("{other:?}")),
         };
         writeln!(
             out,

@@ -92,7 +92,10 @@ pub(crate) async fn run(args: FailbackArgs) -> Result<i32, Stop> {
     }
     let report = if args.execute {
         let undo_out = args.undo_out.as_deref();
-        Some(super::undo::execute_with_undo(primary.kafka(), &plan, &options, undo_out).await?)
+        Some(
+            super::undo::execute_with_undo(primary.kafka(), &plan, None, &options, undo_out)
+                .await?,
+        )
     } else {
         None
     };

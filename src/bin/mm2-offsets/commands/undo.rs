@@ -8,6 +8,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use mm2_offsets::apply::undo::{self, UndoPlan, UndoReport, UndoState};
 use mm2_offsets::apply::{self, ApplyOptions, ApplyPlan, ApplyReport};
 use mm2_offsets::client::KafkaClient;
+use mm2_offsets::translate::Translation;
 
 use crate::args::{ConnectionArgs, OutputFormat};
 use crate::escape::for_terminal;
@@ -27,11 +28,12 @@ fn now_ms() -> i64 {
 pub(crate) async fn execute_with_undo(
     client: &KafkaClient,
     plan: &ApplyPlan,
+    checkpoints: Option<&Translation>,
     options: &ApplyOptions,
     undo_out: Option<&Path>,
 ) -> Result<ApplyReport, Stop> {
     let Some(path) = undo_out else {
-        return Ok(apply::execute(client, plan, options).await);
+        return Ok(apply::execute_with(client, plan, checkpoints, options).await);
     };
     let before = undo::read_before(client, plan, options)
         .await
@@ -41,7 +43,7 @@ pub(crate) async fn execute_with_undo(
              nothing was committed: {e}"
             )
         })?;
-    let report = apply::execute(client, plan, options).await;
+    let report = apply::execute_with(client, plan, checkpoints, options).await;
     let undo = undo::undo_plan(plan, &report, &before, now_ms());
     let json = serde_json::to_string_pretty(&undo).map_err(|e| e.to_string())?;
     std::fs::write(path, json + "\n").map_err(|e| {

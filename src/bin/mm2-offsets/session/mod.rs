@@ -19,11 +19,32 @@ use crate::{connection, diagnose, escape, groups_file, hints, progress};
 fn requested_ids(args: &GroupArgs) -> Result<Vec<String>, String> {
     let mut ids = args.groups.clone();
     if let Some(path) = &args.groups_file {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| format!("cannot read --groups-file {}: {e}", path.display()))?;
+        let text = read_bounded(
+            path,
+            "--groups-file",
+            groups_file::MAX_BYTES,
+            "a groups file holds one group id a line; this is probably the wrong file",
+        )?;
         ids.extend(groups_file::parse(&text));
     }
     Ok(ids)
+}
+
+/// The UTF-8 text of the regular file `path` given as `flag`, at most `limit` bytes: a FIFO or
+/// a device is refused by name, as is a larger file (`why` says what such a file holds).
+pub fn read_bounded(
+    path: &std::path::Path,
+    flag: &str,
+    limit: u64,
+    why: &'static str,
+) -> Result<String, String> {
+    let shown = escape::for_terminal(&path.display().to_string()).to_string();
+    use mm2_offsets::config::files::{FileError, read_regular_file};
+    let bytes = read_regular_file(path, limit, why).map_err(|e| match e {
+        FileError::Io(e) => format!("cannot read {flag} {shown}: {e}"),
+        other => format!("{flag} {shown} {other}"),
+    })?;
+    String::from_utf8(bytes).map_err(|_| format!("{flag} {shown} is not UTF-8 text"))
 }
 
 /// The selection the flags describe, from the ids already read (`--group`, `--groups-file`).
@@ -62,20 +83,55 @@ pub async fn connect(
     settings: connection::Settings,
     timeout: std::time::Duration,
 ) -> Result<MirrorClient, String> {
-    let mut client = settings.client;
+    let policy = settings.policy;
+    let (client, servers) = bounded(settings.client, timeout);
+    let connecting = MirrorClient::connect(client, policy);
+    within(connecting, timeout, &servers, "--timeout").await
+}
+
+/// Connects a plain client to another cluster of the run (`what`: "offset-syncs cluster",
+/// "source cluster") within what is left of the run's `budget`, with the same bounds and the
+/// same diagnoses as the target's connection.
+pub async fn connect_other(
+    settings: connection::Settings,
+    budget: &Deadline,
+    what: &str,
+) -> Result<mm2_offsets::client::KafkaClient, String> {
+    let timeout = budget.remaining();
+    let (client, servers) = bounded(settings.client, timeout);
+    let connecting = mm2_offsets::client::KafkaClient::connect(client);
+    within(connecting, timeout, &servers, "what was left of --timeout")
+        .await
+        .map_err(|e| format!("{what}: {e}"))
+}
+
+/// `client` with its setup and request timeouts cut to `timeout`, and its servers in words. The
+/// client retries bootstrap (refused, reset, stalled) until its request timeout: cut to the
+/// budget, it gives up in time with its own error, which names the last cause ("connection
+/// refused", a TLS failure).
+fn bounded(
+    mut client: mm2_offsets::config::ClientConfig,
+    timeout: std::time::Duration,
+) -> (mm2_offsets::config::ClientConfig, String) {
     client.connection_setup_timeout = client.connection_setup_timeout.min(timeout);
-    // The client retries bootstrap (refused, reset, stalled) until its request timeout: cut
-    // that to the budget too, so it gives up in time with its own error, which names the last
-    // cause ("connection refused", a TLS failure). The outer timer, a little later, only
-    // catches what hangs anyway.
     client.request_timeout = client.request_timeout.min(timeout);
     let servers = client.bootstrap_servers.join(",");
-    let connecting = MirrorClient::connect(client, settings.policy);
+    (client, servers)
+}
+
+/// `connecting` within `timeout` and a little grace (the outer timer only catches what hangs
+/// anyway), its failure diagnosed the same way for every cluster.
+async fn within<T>(
+    connecting: impl std::future::Future<Output = Result<T, mm2_offsets::client::ClientError>>,
+    timeout: std::time::Duration,
+    servers: &str,
+    budget: &str,
+) -> Result<T, String> {
     let grace = std::time::Duration::from_millis(500);
     match tokio::time::timeout(timeout.saturating_add(grace), connecting).await {
         Ok(connected) => connected.map_err(|e| diagnose::connect_error(&e)),
         Err(_) => Err(format!(
-            "could not connect to {servers} within --timeout {}: probable cause: {}",
+            "could not connect to {servers} within {budget} {}: probable cause: {}",
             // What was left of the run's budget, to the millisecond.
             humantime::format_duration(std::time::Duration::from_millis(
                 u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX)
@@ -135,6 +191,38 @@ pub async fn read_translation(
         Err(e) => return Err(hints::explain(&e)),
     };
     Ok((client, translation, request.sources))
+}
+
+/// Reads the checkpoints of `sources` for the groups `groups` selects, with the read options of
+/// `args` (isolation, parallelism, fetch size, progress line) within what is left of `budget`:
+/// what a saved plan is checked against. An incomplete read is an error.
+pub async fn read_checkpoints(
+    args: &TranslateArgs,
+    client: &MirrorClient,
+    sources: Vec<String>,
+    groups: GroupSelector,
+    budget: &Deadline,
+) -> Result<Translation, String> {
+    let progress = Arc::new(ReadProgress::default());
+    let request = TranslateRequest {
+        sources,
+        groups,
+        isolation: match args.isolation {
+            Isolation::ReadUncommitted => IsolationLevel::ReadUncommitted,
+            Isolation::ReadCommitted => IsolationLevel::ReadCommitted,
+        },
+        timeout: budget.remaining(),
+        parallelism: usize::from(args.parallelism),
+        allow_partial: false,
+        max_bytes_per_fetch: args.max_fetch_bytes,
+        progress: Some(progress.clone()),
+        min_split_offsets: mm2_offsets::translate::MIN_SPLIT_OFFSETS,
+    };
+    let _line = progress::ProgressLine::start(progress, !args.no_progress);
+    client
+        .translate(&request)
+        .await
+        .map_err(|e| hints::explain(&e))
 }
 
 /// The group selection, or the exit code of an error already printed: a groups file that

@@ -5,7 +5,6 @@
 //! `apply --precise`.
 
 use std::io::{self, IsTerminal, Write};
-use std::time::Duration;
 
 use mm2_offsets::client::{Deadline, KafkaClient};
 use mm2_offsets::mm2::ReplicationPolicy;
@@ -35,9 +34,11 @@ pub async fn read(
             request.sources.join(", ")
         ));
     };
-    let syncs = syncs_source(args, client, source).await?;
+    // The run's one budget: the other connections spend from it, as the target's did.
+    let budget = Deadline::after(request.timeout);
+    let syncs = syncs_source(args, client, source, &budget).await?;
     let precise = if args.precise.from_source_offsets {
-        let source_cluster = source_cluster(args, &syncs).await?;
+        let source_cluster = source_cluster(args, &syncs, &budget).await?;
         client
             .translate_from_source_offsets(request, &syncs, &source_cluster)
             .await
@@ -150,6 +151,29 @@ fn summarize(precise: &PreciseTranslation, syncs: &SyncsSource) {
             );
         }
     }
+    let checked = &precise.provenance;
+    if precise.syncs_report.complete {
+        eprintln!(
+            "precise: the offset-sync history reproduces {} of MM2's checkpoints{}{}",
+            checked.reproduced,
+            if checked.compaction_explained > 0 {
+                format!(
+                    "; {} partition(s) keep MM2's offset because compaction removed the syncs their checkpoint was computed from",
+                    checked.compaction_explained
+                )
+            } else {
+                String::new()
+            },
+            if checked.legacy > 0 {
+                format!(
+                    "; {} partition(s) keep MM2's offset: their checkpoint follows the rules of MirrorMaker 2 before 3.5",
+                    checked.legacy
+                )
+            } else {
+                String::new()
+            },
+        );
+    }
     if !precise.syncs_report.complete {
         eprintln!(
             "precise: the offset-syncs topic was not read to its end: every offset keeps MM2's (rule no-sync)"
@@ -159,7 +183,11 @@ fn summarize(precise: &PreciseTranslation, syncs: &SyncsSource) {
 
 /// The source cluster for `--from-source-offsets`: its own flags, else the offset-syncs
 /// cluster (the source unless offset-syncs.topic.location=target).
-async fn source_cluster(args: &TranslateArgs, syncs: &SyncsSource) -> Result<KafkaClient, String> {
+async fn source_cluster(
+    args: &TranslateArgs,
+    syncs: &SyncsSource,
+    budget: &Deadline,
+) -> Result<KafkaClient, String> {
     let p = &args.precise;
     if p.source_bootstrap_server.is_none() && p.source_command_config.is_none() {
         return Ok(syncs.client.clone());
@@ -171,15 +199,14 @@ async fn source_cluster(args: &TranslateArgs, syncs: &SyncsSource) -> Result<Kaf
     };
     let settings =
         crate::connection::settings(&connection).map_err(|e| format!("source cluster: {e}"))?;
-    KafkaClient::connect(settings.client)
-        .await
-        .map_err(|e| format!("source cluster: {e}"))
+    super::connect_other(settings, budget, "source cluster").await
 }
 
 async fn syncs_source(
     args: &TranslateArgs,
     client: &MirrorClient,
     source: &str,
+    budget: &Deadline,
 ) -> Result<SyncsSource, String> {
     let p = &args.precise;
     let connection = if p.syncs_bootstrap_server.is_some() || p.syncs_command_config.is_some() {
@@ -200,13 +227,11 @@ async fn syncs_source(
     let settings = crate::connection::settings(&connection)
         .map_err(|e| format!("offset-syncs cluster: {e}"))?;
     let policy = client.replication_policy();
-    let kafka = KafkaClient::connect(settings.client)
-        .await
-        .map_err(|e| format!("offset-syncs cluster: {e}"))?;
+    let kafka = super::connect_other(settings, budget, "offset-syncs cluster").await?;
     let topic = match (&p.syncs_topic, &args.connection.target) {
         (Some(topic), _) => topic.clone(),
         (None, Some(target)) => policy.offset_syncs_topic(target),
-        (None, None) => the_only_offset_syncs_topic(&kafka, policy, args.timeout).await?,
+        (None, None) => the_only_offset_syncs_topic(&kafka, policy, budget).await?,
     };
     Ok(SyncsSource {
         client: kafka,
@@ -226,10 +251,10 @@ async fn syncs_source(
 async fn the_only_offset_syncs_topic(
     kafka: &KafkaClient,
     policy: &ReplicationPolicy,
-    timeout: Duration,
+    budget: &Deadline,
 ) -> Result<String, String> {
     let topics = kafka
-        .list_topics(&Deadline::after(timeout))
+        .list_topics(budget)
         .await
         .map_err(|e| format!("offset-syncs cluster: listing its topics: {e}"))?;
     let found = offset_syncs_topics(policy, topics.iter().map(|t| t.name.as_str()));

@@ -1,0 +1,305 @@
+//! Why a group is refused, skipped or failed: typed, so that a program (the watch apply loop, an
+//! embedder) can tell the reasons apart without reading words, and serialized to exactly the
+//! words the JSON plan and report have always carried (`"reason": "..."`, `"message": "..."`).
+//!
+//! A plan read back from a file parses its words again: known forms become their variant, any
+//! other text is kept as `Other` (a refused or failed group is never written, whatever its
+//! words).
+
+use std::fmt;
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+use crate::client::{GroupProtocol, not_a_consumer_group};
+
+/// Why a group must not be written.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum GroupRefusal {
+    /// The group has members, or is not idle (rebalancing, an active KIP-848 group).
+    Active {
+        /// The protocol the coordinator reported.
+        protocol: GroupProtocol,
+        /// The state the coordinator reported.
+        state: String,
+        /// Its members.
+        members: usize,
+    },
+    /// A share (KIP-932) or streams (KIP-1071) group: not consumer offsets.
+    NotConsumerGroup {
+        /// The type ListGroups named, e.g. `share`.
+        group_type: String,
+    },
+    /// A saved plan run on another cluster than the one it was made for (or one that names
+    /// none): every group is refused.
+    OtherCluster {
+        /// The cluster id in the plan.
+        planned: Option<String>,
+        /// The cluster id the target reports now.
+        found: Option<String>,
+    },
+    /// Words read from a plan file that this build does not parse.
+    Other(String),
+}
+
+impl fmt::Display for GroupRefusal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            GroupRefusal::Active {
+                protocol,
+                state,
+                members,
+            } => write!(
+                f,
+                "group is active on the target: protocol {}, state {state}, {members} member(s); stop its consumers first",
+                protocol_name(*protocol)
+            ),
+            GroupRefusal::NotConsumerGroup { group_type } => match not_a_consumer_group(group_type)
+            {
+                Some(words) => f.write_str(&words),
+                None => write!(f, "group is a {group_type} group"),
+            },
+            GroupRefusal::OtherCluster {
+                planned: None,
+                found,
+            } => write!(
+                f,
+                "the plan names no target cluster (made by an older mm2-offsets?), this is cluster {}; plan again on this cluster",
+                show_id(found)
+            ),
+            GroupRefusal::OtherCluster { planned, found } => write!(
+                f,
+                "the plan was made for cluster {}, this is cluster {}; plan again on this cluster",
+                show_id(planned),
+                show_id(found)
+            ),
+            GroupRefusal::Other(words) => f.write_str(words),
+        }
+    }
+}
+
+fn protocol_name(protocol: GroupProtocol) -> &'static str {
+    match protocol {
+        GroupProtocol::Consumer => "consumer",
+        GroupProtocol::Classic => "classic",
+        GroupProtocol::Absent => "absent",
+    }
+}
+
+impl GroupRefusal {
+    /// The refusal these words describe (the inverse of `Display`).
+    fn parse(words: &str) -> Self {
+        if let Some(rest) = words.strip_prefix("group is active on the target: protocol ")
+            && let Some(rest) = rest.strip_suffix(" member(s); stop its consumers first")
+            && let Some((protocol, rest)) = rest.split_once(", state ")
+            && let Some((state, members)) = rest.rsplit_once(", ")
+            && let Ok(members) = members.parse()
+        {
+            let protocol = match protocol {
+                "consumer" => Some(GroupProtocol::Consumer),
+                "classic" => Some(GroupProtocol::Classic),
+                "absent" => Some(GroupProtocol::Absent),
+                _ => None,
+            };
+            if let Some(protocol) = protocol {
+                return GroupRefusal::Active {
+                    protocol,
+                    state: state.to_string(),
+                    members,
+                };
+            }
+        }
+        for group_type in crate::client::NOT_CONSUMER_GROUP_TYPES {
+            let refusal = GroupRefusal::NotConsumerGroup {
+                group_type: group_type.to_string(),
+            };
+            if refusal.to_string() == words {
+                return refusal;
+            }
+        }
+        GroupRefusal::Other(words.to_string())
+    }
+}
+
+/// What changed on the target between the plan and the moment of the commit.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Change {
+    /// The group may not be written any more (members joined, it became a share group...).
+    Refused(GroupRefusal),
+    /// The group's committed offsets are not those the plan saw: `topic-partition then -> now`.
+    OffsetsMoved(Vec<String>),
+    /// Every partition the plan would commit was refused by the re-check (its rows name both
+    /// views).
+    EveryPartitionRefused(usize),
+}
+
+impl fmt::Display for Change {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Change::Refused(refusal) => write!(f, "{refusal}"),
+            Change::OffsetsMoved(moved) => write!(
+                f,
+                "committed offsets moved ({}); plan again",
+                moved.join(", ")
+            ),
+            Change::EveryPartitionRefused(n) => write!(
+                f,
+                "the re-check refused all {n} partition(s) the plan would commit (their rows name the plan's view and the target's now); plan again"
+            ),
+        }
+    }
+}
+
+fn show_id(id: &Option<String>) -> String {
+    id.as_deref()
+        .map_or_else(|| "(no id)".to_string(), |s| format!("{s:?}"))
+}
+
+/// Why an execute did not write a group.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum SkipReason {
+    /// Refused when planned.
+    Refused(GroupRefusal),
+    /// The target changed since the plan.
+    ChangedSincePlan(Change),
+    /// The coordinator answered UNKNOWN_MEMBER_ID to the commit: members joined after the
+    /// re-check.
+    GainedMembers,
+}
+
+impl fmt::Display for SkipReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SkipReason::Refused(refusal) => write!(f, "{refusal}"),
+            SkipReason::ChangedSincePlan(change) => write!(f, "changed since the plan: {change}"),
+            SkipReason::GainedMembers => f.write_str(
+                "the group gained members since the re-check (UNKNOWN_MEMBER_ID): not written",
+            ),
+        }
+    }
+}
+
+/// Why a group failed: the target could not be asked, or the commit failed or was lost.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum GroupError {
+    /// The group could not be read (authorization, coordinator, ...): the words say which.
+    Unreadable(String),
+    /// The coordinator's share and streams groups could not be listed.
+    KindUnknown(String),
+    /// The group's coordinator could not be found.
+    NoCoordinator(String),
+    /// Topics the principal may not describe hide the group's offsets: nothing is written.
+    TopicsDenied(Vec<String>),
+    /// The commit failed and wrote nothing.
+    NotWritten(String),
+    /// The commit's answer was lost: its outcome is unknown.
+    OutcomeUnknown(String),
+    /// Some partitions' outcomes are unknown.
+    PartitionsUnknown(usize),
+    /// Not tried: an earlier commit's outcome is unknown.
+    Halted,
+    /// Words read from a plan file that this build does not parse.
+    Other(String),
+}
+
+impl fmt::Display for GroupError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            GroupError::Unreadable(words)
+            | GroupError::KindUnknown(words)
+            | GroupError::NoCoordinator(words)
+            | GroupError::Other(words) => f.write_str(words),
+            GroupError::TopicsDenied(reasons) => {
+                write!(f, "{}; nothing of the group is written", reasons.join("; "))
+            }
+            GroupError::NotWritten(why) => write!(f, "nothing written: {why}"),
+            GroupError::OutcomeUnknown(why) => write!(
+                f,
+                "the commit's outcome is unknown: {why}; read the group's offsets before running apply again"
+            ),
+            GroupError::PartitionsUnknown(n) => write!(
+                f,
+                "the outcome of {n} partition(s) is unknown (see their rows); read the group's offsets before running apply again"
+            ),
+            GroupError::Halted => {
+                f.write_str("not written: an earlier commit's outcome is unknown")
+            }
+        }
+    }
+}
+
+macro_rules! as_words {
+    ($($t:ty),*) => {$(
+        impl Serialize for $t {
+            fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                serializer.collect_str(self)
+            }
+        }
+    )*};
+}
+as_words!(GroupRefusal, Change, SkipReason, GroupError);
+
+impl<'de> Deserialize<'de> for GroupRefusal {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        Ok(GroupRefusal::parse(&String::deserialize(deserializer)?))
+    }
+}
+
+impl<'de> Deserialize<'de> for GroupError {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        Ok(GroupError::Other(String::deserialize(deserializer)?))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refusals_read_back_from_their_words() {
+        for refusal in [
+            GroupRefusal::Active {
+                protocol: GroupProtocol::Consumer,
+                state: "Stable, odd".into(),
+                members: 3,
+            },
+            GroupRefusal::NotConsumerGroup {
+                group_type: "share".into(),
+            },
+            GroupRefusal::NotConsumerGroup {
+                group_type: "streams".into(),
+            },
+            GroupRefusal::Other("something else".into()),
+        ] {
+            let json = serde_json::to_string(&refusal).unwrap();
+            assert_eq!(json, serde_json::to_string(&refusal.to_string()).unwrap());
+            let back: GroupRefusal = serde_json::from_str(&json).unwrap();
+            assert_eq!(back, refusal);
+        }
+    }
+
+    #[test]
+    fn the_words_are_those_of_earlier_builds() {
+        let active = GroupRefusal::Active {
+            protocol: GroupProtocol::Classic,
+            state: "Stable".into(),
+            members: 1,
+        };
+        assert_eq!(
+            SkipReason::ChangedSincePlan(Change::Refused(active)).to_string(),
+            "changed since the plan: group is active on the target: protocol classic, state Stable, 1 member(s); stop its consumers first"
+        );
+        assert_eq!(
+            SkipReason::ChangedSincePlan(Change::OffsetsMoved(vec!["t-0 5 -> 7".into()]))
+                .to_string(),
+            "changed since the plan: committed offsets moved (t-0 5 -> 7); plan again"
+        );
+        assert_eq!(
+            GroupError::Halted.to_string(),
+            "not written: an earlier commit's outcome is unknown"
+        );
+    }
+}
