@@ -16,6 +16,7 @@ mod client_kafka;
 #[cfg(feature = "failover-tests")]
 mod failover_mm2;
 mod faults;
+mod group_calls;
 mod java_patterns;
 mod keystores;
 mod oauthbearer;
