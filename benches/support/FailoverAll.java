@@ -58,6 +58,10 @@ public final class FailoverAll {
 
     Properties props = new Properties();
     props.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+    // Every call is queued at once: with the default 60 s API timeout, 20,000 commits time out
+    // "waiting to send" (Admin sends one request per broker at a time). Give the calls the
+    // whole budget, as apply gets --timeout.
+    props.put(AdminClientConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, (int) Math.min(Integer.MAX_VALUE, timeout.toMillis()));
     long t2, t3;
     int readBackMismatches;
     try (Admin admin = Admin.create(props)) {
