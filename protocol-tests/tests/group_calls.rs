@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use crate::support::groups::{coordinator_connection, join_classic, join_consumer};
-use crate::support::{Cluster, cluster, data_writer, unique_topic, wait_for_group_coordinator};
+use crate::support::{cluster, unique_topic, wait_for_group_coordinator, write_records};
 use kafka_protocol::messages::ApiKey;
 use mm2_offsets::client::{
     CommitOptions, Coordinators, Deadline, GroupProtocol, IsolationLevel, KafkaClient, OffsetSpec,
@@ -20,23 +20,6 @@ use mm2_offsets::client::{
 
 fn deadline() -> Deadline {
     Deadline::after(Duration::from_secs(60))
-}
-
-fn write_records(cluster: &Cluster, topic: &str, partitions: u32, count: u32) {
-    data_writer(
-        cluster,
-        "records",
-        &[
-            "--topic",
-            topic,
-            "--partitions",
-            &partitions.to_string(),
-            "--count",
-            &count.to_string(),
-            "--nulls",
-            "0",
-        ],
-    );
 }
 
 fn offsets(topic: &str, i: usize) -> Vec<OffsetToCommit> {
