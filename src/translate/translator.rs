@@ -204,27 +204,42 @@ impl Part {
     /// The parts of a [`Folded`], one per checkpoints partition its entries came from (the live
     /// map of `watch` holds every partition's keys in one).
     pub(crate) fn from_folded(folded: Folded) -> Vec<Part> {
+        // Each partition's offsets are stored past its smallest one, as the read stores them
+        // past its range's first record.
+        let mut bases: BTreeMap<i32, i64> = BTreeMap::new();
+        for e in &folded.entries {
+            let base = bases.entry(e.partition).or_insert(e.offset);
+            *base = (*base).min(e.offset);
+        }
         let mut parts: BTreeMap<i32, Part> = BTreeMap::new();
         for (group, slots) in folded.slots.iter().enumerate() {
             for (&(topic, partition), &index) in slots {
                 let e = folded.entries[index as usize];
+                let base = bases.get(&e.partition).copied().unwrap_or(0);
                 let part = parts.entry(e.partition).or_insert_with(|| Part {
                     checkpoint_partition: e.partition,
-                    base: 0,
+                    base,
                     ..Part::default()
                 });
                 let key = (group as u32, topic, partition);
+                let delta = e
+                    .offset
+                    .checked_sub(base)
+                    .and_then(|d| u32::try_from(d).ok())
+                    .filter(|&d| d != WIDE_OFFSET);
                 let mut latest = Latest {
                     upstream_offset: e.upstream_offset,
                     downstream_offset: e.downstream_offset,
                     timestamp: e.timestamp,
-                    offset: WIDE_OFFSET,
+                    offset: delta.unwrap_or(WIDE_OFFSET),
                     group: group as u32,
                     topic,
                     partition,
                 };
                 latest.set_flag(LIVE, e.live);
-                part.wide.insert(key, e.offset);
+                if delta.is_none() {
+                    part.wide.insert(key, e.offset);
+                }
                 if e.metadata != NO_METADATA {
                     let metadata = folded.metadata[e.metadata as usize].clone();
                     if !metadata.is_empty() {
