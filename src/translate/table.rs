@@ -224,10 +224,11 @@ impl OffsetTable {
     /// a re-translation (precise, or from the source's live offsets) turned back into a table
     /// the writers and `apply` already take. Each offset owns its entry (winners are unique).
     pub(crate) fn set_offsets(&mut self, pairs: impl IntoIterator<Item = (i64, i64)>) {
-        let mut order: Vec<At> = Vec::with_capacity(self.len);
-        self.for_each_winner(None, |_, at| order.push(at));
+        // (part, entry) as u32s: 8 bytes an offset while the pairs are applied.
+        let mut order: Vec<(u32, u32)> = Vec::with_capacity(self.len);
+        self.for_each_winner(None, |_, (p, i)| order.push((p as u32, i as u32)));
         for ((p, i), (upstream, downstream)) in order.into_iter().zip(pairs) {
-            let entry = &mut self.parts[p].entries[i];
+            let entry = &mut self.parts[p as usize].entries[i as usize];
             entry.upstream_offset = upstream;
             entry.downstream_offset = downstream;
         }
