@@ -38,8 +38,14 @@
 #   MIRROR_VERSION jars of the Java failover peer (connect-mirror-client with KIP-1239) [4.3.1]
 #   WORK           scratch directory [target/apply-bench]
 # Needs: bash, python3, java 17+ with javac, GNU /usr/bin/time, the harness (protocol-tests/harness).
+# RUN IT ON A BROKER OF ITS OWN (MM2O_KAFKA_JVM_OPTS=-Xmx2g protocol-tests/harness/kafka.sh start
+# bench 4.4.0; stop it with kafka.sh stop bench), never on the
+# shared harness: it creates 3 x RUNS x GROUPS consumer groups per shape (about 230,000 with the
+# defaults), which the group coordinator keeps in the broker's heap; on 2026-12-01 the shared k4
+# (512 MiB heap) died of OutOfMemoryError during these runs.
 # Example (one command, all shapes):
-#   BOOTSTRAP=$(sed -n 's/^PLAINTEXT=//p' protocol-tests/work/k4/env) benches/apply.sh | tee apply.md
+#   MM2O_KAFKA_JVM_OPTS=-Xmx2g protocol-tests/harness/kafka.sh start bench 4.4.0
+#   BOOTSTRAP=$(sed -n 's/^PLAINTEXT=//p' protocol-tests/work/bench/env) benches/apply.sh | tee apply.md
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"

@@ -11,6 +11,9 @@
 //! target/release/examples/bench_unchecked_apply BOOTSTRAP SOURCE_ALIAS GROUP_REGEX
 //! ```
 //!
+//! `MM2O_BENCH_LANES` (connections per broker, 4) and `MM2O_BENCH_IN_FLIGHT` (commits in flight
+//! per coordinator, 8) change the commit pipeline, to explore it.
+//!
 //! Prints one JSON line: `{"groups":N,"partitions":P,"translate_ms":..,"commit_ms":..,"failed":F}`;
 //! exits 1 when any partition was not committed.
 
