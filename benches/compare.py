@@ -205,6 +205,12 @@ READERS = [
     ("ours_inproc", "mm2-offsets, in-process read (stderr summary), default parallelism"),
     ("ours_musl", "mm2-offsets (static musl) --all-groups -o json, default parallelism, to /dev/null"),
     ("ours_file", "mm2-offsets --all-groups -o json, --parallelism 1, to a file"),
+    ("ours_pipe", "mm2-offsets --all-groups -o json, --parallelism 1, to a pipe (`| cat >/dev/null`)"),
+    ("ours_pipe_read", "... its read (stderr summary)"),
+    ("ours_pipe_write", "... its writing of the answer (`-v`: answer written)"),
+    ("ours_pipe_csv", "mm2-offsets --all-groups -o csv, --parallelism 1, to a pipe"),
+    ("ours_pipe_csv_read", "... its read (stderr summary)"),
+    ("ours_pipe_csv_write", "... its writing of the answer (`-v`: answer written)"),
     ("ours_group", None),
     ("ours_regex", None),
 ]

@@ -207,6 +207,25 @@ run() {
     >>"$D/runs.txt"
 }
 
+# run_pipe NAME COMMAND...: as run, with the answer written to a pipe (read by `cat` into
+# /dev/null), as a user's `| jq` or `| gzip` gets it; and the time the process spent writing it
+# (`-v`'s "answer written ... elapsed_ms=N") as NAME_write, its read (the summary's "in N ms")
+# as NAME_read.
+run_pipe() {
+  local name="$1" t0 t1
+  shift
+  t0="$EPOCHREALTIME"
+  /usr/bin/time -f '%M' -o "$D/time.txt" "$@" -v 2>"$D/stderr.txt" | cat >/dev/null \
+    || { cat "$D/stderr.txt" >&2; die "$name failed: $*"; }
+  t1="$EPOCHREALTIME"
+  echo "$name $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.4f", b - a }') $(cat "$D/time.txt")" \
+    >>"$D/runs.txt"
+  sed -n 's/.*answer written.*elapsed_ms=\([0-9.]*\).*/\1/p' "$D/stderr.txt" \
+    | awk -v n="${name}_write" '{ printf "%s %.4f 0\n", n, $1 / 1000 }' >>"$D/runs.txt"
+  sed -n 's/.* in \([0-9.]*\) ms;.*/\1/p' "$D/stderr.txt" \
+    | awk -v n="${name}_read" '{ printf "%s %.4f 0\n", n, $1 / 1000 }' >>"$D/runs.txt"
+}
+
 sample_args=()
 sample_idx=()
 step=$(( NGROUPS / JAVA_SAMPLE > 0 ? NGROUPS / JAVA_SAMPLE : 1 ))
@@ -228,6 +247,7 @@ kcat_read=(kcat -C -b "$BOOTSTRAP" -t "$TOPIC" -o beginning -e -q -f '')
 java_consume=(java -jar "$JAR" consume --bootstrap-server "$BOOTSTRAP" --topic "$TOPIC"
   --timeout-ms "$TIMEOUT_MS")
 base=(translate --bootstrap-server "$BOOTSTRAP" --source "$SOURCE" -o json --timeout "${TIMEOUT_MS}ms")
+base_csv=(translate --bootstrap-server "$BOOTSTRAP" --source "$SOURCE" -o csv --timeout "${TIMEOUT_MS}ms")
 ours=("${base[@]}" --all-groups)
 ours_group=("${base[@]}" --group "app-team-$one_group")
 ours_regex=("${base[@]}" --group-regex "$regex")
@@ -257,6 +277,8 @@ for (( r = 1; r <= RUNS; r++ )); do
     run ours_musl /dev/null "$MUSL_BIN" "${ours[@]}"
   fi
   run ours_file "$D/ours-p1.json" "$BIN" "${ours[@]}" --parallelism 1
+  run_pipe ours_pipe "$BIN" "${ours[@]}" --parallelism 1
+  run_pipe ours_pipe_csv "$BIN" "${base_csv[@]}" --all-groups --parallelism 1
   run ours_group "$D/ours-group.json" "$BIN" "${ours_group[@]}"
   run ours_regex "$D/ours-regex.json" "$BIN" "${ours_regex[@]}"
 done
@@ -306,6 +328,8 @@ commands+=("$(show "$BIN" "${ours[@]}")")
 if [[ -x "$MUSL_BIN" ]]; then
   commands+=("$(show "$MUSL_BIN" "${ours[@]}")")
 fi
+commands+=("$(show "$BIN" "${ours[@]}" --parallelism 1 -v) | cat >/dev/null")
+commands+=("$(show "$BIN" "${base_csv[@]}" --all-groups --parallelism 1 -v) | cat >/dev/null")
 commands+=("$(show "$BIN" "${ours_group[@]}")")
 commands+=("$(show "$BIN" "${ours_regex[@]}")")
 

@@ -19,6 +19,7 @@ mod failback_mm2;
 #[cfg(feature = "failover-tests")]
 mod failover_mm2;
 mod faults;
+mod group_calls;
 mod hostile_writes;
 mod java_patterns;
 mod keystores;

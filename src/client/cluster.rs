@@ -4,9 +4,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, RwLock};
 
 use kafka_protocol::messages::{
-    ApiKey, ListOffsetsRequest, MetadataRequest, TopicName,
-    list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic},
-    metadata_request::MetadataRequestTopic,
+    ApiKey, MetadataRequest, TopicName, metadata_request::MetadataRequestTopic,
 };
 use kafka_protocol::protocol::StrBytes;
 
@@ -17,7 +15,7 @@ use super::pool::ConnectionPool;
 use super::retry::{Retrier, retry_with_backoff};
 use crate::config::ClientConfig;
 use crate::wire::BrokerConnection;
-use crate::wire::responses::{self, list_offsets::ListOffsetsResponse, metadata::MetadataResponse};
+use crate::wire::responses::{self, metadata::MetadataResponse};
 
 /// Which offset ListOffsets should return.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -29,7 +27,7 @@ pub enum OffsetSpec {
 }
 
 impl OffsetSpec {
-    fn timestamp(self) -> i64 {
+    pub(super) fn timestamp(self) -> i64 {
         match self {
             OffsetSpec::Earliest => -2,
             OffsetSpec::Latest => -1,
@@ -159,6 +157,26 @@ impl KafkaClient {
         Ok(self.inner.pool.get(address, 0).await?)
     }
 
+    /// A connection to `address` on `lane` (taken modulo the lanes configured).
+    pub(super) async fn connection_on_lane(
+        &self,
+        address: &str,
+        lane: usize,
+    ) -> Result<BrokerConnection, ClientError> {
+        Ok(self.inner.pool.get(address, lane).await?)
+    }
+
+    /// The lane commit worker `worker` uses: the lanes after the first, round robin, so that
+    /// commits never queue behind a large read on lane 0 (a request's timeout counts its wait
+    /// in the queue) and a broken connection fails only the commits of its own lane. With a
+    /// single lane, that one.
+    pub(super) fn commit_lane(&self, worker: usize) -> usize {
+        match self.config().connections_per_broker {
+            0 | 1 => 0,
+            lanes => 1 + worker % (lanes - 1),
+        }
+    }
+
     /// Any working connection: a known broker first, else each bootstrap server in turn.
     pub(super) async fn any_connection(&self) -> Result<BrokerConnection, ClientError> {
         let mut candidates: Vec<String> = self.brokers().iter().map(BrokerInfo::address).collect();
@@ -188,7 +206,7 @@ impl KafkaClient {
 
     /// Sends a Metadata request for `topics` (`None` = all topics, `Some(&[])` = brokers only),
     /// never allowing automatic topic creation, and refreshes the broker list.
-    async fn metadata(
+    pub(super) async fn metadata(
         &self,
         topics: Option<&[&str]>,
         deadline: &Deadline,
@@ -286,27 +304,9 @@ impl KafkaClient {
                 .topics
                 .iter()
                 .find(|t| t.name.as_deref() == Some(topic));
-            let error = match found {
-                None => ClientError::UnknownTopic {
-                    topic: topic.to_string(),
-                },
-                Some(t) if t.error_code == 3 => ClientError::UnknownTopic {
-                    topic: topic.to_string(),
-                },
-                Some(t) if t.error_code != 0 => {
-                    ClientError::broker("Metadata", topic, "the cluster", t.error_code)
-                }
-                Some(t) => {
-                    let info = topic_info(topic, t);
-                    match info.partitions.iter().find(|p| p.leader < 0) {
-                        None => return Ok(Arc::new(info)),
-                        Some(p) => ClientError::NoLeader {
-                            topic: topic.to_string(),
-                            partition: p.partition,
-                            leader: p.leader,
-                        },
-                    }
-                }
+            let error = match topic_outcome(topic, found) {
+                Ok(info) => return Ok(info),
+                Err(error) => error,
             };
             // Every retriable answer here is resolved by asking again, which refreshes metadata.
             retrier
@@ -315,8 +315,9 @@ impl KafkaClient {
         }
     }
 
-    /// The earliest or latest offset of each partition, asking each partition's leader.
-    /// Partitions whose leader moved are retried after a metadata refresh.
+    /// The earliest or latest offset of each partition, asking each partition's leader
+    /// ([`list_offsets_many`](Self::list_offsets_many) for one topic and some of its
+    /// partitions). Partitions whose leader moved are retried after a metadata refresh.
     pub async fn list_offsets(
         &self,
         topic: &TopicInfo,
@@ -325,152 +326,49 @@ impl KafkaClient {
         isolation: IsolationLevel,
         deadline: &Deadline,
     ) -> Result<BTreeMap<i32, i64>, ClientError> {
-        let mut result = BTreeMap::new();
-        let mut pending: Vec<i32> = partitions.to_vec();
-        let mut current: SharedTopic = Arc::new(topic.clone());
-        let mut retrier = Retrier::new(*deadline);
-        loop {
-            let answered_before = result.len();
-            let mut by_leader: BTreeMap<i32, Vec<PartitionInfo>> = BTreeMap::new();
-            for &p in &pending {
-                let info = current
-                    .partition(p)
-                    .ok_or_else(|| ClientError::UnknownPartition {
-                        topic: topic.name.clone(),
-                        partition: p,
-                    })?;
-                by_leader.entry(info.leader).or_default().push(*info);
-            }
-            let mut failed = Vec::new();
-            let mut last_error = None;
-            for (leader, parts) in by_leader {
-                match self
-                    .list_offsets_on(leader, &current, &parts, spec, isolation)
-                    .await
-                {
-                    Ok(offsets) => {
-                        for (p, outcome) in offsets {
-                            match outcome {
-                                Ok(offset) => {
-                                    result.insert(p, offset);
-                                }
-                                Err(e) if e.action().is_retriable() => {
-                                    failed.push(p);
-                                    last_error = Some(e);
-                                }
-                                Err(e) => return Err(e),
-                            }
-                        }
-                    }
-                    Err(e) if e.action().is_retriable() => {
-                        failed.extend(parts.iter().map(|p| p.partition));
-                        last_error = Some(e);
-                    }
-                    Err(e) => return Err(e),
-                }
-            }
-            let Some(last) = last_error else {
-                return Ok(result);
-            };
-            if result.len() > answered_before {
-                retrier.progressed();
-            }
-            failed.sort_unstable();
-            retrier
-                .after(last, || {
-                    format!("listing offsets of {} partitions {failed:?}", topic.name)
-                })
-                .await?;
-            // Whatever the action, the leaders are re-read: the partitions that failed may have
-            // moved, and describe_topic is the one call that learns it.
-            current = match self.describe_topic(&topic.name, deadline).await {
-                Ok(current) => current,
-                // The budget ran out while re-reading the leaders: what failed is still the
-                // listing of these partitions, and the last broker answer says why.
-                Err(ClientError::DeadlineExceeded { .. }) => {
-                    return Err(retrier.expired(format!(
-                        "listing offsets of {} partitions {failed:?}",
-                        topic.name
-                    )));
-                }
-                Err(e) => return Err(e),
-            };
-            pending = failed;
-        }
-    }
-
-    async fn list_offsets_on(
-        &self,
-        leader: i32,
-        topic: &TopicInfo,
-        partitions: &[PartitionInfo],
-        spec: OffsetSpec,
-        isolation: IsolationLevel,
-    ) -> Result<Vec<(i32, Result<i64, ClientError>)>, ClientError> {
-        if leader < 0 {
-            return Err(ClientError::NoLeader {
+        let wanted = vec![(super::log_offsets::shared(topic), partitions.to_vec())];
+        let mut answers = self
+            .list_partition_offsets(wanted, spec, isolation, deadline)
+            .await;
+        answers.remove(&topic.name).unwrap_or_else(|| {
+            Err(ClientError::UnknownTopic {
                 topic: topic.name.clone(),
-                partition: partitions[0].partition,
-                leader,
-            });
-        }
-        let conn = self.broker_connection(leader, 0).await?;
-        let version = conn.negotiate(ApiKey::ListOffsets, responses::LIST_OFFSETS_VERSIONS)?;
-        let request = ListOffsetsRequest::default()
-            .with_replica_id(kafka_protocol::messages::BrokerId(-1))
-            .with_isolation_level(isolation.wire_value())
-            .with_timeout_ms(
-                self.config()
-                    .request_timeout
-                    .as_millis()
-                    .min(i32::MAX as u128) as i32,
-            )
-            .with_topics(vec![
-                ListOffsetsTopic::default()
-                    .with_name(TopicName(StrBytes::from_string(topic.name.clone())))
-                    .with_partitions(
-                        partitions
-                            .iter()
-                            .map(|p| {
-                                ListOffsetsPartition::default()
-                                    .with_partition_index(p.partition)
-                                    .with_current_leader_epoch(p.leader_epoch)
-                                    .with_timestamp(spec.timestamp())
-                            })
-                            .collect(),
-                    ),
-            ]);
-        let body = conn.send(&request, version).await?;
-        let response =
-            ListOffsetsResponse::decode(body, version).map_err(|source| ClientError::Decode {
-                broker: conn.address().to_string(),
-                source,
-            })?;
-        let mut out = Vec::with_capacity(partitions.len());
-        for p in partitions {
-            let answer = response
-                .topics
-                .iter()
-                .filter(|t| t.name == topic.name)
-                .flat_map(|t| t.partitions.iter())
-                .find(|r| r.partition_index == p.partition);
-            let outcome = match answer {
-                None => Err(ClientError::Protocol {
-                    broker: conn.address().to_string(),
-                    request: "ListOffsets",
-                    problem: format!("no answer for partition {}-{}", topic.name, p.partition),
+            })
+        })
+    }
+}
+
+/// One topic as Metadata describes it: its partitions and leaders, or why not. A missing topic
+/// is [`ClientError::UnknownTopic`]; a partition without a leader is [`ClientError::NoLeader`]
+/// (retriable: the leader is being elected).
+pub(super) fn topic_outcome(
+    topic: &str,
+    found: Option<&responses::metadata::MetadataTopic>,
+) -> Result<SharedTopic, ClientError> {
+    match found {
+        None => Err(ClientError::UnknownTopic {
+            topic: topic.to_string(),
+        }),
+        Some(t) if t.error_code == 3 => Err(ClientError::UnknownTopic {
+            topic: topic.to_string(),
+        }),
+        Some(t) if t.error_code != 0 => Err(ClientError::broker(
+            "Metadata",
+            topic,
+            "the cluster",
+            t.error_code,
+        )),
+        Some(t) => {
+            let info = topic_info(topic, t);
+            match info.partitions.iter().find(|p| p.leader < 0) {
+                None => Ok(Arc::new(info)),
+                Some(p) => Err(ClientError::NoLeader {
+                    topic: topic.to_string(),
+                    partition: p.partition,
+                    leader: p.leader,
                 }),
-                Some(r) if r.error_code != 0 => Err(ClientError::broker(
-                    "ListOffsets",
-                    &format!("{}-{}", topic.name, p.partition),
-                    conn.address(),
-                    r.error_code,
-                )),
-                Some(r) => Ok(r.offset),
-            };
-            out.push((p.partition, outcome));
+            }
         }
-        Ok(out)
     }
 }
 

@@ -1,5 +1,6 @@
 //! Client errors. What each one calls for is decided in one place, [`super::retry`].
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use super::deadline::Deadline;
@@ -115,6 +116,19 @@ pub enum ClientError {
         #[source]
         source: Box<ClientError>,
     },
+    /// One failure of a request that carried several groups (or partitions), given to each of
+    /// them: a connection that broke under a batched request fails every group in it alike.
+    #[error(transparent)]
+    Shared(Arc<ClientError>),
+    /// An OffsetCommit that was never sent because an earlier commit's outcome is unknown: once
+    /// one answer is lost, no further group is written until the offsets are read back.
+    #[error(
+        "the OffsetCommit of group {group:?} was not sent: an earlier commit's answer was lost, so no further commit was started"
+    )]
+    Halted {
+        /// The group.
+        group: String,
+    },
     /// A broker answered with something we cannot work with.
     #[error("broker {broker} answered {request} unexpectedly: {problem}")]
     Protocol {
@@ -145,7 +159,29 @@ impl ClientError {
             ClientError::Bootstrap { last, .. } if last.is_retriable() => Action::Backoff,
             ClientError::Broker { code, .. } => classify(*code),
             ClientError::NoLeader { .. } => Action::RefreshMetadata,
+            ClientError::Shared(inner) => inner.action(),
             _ => Action::Fail,
+        }
+    }
+
+    /// The Kafka error code behind this error, if a broker answered with one: directly, through
+    /// a request shared by several groups, or as the last failure before a deadline.
+    pub fn broker_code(&self) -> Option<i16> {
+        match self {
+            ClientError::Broker { code, .. } => Some(*code),
+            ClientError::Shared(inner) => inner.broker_code(),
+            ClientError::DeadlineExceeded {
+                last: Some(last), ..
+            } => last.broker_code(),
+            _ => None,
+        }
+    }
+
+    /// This error, to be given to each of several groups or partitions.
+    pub(crate) fn shared(self) -> Arc<ClientError> {
+        match self {
+            ClientError::Shared(inner) => inner,
+            other => Arc::new(other),
         }
     }
 

@@ -1,46 +1,35 @@
-//! Single attempts of the calls routed to a group's coordinator: FindCoordinator,
-//! ConsumerGroupDescribe / DescribeGroups, OffsetFetch and the admin OffsetCommit. The public,
-//! retrying versions that find the coordinator again when it moves are in `coordinator.rs`.
+//! What the group calls share: the types they answer with, and one FindCoordinator round for
+//! many groups. The calls themselves are `describe.rs`, `offset_fetch.rs` and `commit.rs`, on
+//! the engine of `batch.rs`; `coordinator.rs` retries the lookup alone.
 //!
 //! Each call answers per group and, where the protocol does, per partition: one group's error
 //! never hides another's, and a partition's error code is kept, not collapsed.
 //!
 //! # References
-//! - <https://kafka.apache.org/protocol> (FindCoordinator, DescribeGroups, ConsumerGroupDescribe,
-//!   OffsetFetch, OffsetCommit)
-//! - KIP-699 (batched FindCoordinator), KIP-709 (batched OffsetFetch), KIP-848 (new consumer
-//!   group protocol), Kafka's `AlterConsumerGroupOffsetsHandler` (the admin commit)
+//! - <https://kafka.apache.org/protocol> (FindCoordinator)
+//! - KIP-699 (batched FindCoordinator)
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
-use kafka_protocol::messages::{
-    ApiKey, ConsumerGroupDescribeRequest, DescribeGroupsRequest, FindCoordinatorRequest, GroupId,
-    OffsetCommitRequest, OffsetFetchRequest, TopicName,
-    offset_commit_request::{OffsetCommitRequestPartition, OffsetCommitRequestTopic},
-    offset_fetch_request::{
-        OffsetFetchRequestGroup, OffsetFetchRequestTopic, OffsetFetchRequestTopics,
-    },
-};
+use futures::StreamExt;
+use kafka_protocol::messages::{ApiKey, FindCoordinatorRequest};
 use kafka_protocol::protocol::StrBytes;
 
+use super::batch::GroupResults;
 use super::cluster::KafkaClient;
 use super::error::ClientError;
 use crate::wire::BrokerConnection;
-use crate::wire::responses::{
-    self, consumer_group_describe::ConsumerGroupDescribeResponse,
-    describe_groups::DescribeGroupsResponse, find_coordinator::FindCoordinatorResponse,
-    offset_commit::OffsetCommitResponse, offset_fetch::OffsetFetchResponse,
-};
+use crate::wire::responses::{self, find_coordinator::FindCoordinatorResponse};
 
 /// GROUP_ID_NOT_FOUND: ConsumerGroupDescribe's answer for a group that is not a consumer group.
-const GROUP_ID_NOT_FOUND: i16 = 69;
+pub(super) const GROUP_ID_NOT_FOUND: i16 = 69;
 /// UNSUPPORTED_VERSION.
-const UNSUPPORTED_VERSION: i16 = 35;
+pub(super) const UNSUPPORTED_VERSION: i16 = 35;
 /// NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE, COORDINATOR_LOAD_IN_PROGRESS.
 const COORDINATOR_MOVED: [i16; 3] = [16, 15, 14];
 
 /// The broker that coordinates a group.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct GroupCoordinator {
     /// Its node id.
     pub node_id: i32,
@@ -88,6 +77,12 @@ impl GroupCallError {
             self.source.as_ref(),
             ClientError::CommitOutcomeUnknown { .. }
         )
+    }
+
+    /// Whether a commit was never sent because an earlier commit's answer was lost
+    /// ([`ClientError::Halted`]): nothing of it was written.
+    pub fn is_halted(&self) -> bool {
+        matches!(self.source.as_ref(), ClientError::Halted { .. })
     }
 }
 
@@ -163,306 +158,88 @@ pub struct OffsetToCommit {
 }
 
 impl KafkaClient {
-    /// One FindCoordinator round for `groups`: batched in one request where the broker offers
-    /// v4+, one request per group below. Each group's answer stands alone: one group's
-    /// authorization failure does not fail the others.
+    /// One FindCoordinator round for `groups`: batched (up to 1,000 keys per request, two
+    /// requests in flight) where the broker offers v4+, one request per group below (eight in
+    /// flight). Each group's answer stands alone: one group's authorization failure does not
+    /// fail the others. `Err` when no request could be sent or one failed as a whole.
     pub(super) async fn find_group_coordinators_once(
         &self,
         groups: &[String],
-    ) -> Result<BTreeMap<String, Result<GroupCoordinator, GroupCallError>>, ClientError> {
+    ) -> Result<GroupResults<GroupCoordinator>, ClientError> {
         let conn = self.any_connection().await?;
         let version = conn.negotiate(
             ApiKey::FindCoordinator,
             responses::FIND_COORDINATOR_VERSIONS,
         )?;
-        let mut out = BTreeMap::new();
-        if version >= responses::find_coordinator::FIRST_BATCHED {
-            // Kafka's coordinator caps nothing, but a huge request is one big failure domain.
-            for chunk in groups.chunks(1000) {
-                let request = FindCoordinatorRequest::default()
-                    .with_key_type(0)
-                    .with_coordinator_keys(
-                        chunk
-                            .iter()
-                            .map(|g| StrBytes::from_string(g.clone()))
-                            .collect(),
-                    );
-                let response = decode(
-                    &conn,
-                    FindCoordinatorResponse::decode,
-                    conn.send(&request, version).await?,
-                    version,
-                )?;
-                for group in chunk {
-                    let answer = response
-                        .coordinators
-                        .iter()
-                        .find(|c| c.key.as_deref() == Some(group.as_str()));
-                    let outcome = match answer {
-                        None => Err(GroupCallError::new(
-                            group,
-                            missing(&conn, "FindCoordinator", group),
-                        )),
-                        Some(c) => coordinator_outcome(&conn, group, c),
+        let mut unique: Vec<String> = groups.to_vec();
+        unique.sort_unstable();
+        unique.dedup();
+        let batched = version >= responses::find_coordinator::FIRST_BATCHED;
+        // Kafka's coordinator caps nothing, but a huge request is one big failure domain.
+        let (per_request, window) = if batched { (1000, 2) } else { (1, 8) };
+        let requests: Vec<Vec<String>> =
+            unique.chunks(per_request).map(<[String]>::to_vec).collect();
+        let conn = &conn;
+        let answered: Vec<Result<GroupResults<GroupCoordinator>, ClientError>> =
+            futures::stream::iter(requests)
+                .map(|chunk| async move {
+                    let request = if batched {
+                        FindCoordinatorRequest::default()
+                            .with_key_type(0)
+                            .with_coordinator_keys(
+                                chunk
+                                    .iter()
+                                    .map(|g| StrBytes::from_string(g.clone()))
+                                    .collect(),
+                            )
+                    } else {
+                        FindCoordinatorRequest::default()
+                            .with_key(StrBytes::from_string(chunk[0].clone()))
+                            .with_key_type(0)
                     };
-                    out.insert(group.clone(), outcome);
-                }
-            }
-        } else {
-            for group in groups {
-                let request = FindCoordinatorRequest::default()
-                    .with_key(StrBytes::from_string(group.clone()))
-                    .with_key_type(0);
-                let body = conn.send(&request, version).await?;
-                let response = decode(&conn, FindCoordinatorResponse::decode, body, version)?;
-                let outcome = match response.coordinators.first() {
-                    None => Err(GroupCallError::new(
-                        group,
-                        missing(&conn, "FindCoordinator", group),
-                    )),
-                    Some(c) => coordinator_outcome(&conn, group, c),
-                };
-                out.insert(group.clone(), outcome);
-            }
-        }
-        Ok(out)
-    }
-
-    /// A group's protocol, state and member count, asked of `coordinator` once.
-    ///
-    /// Asks ConsumerGroupDescribe (KIP-848) first where the coordinator offers it, and falls
-    /// back to DescribeGroups when the group is not a consumer group (GROUP_ID_NOT_FOUND) or
-    /// the version is refused. A 4.x coordinator answers DescribeGroups for an active
-    /// new-protocol group with "Dead" and no members, so the old API alone is never trusted
-    /// where the new one exists.
-    pub(super) async fn describe_group_once(
-        &self,
-        coordinator: &GroupCoordinator,
-        group: &str,
-    ) -> Result<GroupDescription, GroupCallError> {
-        let conn = self
-            .connection_to(&coordinator.address)
-            .await
-            .map_err(|e| GroupCallError::new(group, e))?;
-        let wrap = |e: ClientError| GroupCallError::new(group, e);
-        if conn
-            .api_versions()
-            .get(ApiKey::ConsumerGroupDescribe)
-            .is_some()
-        {
-            let version = conn
-                .negotiate(
-                    ApiKey::ConsumerGroupDescribe,
-                    responses::CONSUMER_GROUP_DESCRIBE_VERSIONS,
-                )
-                .map_err(|e| wrap(e.into()))?;
-            let request = ConsumerGroupDescribeRequest::default()
-                .with_group_ids(vec![GroupId(StrBytes::from_string(group.to_string()))]);
-            let body = conn
-                .send(&request, version)
-                .await
-                .map_err(|e| wrap(e.into()))?;
-            let response = decode(&conn, ConsumerGroupDescribeResponse::decode, body, version)
-                .map_err(wrap)?;
-            let answer = response.groups.iter().find(|g| g.group_id == group);
-            match answer {
-                None => return Err(wrap(missing(&conn, "ConsumerGroupDescribe", group))),
-                Some(g) if g.error_code == 0 => {
-                    return Ok(GroupDescription {
-                        group_id: group.to_string(),
-                        protocol: GroupProtocol::Consumer,
-                        protocol_type: "consumer".to_string(),
-                        state: g.group_state.clone(),
-                        members: g.members.len(),
-                    });
-                }
-                Some(g)
-                    if g.error_code == GROUP_ID_NOT_FOUND
-                        || g.error_code == UNSUPPORTED_VERSION => {}
-                Some(g) => {
-                    return Err(wrap(ClientError::broker(
-                        "ConsumerGroupDescribe",
-                        &format!("group {group:?}"),
-                        conn.address(),
-                        g.error_code,
-                    )));
-                }
-            }
-        }
-        let version = conn
-            .negotiate(ApiKey::DescribeGroups, responses::DESCRIBE_GROUPS_VERSIONS)
-            .map_err(|e| wrap(e.into()))?;
-        let request = DescribeGroupsRequest::default()
-            .with_groups(vec![GroupId(StrBytes::from_string(group.to_string()))]);
-        let body = conn
-            .send(&request, version)
-            .await
-            .map_err(|e| wrap(e.into()))?;
-        let response =
-            decode(&conn, DescribeGroupsResponse::decode, body, version).map_err(wrap)?;
-        match response.groups.iter().find(|g| g.group_id == group) {
-            None => Err(wrap(missing(&conn, "DescribeGroups", group))),
-            // v6+ says GROUP_ID_NOT_FOUND for a group it does not know; older versions say Dead.
-            Some(g) if g.error_code == GROUP_ID_NOT_FOUND => Ok(absent(group)),
-            Some(g) if g.error_code != 0 => Err(wrap(ClientError::broker(
-                "DescribeGroups",
-                &format!("group {group:?}"),
-                conn.address(),
-                g.error_code,
-            ))),
-            Some(g)
-                if g.group_state == "Dead"
-                    && g.members.is_empty()
-                    && g.protocol_type.is_empty() =>
-            {
-                Ok(absent(group))
-            }
-            Some(g) => Ok(GroupDescription {
-                group_id: group.to_string(),
-                protocol: GroupProtocol::Classic,
-                protocol_type: g.protocol_type.clone(),
-                state: g.group_state.clone(),
-                members: g.members.len(),
-            }),
-        }
-    }
-
-    /// The committed offsets of each group (all its partitions), asked of `coordinator` once.
-    /// Batched in one OffsetFetch where the coordinator offers v8+, one request per group
-    /// below. Per-partition error codes are kept in [`CommittedOffset::error_code`].
-    pub(super) async fn fetch_group_offsets_once(
-        &self,
-        coordinator: &GroupCoordinator,
-        groups: &[String],
-    ) -> Result<BTreeMap<String, Result<GroupOffsets, GroupCallError>>, ClientError> {
-        let conn = self.connection_to(&coordinator.address).await?;
-        let version = conn.negotiate(ApiKey::OffsetFetch, responses::OFFSET_FETCH_VERSIONS)?;
-        let mut out = BTreeMap::new();
-        // require_stable (v7+) makes the coordinator answer UNSTABLE_OFFSET_COMMIT instead of
-        // hiding a pending transactional commit.
-        if version >= responses::offset_fetch::FIRST_BATCHED {
-            for chunk in groups.chunks(500) {
-                let request = OffsetFetchRequest::default()
-                    .with_require_stable(true)
-                    .with_groups(
-                        chunk
-                            .iter()
-                            .map(|g| {
-                                OffsetFetchRequestGroup::default()
-                                    .with_group_id(GroupId(StrBytes::from_string(g.clone())))
-                                    .with_topics(None::<Vec<OffsetFetchRequestTopics>>)
-                            })
-                            .collect(),
-                    );
-                let body = conn.send(&request, version).await?;
-                let response = decode(&conn, OffsetFetchResponse::decode, body, version)?;
-                for group in chunk {
-                    let answer = response
-                        .groups
+                    let body = conn.send(&request, version).await?;
+                    let response = decode(conn, FindCoordinatorResponse::decode, body, version)?;
+                    let by_key: HashMap<&str, &responses::find_coordinator::Coordinator> =
+                        if batched {
+                            response
+                                .coordinators
+                                .iter()
+                                .filter_map(|c| c.key.as_deref().map(|k| (k, c)))
+                                .collect()
+                        } else {
+                            response
+                                .coordinators
+                                .first()
+                                .map(|c| (chunk[0].as_str(), c))
+                                .into_iter()
+                                .collect()
+                        };
+                    Ok(chunk
                         .iter()
-                        .find(|g| g.group_id.as_deref() == Some(group.as_str()));
-                    out.insert(group.clone(), group_offsets(&conn, group, answer));
-                }
-            }
-        } else {
-            for group in groups {
-                let request = OffsetFetchRequest::default()
-                    .with_group_id(GroupId(StrBytes::from_string(group.clone())))
-                    .with_topics(None::<Vec<OffsetFetchRequestTopic>>)
-                    .with_require_stable(version >= 7);
-                let body = conn.send(&request, version).await?;
-                let response = decode(&conn, OffsetFetchResponse::decode, body, version)?;
-                out.insert(
-                    group.clone(),
-                    group_offsets(&conn, group, response.groups.first()),
-                );
-            }
-        }
-        Ok(out)
-    }
-
-    /// Sends one admin OffsetCommit of `offsets` for `group` on `conn`: no member id,
-    /// generation / member epoch -1, no instance id, the metadata carried. The coordinator
-    /// accepts it only while the group has no members; UNKNOWN_MEMBER_ID means the group has
-    /// (gained) members.
-    ///
-    /// Returns each partition's error code (0 = committed); a partition the coordinator left out
-    /// of its answer is missing from the map: its outcome is unknown. The two errors differ in what they
-    /// leave behind: [`CommitAttemptError::NotSent`] wrote nothing (the version could not be
-    /// negotiated), [`CommitAttemptError::AnswerLost`] may have written (the request left, its
-    /// answer was lost or undecodable).
-    pub(super) async fn commit_group_offsets_once(
-        conn: &BrokerConnection,
-        group: &str,
-        offsets: &[OffsetToCommit],
-    ) -> Result<BTreeMap<(String, i32), i16>, CommitAttemptError> {
-        let version = conn
-            .negotiate(ApiKey::OffsetCommit, responses::OFFSET_COMMIT_VERSIONS)
-            .map_err(|e| CommitAttemptError::NotSent(e.into()))?;
-        let mut by_topic: BTreeMap<&str, Vec<OffsetCommitRequestPartition>> = BTreeMap::new();
-        for o in offsets {
-            by_topic.entry(o.topic.as_str()).or_default().push(
-                OffsetCommitRequestPartition::default()
-                    .with_partition_index(o.partition)
-                    .with_committed_offset(o.offset)
-                    .with_committed_leader_epoch(-1)
-                    .with_committed_metadata(Some(StrBytes::from_string(
-                        o.metadata.clone().unwrap_or_default(),
-                    ))),
-            );
-        }
-        let request = OffsetCommitRequest::default()
-            .with_group_id(GroupId(StrBytes::from_string(group.to_string())))
-            .with_generation_id_or_member_epoch(-1)
-            .with_member_id(StrBytes::from_static_str(""))
-            .with_group_instance_id(None)
-            .with_retention_time_ms(-1)
-            .with_topics(
-                by_topic
-                    .into_iter()
-                    .map(|(topic, partitions)| {
-                        OffsetCommitRequestTopic::default()
-                            .with_name(TopicName(StrBytes::from_string(topic.to_string())))
-                            .with_partitions(partitions)
-                    })
-                    .collect(),
-            );
-        let lost = CommitAttemptError::AnswerLost;
-        let body = conn
-            .send(&request, version)
-            .await
-            .map_err(|e| lost(e.into()))?;
-        let response = decode(conn, OffsetCommitResponse::decode, body, version).map_err(lost)?;
+                        .map(|group| {
+                            let outcome = match by_key.get(group.as_str()) {
+                                None => Err(GroupCallError::new(
+                                    group,
+                                    missing(conn, "FindCoordinator", group),
+                                )),
+                                Some(c) => coordinator_outcome(conn, group, c),
+                            };
+                            (group.clone(), outcome)
+                        })
+                        .collect())
+                })
+                .buffer_unordered(window)
+                .collect()
+                .await;
         let mut out = BTreeMap::new();
-        for t in &response.topics {
-            for &(partition, code) in &t.partitions {
-                out.insert((t.name.clone(), partition), code);
-            }
+        for chunk in answered {
+            out.extend(chunk?);
         }
         Ok(out)
     }
 }
 
-/// Why one OffsetCommit attempt has no per-partition answer.
-#[derive(Debug)]
-pub(super) enum CommitAttemptError {
-    /// Nothing was sent: retrying is safe.
-    NotSent(ClientError),
-    /// The request was sent and its answer lost: the group's offsets are unknown.
-    AnswerLost(ClientError),
-}
-
-fn absent(group: &str) -> GroupDescription {
-    GroupDescription {
-        group_id: group.to_string(),
-        protocol: GroupProtocol::Absent,
-        protocol_type: String::new(),
-        state: "Dead".to_string(),
-        members: 0,
-    }
-}
-
-fn decode<T>(
+pub(super) fn decode<T>(
     conn: &BrokerConnection,
     decoder: fn(bytes::Bytes, i16) -> Result<T, crate::wire::decode::DecodeError>,
     body: bytes::Bytes,
@@ -474,7 +251,7 @@ fn decode<T>(
     })
 }
 
-fn missing(conn: &BrokerConnection, request: &'static str, group: &str) -> ClientError {
+pub(super) fn missing(conn: &BrokerConnection, request: &'static str, group: &str) -> ClientError {
     ClientError::Protocol {
         broker: conn.address().to_string(),
         request,
@@ -508,43 +285,4 @@ fn coordinator_outcome(
         node_id: c.node_id,
         address: info.address(),
     })
-}
-
-fn group_offsets(
-    conn: &BrokerConnection,
-    group: &str,
-    answer: Option<&responses::offset_fetch::OffsetFetchGroup>,
-) -> Result<GroupOffsets, GroupCallError> {
-    let Some(answer) = answer else {
-        return Err(GroupCallError::new(
-            group,
-            missing(conn, "OffsetFetch", group),
-        ));
-    };
-    if answer.error_code != 0 {
-        return Err(GroupCallError::new(
-            group,
-            ClientError::broker(
-                "OffsetFetch",
-                &format!("group {group:?}"),
-                conn.address(),
-                answer.error_code,
-            ),
-        ));
-    }
-    let mut out = GroupOffsets::new();
-    for t in &answer.topics {
-        for p in &t.partitions {
-            out.insert(
-                (t.name.clone(), p.partition_index),
-                CommittedOffset {
-                    offset: p.committed_offset,
-                    leader_epoch: p.committed_leader_epoch,
-                    metadata: p.metadata.clone(),
-                    error_code: p.error_code,
-                },
-            );
-        }
-    }
-    Ok(out)
 }

@@ -12,6 +12,8 @@
 //! - <https://kafka.apache.org/protocol#The_Messages_ListGroups>
 //! - KIP-848 (group types, the types filter), KIP-932 (share groups), KIP-1071 (streams groups)
 
+use std::collections::{BTreeMap, BTreeSet};
+
 use kafka_protocol::messages::{ApiKey, ListGroupsRequest};
 use kafka_protocol::protocol::StrBytes;
 
@@ -64,6 +66,39 @@ impl KafkaClient {
             || self.list_groups_once(coordinator, types),
         )
         .await
+    }
+
+    /// [`list_groups`](Self::list_groups) on every coordinator of `coordinators` at once (each
+    /// asked once, however often it is named), each within `deadline`: the answer of each.
+    ///
+    /// ```no_run
+    /// # async fn example(client: mm2_offsets::client::KafkaClient) -> Result<(), mm2_offsets::client::ClientError> {
+    /// use std::time::Duration;
+    /// use mm2_offsets::client::{Deadline, NOT_CONSUMER_GROUP_TYPES, found_coordinators};
+    ///
+    /// let deadline = Deadline::after(Duration::from_secs(30));
+    /// let groups = vec!["orders-app".to_string()];
+    /// let known = found_coordinators(&client.find_group_coordinators(&groups, &deadline).await?);
+    /// let listed = client
+    ///     .list_groups_on(known.values(), &NOT_CONSUMER_GROUP_TYPES, &deadline)
+    ///     .await;
+    /// for (coordinator, answer) in listed {
+    ///     println!("{}: {:?}", coordinator.node_id, answer.map(|l| l.map(|l| l.len())));
+    /// }
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn list_groups_on<'a>(
+        &self,
+        coordinators: impl IntoIterator<Item = &'a GroupCoordinator>,
+        types: &[&str],
+        deadline: &Deadline,
+    ) -> BTreeMap<GroupCoordinator, Result<Option<Vec<ListedGroup>>, ClientError>> {
+        let unique: BTreeSet<&GroupCoordinator> = coordinators.into_iter().collect();
+        let asked = unique
+            .into_iter()
+            .map(|c| async move { (c.clone(), self.list_groups(c, types, deadline).await) });
+        futures::future::join_all(asked).await.into_iter().collect()
     }
 
     async fn list_groups_once(

@@ -1,5 +1,7 @@
 //! The `client` layer: bootstrap, cluster metadata, leader routing, a connection pool, retries
-//! with backoff, deadlines, ListOffsets and range reads of partitions.
+//! with backoff, deadlines, ListOffsets and range reads of partitions, and the group calls
+//! (FindCoordinator, ConsumerGroupDescribe / DescribeGroups, OffsetFetch, OffsetCommit,
+//! ListGroups) batched per coordinator.
 //!
 //! It knows nothing of MirrorMaker 2: any tool that needs "read this partition range, fast" can
 //! embed it.
@@ -50,22 +52,29 @@
 //! - KIP-74 (fetch size limits), KIP-227 (fetch sessions), KIP-320 (leader epochs),
 //!   KIP-516 (topic ids), KIP-580 (exponential backoff)
 
+mod batch;
 mod cluster;
+mod commit;
 mod coordinator;
 mod deadline;
+mod describe;
 mod error;
 #[cfg(test)]
 pub(crate) mod fake;
 mod fetch;
 mod groups;
 mod list_groups;
+mod log_offsets;
 mod metadata;
 mod offset_delete;
+mod offset_fetch;
 mod pool;
 pub(crate) mod retry;
 
 pub use crate::wire::error_name;
+pub use batch::{Coordinators, GroupResults, found_coordinators};
 pub use cluster::{IsolationLevel, KafkaClient, OffsetSpec};
+pub use commit::{CommitCodes, CommitOptions};
 pub use deadline::{Backoff, Deadline};
 pub use error::ClientError;
 pub use fetch::{
@@ -76,5 +85,7 @@ pub use groups::{
     GroupProtocol, OffsetToCommit,
 };
 pub use list_groups::{ListedGroup, NOT_CONSUMER_GROUP_TYPES, not_a_consumer_group};
+pub use log_offsets::{LogRange, TopicResults};
 pub use metadata::{BrokerInfo, PartitionInfo, SharedTopic, TopicInfo};
+pub use offset_fetch::PartitionsWanted;
 pub use retry::{Action, classify};

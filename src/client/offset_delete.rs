@@ -41,14 +41,38 @@ impl KafkaClient {
         partitions: &[(String, i32)],
         deadline: &Deadline,
     ) -> Result<BTreeMap<(String, i32), i16>, GroupCallError> {
-        self.on_coordinator(
-            group,
-            coordinator,
-            deadline,
-            "OffsetDelete",
-            |c| async move { self.delete_group_offsets_once(&c, group, partitions).await },
-        )
-        .await
+        let known: super::Coordinators =
+            std::iter::once((group.to_string(), coordinator.clone())).collect();
+        let mut answers = self
+            .per_coordinator(
+                "OffsetDelete",
+                std::iter::once(group.to_string()),
+                &known,
+                deadline,
+                // A delete is a write: once sent it gets its answer, as a commit does.
+                super::batch::AtDeadline::LetFinish,
+                |c, groups| async move {
+                    let answer = self.delete_group_offsets_once(&c, group, partitions).await;
+                    // One group per OffsetDelete: the attempt answers for exactly that one.
+                    groups
+                        .into_iter()
+                        .next()
+                        .map(|g| (g, answer))
+                        .into_iter()
+                        .collect()
+                },
+            )
+            .await;
+        answers.remove(group).unwrap_or_else(|| {
+            Err(GroupCallError::new(
+                group,
+                ClientError::Protocol {
+                    broker: coordinator.address.clone(),
+                    request: "OffsetDelete",
+                    problem: format!("no answer for group {group:?}"),
+                },
+            ))
+        })
     }
 
     async fn delete_group_offsets_once(

@@ -155,7 +155,7 @@ impl MirrorClient {
                 partitions: report.partitions,
             });
         }
-        let offsets = OffsetTable::build(
+        let offsets = OffsetTable::from_parts(
             outcomes
                 .into_iter()
                 .map(|o| (o.range.source, o.folded))

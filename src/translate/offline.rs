@@ -1,6 +1,8 @@
 //! Translating from record-batch bytes already in hand (a captured log segment, a test fixture,
 //! a benchmark), with the same decoder and translator the network read uses.
 
+use std::collections::BTreeMap;
+
 use super::read::RangeFold;
 use super::table::OffsetTable;
 use super::translator::Accumulator;
@@ -28,9 +30,21 @@ use crate::select::GroupSelector;
 /// translator.add_batches(0, &batches).unwrap();
 /// let translation = translator.finish("primary");
 /// assert_eq!(translation.iter().next().unwrap().offset, 100);
+///
+/// // Batches of another partition of the checkpoints topic: a later timestamp wins there.
+/// let later = BatchBuilder::new(7).log_append_time(i64::MAX / 2).record(Some(&key), Some(&checkpoint::encode_value(&CheckpointValue {
+///     version: 0, upstream_offset: 150, downstream_offset: 130, metadata: b"",
+/// }).unwrap())).build();
+/// let mut translator = BatchTranslator::new(&selector);
+/// translator.add_batches(0, &batches).unwrap();
+/// translator.add_batches(1, &later).unwrap();
+/// let translation = translator.finish("primary");
+/// let only = translation.iter().next().unwrap();
+/// assert_eq!((translation.len(), only.offset, only.checkpoint_partition), (1, 130, 1));
 /// ```
 pub struct BatchTranslator<'a> {
-    acc: Accumulator<'a>,
+    /// One accumulator per checkpoints partition, as the network read keeps one per range.
+    accs: BTreeMap<i32, Accumulator<'a>>,
     selector: &'a GroupSelector,
     scratch: Scratch,
 }
@@ -39,7 +53,7 @@ impl<'a> BatchTranslator<'a> {
     /// A translator for the groups `selector` selects.
     pub fn new(selector: &'a GroupSelector) -> Self {
         BatchTranslator {
-            acc: Accumulator::new(selector),
+            accs: BTreeMap::new(),
             selector,
             scratch: Scratch::new(),
         }
@@ -48,11 +62,15 @@ impl<'a> BatchTranslator<'a> {
     /// Folds in the batches of checkpoints partition `partition`, in log order.
     pub fn add_batches(&mut self, partition: i32, bytes: &[u8]) -> Result<(), RecordsError> {
         let mut filter = AbortedFilter::read_uncommitted();
+        let selector = self.selector;
+        let acc = self
+            .accs
+            .entry(partition)
+            .or_insert_with(|| Accumulator::new(selector));
         for batch in Batches::new(bytes) {
             let batch = batch?;
             if filter.check(&batch, &mut self.scratch)?.is_deliver() {
-                self.acc
-                    .add_batch(partition, &batch, &mut self.scratch, i64::MIN)?;
+                acc.add_batch(partition, &batch, &mut self.scratch, i64::MIN)?;
             }
         }
         Ok(())
@@ -60,23 +78,23 @@ impl<'a> BatchTranslator<'a> {
 
     /// Records folded in so far.
     pub fn records(&self) -> u64 {
-        self.acc.records
+        self.accs.values().map(|a| a.records).sum()
     }
 
     /// The translated offsets, sorted by group, topic, partition, attributed to `source`. The
     /// report counts records and skips; with no network read, it is always complete.
     pub fn finish(self, source: &str) -> Translation {
-        let (folded, skipped, records) = self.acc.into_folded();
-        let report = ReadReport {
-            records,
-            skipped,
+        let mut report = ReadReport {
             complete: true,
             ..ReadReport::default()
         };
-        Translation::new(
-            OffsetTable::build(vec![(source.to_string(), folded)]),
-            report,
-        )
-        .with_missing_groups(self.selector)
+        let mut parts = Vec::with_capacity(self.accs.len());
+        for acc in self.accs.into_values() {
+            let (part, skipped, records) = acc.into_part();
+            report.records += records;
+            report.skipped.merge(skipped);
+            parts.push((source.to_string(), part));
+        }
+        Translation::new(OffsetTable::from_parts(parts), report).with_missing_groups(self.selector)
     }
 }

@@ -1,5 +1,5 @@
 //! Running a planned read: one task per range, each folding its chunks into a [`RangeFold`].
-//! For checkpoints `table::OffsetTable::build` combines their outputs; for offset syncs
+//! For checkpoints `table::OffsetTable::from_parts` combines their outputs; for offset syncs
 //! `syncs::SyncFold` does.
 
 use std::sync::Arc;
@@ -9,7 +9,7 @@ use tokio::task::JoinSet;
 use super::plan::ReadRange;
 use super::progress::ReadProgress;
 use super::report::SkipCounts;
-use super::translator::{Accumulator, Folded};
+use super::translator::{Accumulator, Part};
 use crate::client::{ClientError, Deadline, KafkaClient, ReadOptions};
 use crate::records::{Batch, Batches, RecordsError, Scratch};
 use crate::select::GroupSelector;
@@ -71,7 +71,7 @@ pub(crate) trait FoldSpec: Send + Sync + 'static {
 }
 
 impl RangeFold for Accumulator<'_> {
-    type Output = Folded;
+    type Output = Part;
     fn add_record(
         &mut self,
         partition: i32,
@@ -82,14 +82,14 @@ impl RangeFold for Accumulator<'_> {
     ) {
         self.add(partition, offset, timestamp, key, value);
     }
-    fn finish(self) -> (Folded, SkipCounts, u64) {
-        self.into_folded()
+    fn finish(self) -> (Part, SkipCounts, u64) {
+        self.into_part()
     }
 }
 
 impl FoldSpec for GroupSelector {
     type Fold<'a> = Accumulator<'a>;
-    type Output = Folded;
+    type Output = Part;
     fn start(&self) -> Accumulator<'_> {
         Accumulator::new(self)
     }

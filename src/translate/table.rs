@@ -1,18 +1,21 @@
-//! The translated offsets of one read, kept compact: every name once, one 16-byte row per
-//! offset pointing at the value its accumulator already holds.
+//! The translated offsets of one read, kept compact: every name once, and each offset the
+//! 40-byte entry its accumulator folded, renumbered and sorted in place.
 //!
-//! A million offsets used to be a million structs with four owned strings each, built, merged
-//! and then printed: about 300 bytes and four allocations per offset, and most of the run time of
-//! an all-groups translation. Here the accumulators' values stay where they are, names are
-//! decoded and sorted once per distinct name, and the rows are plain integers, so the merge of
-//! several ranges is one integer sort and the output is written straight from the rows.
+//! A million offsets used to be a million structs with four owned strings each: about 300 bytes
+//! and four allocations per offset. Then rows of ids pointing into the accumulators' values,
+//! which still held a hash map slot per key and a 16-byte row on top of a 48-byte value. Here
+//! the accumulators drop their lookup tables when they finish, their entries carry their keys,
+//! names are decoded and sorted once per distinct name, each part is sorted in place, and the
+//! parts of a source are merged as the output is written, a key's winner picked on the way.
 
 use std::borrow::Cow;
 
 use serde::Serialize;
 
+use rustc_hash::FxHashMap;
+
 use super::TranslatedOffset;
-use super::translator::{Entry, Folded, NO_METADATA};
+use super::translator::{Folded, Latest, Part, PartKey, WIDE_OFFSET};
 use crate::mm2::utf8;
 
 /// One translated offset, borrowed from a [`Translation`](super::Translation). Serializes with
@@ -59,149 +62,146 @@ impl OffsetRef<'_> {
     }
 }
 
-/// One offset: ids into the table's sorted name lists, and where its value is. Ids are ranks in
-/// name order, so sorting rows by their ids sorts them by name. 16 bytes: the source is known
-/// from the block of rows it is in, the accumulator from the entry index.
-#[derive(Clone, Copy, Debug)]
-struct Row {
-    group: u32,
-    topic: u32,
-    partition: i32,
-    /// Index into the entries of all parts, numbered one part after the other.
-    entry: u32,
+/// One part of the table: one accumulator's latest checkpoints, keys renumbered to the
+/// table's name ranks and sorted, so that the parts of a source merge in order.
+#[derive(Clone, Debug)]
+struct SortedPart {
+    checkpoint_partition: i32,
+    base: i64,
+    entries: Vec<Latest>,
+    /// Decoded non-empty metadata, by (group rank, topic rank, partition).
+    metadata: FxHashMap<PartKey, Box<str>>,
+    /// Checkpoint offsets that are not `base + u32`, by (group rank, topic rank, partition).
+    wide: FxHashMap<PartKey, i64>,
 }
 
-impl Row {
-    fn key(&self) -> (u32, u32, i32) {
-        (self.group, self.topic, self.partition)
+impl SortedPart {
+    fn offset(&self, e: &Latest) -> i64 {
+        match e.offset {
+            WIDE_OFFSET => self.wide.get(&e.key()).copied().unwrap_or(self.base),
+            delta => self.base + i64::from(delta),
+        }
     }
 }
 
-/// The values one accumulator folded, kept for the rows that point into them.
-#[derive(Clone, Debug)]
-struct PartValues {
-    /// The number of entries of the parts before this one: this part's first global index.
-    first_entry: u32,
-    entries: Vec<Entry>,
-    /// Commit metadata, decoded as Java decodes it, indexed by `Entry::metadata`.
-    metadata: Vec<Box<str>>,
-}
-
-/// The rows of one source: `rows[start..end]`.
-#[derive(Clone, Copy, Debug)]
-struct SourceBlock {
-    source: u32,
-    start: usize,
-    end: usize,
-    /// How many parts (sorted runs) the rows came from.
-    runs: usize,
-}
-
 /// The translated offsets of a read: sorted by source, group, topic and partition, one per key,
-/// tombstoned keys left out.
+/// tombstoned keys left out. The parts are kept as the accumulators made them (40 bytes a key,
+/// sorted in place); the winner of a key seen by several parts is picked as they are merged.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct OffsetTable {
     sources: Vec<Box<str>>,
     groups: Vec<Box<str>>,
     topics: Vec<Box<str>>,
-    parts: Vec<PartValues>,
-    blocks: Vec<SourceBlock>,
-    rows: Vec<Row>,
+    /// Sorted by source (plan order within a source).
+    parts: Vec<SortedPart>,
+    /// Per source, in name order: its range of `parts`.
+    blocks: Vec<(u32, std::ops::Range<usize>)>,
+    /// Offsets (live winners).
+    len: usize,
+    /// The group ranks with at least one offset, sorted.
+    live_groups: Vec<u32>,
 }
 
+/// Where one offset is: (part, entry).
+type At = (usize, usize);
+
 impl OffsetTable {
+    /// Builds the table from the live map's [`Folded`] outputs, each given with its source alias.
+    pub(crate) fn build(folded: Vec<(String, Folded)>) -> OffsetTable {
+        let parts = folded
+            .into_iter()
+            .flat_map(|(source, f)| {
+                Part::from_folded(f)
+                    .into_iter()
+                    .map(move |p| (source.clone(), p))
+            })
+            .collect();
+        OffsetTable::from_parts(parts)
+    }
+
     /// Builds the table from each accumulator's output, given with its source alias, in plan
     /// order (the order does not decide winners: log position and timestamps do).
-    pub(crate) fn build(mut folded: Vec<(String, Folded)>) -> OffsetTable {
-        let sources = sorted_unique(folded.iter().map(|(source, _)| source.as_str().into()));
+    pub(crate) fn from_parts(mut parts: Vec<(String, Part)>) -> OffsetTable {
+        let sources = sorted_unique(parts.iter().map(|(source, _)| source.as_str().into()));
         // Names are decoded leniently, as Java does, and compared decoded: two byte strings
-        // that decode alike are one group to Java, and one here.
-        let groups = sorted_unique(folded.iter().flat_map(|(_, f)| {
-            f.group_names
+        // that decode alike are one group to Java, and one here. Only groups with an entry
+        // count (the others were not selected).
+        let groups = sorted_unique(parts.iter().flat_map(|(_, p)| {
+            let mut used = vec![false; p.group_names.len()];
+            for e in &p.entries {
+                used[e.group as usize] = true;
+            }
+            p.group_names
                 .iter()
-                .zip(&f.slots)
-                .filter(|(_, slots)| !slots.is_empty())
+                .zip(used)
+                .filter(|(_, used)| *used)
                 .map(|(name, _)| decode(name))
+                .collect::<Vec<_>>()
         }));
         let topics = sorted_unique(
-            folded
+            parts
                 .iter()
-                .flat_map(|(_, f)| f.topic_names.iter().map(|name| decode(name))),
+                .flat_map(|(_, p)| p.topic_names.iter().map(|name| decode(name))),
         );
         // One source's parts together, in plan order within it.
-        folded.sort_by_cached_key(|(source, _)| rank(&sources, source));
-
-        let total: usize = folded.iter().map(|(_, f)| f.entries.len()).sum();
-        let mut rows = Vec::with_capacity(total);
-        let mut parts = Vec::with_capacity(folded.len());
-        let mut blocks: Vec<SourceBlock> = Vec::new();
-        let mut first_entry = 0u32;
-        for (source, mut f) in folded {
+        parts.sort_by_cached_key(|(source, _)| rank(&sources, source));
+        let mut sorted = Vec::with_capacity(parts.len());
+        let mut blocks: Vec<(u32, std::ops::Range<usize>)> = Vec::new();
+        for (source, part) in parts {
             let source = rank(&sources, &source);
-            if blocks.last().is_none_or(|block| block.source != source) {
-                blocks.push(SourceBlock {
-                    source,
-                    start: rows.len(),
-                    end: rows.len(),
-                    runs: 0,
-                });
+            match blocks.last_mut() {
+                Some((s, range)) if *s == source => range.end += 1,
+                _ => blocks.push((source, sorted.len()..sorted.len() + 1)),
             }
-            append_sorted_rows(&mut rows, &mut f, &groups, &topics, first_entry);
-            if let Some(block) = blocks.last_mut() {
-                block.end = rows.len();
-                block.runs += 1;
-            }
-            parts.push(PartValues {
-                first_entry,
-                metadata: f.metadata.iter().map(|m| decode(m).into()).collect(),
-                entries: f.entries,
-            });
-            // u32 indices: 2^32 keys would take 200 GiB of entries first.
-            first_entry += parts
-                .last()
-                .map_or(0, |p: &PartValues| p.entries.len() as u32);
-        }
-        for block in blocks.iter().filter(|block| block.runs > 1) {
-            // Several parts of one source (ranges or partitions): each part's rows are a sorted
-            // run, which the stable sort finds and merges instead of sorting from scratch.
-            rows[block.start..block.end].sort_by_key(Row::key);
+            sorted.push(sort_part(part, &groups, &topics));
         }
         let mut table = OffsetTable {
             sources,
             groups,
             topics,
-            parts,
+            parts: sorted,
             blocks,
-            rows,
+            len: 0,
+            live_groups: Vec::new(),
         };
-        table.keep_winners();
+        let mut live_groups: Vec<u32> = Vec::new();
+        let mut len = 0;
+        table.for_each_winner(None, |table, (p, i)| {
+            len += 1;
+            let group = table.parts[p].entries[i].group;
+            if live_groups.last() != Some(&group) {
+                live_groups.push(group);
+            }
+        });
+        // Each source's winners are sorted by group; several sources need a sort.
+        live_groups.sort_unstable();
+        live_groups.dedup();
+        table.len = len;
+        table.live_groups = live_groups;
         table
     }
 
     /// The number of offsets.
     pub(crate) fn len(&self) -> usize {
-        self.rows.len()
+        self.len
     }
 
     /// Every offset, in order.
     pub(crate) fn iter(&self) -> impl Iterator<Item = OffsetRef<'_>> + '_ {
-        self.blocks.iter().flat_map(move |block| {
-            self.rows[block.start..block.end]
-                .iter()
-                .map(move |row| self.view(block.source, row))
+        self.blocks.iter().flat_map(move |(source, range)| {
+            let cursors = range
+                .clone()
+                .map(|p| (p, 0..self.parts[p].entries.len()))
+                .collect();
+            Winners::new(self, cursors).map(move |at| self.view(*source, at))
         })
     }
 
     /// The distinct groups with at least one offset, sorted.
     pub(crate) fn groups(&self) -> Vec<&str> {
-        let mut ids: Vec<u32> = self.rows.iter().map(|r| r.group).collect();
-        // Each source's rows are sorted by group; several sources need a sort.
-        if self.blocks.len() > 1 {
-            ids.sort_unstable();
-        }
-        ids.dedup();
-        ids.into_iter()
-            .map(|id| &*self.groups[id as usize])
+        self.live_groups
+            .iter()
+            .map(|&id| &*self.groups[id as usize])
             .collect()
     }
 
@@ -211,149 +211,231 @@ impl OffsetTable {
         // An unknown group has no rows in any source.
         let blocks = if id.is_some() { &self.blocks[..] } else { &[] };
         let id = id.unwrap_or_default() as u32;
-        blocks.iter().flat_map(move |block| {
-            let rows = &self.rows[block.start..block.end];
-            let start = rows.partition_point(|r| r.group < id);
-            let end = rows.partition_point(|r| r.group <= id);
-            rows[start..end]
-                .iter()
-                .map(move |row| self.view(block.source, row))
+        blocks.iter().flat_map(move |(source, range)| {
+            let cursors = range
+                .clone()
+                .map(|p| (p, self.group_range(p, id)))
+                .collect();
+            Winners::new(self, cursors).map(move |at| self.view(*source, at))
         })
     }
 
     /// Replaces each offset's (upstream, downstream) pair, in [`iter`](Self::iter)'s order:
     /// a re-translation (precise, or from the source's live offsets) turned back into a table
-    /// the writers and `apply` already take. Each row owns its entry (winners are unique).
+    /// the writers and `apply` already take. Each offset owns its entry (winners are unique).
     pub(crate) fn set_offsets(&mut self, pairs: impl IntoIterator<Item = (i64, i64)>) {
-        let mut pairs = pairs.into_iter();
-        for block in &self.blocks {
-            for row in &self.rows[block.start..block.end] {
-                let Some((upstream, downstream)) = pairs.next() else {
-                    return;
-                };
-                let index = self.parts.partition_point(|p| p.first_entry <= row.entry) - 1;
-                let part = &mut self.parts[index];
-                let entry = &mut part.entries[(row.entry - part.first_entry) as usize];
-                entry.upstream_offset = upstream;
-                entry.downstream_offset = downstream;
+        // (part, entry) as u32s: 8 bytes an offset while the pairs are applied.
+        let mut order: Vec<(u32, u32)> = Vec::with_capacity(self.len);
+        self.for_each_winner(None, |_, (p, i)| order.push((p as u32, i as u32)));
+        for ((p, i), (upstream, downstream)) in order.into_iter().zip(pairs) {
+            let entry = &mut self.parts[p as usize].entries[i as usize];
+            entry.upstream_offset = upstream;
+            entry.downstream_offset = downstream;
+        }
+    }
+
+    /// Calls `f` with every winner, in order (of `group` only, when given).
+    fn for_each_winner(&self, group: Option<u32>, mut f: impl FnMut(&OffsetTable, At)) {
+        for (_, range) in &self.blocks {
+            let cursors = range
+                .clone()
+                .map(|p| match group {
+                    Some(g) => (p, self.group_range(p, g)),
+                    None => (p, 0..self.parts[p].entries.len()),
+                })
+                .collect();
+            for at in Winners::new(self, cursors) {
+                f(self, at);
             }
         }
     }
 
-    fn part(&self, entry: u32) -> &PartValues {
-        // One part is the common case (one partition, read by one worker).
-        if let [only] = &self.parts[..] {
-            return only;
-        }
-        let index = self.parts.partition_point(|p| p.first_entry <= entry) - 1;
-        &self.parts[index]
+    /// The entries of part `p` that belong to `group`.
+    fn group_range(&self, p: usize, group: u32) -> std::ops::Range<usize> {
+        let entries = &self.parts[p].entries;
+        let start = entries.partition_point(|e| e.group < group);
+        let end = entries.partition_point(|e| e.group <= group);
+        start..end
     }
 
-    fn entry(&self, row: &Row) -> &Entry {
-        let part = self.part(row.entry);
-        &part.entries[(row.entry - part.first_entry) as usize]
-    }
-
-    fn view(&self, source: u32, row: &Row) -> OffsetRef<'_> {
-        let part = self.part(row.entry);
-        let entry = &part.entries[(row.entry - part.first_entry) as usize];
+    fn view(&self, source: u32, (p, i): At) -> OffsetRef<'_> {
+        let part = &self.parts[p];
+        let entry = &part.entries[i];
         OffsetRef {
             source: &self.sources[source as usize],
-            group: &self.groups[row.group as usize],
-            topic: &self.topics[row.topic as usize],
-            partition: row.partition,
+            group: &self.groups[entry.group as usize],
+            topic: &self.topics[entry.topic() as usize],
+            partition: entry.partition,
             offset: entry.downstream_offset,
-            metadata: match entry.metadata {
-                NO_METADATA => "",
-                index => &part.metadata[index as usize],
+            metadata: if entry.has_metadata() {
+                part.metadata.get(&entry.key()).map_or("", |m| m)
+            } else {
+                ""
             },
             upstream_offset: entry.upstream_offset,
             checkpoint_timestamp: entry.timestamp,
-            checkpoint_partition: entry.partition,
-            checkpoint_offset: entry.offset,
+            checkpoint_partition: part.checkpoint_partition,
+            checkpoint_offset: part.offset(entry),
         }
     }
 
-    /// In each source's sorted rows, keeps the winner of each key, then drops keys whose
-    /// winner is a tombstone. A key has several rows when ranges of a partition, or
-    /// partitions, saw it.
-    fn keep_winners(&mut self) {
-        let mut kept = 0;
-        for b in 0..self.blocks.len() {
-            let SourceBlock { start, end, .. } = self.blocks[b];
-            self.blocks[b].start = kept;
-            let mut i = start;
-            while i < end {
-                let mut winner = self.rows[i];
-                let mut j = i + 1;
-                while j < end && self.rows[j].key() == winner.key() {
-                    if wins(self.entry(&self.rows[j]), self.entry(&winner)) {
-                        winner = self.rows[j];
-                    }
-                    j += 1;
-                }
-                if self.entry(&winner).live {
-                    self.rows[kept] = winner;
-                    kept += 1;
-                }
-                i = j;
-            }
-            self.blocks[b].end = kept;
-        }
-        self.rows.truncate(kept);
-        self.rows.shrink_to_fit();
+    /// Whether the checkpoint at `new` replaces the one at `old` for the same key.
+    fn wins(&self, (np, ni): At, (op, oi): At) -> bool {
+        let (new_part, old_part) = (&self.parts[np], &self.parts[op]);
+        let (new, old) = (&new_part.entries[ni], &old_part.entries[oi]);
+        wins(
+            (
+                new.timestamp,
+                new_part.checkpoint_partition,
+                new_part.offset(new),
+            ),
+            (
+                old.timestamp,
+                old_part.checkpoint_partition,
+                old_part.offset(old),
+            ),
+        )
     }
 }
 
-/// Appends one part's rows sorted by (group, topic, partition): groups in name order, each
-/// group's keys sorted on their own (a hundred keys, not a million), each group's map dropped
-/// as soon as its rows are out so the maps and the rows are not all held at once.
-fn append_sorted_rows(
-    rows: &mut Vec<Row>,
-    f: &mut Folded,
-    groups: &[Box<str>],
-    topics: &[Box<str>],
-    first_entry: u32,
-) {
-    let topic_ids: Vec<u32> = f
+/// The live winner of each key of one source, in key order: the parts' sorted entries merged,
+/// each key's candidates (from several ranges or partitions, or names that decode alike)
+/// reduced to the one [`wins`] picks, and the key skipped when that one is a tombstone.
+struct Winners<'t> {
+    table: &'t OffsetTable,
+    cursors: Vec<(usize, std::ops::Range<usize>)>,
+}
+
+impl<'t> Winners<'t> {
+    fn new(table: &'t OffsetTable, cursors: Vec<(usize, std::ops::Range<usize>)>) -> Self {
+        Winners { table, cursors }
+    }
+}
+
+impl Iterator for Winners<'_> {
+    type Item = At;
+
+    fn next(&mut self) -> Option<At> {
+        let parts = &self.table.parts;
+        loop {
+            // The smallest key among the heads (parts are few: one per range and partition).
+            let key = self
+                .cursors
+                .iter()
+                .filter(|(_, r)| !r.is_empty())
+                .map(|(p, r)| parts[*p].entries[r.start].key())
+                .min()?;
+            let mut winner: Option<At> = None;
+            for (p, range) in &mut self.cursors {
+                while range.start < range.end && parts[*p].entries[range.start].key() == key {
+                    let at = (*p, range.start);
+                    if winner.is_none_or(|w| self.table.wins(at, w)) {
+                        winner = Some(at);
+                    }
+                    range.start += 1;
+                }
+            }
+            if let Some((p, i)) = winner
+                && parts[p].entries[i].live()
+            {
+                return Some((p, i));
+            }
+        }
+    }
+}
+
+/// Renumbers a part's keys to the table's name ranks and sorts its entries by key, in place.
+fn sort_part(part: Part, groups: &[Box<str>], topics: &[Box<str>]) -> SortedPart {
+    let group_rank: Vec<u32> = part
+        .group_names
+        .iter()
+        .map(|name| {
+            groups
+                .binary_search_by(|g| (**g).cmp(&decode(name)))
+                .map_or(u32::MAX, |r| r as u32)
+        })
+        .collect();
+    let topic_rank: Vec<u32> = part
         .topic_names
         .iter()
         .map(|name| rank(topics, &decode(name)))
         .collect();
-    let mut order: Vec<(u32, usize)> = f
-        .group_names
-        .iter()
-        .zip(&f.slots)
-        .enumerate()
-        .filter(|(_, (_, slots))| !slots.is_empty())
-        .map(|(local, (name, _))| (rank(groups, &decode(name)), local))
-        .collect();
-    order.sort_unstable();
-    let mut group_start = rows.len();
-    for (i, &(group, local)) in order.iter().enumerate() {
-        let slots = std::mem::take(&mut f.slots[local]);
-        rows.extend(slots.into_iter().map(|((topic, partition), entry)| Row {
-            group,
-            topic: topic_ids[topic as usize],
-            partition,
-            entry: first_entry + entry,
-        }));
-        // Local groups that decode to the same name are sorted together.
-        if order.get(i + 1).is_none_or(|next| next.0 != group) {
-            rows[group_start..].sort_unstable_by_key(Row::key);
-            group_start = rows.len();
+    let renumber = |(g, t, p): PartKey| (group_rank[g as usize], topic_rank[t as usize], p);
+    let mut part = part;
+    if !distinct(&group_rank) || !distinct(&topic_rank) {
+        // Names that decode alike make two local keys one (Java sees one group): only the
+        // later checkpoint of such a key stays, decided while the rare maps still know both.
+        let mut best: FxHashMap<PartKey, usize> = FxHashMap::default();
+        for (i, e) in part.entries.iter().enumerate() {
+            let key = renumber(e.key());
+            match best.get(&key) {
+                Some(&j) if part.offset(&part.entries[j]) > part.offset(e) => {}
+                _ => {
+                    best.insert(key, i);
+                }
+            }
         }
+        let mut i = 0;
+        part.entries.retain(|e| {
+            let keep = best.get(&renumber(e.key())) == Some(&i);
+            i += 1;
+            keep
+        });
+    }
+    let Part {
+        checkpoint_partition,
+        base,
+        mut entries,
+        metadata,
+        wide,
+        ..
+    } = part;
+    let mut sorted_metadata: FxHashMap<PartKey, Box<str>> = FxHashMap::default();
+    let mut sorted_wide: FxHashMap<PartKey, i64> = FxHashMap::default();
+    for e in &mut entries {
+        let old = e.key();
+        let new = renumber(old);
+        if e.has_metadata()
+            && let Some(m) = metadata.get(&old)
+        {
+            sorted_metadata.insert(new, decode(m).into());
+        }
+        if e.offset == WIDE_OFFSET
+            && let Some(&o) = wide.get(&old)
+        {
+            sorted_wide.insert(new, o);
+        }
+        e.group = new.0;
+        e.set_topic(new.1);
+    }
+    drop((metadata, wide));
+    entries.sort_unstable_by_key(Latest::key);
+    SortedPart {
+        checkpoint_partition,
+        base,
+        entries,
+        metadata: sorted_metadata,
+        wide: sorted_wide,
     }
 }
 
-/// Whether checkpoint `new` replaces `old` for the same key. Within one checkpoints partition
-/// the later log position wins, as in Java. Across partitions (MM2 writes one, but a topic may
-/// have been given more) the later record timestamp wins, then the higher position.
-fn wins(new: &Entry, old: &Entry) -> bool {
-    if new.partition == old.partition {
-        new.offset > old.offset
+/// Whether no two local ids got the same rank (unselected groups, ranked `u32::MAX`, have no
+/// entries and do not count).
+fn distinct(ranks: &[u32]) -> bool {
+    let mut sorted: Vec<u32> = ranks.iter().copied().filter(|&r| r != u32::MAX).collect();
+    sorted.sort_unstable();
+    sorted.windows(2).all(|w| w[0] != w[1])
+}
+
+/// Whether checkpoint `new` replaces `old` for the same key, each given as (timestamp,
+/// checkpoints partition, offset). Within one checkpoints partition the later log position
+/// wins, as in Java. Across partitions (MM2 writes one, but a topic may have been given more)
+/// the later record timestamp wins, then the higher position.
+fn wins(new: (i64, i32, i64), old: (i64, i32, i64)) -> bool {
+    if new.1 == old.1 {
+        new.2 > old.2
     } else {
-        (new.timestamp, new.partition, new.offset) > (old.timestamp, old.partition, old.offset)
+        new > old
     }
 }
 
@@ -388,7 +470,7 @@ mod tests {
 
     /// An accumulator's output after folding `records` of checkpoints partition `partition`
     /// from offset `first` on.
-    fn fold(partition: i32, first: i64, records: &[Record<'_>]) -> Folded {
+    fn fold(partition: i32, first: i64, records: &[Record<'_>]) -> Part {
         let selector = GroupSelector::all();
         let mut acc = Accumulator::new(&selector);
         for (i, &(group, topic, p, downstream, timestamp)) in records.iter().enumerate() {
@@ -410,7 +492,7 @@ mod tests {
             let offset = first + i as i64;
             acc.add(partition, offset, timestamp, Some(&key), value.as_deref());
         }
-        acc.into_folded().0
+        acc.into_part().0
     }
 
     fn rows(table: &OffsetTable) -> Vec<(&str, &str, &str, i32, i64)> {
@@ -437,7 +519,7 @@ mod tests {
             100,
             &[(b"g", "t", 0, Some(20), 1), (b"h", "t", 0, None, 1)],
         );
-        let table = OffsetTable::build(vec![("s".into(), first), ("s".into(), second)]);
+        let table = OffsetTable::from_parts(vec![("s".into(), first), ("s".into(), second)]);
         assert_eq!(
             rows(&table),
             vec![("s", "g", "t", 0, 20), ("s", "g", "t", 1, 11)]
@@ -449,7 +531,7 @@ mod tests {
     fn across_partitions_the_later_timestamp_wins() {
         let p0 = fold(0, 50, &[(b"g", "t", 0, Some(1), 900)]);
         let p1 = fold(1, 3, &[(b"g", "t", 0, Some(2), 800)]);
-        let table = OffsetTable::build(vec![("s".into(), p0), ("s".into(), p1)]);
+        let table = OffsetTable::from_parts(vec![("s".into(), p0), ("s".into(), p1)]);
         assert_eq!(rows(&table), vec![("s", "g", "t", 0, 1)]);
         let view = table.iter().next().unwrap();
         assert_eq!((view.checkpoint_partition, view.checkpoint_offset), (0, 50));
@@ -464,7 +546,7 @@ mod tests {
         );
         let b = fold(0, 0, &[(b"g", "b.t", 0, Some(3), 0)]);
         // Plan order is not name order: "b" first.
-        let table = OffsetTable::build(vec![("b".into(), b), ("a".into(), a)]);
+        let table = OffsetTable::from_parts(vec![("b".into(), b), ("a".into(), a)]);
         assert_eq!(
             rows(&table),
             vec![
@@ -492,13 +574,127 @@ mod tests {
                 (b"a\xfe", "t", 0, Some(2), 0),
             ],
         );
-        let table = OffsetTable::build(vec![("s".into(), folded)]);
+        let table = OffsetTable::from_parts(vec![("s".into(), folded)]);
         assert_eq!(rows(&table), vec![("s", "a\u{fffd}", "t", 0, 2)]);
     }
 
     #[test]
+    fn a_key_costs_forty_bytes() {
+        assert_eq!(std::mem::size_of::<Latest>(), 40);
+    }
+
+    /// A checkpoint offset more than 2^32 past the range's first record is kept exactly (the
+    /// rare map), and a key whose later checkpoint fits again leaves that map.
+    #[test]
+    fn checkpoint_offsets_far_from_the_first_record_are_exact() {
+        let selector = GroupSelector::all();
+        let mut acc = Accumulator::new(&selector);
+        let far = 7_000_000_000i64;
+        let key = |p| {
+            checkpoint::encode_key(&CheckpointKey {
+                group: b"g",
+                topic: b"t",
+                partition: p,
+            })
+            .unwrap()
+        };
+        let value = |d: i64, m: &str| {
+            checkpoint::encode_value(&CheckpointValue {
+                version: 0,
+                upstream_offset: d + 1,
+                downstream_offset: d,
+                metadata: m.as_bytes(),
+            })
+            .unwrap()
+        };
+        acc.add(3, 10, 1, Some(&key(0)), Some(&value(1, "")));
+        acc.add(3, far, 2, Some(&key(1)), Some(&value(2, "m1")));
+        acc.add(3, far + 1, 3, Some(&key(0)), Some(&value(3, "")));
+        acc.add(3, 11, 4, Some(&key(2)), Some(&value(4, "m2")));
+        acc.add(3, 12, 5, Some(&key(2)), Some(&value(5, "")));
+        let table = OffsetTable::from_parts(vec![("s".into(), acc.into_part().0)]);
+        let got: Vec<(i32, i64, i64, i32, &str)> = table
+            .iter()
+            .map(|o| {
+                (
+                    o.partition,
+                    o.offset,
+                    o.checkpoint_offset,
+                    o.checkpoint_partition,
+                    o.metadata,
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (0, 3, far + 1, 3, ""),
+                (1, 2, far, 3, "m1"),
+                (2, 5, 12, 3, "")
+            ]
+        );
+    }
+
+    /// The live map's form (every checkpoints partition in one, metadata by index) gives the
+    /// table the read's form gives for the same checkpoints.
+    #[test]
+    fn the_live_maps_form_gives_the_same_table() {
+        use crate::translate::translator::{Entry, NO_METADATA};
+        let entry = |down: i64, partition: i32, offset: i64, metadata: u32, live: bool| Entry {
+            upstream_offset: down + 1,
+            downstream_offset: down,
+            timestamp: 100 + offset,
+            offset,
+            partition,
+            metadata,
+            live,
+        };
+        let slot = |pairs: &[((u32, i32), u32)]| pairs.iter().copied().collect::<FxHashMap<_, _>>();
+        let folded = Folded {
+            group_names: vec![b"b".to_vec().into(), b"a".to_vec().into()],
+            topic_names: vec![b"t".to_vec().into()],
+            slots: vec![
+                slot(&[((0, 0), 0), ((0, 1), 1)]),
+                slot(&[((0, 0), 2), ((0, 5), 3)]),
+            ],
+            entries: vec![
+                entry(10, 0, 4, 0, true),
+                entry(11, 1, 9_000_000_000, NO_METADATA, true),
+                entry(12, 1, 2, NO_METADATA, false),
+                entry(13, 0, 5, NO_METADATA, true),
+            ],
+            metadata: vec![b"meta".to_vec().into()],
+        };
+        let table = OffsetTable::build(vec![("s".into(), folded)]);
+        let got: Vec<_> = table
+            .iter()
+            .map(|o| {
+                (
+                    o.group,
+                    o.partition,
+                    o.offset,
+                    o.metadata,
+                    o.checkpoint_partition,
+                    o.checkpoint_offset,
+                    o.checkpoint_timestamp,
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                ("a", 5, 13, "", 0, 5, 105),
+                ("b", 0, 10, "meta", 0, 4, 104),
+                ("b", 1, 11, "", 1, 9_000_000_000, 9_000_000_100),
+            ]
+        );
+        assert_eq!(table.len(), 3);
+        assert_eq!(table.groups(), ["a", "b"]);
+    }
+
+    #[test]
     fn an_empty_read_has_no_rows() {
-        let table = OffsetTable::build(vec![("s".into(), fold(0, 0, &[]))]);
+        let table = OffsetTable::from_parts(vec![("s".into(), fold(0, 0, &[]))]);
         assert_eq!(table.len(), 0);
         assert!(table.groups().is_empty());
         assert_eq!(table.group("g").count(), 0);
@@ -542,7 +738,7 @@ mod tests {
                     parts.push((source.clone(), fold(0, w[0] as i64, &records[w[0]..w[1]])));
                 }
             }
-            let table = OffsetTable::build(parts);
+            let table = OffsetTable::from_parts(parts);
             let got: Vec<((String, String, String, i32), i64)> = table
                 .iter()
                 .map(|o| ((o.source.into(), o.group.into(), o.topic.into(), o.partition), o.offset))

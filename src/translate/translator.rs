@@ -3,8 +3,12 @@
 //! selected groups.
 //!
 //! One [`Accumulator`] serves one offset range of one checkpoints-topic partition, so workers
-//! never share state; `table::OffsetTable::build` combines their outputs.
+//! never share state; `table::OffsetTable::from_parts` combines their outputs.
 
+use std::collections::BTreeMap;
+use std::hash::Hasher;
+
+use hashbrown::HashTable;
 use rustc_hash::FxHashMap;
 
 use super::report::{SkipCounts, SkipReason};
@@ -72,15 +76,14 @@ fn same_bytes(a: &[u8], b: &[u8]) -> bool {
         && a_rest.iter().zip(b_rest).all(|(x, y)| x == y)
 }
 
-/// Key of a group's slots: (topic id, partition), topic ids from the accumulator's interner.
+/// Key of a group's slots in a [`Folded`]: (topic id, partition).
 pub(crate) type Key = (u32, i32);
 
 /// `Entry::metadata` of a key whose metadata has always been empty.
 pub(crate) const NO_METADATA: u32 = u32::MAX;
 
-/// The latest checkpoint of one key, or the tombstone that deleted it, as the accumulator keeps
-/// it: plain data, 48 bytes, so a million of them grow, move and drop as one block. Non-empty
-/// metadata lives in `Accumulator::metadata`.
+/// The latest checkpoint of one key in a [`Folded`], the form the live map of `watch` hands to
+/// `OffsetTable::build`. Non-empty metadata lives in `Folded::metadata`.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Entry {
     pub(crate) upstream_offset: i64,
@@ -89,32 +92,201 @@ pub(crate) struct Entry {
     pub(crate) timestamp: i64,
     pub(crate) offset: i64,
     pub(crate) partition: i32,
-    /// Index in `Accumulator::metadata`, or [`NO_METADATA`]. Once a key has an index it keeps
-    /// it, so the table holds at most one string per key however often metadata changes.
+    /// Index in `Folded::metadata`, or [`NO_METADATA`].
     pub(crate) metadata: u32,
-    /// False after a tombstone; kept so a later range's tombstone can delete an earlier range's
-    /// checkpoint when ranges are combined.
+    /// False after a tombstone.
     pub(crate) live: bool,
 }
 
-/// One worker's partial translation.
+/// Latest checkpoints by interned group and topic ids, as the live map of `watch` builds them.
+pub(crate) struct Folded {
+    /// Group names by id, as read (not yet decoded).
+    pub(crate) group_names: Vec<Box<[u8]>>,
+    /// Topic names by id, as read.
+    pub(crate) topic_names: Vec<Box<[u8]>>,
+    /// Per group id: (topic id, partition) -> index in `entries`.
+    pub(crate) slots: Vec<FxHashMap<Key, u32>>,
+    pub(crate) entries: Vec<Entry>,
+    /// Non-empty commit metadata, indexed by `Entry::metadata`.
+    pub(crate) metadata: Vec<Box<[u8]>>,
+}
+
+/// [`Latest::topic`]'s bit for "not deleted by a tombstone".
+const LIVE: u32 = 1 << 31;
+/// [`Latest::topic`]'s bit for "has non-empty metadata in [`Part::metadata`]".
+const HAS_METADATA: u32 = 1 << 30;
+/// Topic ids fit below the flag bits: more than 2^30 distinct topic names would take 40 GiB of
+/// names first.
+const TOPIC_ID: u32 = HAS_METADATA - 1;
+/// [`Latest::offset`] of a checkpoint whose offset is not `Part::base` plus a `u32`: its offset
+/// is in [`Part::wide`].
+pub(crate) const WIDE_OFFSET: u32 = u32::MAX;
+
+/// A key of a [`Part`]: (group id, topic id, partition).
+pub(crate) type PartKey = (u32, u32, i32);
+
+/// The latest checkpoint of one key, with its key, as the read keeps a million of them: 40
+/// bytes, one flat block. What is rare lives beside it, found by key: non-empty metadata
+/// ([`Part::metadata`]) and a checkpoint offset that is not `base + u32` ([`Part::wide`]). The
+/// checkpoint partition is the part's.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Latest {
+    pub(crate) upstream_offset: i64,
+    pub(crate) downstream_offset: i64,
+    /// The winning record's timestamp.
+    pub(crate) timestamp: i64,
+    /// The winning record's offset minus `Part::base`, or [`WIDE_OFFSET`].
+    pub(crate) offset: u32,
+    pub(crate) group: u32,
+    /// Topic id, with the [`LIVE`] and [`HAS_METADATA`] flags.
+    topic: u32,
+    pub(crate) partition: i32,
+}
+
+impl Latest {
+    pub(crate) fn topic(&self) -> u32 {
+        self.topic & TOPIC_ID
+    }
+
+    pub(crate) fn set_topic(&mut self, topic: u32) {
+        self.topic = (self.topic & !TOPIC_ID) | (topic & TOPIC_ID);
+    }
+
+    pub(crate) fn live(&self) -> bool {
+        self.topic & LIVE != 0
+    }
+
+    pub(crate) fn has_metadata(&self) -> bool {
+        self.topic & HAS_METADATA != 0
+    }
+
+    pub(crate) fn key(&self) -> PartKey {
+        (self.group, self.topic(), self.partition)
+    }
+
+    fn set_flag(&mut self, flag: u32, on: bool) {
+        if on {
+            self.topic |= flag;
+        } else {
+            self.topic &= !flag;
+        }
+    }
+}
+
+/// The latest checkpoints one accumulator folded (one offset range of one checkpoints
+/// partition), or one checkpoints partition of a [`Folded`].
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Part {
+    /// Group names by id, as read (not yet decoded).
+    pub(crate) group_names: Vec<Box<[u8]>>,
+    /// Topic names by id, as read.
+    pub(crate) topic_names: Vec<Box<[u8]>>,
+    /// The checkpoints partition every entry was read from.
+    pub(crate) checkpoint_partition: i32,
+    /// The base of [`Latest::offset`].
+    pub(crate) base: i64,
+    pub(crate) entries: Vec<Latest>,
+    /// Non-empty commit metadata, by key.
+    pub(crate) metadata: FxHashMap<PartKey, Box<[u8]>>,
+    /// Checkpoint offsets that are not `base + u32`, by key.
+    pub(crate) wide: FxHashMap<PartKey, i64>,
+}
+
+impl Part {
+    /// The checkpoint offset of `entry`.
+    pub(crate) fn offset(&self, entry: &Latest) -> i64 {
+        match entry.offset {
+            WIDE_OFFSET => self.wide.get(&entry.key()).copied().unwrap_or(self.base),
+            delta => self.base + i64::from(delta),
+        }
+    }
+
+    /// The parts of a [`Folded`], one per checkpoints partition its entries came from (the live
+    /// map of `watch` holds every partition's keys in one).
+    pub(crate) fn from_folded(folded: Folded) -> Vec<Part> {
+        // Each partition's offsets are stored past its smallest one, as the read stores them
+        // past its range's first record.
+        let mut bases: BTreeMap<i32, i64> = BTreeMap::new();
+        for e in &folded.entries {
+            let base = bases.entry(e.partition).or_insert(e.offset);
+            *base = (*base).min(e.offset);
+        }
+        let mut parts: BTreeMap<i32, Part> = BTreeMap::new();
+        for (group, slots) in folded.slots.iter().enumerate() {
+            for (&(topic, partition), &index) in slots {
+                let e = folded.entries[index as usize];
+                let base = bases.get(&e.partition).copied().unwrap_or(0);
+                let part = parts.entry(e.partition).or_insert_with(|| Part {
+                    checkpoint_partition: e.partition,
+                    base,
+                    ..Part::default()
+                });
+                let key = (group as u32, topic, partition);
+                let delta = e
+                    .offset
+                    .checked_sub(base)
+                    .and_then(|d| u32::try_from(d).ok())
+                    .filter(|&d| d != WIDE_OFFSET);
+                let mut latest = Latest {
+                    upstream_offset: e.upstream_offset,
+                    downstream_offset: e.downstream_offset,
+                    timestamp: e.timestamp,
+                    offset: delta.unwrap_or(WIDE_OFFSET),
+                    group: group as u32,
+                    topic,
+                    partition,
+                };
+                latest.set_flag(LIVE, e.live);
+                if delta.is_none() {
+                    part.wide.insert(key, e.offset);
+                }
+                if e.metadata != NO_METADATA {
+                    let metadata = folded.metadata[e.metadata as usize].clone();
+                    if !metadata.is_empty() {
+                        latest.set_flag(HAS_METADATA, true);
+                        part.metadata.insert(key, metadata);
+                    }
+                }
+                part.entries.push(latest);
+            }
+        }
+        parts
+            .into_values()
+            .map(|mut p| {
+                p.group_names = folded.group_names.clone();
+                p.topic_names = folded.topic_names.clone();
+                p
+            })
+            .collect()
+    }
+}
+
+/// One worker's partial translation: one offset range of one checkpoints partition.
 pub(crate) struct Accumulator<'a> {
     selector: &'a GroupSelector,
     groups: Interner,
     /// Per interned group: selected or not, decided once.
     selected: Vec<bool>,
-    /// Per interned group: where its keys' latest checkpoints are in `entries`. One small map
-    /// per group rather than one map keyed by (group, topic, partition): MM2 writes a group's
-    /// checkpoints together, so the group's map stays in cache for its run, where one big map
-    /// costs a cache miss per record.
-    slots: Vec<FxHashMap<Key, u32>>,
-    /// The latest checkpoint per key, in order of first sight.
-    entries: Vec<Entry>,
-    /// Non-empty commit metadata, indexed by `Entry::metadata`.
-    metadata: Vec<Box<[u8]>>,
+    /// Per interned group: where its keys' latest checkpoints are in `entries` (indices, hashed
+    /// by the key the entry holds). One small table per group rather than one keyed by (group,
+    /// topic, partition): MM2 writes a group's checkpoints together, so the group's table stays
+    /// in cache for its run, where one big table costs a cache miss per record. Four bytes a
+    /// key: the key itself is in the entry.
+    slots: Vec<HashTable<u32>>,
+    part: Part,
     topics: Interner,
+    /// The checkpoints partition, from the first record.
+    partition: Option<i32>,
     pub(crate) skipped: SkipCounts,
     pub(crate) records: u64,
+}
+
+/// The hash of a key within its group.
+#[inline(always)]
+fn slot_hash(topic: u32, partition: i32) -> u64 {
+    let mut h = rustc_hash::FxHasher::default();
+    h.write_u64((u64::from(topic) << 32) | u64::from(partition as u32));
+    h.finish()
 }
 
 impl<'a> Accumulator<'a> {
@@ -124,9 +296,9 @@ impl<'a> Accumulator<'a> {
             groups: Interner::default(),
             selected: Vec::new(),
             slots: Vec::new(),
-            entries: Vec::new(),
-            metadata: Vec::new(),
+            part: Part::default(),
             topics: Interner::default(),
+            partition: None,
             skipped: SkipCounts::default(),
             records: 0,
         }
@@ -141,22 +313,20 @@ impl<'a> Accumulator<'a> {
             let name = crate::mm2::utf8::lossy(group);
             let selected = self.selector.matches(&name);
             self.selected.push(selected);
-            // Size a selected group's map like the previous group's: groups of one deployment
-            // tend to commit alike, and growing a map step by step rehashes it each time.
-            // Capped, so a large group followed by small ones wastes little.
+            // Size a selected group's table like the previous group's: groups of one
+            // deployment tend to commit alike, and growing a table step by step rehashes it
+            // each time. Capped, so a large group followed by small ones wastes little.
             let hint = match self.slots.last() {
                 Some(previous) if selected => previous.len().min(1024),
                 _ => 0,
             };
-            self.slots.push(FxHashMap::with_capacity_and_hasher(
-                hint,
-                Default::default(),
-            ));
+            self.slots.push(HashTable::with_capacity(hint));
         }
         (id, self.selected[id as usize])
     }
 
-    /// Folds in one record of checkpoints partition `partition` at `offset`.
+    /// Folds in one record of checkpoints partition `partition` at `offset`. Every record of
+    /// an accumulator comes from one partition (a reader of several keeps one accumulator each).
     pub(crate) fn add(
         &mut self,
         partition: i32,
@@ -166,6 +336,11 @@ impl<'a> Accumulator<'a> {
         value: Option<&[u8]>,
     ) {
         self.records += 1;
+        if self.partition.is_none() {
+            self.partition = Some(partition);
+            self.part.checkpoint_partition = partition;
+            self.part.base = offset;
+        }
         let Some(key) = key else {
             self.skipped.add(SkipReason::NullKey, partition, offset);
             return;
@@ -180,15 +355,14 @@ impl<'a> Accumulator<'a> {
             self.skipped.add(SkipReason::Tombstone, partition, offset);
             if selected {
                 let (topic, _) = self.topics.get_or_insert(key.topic);
-                let index = self.entry(group, (topic, key.partition));
-                let entry = &mut self.entries[index];
-                entry.timestamp = timestamp;
-                entry.partition = partition;
-                entry.offset = offset;
-                entry.live = false;
-                let index = entry.metadata;
-                if index != NO_METADATA {
-                    self.metadata[index as usize] = Box::default();
+                let index = self.entry(group, topic, key.partition);
+                self.set_position(index, timestamp, offset);
+                let entry = &mut self.part.entries[index];
+                entry.set_flag(LIVE, false);
+                if entry.has_metadata() {
+                    entry.set_flag(HAS_METADATA, false);
+                    let key = entry.key();
+                    self.part.metadata.remove(&key);
                 }
             }
             return;
@@ -211,75 +385,96 @@ impl<'a> Accumulator<'a> {
             return;
         }
         let (topic, _) = self.topics.get_or_insert(key.topic);
-        let index = self.entry(group, (topic, key.partition));
-        let entry = &mut self.entries[index];
+        let index = self.entry(group, topic, key.partition);
+        self.set_position(index, timestamp, offset);
+        let entry = &mut self.part.entries[index];
         entry.upstream_offset = value.upstream_offset;
         entry.downstream_offset = value.downstream_offset;
-        entry.timestamp = timestamp;
-        entry.partition = partition;
-        entry.offset = offset;
-        entry.live = true;
-        let index = entry.metadata;
-        // Reuse the stored metadata when it did not change, which is the common case: a newer
-        // checkpoint of the same group then costs no allocation.
-        if index != NO_METADATA {
-            let stored = &mut self.metadata[index as usize];
-            if stored.as_ref() != value.metadata {
-                *stored = value.metadata.into();
+        entry.set_flag(LIVE, true);
+        // Metadata is rare and usually unchanged: a newer checkpoint of the same key costs no
+        // allocation and, without metadata, no lookup.
+        let had = entry.has_metadata();
+        if had || !value.metadata.is_empty() {
+            let key = entry.key();
+            entry.set_flag(HAS_METADATA, !value.metadata.is_empty());
+            if value.metadata.is_empty() {
+                self.part.metadata.remove(&key);
+            } else {
+                let stored = self.part.metadata.entry(key).or_default();
+                if stored.as_ref() != value.metadata {
+                    *stored = value.metadata.into();
+                }
             }
-        } else if !value.metadata.is_empty() {
-            entry.metadata = self.metadata.len() as u32;
-            self.metadata.push(value.metadata.into());
         }
     }
 
-    /// The index in `entries` of `key` in `group`, created (dead, without metadata) on first
-    /// sight.
+    /// Records where the winning checkpoint of `index` is in the checkpoints partition.
     #[inline]
-    fn entry(&mut self, group: u32, key: Key) -> usize {
-        let entries = &mut self.entries;
-        let index = *self.slots[group as usize].entry(key).or_insert_with(|| {
-            // u32 indices: 2^32 distinct keys would take 200 GiB of entries first.
-            let index = entries.len() as u32;
-            entries.push(Entry {
-                upstream_offset: 0,
-                downstream_offset: 0,
-                timestamp: 0,
-                offset: 0,
-                partition: 0,
-                metadata: NO_METADATA,
-                live: false,
-            });
-            index
+    fn set_position(&mut self, index: usize, timestamp: i64, offset: i64) {
+        let entry = &mut self.part.entries[index];
+        entry.timestamp = timestamp;
+        let delta = offset
+            .checked_sub(self.part.base)
+            .and_then(|d| u32::try_from(d).ok())
+            .filter(|&d| d != WIDE_OFFSET);
+        match delta {
+            Some(delta) => {
+                if entry.offset == WIDE_OFFSET {
+                    let key = entry.key();
+                    self.part.wide.remove(&key);
+                }
+                entry.offset = delta;
+            }
+            None => {
+                entry.offset = WIDE_OFFSET;
+                let key = entry.key();
+                self.part.wide.insert(key, offset);
+            }
+        }
+    }
+
+    /// The index in the entries of (`group`, `topic`, `partition`), created (dead, without
+    /// metadata) on first sight.
+    #[inline]
+    fn entry(&mut self, group: u32, topic: u32, partition: i32) -> usize {
+        let entries = &mut self.part.entries;
+        let hash = slot_hash(topic, partition);
+        let table = &mut self.slots[group as usize];
+        let found = table.find(hash, |&i| {
+            let e = &entries[i as usize];
+            e.topic() == topic && e.partition == partition
+        });
+        if let Some(&index) = found {
+            return index as usize;
+        }
+        // u32 indices: 2^32 distinct keys would take 160 GiB of entries first.
+        let index = entries.len() as u32;
+        entries.push(Latest {
+            upstream_offset: 0,
+            downstream_offset: 0,
+            timestamp: 0,
+            offset: 0,
+            group,
+            topic,
+            partition,
+        });
+        table.insert_unique(hash, index, |&i| {
+            let e = &entries[i as usize];
+            slot_hash(e.topic(), e.partition)
         });
         index as usize
     }
 
-    /// What was folded, for [`OffsetTable::build`](super::table::OffsetTable::build), with the
-    /// skip counts and the number of records seen.
-    pub(crate) fn into_folded(self) -> (Folded, SkipCounts, u64) {
-        let folded = Folded {
-            group_names: self.groups.names,
-            topic_names: self.topics.names,
-            slots: self.slots,
-            entries: self.entries,
-            metadata: self.metadata,
-        };
-        (folded, self.skipped, self.records)
+    /// What was folded, for [`OffsetTable::from_parts`](super::table::OffsetTable::from_parts),
+    /// with the skip counts and the number of records seen. The lookup tables are dropped
+    /// here, before anything else is allocated: the entries carry their keys.
+    pub(crate) fn into_part(self) -> (Part, SkipCounts, u64) {
+        drop(self.slots);
+        let mut part = self.part;
+        part.group_names = self.groups.names;
+        part.topic_names = self.topics.names;
+        (part, self.skipped, self.records)
     }
-}
-
-/// One accumulator's latest checkpoints, by interned group and topic ids.
-pub(crate) struct Folded {
-    /// Group names by id, as read (not yet decoded).
-    pub(crate) group_names: Vec<Box<[u8]>>,
-    /// Topic names by id, as read.
-    pub(crate) topic_names: Vec<Box<[u8]>>,
-    /// Per group id: (topic id, partition) -> index in `entries`. Empty for unselected groups.
-    pub(crate) slots: Vec<FxHashMap<Key, u32>>,
-    pub(crate) entries: Vec<Entry>,
-    /// Non-empty commit metadata, indexed by `Entry::metadata`.
-    pub(crate) metadata: Vec<Box<[u8]>>,
 }
 
 #[cfg(test)]
@@ -315,8 +510,8 @@ mod tests {
     }
 
     fn table(acc: Accumulator<'_>) -> OffsetTable {
-        let (folded, _, _) = acc.into_folded();
-        OffsetTable::build(vec![("s".to_string(), folded)])
+        let (part, _, _) = acc.into_part();
+        OffsetTable::from_parts(vec![("s".to_string(), part)])
     }
 
     #[test]

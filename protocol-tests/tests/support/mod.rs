@@ -184,6 +184,25 @@ pub fn data_writer(cluster: &Cluster, command: &str, args: &[&str]) -> serde_jso
         .unwrap_or_else(|e| panic!("data writer printed no JSON ({e}): {out}"))
 }
 
+/// `count` records over `partitions` partitions of a new `topic`, by the Java producer: log end
+/// `count / partitions` on each.
+pub fn write_records(cluster: &Cluster, topic: &str, partitions: u32, count: u32) {
+    data_writer(
+        cluster,
+        "records",
+        &[
+            "--topic",
+            topic,
+            "--partitions",
+            &partitions.to_string(),
+            "--count",
+            &count.to_string(),
+            "--nulls",
+            "0",
+        ],
+    );
+}
+
 /// One record as the Java consumer saw it.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct SeenRecord {

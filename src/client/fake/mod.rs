@@ -1,10 +1,11 @@
 //! A fault-injecting fake Kafka cluster for unit tests, in the spirit of franz-go's `kfake`
 //! control hooks: several brokers on 127.0.0.1 that speak enough of the protocol for the read
 //! path (ApiVersions, Metadata, ListOffsets, Fetch with real record batches) and for a group
-//! coordinator (FindCoordinator, DescribeGroups, OffsetFetch, OffsetCommit), and controls that
-//! move a partition's leader, answer a chosen request with an error code once or N times, delay
-//! or drop a response, cut a response at a byte, kill a connection, and refuse, reset or stall
-//! new connections.
+//! coordinator (FindCoordinator, ConsumerGroupDescribe, DescribeGroups, OffsetFetch,
+//! OffsetCommit), and controls that move a partition's leader, answer a chosen request with an
+//! error code once or N times (for a whole request, or for one group inside a batch), delay or
+//! drop a response, cut a response at a byte, kill a connection, refuse, reset or stall new
+//! connections, and offer the API versions of an older broker.
 //!
 //! The brokers keep no per-connection state beyond the socket, so a test can count the
 //! connections still open ([`FakeCluster::open_connections`]) to prove that a command leaves
@@ -24,9 +25,10 @@ use kafka_protocol::messages::metadata_response::{
     MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
 };
 use kafka_protocol::messages::{
-    ApiKey, BrokerId, DescribeGroupsRequest, FetchRequest, FetchResponse, FindCoordinatorRequest,
-    ListGroupsResponse, ListOffsetsRequest, ListOffsetsResponse, MetadataRequest, MetadataResponse,
-    OffsetCommitRequest, OffsetFetchRequest, TopicName,
+    ApiKey, BrokerId, ConsumerGroupDescribeRequest, DescribeGroupsRequest, FetchRequest,
+    FetchResponse, FindCoordinatorRequest, ListGroupsResponse, ListOffsetsRequest,
+    ListOffsetsResponse, MetadataRequest, MetadataResponse, OffsetCommitRequest,
+    OffsetFetchRequest, TopicName,
 };
 use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, StrBytes};
 use tokio::io::AsyncWriteExt;
@@ -37,13 +39,17 @@ use crate::records::builder::BatchBuilder;
 use crate::wire::testing::{api_versions_response, read_request, response_frame};
 
 #[cfg(test)]
+mod batch_tests;
+#[cfg(test)]
 mod coordinator_tests;
 mod groups;
 #[cfg(test)]
 mod tests;
 
-/// The versions the fake brokers offer: topic names in Fetch (v12), which keeps the fake small.
-const RANGES: &[(ApiKey, i16, i16)] = &[
+/// The versions the fake brokers offer by default: topic names in Fetch (v12), which keeps the
+/// fake small; batched FindCoordinator and OffsetFetch, and no ConsumerGroupDescribe (see
+/// [`FakeCluster::offer`]).
+pub(crate) const RANGES: &[(ApiKey, i16, i16)] = &[
     (ApiKey::Fetch, 4, 12),
     (ApiKey::ListOffsets, 1, 7),
     (ApiKey::Metadata, 1, 12),
@@ -71,6 +77,16 @@ pub(crate) enum Fault {
     CutAt(usize),
     /// Close the connection instead of answering.
     Kill,
+}
+
+/// A fault for one group inside the requests of `api` that carry it.
+struct GroupInjection {
+    api: ApiKey,
+    group: String,
+    /// Only this partition (OffsetFetch, OffsetCommit), or the whole group.
+    partition: Option<(String, i32)>,
+    remaining: usize,
+    code: i16,
 }
 
 struct Injection {
@@ -104,14 +120,60 @@ impl Partition {
     }
 }
 
-#[derive(Default)]
 struct State {
     topics: BTreeMap<String, Vec<Partition>>,
     groups: BTreeMap<String, groups::FakeGroup>,
     injections: Vec<Injection>,
+    group_injections: Vec<GroupInjection>,
     on_accept: BTreeMap<i32, (OnAccept, usize)>,
     /// Requests served, by API key, for assertions.
     served: BTreeMap<i16, usize>,
+    /// The API versions the brokers offer.
+    ranges: Vec<(ApiKey, i16, i16)>,
+    /// The group ids of each group request, in arrival order: (API key, node, groups).
+    asked: Vec<(i16, i32, Vec<String>)>,
+    /// The (topic, partition)s of each ListOffsets request, in arrival order: (node, partitions).
+    listed: Vec<(i32, Vec<(String, i32)>)>,
+    /// ConsumerGroupDescribe answers each group twice, a GROUP_ID_NOT_FOUND first, as Kafka
+    /// 3.7-3.9 can (KAFKA-14509's shards each get every group id).
+    describe_twice: bool,
+}
+
+impl Default for State {
+    fn default() -> Self {
+        State {
+            topics: BTreeMap::new(),
+            groups: BTreeMap::new(),
+            injections: Vec::new(),
+            group_injections: Vec::new(),
+            on_accept: BTreeMap::new(),
+            served: BTreeMap::new(),
+            ranges: RANGES.to_vec(),
+            asked: Vec::new(),
+            listed: Vec::new(),
+            describe_twice: false,
+        }
+    }
+}
+
+impl State {
+    /// The code an injected group fault gives `group` (or one of its partitions) in a request
+    /// of `api`, using it up; 0 when none.
+    fn group_fault(&mut self, api: ApiKey, group: &str, partition: Option<(&str, i32)>) -> i16 {
+        let hit = self.group_injections.iter_mut().find(|i| {
+            i.api == api
+                && i.group == group
+                && i.remaining > 0
+                && i.partition.as_ref().map(|(t, p)| (t.as_str(), *p)) == partition
+        });
+        match hit {
+            Some(i) => {
+                i.remaining -= 1;
+                i.code
+            }
+            None => 0,
+        }
+    }
 }
 
 struct Shared {
@@ -296,6 +358,90 @@ impl FakeCluster {
         });
     }
 
+    /// Answers `group` with `code` in the next `times` requests of `api` that carry it (the
+    /// other groups of those requests are answered as usual).
+    pub(crate) fn fail_group(&self, api: ApiKey, group: &str, code: i16, times: usize) {
+        self.shared.lock().group_injections.push(GroupInjection {
+            api,
+            group: group.to_string(),
+            partition: None,
+            remaining: times,
+            code,
+        });
+    }
+
+    /// Answers one partition of `group` with `code` in the next `times` OffsetFetch requests
+    /// that carry the group (offset -1, as the coordinator answers UNSTABLE_OFFSET_COMMIT).
+    pub(crate) fn fail_group_partition(
+        &self,
+        group: &str,
+        topic: &str,
+        partition: i32,
+        code: i16,
+        times: usize,
+    ) {
+        self.shared.lock().group_injections.push(GroupInjection {
+            api: ApiKey::OffsetFetch,
+            group: group.to_string(),
+            partition: Some((topic.to_string(), partition)),
+            remaining: times,
+            code,
+        });
+    }
+
+    /// Makes the brokers offer `api` at `min..=max` from the next connection on (`None`: not
+    /// at all), as an older or newer broker would.
+    pub(crate) fn offer(&self, api: ApiKey, versions: Option<(i16, i16)>) {
+        let mut state = self.shared.lock();
+        state.ranges.retain(|(key, _, _)| *key != api);
+        if let Some((min, max)) = versions {
+            state.ranges.push((api, min, max));
+        }
+    }
+
+    /// Makes `group` a consumer-protocol group (KIP-848): ConsumerGroupDescribe knows it and
+    /// DescribeGroups calls it "Dead" with no members, as a 4.x coordinator does.
+    pub(crate) fn make_consumer_group(&self, group: &str) {
+        self.shared
+            .lock()
+            .groups
+            .entry(group.to_string())
+            .or_default()
+            .consumer = true;
+    }
+
+    /// ConsumerGroupDescribe answers every group twice (see `State::describe_twice`).
+    pub(crate) fn describe_twice(&self) {
+        self.shared.lock().describe_twice = true;
+    }
+
+    /// The group ids of each request of `api`, in arrival order, with the broker that got it.
+    pub(crate) fn asked(&self, api: ApiKey) -> Vec<(i32, Vec<String>)> {
+        self.shared
+            .lock()
+            .asked
+            .iter()
+            .filter(|(key, _, _)| *key == api as i16)
+            .map(|(_, node, groups)| (*node, groups.clone()))
+            .collect()
+    }
+
+    /// The partitions of each ListOffsets request, in arrival order, with the broker that got it.
+    pub(crate) fn listed(&self) -> Vec<(i32, Vec<(String, i32)>)> {
+        self.shared.lock().listed.clone()
+    }
+
+    /// Sets `group`'s committed offset of `topic`-`partition`, as a consumer's commit would.
+    pub(crate) fn set_committed(&self, group: &str, topic: &str, partition: i32, offset: i64) {
+        self.shared
+            .lock()
+            .groups
+            .entry(group.to_string())
+            .or_default()
+            .offsets
+            .insert((topic.to_string(), partition), offset);
+    }
+
     /// The next `times` connections broker `node` accepts are reset or stalled.
     pub(crate) fn on_accept(&self, node: i32, what: OnAccept, times: usize) {
         self.shared.lock().on_accept.insert(node, (what, times));
@@ -385,7 +531,10 @@ async fn serve(mut stream: TcpStream, node: i32, shared: &Shared, stall: bool) {
             _ => 0,
         };
         let frame = match ApiKey::try_from(api) {
-            Ok(ApiKey::ApiVersions) => frame(id, &api_versions_response(RANGES), version),
+            Ok(ApiKey::ApiVersions) => {
+                let ranges = shared.lock().ranges.clone();
+                frame(id, &api_versions_response(&ranges), version)
+            }
             Ok(ApiKey::Metadata) => {
                 let request = MetadataRequest::decode(&mut body, version).expect("Metadata");
                 frame(id, &metadata(shared, &request, error), version)
@@ -400,7 +549,13 @@ async fn serve(mut stream: TcpStream, node: i32, shared: &Shared, stall: bool) {
             }
             Ok(ApiKey::FindCoordinator) => {
                 let request = FindCoordinatorRequest::decode(&mut body, version).expect("FC");
-                let response = groups::find_coordinator(shared, &request, error);
+                let response = groups::find_coordinator(shared, node, &request, version, error);
+                frame(id, &response, version)
+            }
+            Ok(ApiKey::ConsumerGroupDescribe) => {
+                let request =
+                    ConsumerGroupDescribeRequest::decode(&mut body, version).expect("CGD");
+                let response = groups::consumer_group_describe(shared, node, &request, error);
                 frame(id, &response, version)
             }
             Ok(ApiKey::DescribeGroups) => {
@@ -410,7 +565,7 @@ async fn serve(mut stream: TcpStream, node: i32, shared: &Shared, stall: bool) {
             }
             Ok(ApiKey::OffsetFetch) => {
                 let request = OffsetFetchRequest::decode(&mut body, version).expect("OF");
-                let response = groups::offset_fetch(shared, node, &request, error);
+                let response = groups::offset_fetch(shared, node, &request, version, error);
                 frame(id, &response, version)
             }
             Ok(ApiKey::OffsetCommit) => {
@@ -537,7 +692,17 @@ fn list_offsets(
     request: &ListOffsetsRequest,
     error: i16,
 ) -> ListOffsetsResponse {
-    let state = shared.lock();
+    let mut state = shared.lock();
+    let asked = request
+        .topics
+        .iter()
+        .flat_map(|t| {
+            t.partitions
+                .iter()
+                .map(|p| (t.name.0.to_string(), p.partition_index))
+        })
+        .collect();
+    state.listed.push((node, asked));
     let topics = request
         .topics
         .iter()

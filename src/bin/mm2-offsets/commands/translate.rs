@@ -46,6 +46,18 @@ pub async fn run(args: TranslateArgs) -> Result<i32, Stop> {
 }
 
 fn print_translation(args: &TranslateArgs, translation: &Translation) -> Result<(), Stop> {
+    // What writing the answer costs next to the read (`-v` shows it; benches/compare.sh reads it).
+    let started = std::time::Instant::now();
+    let printed = print_answer(args, translation);
+    tracing::info!(
+        rows = translation.len(),
+        elapsed_ms = started.elapsed().as_secs_f64() * 1000.0,
+        "answer written"
+    );
+    printed
+}
+
+fn print_answer(args: &TranslateArgs, translation: &Translation) -> Result<(), Stop> {
     let mut out = unbuffered_stdout();
     let written = match args.output {
         OutputFormat::Table => output::write_table(&mut out, translation),

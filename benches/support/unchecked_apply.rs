@@ -1,0 +1,101 @@
+//! FOR THE BENCHMARK ONLY (`benches/apply.sh`, the "safety checks off" row): what a failover
+//! costs without apply's safety checks. It translates the selected groups in one read of the
+//! checkpoints topic and commits every translated offset at once, with no plan (no group state,
+//! no current offsets, no log range, no group kind), no re-check before the commit and no read
+//! back. Never do this on a real cluster: a group with members, a rewind, an offset outside the
+//! log would all be written (or refused by the broker) blindly. The benchmark checks the result
+//! afterwards, outside the timed run.
+//!
+//! ```text
+//! cargo build --release --example bench_unchecked_apply
+//! target/release/examples/bench_unchecked_apply BOOTSTRAP SOURCE_ALIAS GROUP_REGEX
+//! ```
+//!
+//! `MM2O_BENCH_LANES` (connections per broker, 4) and `MM2O_BENCH_IN_FLIGHT` (commits in flight
+//! per coordinator, 8) change the commit pipeline, to explore it.
+//!
+//! Prints one JSON line: `{"groups":N,"partitions":P,"translate_ms":..,"commit_ms":..,"failed":F}`;
+//! exits 1 when any partition was not committed.
+
+use std::collections::BTreeMap;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use mm2_offsets::client::{CommitOptions, Coordinators, Deadline, OffsetToCommit};
+use mm2_offsets::config::ClientConfig;
+use mm2_offsets::mm2::ReplicationPolicy;
+use mm2_offsets::select::GroupSelector;
+use mm2_offsets::translate::{MirrorClient, TranslateRequest};
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let [bootstrap, source, regex] = args.as_slice() else {
+        eprintln!("usage: bench_unchecked_apply BOOTSTRAP SOURCE_ALIAS GROUP_REGEX");
+        return ExitCode::from(2);
+    };
+    match run(bootstrap, source, regex).await {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::FAILURE,
+        Err(error) => {
+            eprintln!("error: {error}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(
+    bootstrap: &str,
+    source: &str,
+    regex: &str,
+) -> Result<bool, Box<dyn std::error::Error>> {
+    let deadline = Deadline::after(Duration::from_secs(600));
+    let client = MirrorClient::connect(
+        ClientConfig::plaintext([bootstrap]),
+        ReplicationPolicy::default(),
+    )
+    .await?;
+    let started = Instant::now();
+    let mut request = TranslateRequest::new(source.to_string(), GroupSelector::patterns([regex])?);
+    request.timeout = deadline.remaining();
+    let translation = client.translate(&request).await?;
+    let translated = started.elapsed();
+    let mut commits: BTreeMap<String, Vec<OffsetToCommit>> = BTreeMap::new();
+    for o in translation.iter() {
+        commits
+            .entry(o.group.to_string())
+            .or_default()
+            .push(OffsetToCommit {
+                topic: o.topic.to_string(),
+                partition: o.partition,
+                offset: o.offset,
+                metadata: Some(o.metadata.to_string()),
+            });
+    }
+    let partitions: usize = commits.values().map(Vec::len).sum();
+    let committing = Instant::now();
+    let results = client
+        .kafka()
+        .commit_offsets(
+            &commits,
+            &Coordinators::new(),
+            &CommitOptions::default(),
+            &deadline,
+        )
+        .await;
+    let committed = committing.elapsed();
+    let failed: usize = results
+        .values()
+        .map(|r| match r {
+            Ok(codes) => codes.values().filter(|&&c| c != 0).count(),
+            Err(_) => 1,
+        })
+        .sum();
+    println!(
+        "{{\"groups\":{},\"partitions\":{partitions},\"translate_ms\":{:.1},\"commit_ms\":{:.1},\"failed\":{failed}}}",
+        commits.len(),
+        translated.as_secs_f64() * 1e3,
+        committed.as_secs_f64() * 1e3
+    );
+    Ok(failed == 0)
+}
