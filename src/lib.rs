@@ -19,6 +19,17 @@
 //! | [`auth`]      | TLS configuration, key stores (JKS, PKCS12, PEM), OAuth tokens |
 //! | [`records`]   | record batch v2 iteration, CRC32C, pure-Rust decompression |
 //! | [`config`]    | Java-style `.properties`, client settings, secrets |
+//!
+//! # Growing without breaking callers
+//! Option structs ([`translate::TranslateRequest`], [`watch::WatchOptions`],
+//! [`client::ReadOptions`], [`precise::SyncsSource`], [`config::ClientConfig`], ...) are built
+//! with their constructor or `Default` and then have fields set; results and reports are read
+//! field by field. Both are `#[non_exhaustive]`, as are the enums that may gain a case, so a
+//! new field or case is not a breaking change. The exceptions mirror formats fixed elsewhere:
+//! the MM2 record types of [`mm2`] (`CheckpointKey`, `CheckpointValue`, ... are the version 0
+//! schemas; another version would be another type), and enums whose cases Kafka's protocol
+//! fixes ([`client::IsolationLevel`], [`config::SecurityProtocol`],
+//! [`records::TimestampType`]).
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 

@@ -135,12 +135,7 @@ async fn apply_on(cluster_name: &str) {
             .commit_group_offsets(
                 coordinators[group].as_ref().unwrap(),
                 group,
-                &[OffsetToCommit {
-                    topic: topic.clone(),
-                    partition: 0,
-                    offset,
-                    metadata: None,
-                }],
+                &[OffsetToCommit::new(topic.clone(), 0, offset)],
                 &Deadline::after(Duration::from_secs(60)),
             )
             .await
@@ -222,12 +217,7 @@ async fn apply_on(cluster_name: &str) {
         .commit_group_offsets(
             c[&moved].as_ref().unwrap(),
             &moved,
-            &[OffsetToCommit {
-                topic: topic.clone(),
-                partition: 0,
-                offset: 7,
-                metadata: None,
-            }],
+            &[OffsetToCommit::new(topic.clone(), 0, 7)],
             &Deadline::after(Duration::from_secs(30)),
         )
         .await

@@ -186,12 +186,7 @@ async fn commit(source: &KafkaClient, group: &str, topic: &str, offset: i64) {
         .commit_group_offsets(
             coordinator,
             group,
-            &[OffsetToCommit {
-                topic: topic.to_string(),
-                partition: 0,
-                offset,
-                metadata: None,
-            }],
+            &[OffsetToCommit::new(topic, 0, offset)],
             &deadline,
         )
         .await

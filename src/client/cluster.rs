@@ -21,6 +21,7 @@ use crate::wire::responses::{self, list_offsets::ListOffsetsResponse, metadata::
 
 /// Which offset ListOffsets should return.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum OffsetSpec {
     /// The log start offset (timestamp -2).
     Earliest,

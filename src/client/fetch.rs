@@ -29,6 +29,7 @@ pub use crate::wire::responses::fetch::AbortedTransaction;
 
 /// The record batches one Fetch returned for one partition.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct FetchedChunk {
     /// The partition.
     pub partition: i32,
@@ -63,6 +64,7 @@ pub const DEFAULT_FETCH_MAX_BYTES: i32 = 1024 * 1024;
 
 /// How to read a range.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct ReadOptions {
     /// Which records are visible.
     pub isolation: IsolationLevel,

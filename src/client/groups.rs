@@ -41,6 +41,7 @@ const COORDINATOR_MOVED: [i16; 3] = [16, 15, 14];
 
 /// The broker that coordinates a group.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct GroupCoordinator {
     /// Its node id.
     pub node_id: i32,
@@ -51,6 +52,7 @@ pub struct GroupCoordinator {
 /// A group-level failure, with the error code when the broker gave one.
 #[derive(Debug, thiserror::Error)]
 #[error("{source}")]
+#[non_exhaustive]
 pub struct GroupCallError {
     /// The group.
     pub group: String,
@@ -94,6 +96,7 @@ impl GroupCallError {
 /// Which rebalance protocol a group on the target uses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
 pub enum GroupProtocol {
     /// The classic protocol (JoinGroup/SyncGroup), or a group that only holds offsets.
     Classic,
@@ -105,6 +108,7 @@ pub enum GroupProtocol {
 
 /// A group's state as its coordinator describes it.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct GroupDescription {
     /// The group id.
     pub group_id: String,
@@ -135,6 +139,7 @@ impl GroupDescription {
 
 /// One partition's committed offset, or the error the coordinator gave for it.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct CommittedOffset {
     /// The committed offset, or -1 when the group has none.
     pub offset: i64,
@@ -151,6 +156,7 @@ pub type GroupOffsets = BTreeMap<(String, i32), CommittedOffset>;
 
 /// One partition of an admin commit.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct OffsetToCommit {
     /// The topic.
     pub topic: String,
@@ -160,6 +166,18 @@ pub struct OffsetToCommit {
     pub offset: i64,
     /// The metadata to commit with it (MM2's checkpoint carries the source's).
     pub metadata: Option<String>,
+}
+
+impl OffsetToCommit {
+    /// `offset` for `topic`-`partition`, without metadata.
+    pub fn new(topic: impl Into<String>, partition: i32, offset: i64) -> Self {
+        OffsetToCommit {
+            topic: topic.into(),
+            partition,
+            offset,
+            metadata: None,
+        }
+    }
 }
 
 impl KafkaClient {

@@ -25,6 +25,7 @@ use syncs::{SyncSpec, build_index};
 
 /// Where the offset-syncs topic is and how to trust it.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct SyncsSource {
     /// A client for the cluster that holds the topic: the source cluster by default, the target
     /// with `offset-syncs.topic.location=target`.
@@ -41,9 +42,15 @@ impl SyncsSource {
     /// cluster) — or, with `offset-syncs.topic.location=target`, pass the source alias and a
     /// client for the target. Interpolation off.
     pub fn new(client: KafkaClient, policy: &ReplicationPolicy, alias: &str) -> Self {
+        SyncsSource::for_topic(client, policy.offset_syncs_topic(alias))
+    }
+
+    /// The offset-syncs topic `topic` on the cluster `client` reaches (a topic named by the
+    /// user rather than derived from the replication policy). Interpolation off.
+    pub fn for_topic(client: KafkaClient, topic: impl Into<String>) -> Self {
         SyncsSource {
             client,
-            topic: policy.offset_syncs_topic(alias),
+            topic: topic.into(),
             interpolation: Interpolation::Disabled,
         }
     }
@@ -51,6 +58,7 @@ impl SyncsSource {
 
 /// A translation with each offset re-translated from the sync history.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct PreciseTranslation {
     /// MM2's translation, as [`MirrorClient::translate`] returns it.
     pub translation: Translation,

@@ -24,6 +24,7 @@ use crate::translate::{MirrorClient, OffsetRef, TranslateError, TranslateRequest
 /// Which upstream offset a row was translated from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
 pub enum Input {
     /// The upstream offset of MM2's last checkpoint of the group.
     Checkpoint,
@@ -43,6 +44,7 @@ impl Input {
 
 /// What one row was translated from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct RowInput {
     /// Checkpoint or source offset.
     pub input: Input,
@@ -52,6 +54,7 @@ pub struct RowInput {
 
 /// Per group: how many of its rows used which input, and why the source could not help.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct GroupInputs {
     /// Rows translated from the source's committed offset.
     pub source_offset: usize,

@@ -249,6 +249,7 @@ fn frame(rest: &[u8]) -> Result<Option<usize>, RecordsError> {
 /// Where the whole batches at the front of a fetched records section end, found by
 /// [`Batches`]' framing rule without decoding or checking them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct WholeBatches {
     /// The bytes to hand to the reader: the whole batches, and, when one is
     /// [`malformed`](Self::malformed), everything from it on, so that [`Batches`] reports it.

@@ -49,6 +49,7 @@ const DELETE_HORIZON_MASK: i16 = 0x40;
 
 /// The codec a batch's records section is compressed with (attribute bits 0-2).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Compression {
     /// Not compressed.
     None,
@@ -119,6 +120,7 @@ pub enum TimestampType {
 
 /// The decoded fixed header of a RecordBatch v2. Plain data: reading it checks nothing.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct BatchHeader {
     /// Offset of the first record (or of the first offset the batch once held, after compaction).
     pub base_offset: i64,

@@ -20,6 +20,7 @@ use crate::select::GroupSelector;
 
 /// A translated offset as Java's `OffsetAndMetadata` (without a leader epoch, as MM2 writes none).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct OffsetAndMetadata {
     /// The offset to commit on the target cluster.
     pub offset: i64,

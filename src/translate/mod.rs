@@ -42,6 +42,7 @@ use crate::select::GroupSelector;
 
 /// What to translate and how.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct TranslateRequest {
     /// Source cluster aliases; each names a checkpoints topic through the replication policy.
     pub sources: Vec<String>,
@@ -68,8 +69,16 @@ impl TranslateRequest {
     /// A request for `groups` of one source alias, with defaults: read_uncommitted, 60 s,
     /// parallelism 4, no partial results.
     pub fn new(source: impl Into<String>, groups: GroupSelector) -> Self {
+        TranslateRequest::for_sources([source], groups)
+    }
+
+    /// As [`new`](TranslateRequest::new), for several source aliases read in one go.
+    pub fn for_sources<S: Into<String>>(
+        sources: impl IntoIterator<Item = S>,
+        groups: GroupSelector,
+    ) -> Self {
         TranslateRequest {
-            sources: vec![source.into()],
+            sources: sources.into_iter().map(Into::into).collect(),
             groups,
             isolation: IsolationLevel::ReadUncommitted,
             timeout: Duration::from_secs(60),
@@ -84,6 +93,7 @@ impl TranslateRequest {
 
 /// One translated offset: where `group` should resume on the target cluster.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct TranslatedOffset {
     /// The source cluster alias the checkpoint came from.
     pub source: String,
@@ -140,6 +150,7 @@ pub struct TranslatedOffset {
 /// assert_eq!((billing[0].topic, billing[0].partition, billing[0].offset), ("primary.orders", 0, 100));
 /// ```
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct Translation {
     offsets: table::OffsetTable,
     /// Volumes, skipped records, per-partition progress, completeness.

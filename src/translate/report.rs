@@ -8,6 +8,7 @@ use serde::Serialize;
 /// Why a checkpoint record was not used, or was used with a caveat.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum SkipReason {
     /// The record has no key.
     NullKey,
@@ -29,6 +30,7 @@ pub const EXAMPLES_PER_REASON: usize = 5;
 
 /// Count of one reason, with the first positions (checkpoint partition, offset) it was seen at.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct SkipCount {
     /// How many records.
     pub count: u64,
@@ -38,6 +40,7 @@ pub struct SkipCount {
 
 /// Skip counts by reason.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct SkipCounts(pub BTreeMap<SkipReason, SkipCount>);
 
 impl SkipCounts {
@@ -69,6 +72,7 @@ impl SkipCounts {
 
 /// How far the read of one checkpoints-topic partition got.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct PartitionProgress {
     /// The checkpoints topic.
     pub topic: String,
@@ -92,6 +96,7 @@ impl PartitionProgress {
 
 /// Everything a read did.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct ReadReport {
     /// True only when every partition was read to its end. A partial result is never marked
     /// complete.

@@ -18,6 +18,7 @@ use crate::mm2::utf8;
 /// One translated offset, borrowed from a [`Translation`](super::Translation). Serializes with
 /// the same fields as [`TranslatedOffset`], its owned form.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct OffsetRef<'a> {
     /// The source cluster alias the checkpoint came from.
     pub source: &'a str,

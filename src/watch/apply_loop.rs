@@ -17,6 +17,7 @@ use crate::translate::Translation;
 
 /// How the periodic apply runs.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct ApplyLoopOptions {
     /// From the start of one run to the start of the next. Runs never overlap: one that takes
     /// longer delays the next.
@@ -46,6 +47,7 @@ impl ApplyLoopOptions {
 
 /// Why a group was not written in a run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[non_exhaustive]
 pub enum SkipReason {
     /// The map is not ready: its first full read is not done, or the tail cannot reach the
     /// brokers (a target restart, a lost leader). Every group of the run is skipped.
@@ -87,6 +89,7 @@ impl SkipReason {
 
 /// One group that a run skipped, or that failed.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct GroupNote {
     /// The group id (from the cluster: untrusted on a terminal).
     pub group: String,
@@ -98,6 +101,7 @@ pub struct GroupNote {
 
 /// What one run did.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct TickReport {
     /// When the run started.
     pub started_at: SystemTime,
@@ -255,6 +259,7 @@ impl fmt::Display for TickReport {
 
 /// Counters over every run since the loop was made.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ApplyTotals {
     /// Runs finished.
     pub runs: u64,

@@ -67,6 +67,7 @@ const MAX_TAIL_CONNECTIONS: usize = 64;
 
 /// How to watch.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct WatchOptions {
     /// Source cluster aliases; each names a checkpoints topic through the replication policy.
     pub sources: Vec<String>,
@@ -421,6 +422,7 @@ impl Watcher {
 
 /// What one group's oldest checkpoint is.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct GroupAge {
     /// The source alias.
     pub source: String,
@@ -432,6 +434,7 @@ pub struct GroupAge {
 
 /// The map at one moment, with how fresh it is.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct Snapshot {
     /// Everything written to the checkpoints topics before this moment is in the map; `None`
     /// until the first full read is done. See the [module docs](self#freshness).
@@ -449,6 +452,7 @@ pub struct Snapshot {
 
 /// Counters, ages and readiness of a watch.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct WatchStatus {
     /// Every checkpoints and heartbeats partition has been read to its end at least once.
     pub first_read_done: bool,
@@ -471,6 +475,7 @@ pub struct WatchStatus {
 
 /// The state of one source.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct SourceStatus {
     /// The source alias.
     pub source: String,
@@ -495,6 +500,7 @@ pub struct SourceStatus {
 
 /// The state of one tailed partition.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct PartitionStatus {
     /// The topic.
     pub topic: String,

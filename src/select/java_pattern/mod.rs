@@ -109,6 +109,7 @@ impl Construct {
 
 /// Why a pattern was not accepted.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum RefusalKind {
     /// Java rejects the pattern too (`PatternSyntaxException`).
     Syntax(&'static str),
@@ -119,6 +120,7 @@ pub enum RefusalKind {
 /// What is wrong, and where (an index in characters into the pattern, from 0, as in Java's
 /// `PatternSyntaxException.getIndex()`).
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Refusal {
     /// Index of the construct, in characters from 0.
     pub position: usize,

@@ -415,15 +415,13 @@ mod tests {
     #[test]
     fn apply_counters_export_every_reason_and_verdict() {
         let mut w = Writer { out: String::new() };
-        let totals = ApplyTotals {
-            runs: 3,
-            committed_partitions: 5,
-            skipped_groups: [(SkipReason::Active, 2)].into(),
-            refused_partitions: [(Verdict::WouldRewind, 4)].into(),
-            errors: 1,
-            last_success: Some(SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_700)),
-            last_run: None,
-        };
+        let mut totals = ApplyTotals::default();
+        totals.runs = 3;
+        totals.committed_partitions = 5;
+        totals.skipped_groups = [(SkipReason::Active, 2)].into();
+        totals.refused_partitions = [(Verdict::WouldRewind, 4)].into();
+        totals.errors = 1;
+        totals.last_success = Some(SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_700));
         apply_metrics(&mut w, &totals);
         for line in [
             "mm2_apply_runs_total 3\n",
