@@ -11,7 +11,7 @@ use super::{
     read_group, refusal,
 };
 use crate::client::{
-    Deadline, GroupCoordinator, KafkaClient, OffsetToCommit, error_name, not_a_consumer_group,
+    Deadline, ErrorCode, GroupCoordinator, KafkaClient, OffsetToCommit, not_a_consumer_group,
 };
 
 /// UNKNOWN_MEMBER_ID: on an admin commit, the group has (gained) members.
@@ -326,10 +326,9 @@ async fn apply_group(
                     Some("left out of the coordinator's answer".to_string()),
                 ),
                 Some(0) => (CommitState::Committed, None),
-                Some(code) if OUTCOME_UNKNOWN.contains(&code) => (
-                    CommitState::Unknown,
-                    Some(format!("{} (code {code})", error_name(code))),
-                ),
+                Some(code) if OUTCOME_UNKNOWN.contains(&code) => {
+                    (CommitState::Unknown, Some(ErrorCode::new(code).to_string()))
+                }
                 Some(GROUP_AUTHORIZATION_FAILED) => (
                     CommitState::Failed,
                     Some(authz::group_denied("OffsetCommit", &plan.group)),
@@ -338,10 +337,7 @@ async fn apply_group(
                     CommitState::Failed,
                     Some(authz::topic_denied("OffsetCommit", &p.topic)),
                 ),
-                Some(code) => (
-                    CommitState::Failed,
-                    Some(format!("{} (code {code})", error_name(code))),
-                ),
+                Some(code) => (CommitState::Failed, Some(ErrorCode::new(code).to_string())),
             };
             PartitionResult {
                 topic: p.topic.clone(),

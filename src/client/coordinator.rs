@@ -16,13 +16,14 @@ use std::collections::BTreeMap;
 use std::future::Future;
 
 use super::cluster::KafkaClient;
+use super::code::Action;
 use super::deadline::Deadline;
 use super::error::ClientError;
 use super::groups::{
     CommitAttemptError, GroupCallError, GroupCoordinator, GroupDescription, GroupOffsets,
     OffsetToCommit,
 };
-use super::retry::{Action, Retrier};
+use super::retry::Retrier;
 
 /// The coordinator codes this module acts on by name.
 const COORDINATOR_LOAD_IN_PROGRESS: i16 = 14;
@@ -368,7 +369,7 @@ fn unwritten(
 /// The broker's error code behind `error`, through a deadline's last failure.
 fn last_code(error: &ClientError) -> Option<i16> {
     match error {
-        ClientError::Broker { code, .. } => Some(*code),
+        ClientError::Broker { code, .. } => Some(code.code()),
         ClientError::DeadlineExceeded {
             last: Some(last), ..
         } => last_code(last),

@@ -15,10 +15,11 @@ use kafka_protocol::protocol::StrBytes;
 use tokio::sync::mpsc;
 
 use super::cluster::{IsolationLevel, KafkaClient};
+use super::code::Action;
 use super::deadline::Deadline;
 use super::error::ClientError;
 use super::metadata::SharedTopic;
-use super::retry::{Action, Retrier};
+use super::retry::Retrier;
 use crate::records::AbortedFilter;
 use crate::wire::responses::{self, fetch::FetchResponse, fetch::TopicRef};
 

@@ -72,7 +72,7 @@ impl GroupCallError {
     /// The Kafka error code, if the broker answered with one.
     pub fn code(&self) -> Option<i16> {
         match self.source.as_ref() {
-            ClientError::Broker { code, .. } => Some(*code),
+            ClientError::Broker { code, .. } => Some(code.code()),
             _ => None,
         }
     }

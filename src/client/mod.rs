@@ -51,6 +51,7 @@
 //!   KIP-516 (topic ids), KIP-580 (exponential backoff)
 
 mod cluster;
+mod code;
 mod coordinator;
 mod deadline;
 mod error;
@@ -63,8 +64,8 @@ mod metadata;
 mod pool;
 pub(crate) mod retry;
 
-pub use crate::wire::error_name;
 pub use cluster::{IsolationLevel, KafkaClient, OffsetSpec};
+pub use code::{Action, ErrorCode, classify};
 pub use deadline::{Backoff, Deadline};
 pub use error::ClientError;
 pub use fetch::{
@@ -76,4 +77,3 @@ pub use groups::{
 };
 pub use list_groups::{ListedGroup, NOT_CONSUMER_GROUP_TYPES, not_a_consumer_group};
 pub use metadata::{BrokerInfo, PartitionInfo, SharedTopic, TopicInfo};
-pub use retry::{Action, classify};
