@@ -38,14 +38,17 @@ mod mm2_props;
 pub mod properties;
 mod sasl_props;
 mod secret;
+mod settings;
 mod tls_props;
 pub(crate) mod token_endpoint;
+mod warning;
 
 pub use error::ConfigError;
 pub use layers::{ENV_KEYS, ENV_PREFIX, env_properties, env_var_name, layered, overlay};
 pub use mm2_props::{mm2_client_properties, mm2_cluster_aliases};
 pub use properties::Properties;
 pub use secret::Secret;
+pub use warning::{ConfigWarning, IgnoredBecause};
 
 use std::path::PathBuf;
 use std::time::Duration;
