@@ -504,8 +504,8 @@ mod translate {
     //! Completeness of a whole `translate` read (many ranges in parallel) under faults.
 
     use super::*;
+    use crate::client::fake::checkpoint_record;
     use crate::mm2::ReplicationPolicy;
-    use crate::mm2::checkpoint::{CheckpointKey, CheckpointValue, encode_key, encode_value};
     use crate::select::GroupSelector;
     use crate::translate::{MirrorClient, TranslateError, TranslateRequest};
 
@@ -518,21 +518,7 @@ mod translate {
         let policy = ReplicationPolicy::default();
         cluster.create_topic_with(&policy.checkpoints_topic(SOURCE), 3, 12, 5, |p, offset| {
             let group = format!("group-{}", (offset + i64::from(p) * 7) % 20);
-            let key = CheckpointKey {
-                group: group.as_bytes(),
-                topic: b"orders",
-                partition: p,
-            };
-            let value = CheckpointValue {
-                version: 0,
-                upstream_offset: offset * 10,
-                downstream_offset: offset * 10 + 1,
-                metadata: b"",
-            };
-            (
-                Some(encode_key(&key).expect("key")),
-                encode_value(&value).expect("value"),
-            )
+            checkpoint_record(&group, p, offset * 10, offset * 10 + 1)
         });
         let client = MirrorClient::new(client_for(&cluster).await, policy);
         (cluster, client)
