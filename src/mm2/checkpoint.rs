@@ -28,7 +28,8 @@
 //! - KIP-382: <https://cwiki.apache.org/confluence/display/KAFKA/KIP-382%3A+MirrorMaker+2.0>
 
 use super::Mm2Error;
-use super::codec::{DecodeError, Part, Reader, put_string};
+use super::codec::{Part, Reader, put_string};
+use super::error::DecodeError;
 
 /// The value version MirrorMaker 2 writes (Java's `Checkpoint.VERSION`).
 pub const VERSION: i16 = 0;

@@ -32,6 +32,5 @@ pub mod sync_index;
 pub mod topology;
 pub mod utf8;
 
-pub use codec::{DecodeError, DecodeFailure};
-pub use error::Mm2Error;
+pub use error::{DecodeError, DecodeFailure, Mm2Error};
 pub use policy::ReplicationPolicy;

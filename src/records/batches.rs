@@ -13,7 +13,7 @@
 
 use std::fmt;
 
-use super::header::{ATTRIBUTES_OFFSET, MAGIC_OFFSET};
+use super::layout::{ATTRIBUTES_OFFSET, MAGIC_OFFSET};
 use super::{
     BatchHeader, Compression, HEADER_LEN, LOG_OVERHEAD, MAGIC_V2, MIN_BATCH_LENGTH, Records,
     RecordsError, Scratch,

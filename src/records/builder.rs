@@ -27,7 +27,7 @@
 
 use std::io::Write;
 
-use super::header::{ATTRIBUTES_OFFSET, CRC_OFFSET};
+use super::layout::{ATTRIBUTES_OFFSET, CRC_OFFSET};
 use super::{Compression, ControlRecordType, MIN_BATCH_LENGTH};
 
 pub use super::varint::{write_varint, write_varlong};
