@@ -1,5 +1,6 @@
 //! The translator: folds checkpoint records into the latest checkpoint per
-//! (group, topic, partition), deciding each distinct group once and decoding the value only for
+//! (group, topic, partition) by the rule of [`crate::mm2::fold`] (the live map of `watch`
+//! applies the same one), deciding each distinct group once and decoding the value only for
 //! selected groups.
 //!
 //! One [`Accumulator`] serves one offset range of one checkpoints-topic partition, so workers
@@ -7,8 +8,8 @@
 
 use rustc_hash::FxHashMap;
 
-use super::report::{SkipCounts, SkipReason};
-use crate::mm2::checkpoint;
+use super::report::SkipCounts;
+use crate::mm2::fold::{self, Fold};
 use crate::select::GroupSelector;
 
 /// Distinct byte strings numbered in order of first sight. Looking up a borrowed slice does not
@@ -156,7 +157,9 @@ impl<'a> Accumulator<'a> {
         (id, self.selected[id as usize])
     }
 
-    /// Folds in one record of checkpoints partition `partition` at `offset`.
+    /// Folds in one record of checkpoints partition `partition` at `offset`, by the one rule
+    /// of [`fold::classify`].
+    #[inline]
     pub(crate) fn add(
         &mut self,
         partition: i32,
@@ -166,64 +169,42 @@ impl<'a> Accumulator<'a> {
         value: Option<&[u8]>,
     ) {
         self.records += 1;
-        let Some(key) = key else {
-            self.skipped.add(SkipReason::NullKey, partition, offset);
-            return;
-        };
-        let Ok(key) = checkpoint::decode_key(key) else {
-            self.skipped
-                .add(SkipReason::UndecodableKey, partition, offset);
-            return;
-        };
-        let (group, selected) = self.group_id(key.group);
-        let Some(value) = value else {
-            self.skipped.add(SkipReason::Tombstone, partition, offset);
-            if selected {
-                let (topic, _) = self.topics.get_or_insert(key.topic);
-                let index = self.entry(group, (topic, key.partition));
-                let entry = &mut self.entries[index];
-                entry.timestamp = timestamp;
-                entry.partition = partition;
-                entry.offset = offset;
-                entry.live = false;
-                let index = entry.metadata;
-                if index != NO_METADATA {
-                    self.metadata[index as usize] = Box::default();
-                }
-            }
-            return;
-        };
-        if !selected {
-            return;
+        let mut group = 0;
+        let fold = fold::classify(key, value, |name| {
+            let (id, selected) = self.group_id(name);
+            group = id;
+            selected
+        });
+        if let Some(reason) = fold.counted() {
+            self.skipped.add(reason, partition, offset);
         }
-        let Ok(value) = checkpoint::decode_value(value) else {
-            self.skipped
-                .add(SkipReason::UndecodableValue, partition, offset);
-            return;
+        let (key, value) = match fold {
+            Fold::Set(key, value) => (key, Some(value)),
+            Fold::Delete(key) => (key, None),
+            Fold::Skip(_) | Fold::Unselected => return,
         };
-        if value.version != 0 {
-            self.skipped
-                .add(SkipReason::NonZeroVersion, partition, offset);
-        }
-        if value.downstream_offset < 0 {
-            self.skipped
-                .add(SkipReason::NegativeDownstreamOffset, partition, offset);
-            return;
-        }
         let (topic, _) = self.topics.get_or_insert(key.topic);
         let index = self.entry(group, (topic, key.partition));
         let entry = &mut self.entries[index];
-        entry.upstream_offset = value.upstream_offset;
-        entry.downstream_offset = value.downstream_offset;
         entry.timestamp = timestamp;
         entry.partition = partition;
         entry.offset = offset;
-        entry.live = true;
-        let index = entry.metadata;
+        entry.live = value.is_some();
+        let stored = entry.metadata;
+        let Some(value) = value else {
+            // A tombstone: kept as a dead entry, so that a later range's tombstone deletes an
+            // earlier range's checkpoint when ranges are combined.
+            if stored != NO_METADATA {
+                self.metadata[stored as usize] = Box::default();
+            }
+            return;
+        };
+        entry.upstream_offset = value.upstream_offset;
+        entry.downstream_offset = value.downstream_offset;
         // Reuse the stored metadata when it did not change, which is the common case: a newer
         // checkpoint of the same group then costs no allocation.
-        if index != NO_METADATA {
-            let stored = &mut self.metadata[index as usize];
+        if stored != NO_METADATA {
+            let stored = &mut self.metadata[stored as usize];
             if stored.as_ref() != value.metadata {
                 *stored = value.metadata.into();
             }
@@ -285,6 +266,8 @@ pub(crate) struct Folded {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::mm2::checkpoint;
+    use crate::mm2::fold::SkipReason;
     use crate::translate::table::OffsetTable;
 
     fn key(group: &str, topic: &str, partition: i32) -> Vec<u8> {

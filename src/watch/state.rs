@@ -6,6 +6,7 @@ use std::time::{Duration, SystemTime};
 
 use super::live_map::LiveMap;
 use super::options::WatchOptions;
+use crate::translate::SkipCounts;
 
 /// What a partition's tail reads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -110,6 +111,9 @@ pub struct SourceStatus {
     pub newest_checkpoint: Option<SystemTime>,
     /// Checkpoint records read, and this source's heartbeat records.
     pub records_read: u64,
+    /// Checkpoint records counted by reason, by the rule of [`crate::mm2::fold`]: the counts a
+    /// translation of the same records reports.
+    pub skipped: SkipCounts,
     /// Failed Fetches of its checkpoints partitions and of the heartbeats topic.
     pub read_errors: u64,
     /// The newest successful Fetch of any of its partitions.
@@ -205,6 +209,7 @@ pub(super) fn status_of(state: &State, options: &WatchOptions, now: SystemTime) 
                 last_heartbeat: s.last_heartbeat_ms.map(from_millis),
                 newest_checkpoint: s.map.newest_checkpoint_ms.map(from_millis),
                 records_read: s.records + s.heartbeat_records,
+                skipped: s.map.skipped.clone(),
                 read_errors: own().map(|p| p.errors).sum::<u64>() + heartbeat_errors,
                 last_successful_read: mine().filter_map(|p| p.last_ok).max(),
                 offsets: s.map.len(),

@@ -12,6 +12,7 @@ pub mod groups;
 pub mod mm2;
 pub mod proxy;
 pub mod tls_front;
+pub mod watch_process;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};

@@ -9,6 +9,7 @@ use std::fmt::Write;
 use std::time::SystemTime;
 
 use mm2_offsets::apply::Verdict;
+use mm2_offsets::translate::SkipReason as RecordSkip;
 use mm2_offsets::watch::{ApplyTotals, SkipReason, Snapshot};
 
 /// What a scrape shows besides the snapshot.
@@ -184,6 +185,20 @@ pub fn render(scrape: &Scrape<'_>) -> String {
             &[("source", &s.source)],
             s.records_read as f64,
         );
+    }
+    w.family(
+        "mm2_checkpoint_records_skipped_total",
+        "counter",
+        "Checkpoint records of the source not used, or used with a caveat, by reason: the counts of translate's report.skipped.",
+    );
+    for s in &status.sources {
+        for reason in RecordSkip::ALL {
+            w.sample(
+                "mm2_checkpoint_records_skipped_total",
+                &[("source", &s.source), ("reason", reason.name())],
+                s.skipped.count(reason) as f64,
+            );
+        }
     }
     w.family(
         "mm2_read_errors_total",
