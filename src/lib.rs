@@ -15,7 +15,7 @@
 //! | [`select`]    | which groups: ids, Java `Pattern`s exactly, all |
 //! | [`mm2`]       | checkpoint, heartbeat and offset-sync codecs, replication policies |
 //! | [`client`]    | bootstrap, metadata, leader routing, connection pool, retries, deadlines |
-//! | [`wire`]      | framing, correlation ids, ApiVersions, SASL exchanges |
+//! | `wire`        | framing, correlation ids, ApiVersions, SASL exchanges (internal; public with the `unstable-wire` feature) |
 //! | [`auth`]      | TLS configuration, key stores (JKS, PKCS12, PEM), OAuth tokens |
 //! | [`records`]   | record batch v2 iteration, CRC32C, pure-Rust decompression |
 //! | [`config`]    | Java-style `.properties`, client settings, secrets |
@@ -43,4 +43,10 @@ pub mod records;
 pub mod select;
 pub mod translate;
 pub mod watch;
+// Framing, connections and the kafka-protocol types they speak: internals, public only to the
+// integration tests and fuzz targets through the non-default `unstable-wire` feature, and not
+// covered by semver (its name says so, as rskafka's `unstable-fuzzing` does).
+#[cfg(feature = "unstable-wire")]
 pub mod wire;
+#[cfg(not(feature = "unstable-wire"))]
+mod wire;

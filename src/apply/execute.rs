@@ -150,53 +150,63 @@ pub async fn execute(
         Ok(map) => non_consumer_groups(client, map, &deadline).await,
         Err(_) => Default::default(),
     };
-    let groups = futures::stream::iter(plan.groups.iter().map(|g| {
-        let unknown = &unknown;
-        let coordinator = match &coordinators {
-            Ok(map) => map
-                .get(&g.group)
-                .map(|r| r.as_ref().map_err(|e| e.to_string())),
-            Err(e) => Some(Err(e.to_string())),
-        };
-        let kind = kinds.get(&g.group);
-        async move {
-            let (outcome, partitions) = match (&g.status, g.to_commit().next(), kind, coordinator) {
-                (GroupStatus::Refused { reason }, _, _, _) => (skip(reason), vec![]),
-                // The target could not be asked about the group when planned: an error, not a
-                // refusal (authorization, coordinator), and nothing is written.
-                (GroupStatus::Error { message }, _, _, _) => {
-                    (error(message.clone(), false), vec![])
+    let groups = futures::stream::iter(
+        plan.groups
+            .iter()
+            .map(|g| {
+                let unknown = &unknown;
+                let coordinator = match &coordinators {
+                    Ok(map) => map
+                        .get(&g.group)
+                        .map(|r| r.as_ref().map_err(|e| e.to_string())),
+                    Err(e) => Some(Err(e.to_string())),
+                };
+                let kind = kinds.get(&g.group);
+                async move {
+                    let (outcome, partitions) =
+                        match (&g.status, g.to_commit().next(), kind, coordinator) {
+                            (GroupStatus::Refused { reason }, _, _, _) => (skip(reason), vec![]),
+                            // The target could not be asked about the group when planned: an error, not a
+                            // refusal (authorization, coordinator), and nothing is written.
+                            (GroupStatus::Error { message }, _, _, _) => {
+                                (error(message.clone(), false), vec![])
+                            }
+                            (GroupStatus::Ready, None, _, _) => (GroupOutcome::NothingToDo, vec![]),
+                            (GroupStatus::Ready, Some(_), Some(Ok(group_type)), _) => (
+                                skip(&format!(
+                                    "changed since the plan: {}",
+                                    not_a_consumer_group(group_type).unwrap_or_else(|| format!(
+                                        "group is a {group_type} group"
+                                    ))
+                                )),
+                                vec![],
+                            ),
+                            (GroupStatus::Ready, Some(_), Some(Err(message)), _) => {
+                                (error(message.clone(), false), vec![])
+                            }
+                            (GroupStatus::Ready, Some(_), None, Some(Ok(c))) => {
+                                apply_group(client, c, g, unknown, &deadline).await
+                            }
+                            (GroupStatus::Ready, Some(_), None, Some(Err(message))) => {
+                                (error(message, false), vec![])
+                            }
+                            (GroupStatus::Ready, Some(_), None, None) => (
+                                error("no coordinator answer for the group".into(), false),
+                                vec![],
+                            ),
+                        };
+                    GroupResult {
+                        group: g.group.clone(),
+                        outcome,
+                        partitions,
+                    }
                 }
-                (GroupStatus::Ready, None, _, _) => (GroupOutcome::NothingToDo, vec![]),
-                (GroupStatus::Ready, Some(_), Some(Ok(group_type)), _) => (
-                    skip(&format!(
-                        "changed since the plan: {}",
-                        not_a_consumer_group(group_type)
-                            .unwrap_or_else(|| format!("group is a {group_type} group"))
-                    )),
-                    vec![],
-                ),
-                (GroupStatus::Ready, Some(_), Some(Err(message)), _) => {
-                    (error(message.clone(), false), vec![])
-                }
-                (GroupStatus::Ready, Some(_), None, Some(Ok(c))) => {
-                    apply_group(client, c, g, unknown, &deadline).await
-                }
-                (GroupStatus::Ready, Some(_), None, Some(Err(message))) => {
-                    (error(message, false), vec![])
-                }
-                (GroupStatus::Ready, Some(_), None, None) => (
-                    error("no coordinator answer for the group".into(), false),
-                    vec![],
-                ),
-            };
-            GroupResult {
-                group: g.group.clone(),
-                outcome,
-                partitions,
-            }
-        }
-    }))
+            })
+            // Collected first: a stream that holds the closure across awaits makes rustc fail to
+            // prove the whole future `Send` (rust-lang/rust#102211), and `tokio::spawn` refuse it
+            // (tests/send_futures.rs). The futures are lazy; collecting them starts nothing.
+            .collect::<Vec<_>>(),
+    )
     .buffered(options.concurrency.max(1))
     .collect()
     .await;

@@ -64,6 +64,8 @@ mod metadata;
 mod pool;
 pub(crate) mod retry;
 
+/// The transport errors a [`ClientError`] carries (connection, TLS, SASL, framing).
+pub use crate::wire::WireError;
 pub use cluster::{IsolationLevel, KafkaClient, OffsetSpec};
 pub use code::{Action, ErrorCode, classify};
 pub use deadline::{Backoff, Deadline};
@@ -75,5 +77,6 @@ pub use groups::{
     CommittedOffset, GroupCallError, GroupCoordinator, GroupDescription, GroupOffsets,
     GroupProtocol, OffsetToCommit,
 };
-pub use list_groups::{ListedGroup, NOT_CONSUMER_GROUP_TYPES, not_a_consumer_group};
+pub use list_groups::ListedGroup;
+pub(crate) use list_groups::{NOT_CONSUMER_GROUP_TYPES, not_a_consumer_group};
 pub use metadata::{BrokerInfo, PartitionInfo, SharedTopic, TopicInfo};

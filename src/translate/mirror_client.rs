@@ -68,7 +68,8 @@ impl MirrorClient {
         MirrorClient { client, policy }
     }
 
-    /// Connects to the target cluster.
+    /// Connects to the target cluster, as [`KafkaClient::connect`]: bounded by
+    /// `config.request_timeout`, not by any translation's timeout.
     pub async fn connect(
         config: ClientConfig,
         policy: ReplicationPolicy,

@@ -22,7 +22,7 @@ mod translator;
 
 pub use mirror_client::{MirrorClient, OffsetAndMetadata};
 pub use offline::BatchTranslator;
-pub use plan::{MIN_SPLIT_OFFSETS, PartitionBounds, ReadRange};
+pub use plan::MIN_SPLIT_OFFSETS;
 pub use progress::ReadProgress;
 pub use read::ReadError;
 // The read machinery, shared with the layers above that read other topics the same way (the

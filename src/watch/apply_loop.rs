@@ -406,12 +406,8 @@ impl ApplyLoop {
     /// Runs every [`interval`](ApplyLoopOptions::interval), first one interval from now,
     /// calling `on_tick` after each run, until `stop` resolves. A run in progress when `stop`
     /// resolves is finished first (it is bounded by the plan and commit budgets), so that its
-    /// report says what it wrote. No error ends the loop.
-    ///
-    /// Like [`apply::plan`] and [`apply::execute`], whose concurrent group streams rustc cannot
-    /// prove `Send` (a limitation of its higher-ranked lifetime checks), the future is not
-    /// `Send`: run it beside other work in one task (`tokio::join!`, `select!`, a `LocalSet`)
-    /// rather than with `tokio::spawn`.
+    /// report says what it wrote. No error ends the loop. The future is `Send` when `stop` and
+    /// `on_tick` are: it can run in a task of its own (`tokio::spawn`).
     pub async fn run(
         &self,
         watcher: &Watcher,
