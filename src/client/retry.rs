@@ -150,10 +150,10 @@ mod tests {
         assert_eq!(value, 3);
     }
 
-    #[tokio::test]
+    #[tokio::test(start_paused = true)]
     async fn retry_with_backoff_stops_at_the_deadline_naming_the_last_error() {
         let deadline = Deadline::after(Duration::from_millis(250));
-        let started = std::time::Instant::now();
+        let started = tokio::time::Instant::now();
         let err = retry_with_backoff::<(), _, _>(
             &deadline,
             || "reading t-0".into(),
@@ -167,7 +167,8 @@ mod tests {
         )
         .await
         .unwrap_err();
-        assert!(started.elapsed() < Duration::from_millis(600));
+        // On the paused clock: the pauses end at the deadline, never past it.
+        assert_eq!(started.elapsed(), Duration::from_millis(250));
         let text = err.to_string();
         assert!(text.contains("reading t-0"), "{text}");
         assert!(text.contains("has no leader"), "{text}");

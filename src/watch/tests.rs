@@ -4,9 +4,10 @@
 use std::time::Duration;
 
 use super::*;
-use crate::client::fake::{FakeCluster, checkpoint_record};
+use crate::client::fake::FakeCluster;
 use crate::config::ClientConfig;
 use crate::mm2::ReplicationPolicy;
+use crate::mm2::checkpoint::record_for_tests as checkpoint_record;
 use crate::select::GroupSelector;
 
 const SOURCE: &str = "primary";

@@ -343,32 +343,6 @@ impl FakeCluster {
     }
 }
 
-/// The key and value of an MM2 checkpoint of `group` for `orders`-`partition`, for
-/// [`FakeCluster::create_topic_with`].
-pub(crate) fn checkpoint_record(
-    group: &str,
-    partition: i32,
-    upstream_offset: i64,
-    downstream_offset: i64,
-) -> (Option<Vec<u8>>, Vec<u8>) {
-    use crate::mm2::checkpoint::{CheckpointKey, CheckpointValue, encode_key, encode_value};
-    let key = CheckpointKey {
-        group: group.as_bytes(),
-        topic: b"orders",
-        partition,
-    };
-    let value = CheckpointValue {
-        version: 0,
-        upstream_offset,
-        downstream_offset,
-        metadata: b"",
-    };
-    (
-        Some(encode_key(&key).expect("key")),
-        encode_value(&value).expect("value"),
-    )
-}
-
 async fn accept_loop(listener: TcpListener, node: i32, shared: Arc<Shared>) {
     while let Ok((stream, _)) = listener.accept().await {
         shared.accepted.fetch_add(1, Ordering::SeqCst);
