@@ -44,6 +44,7 @@ impl fmt::Display for DecodeFailure {
      is corrupt",
     describe(*reason)
 )]
+#[non_exhaustive]
 pub struct DecodeError {
     /// Why, as a countable reason.
     pub reason: DecodeFailure,

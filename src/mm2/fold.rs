@@ -69,6 +69,7 @@ impl SkipReason {
 
 /// What one record does to the checkpoints of the selected groups.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Fold<'a> {
     /// The key's latest checkpoint is now this one.
     Set(CheckpointKey<'a>, CheckpointValue<'a>),
