@@ -67,17 +67,9 @@ async fn count(
         .await?;
     let (start, end) = (earliest[&partition], latest[&partition]);
 
-    let mut stream = client.read_range(
-        topic,
-        partition,
-        start,
-        end,
-        ReadOptions {
-            isolation,
-            ..ReadOptions::default()
-        },
-        deadline,
-    );
+    let mut options = ReadOptions::default();
+    options.isolation = isolation;
+    let mut stream = client.read_range(topic, partition, start, end, options, deadline);
     let mut scratch = Scratch::new();
     let mut records = 0u64;
     while let Some(chunk) = stream.next_chunk().await {

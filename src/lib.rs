@@ -15,10 +15,21 @@
 //! | [`select`]    | which groups: ids, Java `Pattern`s exactly, all |
 //! | [`mm2`]       | checkpoint, heartbeat and offset-sync codecs, replication policies |
 //! | [`client`]    | bootstrap, metadata, leader routing, connection pool, retries, deadlines |
-//! | [`wire`]      | framing, correlation ids, ApiVersions, SASL exchanges |
+//! | `wire`        | framing, correlation ids, ApiVersions, SASL exchanges (internal; public with the `unstable-wire` feature) |
 //! | [`auth`]      | TLS configuration, key stores (JKS, PKCS12, PEM), OAuth tokens |
 //! | [`records`]   | record batch v2 iteration, CRC32C, pure-Rust decompression |
 //! | [`config`]    | Java-style `.properties`, client settings, secrets |
+//!
+//! # Growing without breaking callers
+//! Option structs ([`translate::TranslateRequest`], [`watch::WatchOptions`],
+//! [`client::ReadOptions`], [`precise::SyncsSource`], [`config::ClientConfig`], ...) are built
+//! with their constructor or `Default` and then have fields set; results and reports are read
+//! field by field. Both are `#[non_exhaustive]`, as are the enums that may gain a case, so a
+//! new field or case is not a breaking change. The exceptions mirror formats fixed elsewhere:
+//! the MM2 record types of [`mm2`] (`CheckpointKey`, `CheckpointValue`, ... are the version 0
+//! schemas; another version would be another type), and enums whose cases Kafka's protocol
+//! fixes ([`client::IsolationLevel`], [`config::SecurityProtocol`],
+//! [`records::TimestampType`]).
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
@@ -32,4 +43,10 @@ pub mod records;
 pub mod select;
 pub mod translate;
 pub mod watch;
+// Framing, connections and the kafka-protocol types they speak: internals, public only to the
+// integration tests and fuzz targets through the non-default `unstable-wire` feature, and not
+// covered by semver (its name says so, as rskafka's `unstable-fuzzing` does).
+#[cfg(feature = "unstable-wire")]
 pub mod wire;
+#[cfg(not(feature = "unstable-wire"))]
+mod wire;

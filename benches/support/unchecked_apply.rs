@@ -62,15 +62,11 @@ async fn run(
     let translated = started.elapsed();
     let mut commits: BTreeMap<String, Vec<OffsetToCommit>> = BTreeMap::new();
     for o in translation.iter() {
-        commits
-            .entry(o.group.to_string())
-            .or_default()
-            .push(OffsetToCommit {
-                topic: o.topic.to_string(),
-                partition: o.partition,
-                offset: o.offset,
-                metadata: Some(o.metadata.to_string()),
-            });
+        commits.entry(o.group.to_string()).or_default().push({
+            let mut commit = OffsetToCommit::new(o.topic, o.partition, o.offset);
+            commit.metadata = Some(o.metadata.to_string());
+            commit
+        });
     }
     let partitions: usize = commits.values().map(Vec::len).sum();
     let committing = Instant::now();

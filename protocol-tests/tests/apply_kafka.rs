@@ -135,12 +135,7 @@ async fn apply_on(cluster_name: &str) {
             .commit_group_offsets(
                 coordinators[group].as_ref().unwrap(),
                 group,
-                &[OffsetToCommit {
-                    topic: topic.clone(),
-                    partition: 0,
-                    offset,
-                    metadata: None,
-                }],
+                &[OffsetToCommit::new(topic.clone(), 0, offset)],
                 &Deadline::after(Duration::from_secs(60)),
             )
             .await
@@ -222,12 +217,7 @@ async fn apply_on(cluster_name: &str) {
         .commit_group_offsets(
             c[&moved].as_ref().unwrap(),
             &moved,
-            &[OffsetToCommit {
-                topic: topic.clone(),
-                partition: 0,
-                offset: 7,
-                metadata: None,
-            }],
+            &[OffsetToCommit::new(topic.clone(), 0, 7)],
             &Deadline::after(Duration::from_secs(30)),
         )
         .await
@@ -392,25 +382,13 @@ fn sample(body: &str, series: &str) -> Option<f64> {
         .and_then(|v| v.parse().ok())
 }
 
-/// A `mm2-offsets watch` child process, stopped (SIGKILL) if the test fails before its SIGTERM.
-struct WatchChild(std::process::Child);
-
-impl Drop for WatchChild {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 /// `watch --apply-interval 1s` as a user runs it, without MirrorMaker 2: checkpoints for a
 /// made-up source alias are written straight into its checkpoints topic on Kafka 4.4. The empty
 /// group is committed and read back; the group with a member (a raw JoinGroup) is never written;
 /// /metrics and the per-run lines on stderr say so; SIGTERM stops it with exit code 0.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn watch_apply_interval_commits_empty_groups_only_on_kafka_4() {
-    use std::io::{BufRead, BufReader, Read};
-    use std::process::{Command, Stdio};
-    use std::sync::{Arc, Mutex};
+    use std::process::Command;
     let started = std::time::Instant::now();
     let cluster = cluster("k4");
     let config = cluster.plaintext();
@@ -437,56 +415,19 @@ async fn watch_apply_interval_commits_empty_groups_only_on_kafka_4() {
     );
     let setup = started.elapsed();
 
-    let mut child = Command::new(env!("CARGO_BIN_EXE_mm2-offsets"))
-        .args([
-            "watch",
-            "--bootstrap-server",
-            cluster.var("PLAINTEXT"),
-            "--source",
-            &alias,
-            "--group-regex",
-            &format!("{topic}-.*"),
-            "--listen",
-            "127.0.0.1:0",
-            "--poll",
-            "200ms",
-            "--apply-interval",
-            "1s",
-        ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start mm2-offsets watch");
-    let mut stderr = BufReader::new(child.stderr.take().unwrap());
-    let mut child = WatchChild(child);
-    // The line that says where it listens (a warning may come first: k4 has no heartbeats).
-    let mut first = String::new();
-    while !first.contains("http://") {
-        first.clear();
-        let n = stderr.read_line(&mut first).unwrap();
-        assert!(n > 0, "watch exited before listening");
-    }
-    let address = first
-        .split("http://")
-        .nth(1)
-        .and_then(|rest| rest.split('/').next())
-        .unwrap_or_else(|| panic!("watch did not say where it listens: {first:?}"))
-        .to_string();
-    let log = Arc::new(Mutex::new(String::new()));
-    let drain = {
-        let log = log.clone();
-        std::thread::spawn(move || {
-            let mut chunk = [0u8; 4096];
-            while let Ok(n) = stderr.read(&mut chunk) {
-                if n == 0 {
-                    break;
-                }
-                log.lock()
-                    .unwrap()
-                    .push_str(&String::from_utf8_lossy(&chunk[..n]));
-            }
-        })
-    };
+    let mut watch = crate::support::watch_process::start(&[
+        "--bootstrap-server",
+        cluster.var("PLAINTEXT"),
+        "--source",
+        &alias,
+        "--group-regex",
+        &format!("{topic}-.*"),
+        "--poll",
+        "200ms",
+        "--apply-interval",
+        "1s",
+    ]);
+    let (address, log) = (watch.address.clone(), watch.log.clone());
 
     // The empty group's offsets arrive on the target within a few runs.
     let expected = BTreeMap::from([((topic.clone(), 0), 10), ((topic.clone(), 1), 20)]);
@@ -542,19 +483,18 @@ async fn watch_apply_interval_commits_empty_groups_only_on_kafka_4() {
         "the group with a member was written"
     );
 
-    let pid = child.0.id().to_string();
+    let pid = watch.child.id().to_string();
     let killed = Command::new("kill").args(["-TERM", &pid]).status().unwrap();
     assert!(killed.success());
     let give_up = std::time::Instant::now() + Duration::from_secs(15);
     let status = loop {
-        if let Some(status) = child.0.try_wait().unwrap() {
+        if let Some(status) = watch.child.try_wait().unwrap() {
             break status;
         }
         assert!(std::time::Instant::now() < give_up, "no exit after SIGTERM");
         std::thread::sleep(Duration::from_millis(50));
     };
-    drain.join().unwrap();
-    let log = log.lock().unwrap().clone();
+    let log = watch.log_to_end();
     assert_eq!(status.code(), Some(0), "{log}");
     assert!(log.contains("this writes offsets"), "{log}");
     assert!(

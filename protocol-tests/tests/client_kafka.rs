@@ -37,11 +37,9 @@ async fn read_all(
     let mut out = Vec::new();
     let mut scratch = Scratch::new();
     for p in partitions {
-        let options = ReadOptions {
-            isolation,
-            max_bytes,
-            ..ReadOptions::default()
-        };
+        let mut options = ReadOptions::default();
+        options.isolation = isolation;
+        options.max_bytes = max_bytes;
         let mut stream = client.read_range(topic.clone(), p, starts[&p], ends[&p], options, d);
         while let Some(chunk) = stream.next_chunk().await {
             let chunk = chunk.unwrap_or_else(|e| panic!("reading {}-{p}: {e}", topic.name));

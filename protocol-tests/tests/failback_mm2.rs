@@ -41,13 +41,10 @@ fn key(tp: &Tp) -> String {
 }
 
 async fn connect(bootstrap: &str) -> KafkaClient {
-    KafkaClient::connect(ClientConfig {
-        request_timeout: Duration::from_secs(20),
-        connection_setup_timeout: Duration::from_secs(10),
-        ..ClientConfig::plaintext([bootstrap.to_string()])
-    })
-    .await
-    .unwrap_or_else(|e| {
+    let mut config = ClientConfig::plaintext([bootstrap.to_string()]);
+    config.request_timeout = Duration::from_secs(20);
+    config.connection_setup_timeout = Duration::from_secs(10);
+    KafkaClient::connect(config).await.unwrap_or_else(|e| {
         panic!("{bootstrap} does not answer ({e}): start protocol-tests/harness/failover.sh up")
     })
 }

@@ -351,13 +351,12 @@ async fn failover_with_apply_on_real_mirrormaker2() {
         env.var("PRIMARY").to_string(),
         env.var("BACKUP").to_string(),
     );
-    let backup_client = KafkaClient::connect(ClientConfig {
-        request_timeout: Duration::from_secs(20),
-        connection_setup_timeout: Duration::from_secs(10),
-        ..ClientConfig::plaintext([backup.clone()])
-    })
-    .await
-    .unwrap_or_else(|e| panic!("the backup cluster {backup} does not answer ({e}); {HOW}"));
+    let mut backup_config = ClientConfig::plaintext([backup.clone()]);
+    backup_config.request_timeout = Duration::from_secs(20);
+    backup_config.connection_setup_timeout = Duration::from_secs(10);
+    let backup_client = KafkaClient::connect(backup_config)
+        .await
+        .unwrap_or_else(|e| panic!("the backup cluster {backup} does not answer ({e}); {HOW}"));
     let run = crate::support::unique_topic("r").replace('-', "");
     let run = &run[run.len() - 10..];
     let orders = format!("fo-orders-{run}");

@@ -23,20 +23,9 @@ fn deadline() -> Deadline {
 }
 
 fn offsets(topic: &str, i: usize) -> Vec<OffsetToCommit> {
-    vec![
-        OffsetToCommit {
-            topic: topic.to_string(),
-            partition: 0,
-            offset: 1 + i as i64,
-            metadata: Some(format!("meta-{i}")),
-        },
-        OffsetToCommit {
-            topic: topic.to_string(),
-            partition: 1,
-            offset: 2 + i as i64,
-            metadata: None,
-        },
-    ]
+    let mut first = OffsetToCommit::new(topic, 0, 1 + i as i64);
+    first.metadata = Some(format!("meta-{i}"));
+    vec![first, OffsetToCommit::new(topic, 1, 2 + i as i64)]
 }
 
 /// Every group call, batched and one group at a time, on `name`'s broker: the same answers.

@@ -464,12 +464,7 @@ async fn commit(k4: &KafkaClient, group: &str, topic: &str, offsets: &[(i32, i64
     let coordinator = coordinators[group].as_ref().expect("coordinator");
     let offsets: Vec<OffsetToCommit> = offsets
         .iter()
-        .map(|&(partition, offset)| OffsetToCommit {
-            topic: topic.to_string(),
-            partition,
-            offset,
-            metadata: None,
-        })
+        .map(|&(partition, offset)| OffsetToCommit::new(topic, partition, offset))
         .collect();
     let answer = k4
         .commit_group_offsets(coordinator, group, &offsets, &deadline)
@@ -890,10 +885,8 @@ async fn live_mm2_lag10_transactions_restart_and_syncs_on_the_target() {
     );
     request.timeout = TIMEOUT;
     let (truths_l, _) = truths(&client, l).await;
-    let compacted_syncs = SyncsSource {
-        topic: compacted_topic,
-        ..l.syncs.clone()
-    };
+    let mut compacted_syncs = l.syncs.clone();
+    compacted_syncs.topic = compacted_topic;
     let fallback = mirror
         .translate_precise(&request, &compacted_syncs)
         .await

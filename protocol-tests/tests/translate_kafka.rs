@@ -1015,3 +1015,72 @@ async fn groups_not_found_are_named_and_can_fail_the_run() {
     assert_eq!(selected(&out), ["app-001", "orders app"]);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// The one checkpoint rule (`mm2::fold`), end to end: on the same records, `translate`'s
+/// `report.skipped`, `watch`'s `/offsets` report and its `/metrics` counters agree, with a
+/// selection that leaves out groups whose records are garbage or tombstones.
+#[tokio::test]
+async fn translate_and_watch_count_the_same_records_alike() {
+    let started = std::time::Instant::now();
+    let f = fixture("k4");
+    let c = cluster("k4");
+    let bootstrap = c.var("PLAINTEXT");
+    // app-10 to app-19. Of the fixture's records: app-10's and app-11's tombstones and app-11's
+    // six version-1 values count; so do the two null keys and the undecodable key (no group to
+    // leave out); app-3's negative offset, app-4's bad value and the other groups' tombstones
+    // are of groups left out.
+    let read = [
+        "--bootstrap-server",
+        bootstrap,
+        "--source",
+        &f.source,
+        "--group-regex",
+        "app-1[0-9]",
+    ];
+    let doc = cli_json(&[&["translate"], &read[..], &["-o", "json"]].concat());
+    let skipped = &doc["report"]["skipped"];
+    let count = |reason: &str| skipped[reason]["count"].as_u64().unwrap_or(0);
+    let expected = [
+        ("null_key", 2),
+        ("undecodable_key", 1),
+        ("undecodable_value", 0),
+        ("negative_downstream_offset", 0),
+        ("tombstone", 2),
+        ("non_zero_version", 6),
+    ];
+    for (reason, n) in expected {
+        assert_eq!(count(reason), n, "{reason}: {skipped}");
+    }
+
+    let watch = crate::support::watch_process::start(&[&read[..], &["--poll", "200ms"]].concat());
+    let give_up = std::time::Instant::now() + Duration::from_secs(60);
+    while crate::support::http_get(&watch.address, "/readyz").0 != 200 {
+        assert!(
+            std::time::Instant::now() < give_up,
+            "watch not ready in 60 s:\n{}",
+            watch.log.lock().unwrap()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let (_, offsets) = crate::support::http_get(&watch.address, "/offsets");
+    let offsets: serde_json::Value = serde_json::from_str(&offsets).unwrap();
+    // Counts and example positions alike.
+    assert_eq!(offsets["report"]["skipped"], *skipped);
+    assert_eq!(json_offsets(&offsets), json_offsets(&doc));
+    let (_, metrics) = crate::support::http_get(&watch.address, "/metrics");
+    for (reason, n) in expected {
+        let series = format!(
+            "mm2_checkpoint_records_skipped_total{{source=\"{}\",reason=\"{reason}\"}} ",
+            f.source
+        );
+        let value = metrics
+            .lines()
+            .find_map(|l| l.strip_prefix(&series))
+            .unwrap_or_else(|| panic!("no {series} in\n{metrics}"));
+        assert_eq!(value.parse::<u64>().unwrap(), n, "{series}");
+    }
+    eprintln!(
+        "[translate_kafka] translate and watch counted alike in {:.1}s",
+        started.elapsed().as_secs_f64()
+    );
+}

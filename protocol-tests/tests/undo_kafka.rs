@@ -44,11 +44,10 @@ async fn commit(client: &KafkaClient, group: &str, topic: &str, rows: &[(i32, i6
     let c = coordinator(client, group).await;
     let offsets: Vec<OffsetToCommit> = rows
         .iter()
-        .map(|&(partition, offset, metadata)| OffsetToCommit {
-            topic: topic.to_string(),
-            partition,
-            offset,
-            metadata: Some(metadata.to_string()),
+        .map(|&(partition, offset, metadata)| {
+            let mut commit = OffsetToCommit::new(topic, partition, offset);
+            commit.metadata = Some(metadata.to_string());
+            commit
         })
         .collect();
     let codes = client

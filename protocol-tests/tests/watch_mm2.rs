@@ -14,12 +14,13 @@
 //!
 //! and every `/metrics` body is parsed with the Prometheus project's Python text parser.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::Write;
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant, SystemTime};
 
 use crate::support::http_get as get;
+use crate::support::watch_process::WatchProcess;
 use mm2_offsets::client::{Deadline, KafkaClient, OffsetToCommit};
 
 /// Where the active group moves on the source during the test: the end of its 300 records.
@@ -59,19 +60,6 @@ struct FlowGuard;
 impl Drop for FlowGuard {
     fn drop(&mut self) {
         let _ = Command::new("bash").arg(script()).arg("down").status();
-    }
-}
-
-/// The watcher process, killed on drop.
-struct WatchProcess {
-    child: Child,
-    address: String,
-}
-
-impl Drop for WatchProcess {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 
@@ -186,12 +174,7 @@ async fn commit(source: &KafkaClient, group: &str, topic: &str, offset: i64) {
         .commit_group_offsets(
             coordinator,
             group,
-            &[OffsetToCommit {
-                topic: topic.to_string(),
-                partition: 0,
-                offset,
-                metadata: None,
-            }],
+            &[OffsetToCommit::new(topic, 0, offset)],
             &deadline,
         )
         .await
@@ -200,44 +183,19 @@ async fn commit(source: &KafkaClient, group: &str, topic: &str, offset: i64) {
 }
 
 fn start_watcher(target: &str, groups_regex: &str) -> WatchProcess {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_mm2-offsets"))
-        .args([
-            "watch",
-            "--bootstrap-server",
-            target,
-            "--source",
-            "watchsrc",
-            "--group-regex",
-            groups_regex,
-            "--listen",
-            "127.0.0.1:0",
-            "--poll",
-            &format!("{}ms", POLL.as_millis()),
-            "--heartbeat-stale-after",
-            &format!("{}s", HEARTBEAT_THRESHOLD.as_secs()),
-            "--partition-metrics",
-        ])
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start mm2-offsets watch");
-    let mut stderr = BufReader::new(child.stderr.take().unwrap());
-    let mut line = String::new();
-    stderr.read_line(&mut line).unwrap();
-    let address = line
-        .split("http://")
-        .nth(1)
-        .and_then(|rest| rest.split('/').next())
-        .unwrap_or_else(|| panic!("watch did not say where it listens: {line:?}"))
-        .to_string();
-    // Keep draining stderr so the watcher never blocks on a full pipe.
-    std::thread::spawn(move || {
-        let mut rest = String::new();
-        let _ = stderr.read_to_string(&mut rest);
-        if !rest.trim().is_empty() {
-            eprintln!("[watcher stderr] {rest}");
-        }
-    });
-    WatchProcess { child, address }
+    crate::support::watch_process::start(&[
+        "--bootstrap-server",
+        target,
+        "--source",
+        "watchsrc",
+        "--group-regex",
+        groups_regex,
+        "--poll",
+        &format!("{}ms", POLL.as_millis()),
+        "--heartbeat-stale-after",
+        &format!("{}s", HEARTBEAT_THRESHOLD.as_secs()),
+        "--partition-metrics",
+    ])
 }
 
 #[test]

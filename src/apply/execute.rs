@@ -12,7 +12,7 @@ use super::{
     ApplyOptions, ApplyPlan, Change, GroupError, GroupPlan, GroupRefusal, GroupStatus,
     PartitionPlan, SkipReason, Verdict, non_consumer_groups, refusal,
 };
-use crate::client::{Deadline, GroupCoordinator, KafkaClient, OffsetToCommit, error_name};
+use crate::client::{Deadline, ErrorCode, GroupCoordinator, KafkaClient, OffsetToCommit};
 use crate::translate::Translation;
 
 /// UNKNOWN_MEMBER_ID: on an admin commit, the group has (gained) members.
@@ -206,64 +206,73 @@ pub async fn execute_with(
         )),
     };
     let context = &context;
-    let groups = futures::stream::iter(plan.groups.iter().map(|g| {
-        let unknown = &unknown;
-        let coordinator = match &coordinators {
-            Ok(map) => map
-                .get(&g.group)
-                .map(|r| r.as_ref().map_err(authz::explain)),
-            Err(e) => Some(Err(e.to_string())),
-        };
-        let kind = kinds.get(&g.group);
-        let blocked = blocked.as_ref();
-        let deadline = &deadline;
-        async move {
-            let (outcome, partitions) = match (&g.status, g.to_commit().next(), kind, coordinator) {
-                (GroupStatus::Refused { reason }, _, _, _) => {
-                    (skipped(SkipReason::Refused(reason.clone())), vec![])
+    let groups = futures::stream::iter(
+        plan.groups
+            .iter()
+            .map(|g| {
+                let unknown = &unknown;
+                let coordinator = match &coordinators {
+                    Ok(map) => map
+                        .get(&g.group)
+                        .map(|r| r.as_ref().map_err(authz::explain)),
+                    Err(e) => Some(Err(e.to_string())),
+                };
+                let kind = kinds.get(&g.group);
+                let blocked = blocked.as_ref();
+                let deadline = &deadline;
+                async move {
+                    let (outcome, partitions) =
+                        match (&g.status, g.to_commit().next(), kind, coordinator) {
+                            (GroupStatus::Refused { reason }, _, _, _) => {
+                                (skipped(SkipReason::Refused(reason.clone())), vec![])
+                            }
+                            // The target could not be asked about the group when planned: an error, not a
+                            // refusal (authorization, coordinator), and nothing is written.
+                            (GroupStatus::Error { message }, _, _, _) => {
+                                (error(message.clone(), false), vec![])
+                            }
+                            (GroupStatus::Ready, None, _, _) => (GroupOutcome::NothingToDo, vec![]),
+                            // Another cluster, or one whose id could not be read: nothing is written.
+                            (GroupStatus::Ready, Some(_), _, _) if blocked.is_some() => (
+                                blocked.cloned().unwrap_or(GroupOutcome::NothingToDo),
+                                vec![],
+                            ),
+                            (GroupStatus::Ready, Some(_), Some(Ok(group_type)), _) => (
+                                changed(Change::Refused(GroupRefusal::NotConsumerGroup {
+                                    group_type: group_type.clone(),
+                                })),
+                                vec![],
+                            ),
+                            (GroupStatus::Ready, Some(_), Some(Err(message)), _) => (
+                                error(GroupError::KindUnknown(message.clone()), false),
+                                vec![],
+                            ),
+                            (GroupStatus::Ready, Some(_), None, Some(Ok(c))) => {
+                                apply_group(client, c, g, context, unknown, deadline).await
+                            }
+                            (GroupStatus::Ready, Some(_), None, Some(Err(message))) => {
+                                (error(GroupError::Unreadable(message), false), vec![])
+                            }
+                            (GroupStatus::Ready, Some(_), None, None) => (
+                                error(
+                                    GroupError::NoCoordinator(
+                                        "no coordinator answer for the group".into(),
+                                    ),
+                                    false,
+                                ),
+                                vec![],
+                            ),
+                        };
+                    GroupResult {
+                        group: g.group.clone(),
+                        outcome,
+                        partitions,
+                    }
                 }
-                // The target could not be asked about the group when planned: an error, not a
-                // refusal (authorization, coordinator), and nothing is written.
-                (GroupStatus::Error { message }, _, _, _) => {
-                    (error(message.clone(), false), vec![])
-                }
-                (GroupStatus::Ready, None, _, _) => (GroupOutcome::NothingToDo, vec![]),
-                // Another cluster, or one whose id could not be read: nothing is written.
-                (GroupStatus::Ready, Some(_), _, _) if blocked.is_some() => (
-                    blocked.cloned().unwrap_or(GroupOutcome::NothingToDo),
-                    vec![],
-                ),
-                (GroupStatus::Ready, Some(_), Some(Ok(group_type)), _) => (
-                    changed(Change::Refused(GroupRefusal::NotConsumerGroup {
-                        group_type: group_type.clone(),
-                    })),
-                    vec![],
-                ),
-                (GroupStatus::Ready, Some(_), Some(Err(message)), _) => (
-                    error(GroupError::KindUnknown(message.clone()), false),
-                    vec![],
-                ),
-                (GroupStatus::Ready, Some(_), None, Some(Ok(c))) => {
-                    apply_group(client, c, g, context, unknown, deadline).await
-                }
-                (GroupStatus::Ready, Some(_), None, Some(Err(message))) => {
-                    (error(GroupError::Unreadable(message), false), vec![])
-                }
-                (GroupStatus::Ready, Some(_), None, None) => (
-                    error(
-                        GroupError::NoCoordinator("no coordinator answer for the group".into()),
-                        false,
-                    ),
-                    vec![],
-                ),
-            };
-            GroupResult {
-                group: g.group.clone(),
-                outcome,
-                partitions,
-            }
-        }
-    }))
+            })
+            // Collected first (rust-lang/rust#102211): see `plan`.
+            .collect::<Vec<_>>(),
+    )
     .buffered(options.concurrency.max(1))
     .collect()
     .await;
@@ -404,10 +413,9 @@ async fn apply_group(
                     Some("left out of the coordinator's answer".to_string()),
                 ),
                 Some(0) => (CommitState::Committed, None),
-                Some(code) if OUTCOME_UNKNOWN.contains(&code) => (
-                    CommitState::Unknown,
-                    Some(format!("{} (code {code})", error_name(code))),
-                ),
+                Some(code) if OUTCOME_UNKNOWN.contains(&code) => {
+                    (CommitState::Unknown, Some(ErrorCode::new(code).to_string()))
+                }
                 Some(GROUP_AUTHORIZATION_FAILED) => (
                     CommitState::Failed,
                     Some(authz::group_denied("OffsetCommit", &plan.group)),
@@ -416,10 +424,7 @@ async fn apply_group(
                     CommitState::Failed,
                     Some(authz::topic_denied("OffsetCommit", &p.topic)),
                 ),
-                Some(code) => (
-                    CommitState::Failed,
-                    Some(format!("{} (code {code})", error_name(code))),
-                ),
+                Some(code) => (CommitState::Failed, Some(ErrorCode::new(code).to_string())),
             };
             PartitionResult {
                 topic: p.topic.clone(),

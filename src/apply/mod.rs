@@ -317,40 +317,49 @@ pub async fn plan(
         heartbeat_age_ms.insert(source.clone(), newest.map(|t| now_ms - t));
     }
     let kinds = non_consumer_groups(client, &coordinators, deadline).await;
-    let planned: Vec<GroupPlan> = futures::stream::iter(groups.iter().map(|group| {
-        let coordinator = coordinators.get(group);
-        let logs = logs.clone();
-        let kind = kinds.get(group);
-        async move {
-            let target = match (kind, coordinator) {
-                // A share or streams group is refused before anything else is asked of it.
-                (Some(_), _) => Err(GroupError::Other(String::new())),
-                (None, Some(Ok(c))) => read_group(client, c, group, deadline).await,
-                (None, Some(Err(e))) => Err(GroupError::Unreadable(authz::explain(e))),
-                (None, None) => Err(GroupError::NoCoordinator(format!(
-                    "no coordinator answer for group {group:?}"
-                ))),
-            };
-            let mut planned = plan_group(translation, group, target, &logs, options.rules, now_ms);
-            match kind {
-                Some(Ok(group_type)) => {
-                    planned.state = Some(group_type.clone());
-                    planned.status = GroupStatus::Refused {
-                        reason: GroupRefusal::NotConsumerGroup {
-                            group_type: group_type.clone(),
-                        },
+    let planned: Vec<GroupPlan> = futures::stream::iter(
+        groups
+            .iter()
+            .map(|group| {
+                let coordinator = coordinators.get(group);
+                let logs = logs.clone();
+                let kind = kinds.get(group);
+                async move {
+                    let target = match (kind, coordinator) {
+                        // A share or streams group is refused before anything else is asked of it.
+                        (Some(_), _) => Err(GroupError::Other(String::new())),
+                        (None, Some(Ok(c))) => read_group(client, c, group, deadline).await,
+                        (None, Some(Err(e))) => Err(GroupError::Unreadable(authz::explain(e))),
+                        (None, None) => Err(GroupError::NoCoordinator(format!(
+                            "no coordinator answer for group {group:?}"
+                        ))),
                     };
-                }
-                Some(Err(message)) => {
-                    planned.status = GroupStatus::Error {
-                        message: GroupError::KindUnknown(message.clone()),
+                    let mut planned =
+                        plan_group(translation, group, target, &logs, options.rules, now_ms);
+                    match kind {
+                        Some(Ok(group_type)) => {
+                            planned.state = Some(group_type.clone());
+                            planned.status = GroupStatus::Refused {
+                                reason: GroupRefusal::NotConsumerGroup {
+                                    group_type: group_type.clone(),
+                                },
+                            };
+                        }
+                        Some(Err(message)) => {
+                            planned.status = GroupStatus::Error {
+                                message: GroupError::KindUnknown(message.clone()),
+                            }
+                        }
+                        None => {}
                     }
+                    planned
                 }
-                None => {}
-            }
-            planned
-        }
-    }))
+            })
+            // Collected first: a stream that holds the closure across awaits makes rustc fail to
+            // prove the whole future `Send` (rust-lang/rust#102211), and `tokio::spawn` refuse it
+            // (tests/send_futures.rs). The futures are lazy; collecting them starts nothing.
+            .collect::<Vec<_>>(),
+    )
     .buffered(options.concurrency.max(1))
     .collect()
     .await;

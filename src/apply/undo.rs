@@ -34,7 +34,7 @@ use super::{
     refusal,
 };
 use crate::client::{
-    ClientError, Deadline, GroupCoordinator, GroupOffsets, KafkaClient, OffsetToCommit, error_name,
+    ClientError, Deadline, ErrorCode, GroupCoordinator, GroupOffsets, KafkaClient, OffsetToCommit,
     not_a_consumer_group,
 };
 
@@ -535,10 +535,7 @@ async fn undo_group(
                         .map_or_else(|| "none".to_string(), |o| o.to_string())
                 )),
             ),
-            Ok(code) => (
-                UndoState::Failed,
-                Some(format!("{} (code {code})", error_name(*code))),
-            ),
+            Ok(code) => (UndoState::Failed, Some(ErrorCode::new(*code).to_string())),
             Err(why) => (UndoState::Unknown, Some(why.clone())),
         };
     }

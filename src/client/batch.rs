@@ -24,10 +24,11 @@ use std::sync::{Arc, Mutex};
 use futures::StreamExt;
 
 use super::cluster::KafkaClient;
+use super::code::Action;
 use super::deadline::Deadline;
 use super::error::ClientError;
 use super::groups::{GroupCallError, GroupCoordinator};
-use super::retry::{Action, Retrier};
+use super::retry::Retrier;
 
 /// Each group's answer, or why it has none.
 pub type GroupResults<T> = BTreeMap<String, Result<T, GroupCallError>>;

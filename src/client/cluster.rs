@@ -19,6 +19,7 @@ use crate::wire::responses::{self, metadata::MetadataResponse};
 
 /// Which offset ListOffsets should return.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum OffsetSpec {
     /// The log start offset (timestamp -2).
     Earliest,
@@ -98,7 +99,13 @@ impl KafkaClient {
     ///
     /// Servers are tried in order; a server that refuses, resets or stalls (each attempt bounded
     /// by `connection_setup_timeout`) is passed over for the next, and when none answers the whole
-    /// list is tried again with backoff, as Java's client does, until `request_timeout` has passed.
+    /// list is tried again with backoff, as Java's client does.
+    ///
+    /// # Time bound
+    /// The whole call is bounded by [`ClientConfig::request_timeout`] (30 s by default), then
+    /// fails with [`ClientError::DeadlineExceeded`] naming the last failure. No other budget
+    /// applies: a translation's `TranslateRequest::timeout` starts only with the read. To give up sooner on an unreachable cluster, lower
+    /// `request_timeout`, or wrap the call in `tokio::time::timeout`.
     pub async fn connect(config: ClientConfig) -> Result<Self, ClientError> {
         if config.bootstrap_servers.is_empty() {
             return Err(ClientError::NoBootstrapServers);

@@ -109,12 +109,13 @@ mod tests {
         assert!(deadline.remaining() > Duration::from_secs(365 * 86_400));
     }
 
-    #[tokio::test]
+    #[tokio::test(start_paused = true)]
     async fn wait_stops_at_the_deadline() {
         let deadline = Deadline::after(Duration::from_millis(30));
         let mut b = Backoff::default();
         let started = Instant::now();
         assert!(!b.wait(&deadline).await);
-        assert!(started.elapsed() < Duration::from_millis(90));
+        // On the paused clock: exactly the deadline, not the first pause (80 to 120 ms).
+        assert_eq!(started.elapsed(), Duration::from_millis(30));
     }
 }

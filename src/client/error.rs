@@ -3,10 +3,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::code::{Action, ErrorCode};
 use super::deadline::Deadline;
-use super::retry::{Action, classify};
+use crate::wire::WireError;
 use crate::wire::decode::DecodeError;
-use crate::wire::{WireError, error_name};
 
 /// What went wrong in the client layer.
 #[derive(Debug, thiserror::Error)]
@@ -38,7 +38,7 @@ pub enum ClientError {
         source: DecodeError,
     },
     /// The broker answered with a Kafka error code.
-    #[error("{request} for {resource} failed on broker {broker}: {name} (code {code}){hint}")]
+    #[error("{request} for {resource} failed on broker {broker}: {code}{}", hint_suffix(.hint))]
     Broker {
         /// The request, e.g. `"Fetch"`.
         request: &'static str,
@@ -46,12 +46,10 @@ pub enum ClientError {
         resource: String,
         /// The broker address.
         broker: String,
-        /// The Kafka error code.
-        code: i16,
-        /// The error's name, e.g. `NOT_LEADER_OR_FOLLOWER`.
-        name: String,
-        /// What the user can do, if anything (starts with "; ").
-        hint: &'static str,
+        /// The Kafka error code; its [`name`](ErrorCode::name) is e.g. `NOT_LEADER_OR_FOLLOWER`.
+        code: ErrorCode,
+        /// What the user can do, if we know ([`ErrorCode::hint`]).
+        hint: Option<&'static str>,
     },
     /// The topic does not exist. Never auto-created.
     #[error("topic {topic:?} does not exist on the cluster")]
@@ -141,6 +139,10 @@ pub enum ClientError {
     },
 }
 
+fn hint_suffix(hint: &Option<&'static str>) -> String {
+    hint.map(|h| format!("; {h}")).unwrap_or_default()
+}
+
 fn last_suffix(last: &Option<Box<ClientError>>) -> String {
     match last {
         Some(last) => format!("; last error: {last}"),
@@ -150,14 +152,14 @@ fn last_suffix(last: &Option<Box<ClientError>>) -> String {
 
 impl ClientError {
     /// What this failure calls for: the one retry decision for every client operation (see
-    /// [`classify`] for broker error codes).
+    /// [`classify`](super::classify) for broker error codes).
     pub fn action(&self) -> Action {
         match self {
             // A connection that failed or timed out may mean the broker is gone: ask the cluster
             // who leads now, as Java marks the node disconnected and requests a metadata update.
             ClientError::Wire(e) if e.is_retriable() => Action::RefreshMetadata,
             ClientError::Bootstrap { last, .. } if last.is_retriable() => Action::Backoff,
-            ClientError::Broker { code, .. } => classify(*code),
+            ClientError::Broker { code, .. } => code.action(),
             ClientError::NoLeader { .. } => Action::RefreshMetadata,
             ClientError::Shared(inner) => inner.action(),
             _ => Action::Fail,
@@ -168,7 +170,7 @@ impl ClientError {
     /// a request shared by several groups, or as the last failure before a deadline.
     pub fn broker_code(&self) -> Option<i16> {
         match self {
-            ClientError::Broker { code, .. } => Some(*code),
+            ClientError::Broker { code, .. } => Some(code.code()),
             ClientError::Shared(inner) => inner.broker_code(),
             ClientError::DeadlineExceeded {
                 last: Some(last), ..
@@ -205,24 +207,14 @@ impl ClientError {
         broker: &str,
         code: i16,
     ) -> ClientError {
+        let code = ErrorCode::new(code);
         ClientError::Broker {
             request,
             resource: resource.to_string(),
             broker: broker.to_string(),
             code,
-            name: error_name(code),
-            hint: hint_for_code(code),
+            hint: code.hint(),
         }
-    }
-}
-
-/// What a user can do about an error code that will not go away by retrying.
-fn hint_for_code(code: i16) -> &'static str {
-    match code {
-        29 => "; the principal may not read this topic: grant DESCRIBE and READ on it",
-        31 => "; the principal lacks cluster authorization",
-        35 => "; the broker does not support this request version",
-        _ => "",
     }
 }
 
@@ -237,6 +229,11 @@ mod tests {
         assert_eq!(
             e.to_string(),
             "Fetch for t-0 failed on broker b:9092: NOT_LEADER_OR_FOLLOWER (code 6)"
+        );
+        assert_eq!(
+            ClientError::broker("Fetch", "t-0", "b:9092", 29).to_string(),
+            "Fetch for t-0 failed on broker b:9092: TOPIC_AUTHORIZATION_FAILED (code 29); \
+             the principal may not read this topic: grant DESCRIBE and READ on it"
         );
         assert_eq!(
             ClientError::broker("Fetch", "t-0", "b:9092", 1).action(),

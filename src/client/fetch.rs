@@ -15,10 +15,11 @@ use kafka_protocol::protocol::StrBytes;
 use tokio::sync::mpsc;
 
 use super::cluster::{IsolationLevel, KafkaClient};
+use super::code::Action;
 use super::deadline::Deadline;
 use super::error::ClientError;
 use super::metadata::SharedTopic;
-use super::retry::{Action, Retrier};
+use super::retry::Retrier;
 use crate::records::AbortedFilter;
 use crate::wire::responses::{self, fetch::FetchResponse, fetch::TopicRef};
 
@@ -29,6 +30,7 @@ pub use crate::wire::responses::fetch::AbortedTransaction;
 
 /// The record batches one Fetch returned for one partition.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct FetchedChunk {
     /// The partition.
     pub partition: i32,
@@ -63,6 +65,7 @@ pub const DEFAULT_FETCH_MAX_BYTES: i32 = 1024 * 1024;
 
 /// How to read a range.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct ReadOptions {
     /// Which records are visible.
     pub isolation: IsolationLevel,

@@ -30,6 +30,7 @@ const COORDINATOR_MOVED: [i16; 3] = [16, 15, 14];
 
 /// The broker that coordinates a group.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[non_exhaustive]
 pub struct GroupCoordinator {
     /// Its node id.
     pub node_id: i32,
@@ -40,6 +41,7 @@ pub struct GroupCoordinator {
 /// A group-level failure, with the error code when the broker gave one.
 #[derive(Debug, thiserror::Error)]
 #[error("{source}")]
+#[non_exhaustive]
 pub struct GroupCallError {
     /// The group.
     pub group: String,
@@ -59,7 +61,7 @@ impl GroupCallError {
     /// The Kafka error code, if the broker answered with one.
     pub fn code(&self) -> Option<i16> {
         match self.source.as_ref() {
-            ClientError::Broker { code, .. } => Some(*code),
+            ClientError::Broker { code, .. } => Some(code.code()),
             _ => None,
         }
     }
@@ -89,6 +91,7 @@ impl GroupCallError {
 /// Which rebalance protocol a group on the target uses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
 pub enum GroupProtocol {
     /// The classic protocol (JoinGroup/SyncGroup), or a group that only holds offsets.
     Classic,
@@ -100,6 +103,7 @@ pub enum GroupProtocol {
 
 /// A group's state as its coordinator describes it.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct GroupDescription {
     /// The group id.
     pub group_id: String,
@@ -130,6 +134,7 @@ impl GroupDescription {
 
 /// One partition's committed offset, or the error the coordinator gave for it.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct CommittedOffset {
     /// The committed offset, or -1 when the group has none.
     pub offset: i64,
@@ -146,6 +151,7 @@ pub type GroupOffsets = BTreeMap<(String, i32), CommittedOffset>;
 
 /// One partition of an admin commit.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct OffsetToCommit {
     /// The topic.
     pub topic: String,
@@ -155,6 +161,18 @@ pub struct OffsetToCommit {
     pub offset: i64,
     /// The metadata to commit with it (MM2's checkpoint carries the source's).
     pub metadata: Option<String>,
+}
+
+impl OffsetToCommit {
+    /// `offset` for `topic`-`partition`, without metadata.
+    pub fn new(topic: impl Into<String>, partition: i32, offset: i64) -> Self {
+        OffsetToCommit {
+            topic: topic.into(),
+            partition,
+            offset,
+            metadata: None,
+        }
+    }
 }
 
 impl KafkaClient {

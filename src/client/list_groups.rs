@@ -32,6 +32,7 @@ pub const NOT_CONSUMER_GROUP_TYPES: [&str; 2] = ["share", "streams"];
 
 /// One group a coordinator listed.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ListedGroup {
     /// The group id.
     pub group_id: String,

@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 /// A broker as the cluster metadata describes it.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct BrokerInfo {
     /// The broker's node id.
     pub node_id: i32,
@@ -28,6 +29,7 @@ impl BrokerInfo {
 
 /// One partition of a topic.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct PartitionInfo {
     /// The partition number.
     pub partition: i32,
@@ -39,6 +41,7 @@ pub struct PartitionInfo {
 
 /// A topic and its partitions, as of the metadata request that described it.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct TopicInfo {
     /// The topic name.
     pub name: String,

@@ -54,6 +54,7 @@
 
 mod batch;
 mod cluster;
+mod code;
 mod commit;
 mod coordinator;
 mod deadline;
@@ -71,9 +72,11 @@ mod offset_fetch;
 mod pool;
 pub(crate) mod retry;
 
-pub use crate::wire::error_name;
+/// The transport errors a [`ClientError`] carries (connection, TLS, SASL, framing).
+pub use crate::wire::WireError;
 pub use batch::{Coordinators, GroupResults, found_coordinators};
 pub use cluster::{IsolationLevel, KafkaClient, OffsetSpec};
+pub use code::{Action, ErrorCode, classify};
 pub use commit::{CommitCodes, CommitOptions};
 pub use deadline::{Backoff, Deadline};
 pub use error::ClientError;
@@ -84,8 +87,8 @@ pub use groups::{
     CommittedOffset, GroupCallError, GroupCoordinator, GroupDescription, GroupOffsets,
     GroupProtocol, OffsetToCommit,
 };
-pub use list_groups::{ListedGroup, NOT_CONSUMER_GROUP_TYPES, not_a_consumer_group};
+pub use list_groups::ListedGroup;
+pub(crate) use list_groups::{NOT_CONSUMER_GROUP_TYPES, not_a_consumer_group};
 pub use log_offsets::{LogRange, TopicResults};
 pub use metadata::{BrokerInfo, PartitionInfo, SharedTopic, TopicInfo};
 pub use offset_fetch::PartitionsWanted;
-pub use retry::{Action, classify};

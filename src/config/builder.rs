@@ -101,25 +101,15 @@ impl ClientConfig {
         username: impl Into<String>,
         password: Secret,
     ) -> Self {
-        self.with_sasl(SaslSettings {
-            mechanism,
-            username: username.into(),
-            password,
-            oauthbearer_token_file: None,
-            oauthbearer_client_credentials: None,
-        })
+        self.with_sasl(SaslSettings::new(mechanism, username, password))
     }
 
     /// SASL `OAUTHBEARER` with the token (a JWT) read from `token_file` at every authentication,
     /// so a rotated file reaches the next connection.
     pub fn with_sasl_oauthbearer_token_file(self, token_file: impl Into<PathBuf>) -> Self {
-        self.with_sasl(SaslSettings {
-            mechanism: SaslMechanism::OAuthBearer,
-            username: String::new(),
-            password: Secret::new(""),
-            oauthbearer_token_file: Some(token_file.into()),
-            oauthbearer_client_credentials: None,
-        })
+        let mut sasl = SaslSettings::new(SaslMechanism::OAuthBearer, "", Secret::new(""));
+        sasl.oauthbearer_token_file = Some(token_file.into());
+        self.with_sasl(sasl)
     }
 
     /// SASL `OAUTHBEARER` with a token from an OIDC token endpoint (the client-credentials
@@ -139,13 +129,9 @@ impl ClientConfig {
     /// # let _ = config;
     /// ```
     pub fn with_sasl_oauthbearer_client_credentials(self, grant: OAuthClientCredentials) -> Self {
-        self.with_sasl(SaslSettings {
-            mechanism: SaslMechanism::OAuthBearer,
-            username: String::new(),
-            password: Secret::new(""),
-            oauthbearer_token_file: None,
-            oauthbearer_client_credentials: Some(grant),
-        })
+        let mut sasl = SaslSettings::new(SaslMechanism::OAuthBearer, "", Secret::new(""));
+        sasl.oauthbearer_client_credentials = Some(grant);
+        self.with_sasl(sasl)
     }
 
     /// Checks that the configuration is complete and consistent, without connecting: bootstrap

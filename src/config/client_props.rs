@@ -11,17 +11,16 @@
 //! is. Warnings and errors name keys, never the values of keys that may hold secrets.
 
 use super::keys::*;
-use super::properties::{is_sensitive_key, printable_key};
-use super::{ClientConfig, ConfigError, Properties, SecurityProtocol};
-use std::collections::HashSet;
-use std::time::Duration;
+use super::settings::{Setting, Settings, parse_millis};
+use super::{ClientConfig, ConfigError, ConfigWarning, Properties, SecurityProtocol};
 
 impl ClientConfig {
     /// Reads client settings from Java-style properties, as given to Kafka's tools with
     /// `--command-config` (or as built by [`layered`](super::layered) and
     /// [`mm2_client_properties`](super::mm2_client_properties)).
     ///
-    /// Returns the configuration and warnings (one line each) about keys that were ignored.
+    /// Returns the configuration and warnings ([`ConfigWarning`], one line each when
+    /// displayed) about keys that were ignored.
     ///
     /// Supported: `bootstrap.servers` (required), `client.id`, `security.protocol`,
     /// `request.timeout.ms`, `socket.connection.setup.timeout.ms`; SASL `PLAIN` and `SCRAM-SHA-256/512`
@@ -59,7 +58,7 @@ impl ClientConfig {
     /// assert_eq!(config.security_protocol, SecurityProtocol::SaslSsl);
     /// let sasl = config.sasl.as_ref().unwrap();
     /// assert_eq!((sasl.mechanism, sasl.username.as_str()), (SaslMechanism::ScramSha512, "alice"));
-    /// assert_eq!(warnings, ["`linger.ms` is not used by mm2-offsets; ignored"]);
+    /// assert_eq!(warnings[0].to_string(), "`linger.ms` is not used by mm2-offsets; ignored");
     /// assert!(!format!("{config:?}").contains("alice-secret"));
     /// # Ok::<(), mm2_offsets::config::ConfigError>(())
     /// ```
@@ -69,7 +68,9 @@ impl ClientConfig {
     /// Java feature we do not support (JCEKS stores, encrypted PEM keys, GSSAPI) with what to do
     /// instead, contradicting keys, or an unreadable password file. Store files themselves are
     /// read when connecting.
-    pub fn from_properties(props: &Properties) -> Result<(ClientConfig, Vec<String>), ConfigError> {
+    pub fn from_properties(
+        props: &Properties,
+    ) -> Result<(ClientConfig, Vec<ConfigWarning>), ConfigError> {
         let mut s = Settings::new(props);
         let mut config = ClientConfig::default();
 
@@ -96,184 +97,6 @@ impl ClientConfig {
         config.sasl = super::sasl_props::read(&mut s, config.security_protocol)?;
         Ok((config, s.finish()))
     }
-}
-
-/// A value and the key it came from (`consumer.x` or `x`).
-#[derive(Clone, Copy)]
-pub(crate) struct Setting<'a> {
-    pub(crate) key: &'a str,
-    pub(crate) value: &'a str,
-}
-
-impl Setting<'_> {
-    /// The value quoted for a message, or a placeholder if the key may hold a secret.
-    pub(crate) fn shown(&self) -> String {
-        if is_sensitive_key(self.key) {
-            "<redacted>".to_string()
-        } else {
-            format!("`{}`", self.value.escape_debug())
-        }
-    }
-}
-
-/// The most keys named one by one in "not used" warnings; the rest are counted.
-pub(crate) const MAX_UNUSED_KEY_WARNINGS: usize = 50;
-
-/// Reads settings with `consumer.` overrides, remembers what was read, and collects warnings.
-pub(crate) struct Settings<'a> {
-    props: &'a Properties,
-    /// Keys looked at, in use or not.
-    read: HashSet<&'static str>,
-    /// Keys looked at but not in use (`ssl.*` without TLS, `sasl.*` without SASL).
-    unused: HashSet<&'static str>,
-    warnings: Vec<String>,
-}
-
-impl<'a> Settings<'a> {
-    pub(crate) fn new(props: &'a Properties) -> Self {
-        Settings {
-            props,
-            read: HashSet::new(),
-            unused: HashSet::new(),
-            warnings: Vec::new(),
-        }
-    }
-
-    fn lookup(&self, key: &str) -> Option<Setting<'a>> {
-        let props = self.props;
-        props
-            .get_key_value(&format!("{CONSUMER_PREFIX}{key}"))
-            .or_else(|| props.get_key_value(key))
-            .map(|(key, value)| Setting { key, value })
-    }
-
-    /// The effective value of `key`, marking it as read.
-    pub(crate) fn get(&mut self, key: &'static str) -> Option<Setting<'a>> {
-        self.read.insert(key);
-        let setting = self.lookup(key)?;
-        if setting.value.contains("${") && setting.value.contains('}') {
-            self.warn(format!(
-                "{} looks like a Java config provider reference (${{provider:path:key}}); \
-                 mm2-offsets does not resolve those and uses the text as is",
-                printable_key(setting.key)
-            ));
-        }
-        Some(setting)
-    }
-
-    /// Marks every present key starting with `prefix` as read, and warns once that they are
-    /// ignored because of `why`.
-    pub(crate) fn ignore_family(&mut self, prefix: &str, why: &str) {
-        let mut present = Vec::new();
-        for key in CLIENT_KEYS.iter().filter(|k| k.starts_with(prefix)) {
-            self.read.insert(key);
-            self.unused.insert(key);
-            if let Some(setting) = self.lookup(key) {
-                present.push(printable_key(setting.key));
-            }
-        }
-        if !present.is_empty() {
-            self.warn(format!("{} ignored: {why}", present.join(", ")));
-        }
-    }
-
-    pub(crate) fn warn(&mut self, warning: String) {
-        self.warnings.push(warning);
-    }
-
-    /// Warnings, including one for each key nobody read, up to [`MAX_UNUSED_KEY_WARNINGS`];
-    /// the rest are counted in one more line, so a huge file of unknown keys cannot flood the
-    /// caller with warnings or memory.
-    pub(crate) fn finish(mut self) -> Vec<String> {
-        let mut more = 0usize;
-        let mut shown = 0usize;
-        for (key, value) in self.props.iter() {
-            if shown == MAX_UNUSED_KEY_WARNINGS {
-                // Counting needs no message: only whether the key warns.
-                more += usize::from(self.unused_key_warning(key, value).is_some());
-            } else if let Some(warning) = self.unused_key_warning(key, value) {
-                self.warnings.push(warning);
-                shown += 1;
-            }
-        }
-        if more > 0 {
-            self.warnings.push(format!(
-                "{more} more keys are not used by mm2-offsets; ignored"
-            ));
-        }
-        self.warnings
-    }
-
-    fn unused_key_warning(&self, key: &str, value: &str) -> Option<String> {
-        let plain = key.strip_prefix(CONSUMER_PREFIX).unwrap_or(key);
-        if self.read.contains(plain) {
-            return None;
-        }
-        if key == FORWARDING_ADMIN_CLASS {
-            return (value.trim() != DEFAULT_FORWARDING_ADMIN_CLASS).then(|| {
-                format!("{FORWARDING_ADMIN_CLASS} is a Java class and cannot be used; ignored")
-            });
-        }
-        if MIRROR_CLIENT_KEYS.contains(&key) {
-            return None;
-        }
-        if let Some(other) = OTHER_CLIENT_PREFIXES
-            .iter()
-            .find_map(|prefix| key.strip_prefix(prefix))
-        {
-            // Settings for MirrorClient's admin or producer: harmless unless they contradict ours.
-            let differs = self.read.contains(other)
-                && !self.unused.contains(other)
-                && self.lookup(other).map(|s| s.value) != Some(value);
-            return differs.then(|| {
-                format!(
-                    "{} differs from the setting in use; mm2-offsets uses one connection \
-                     setting for every request (the unprefixed or `consumer.` key), so it is \
-                     ignored",
-                    printable_key(key)
-                )
-            });
-        }
-        // An unknown key without a value is a line without `=`: a line of text, not a setting.
-        if !looks_like_a_setting(key)
-            || (value.is_empty() && !matches!(key, "username" | "password"))
-        {
-            // A line of a password file or a PEM key read as a properties file parses as a key:
-            // its text may be the secret itself, so it is never shown.
-            return Some(
-                "a line that is not a setting (no known key form) is ignored; its text is not shown, as it may be a secret: is this a properties file?".to_string(),
-            );
-        }
-        let mut warning = format!("{} is not used by mm2-offsets; ignored", printable_key(key));
-        if matches!(key, "username" | "password") || key.ends_with("LoginModule") {
-            warning.push_str(
-                " (a sasl.jaas.config spread over several lines needs a backslash at the end of \
-                 each line but the last)",
-            );
-        }
-        Some(warning)
-    }
-}
-
-/// Whether `key` has the form of a client property (`linger.ms`, `consumer.group.id`), or is a
-/// JAAS option or login module of a `sasl.jaas.config` spread over lines: lower-case ASCII
-/// words joined by dots with at least one dot, or one of those JAAS words. Anything else is not
-/// named in a warning.
-fn looks_like_a_setting(key: &str) -> bool {
-    if matches!(key, "username" | "password") {
-        return true;
-    }
-    if key.ends_with("LoginModule") {
-        return key.len() <= 120 && key.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'.');
-    }
-    key.len() <= 120
-        && key.contains('.')
-        && key.split('.').all(|word| {
-            !word.is_empty()
-                && word
-                    .bytes()
-                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_')
-        })
 }
 
 /// `host:port` entries, comma separated; blanks around entries and empty entries are skipped, as
@@ -361,20 +184,6 @@ fn parse_security_protocol(setting: Setting<'_>) -> Result<SecurityProtocol, Con
                 ),
             )
         })
-}
-
-/// A positive number of milliseconds.
-pub(crate) fn parse_millis(setting: Setting<'_>) -> Result<Duration, ConfigError> {
-    match setting.value.trim().parse::<u64>() {
-        Ok(ms) if ms > 0 => Ok(Duration::from_millis(ms)),
-        _ => Err(ConfigError::invalid(
-            setting.key,
-            format!(
-                "{} is not a positive number of milliseconds",
-                setting.shown()
-            ),
-        )),
-    }
 }
 
 #[cfg(test)]

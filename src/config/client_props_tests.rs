@@ -1,12 +1,15 @@
 use super::*;
 use crate::config::{KeyStoreType, PemSource, SaslMechanism, Secret};
 use std::path::PathBuf;
+use std::time::Duration;
 
 const PLAIN: &str = "org.apache.kafka.common.security.plain.PlainLoginModule";
 const SCRAM: &str = "org.apache.kafka.common.security.scram.ScramLoginModule";
 
+/// The configuration and its warnings as displayed.
 fn read(text: &str) -> Result<(ClientConfig, Vec<String>), ConfigError> {
-    ClientConfig::from_properties(&Properties::parse(text).unwrap())
+    let (config, warnings) = ClientConfig::from_properties(&Properties::parse(text).unwrap())?;
+    Ok((config, warnings.iter().map(ToString::to_string).collect()))
 }
 
 fn ok(text: &str) -> (ClientConfig, Vec<String>) {
@@ -550,8 +553,7 @@ fn a_broken_multiline_jaas_config_gets_a_hint() {
     assert!(!e.to_string().contains("hunter2"));
     // With credentials from elsewhere it parses, and the stray lines are explained.
     let text = text.replace(" required\n", " required;\n") + "sasl.username=x\nsasl.password=y\n";
-    let props = Properties::parse(&text).unwrap();
-    let (_, warnings) = ClientConfig::from_properties(&props).unwrap();
+    let (_, warnings) = ok(&text);
     let all = warnings.join("\n");
     assert_contains(&all, &["`username`", "`password`", "backslash"]);
     assert!(!all.contains("hunter2"), "{all}");
@@ -581,7 +583,7 @@ fn secrets_never_show() {
         pw_file.display()
     );
     let props = Properties::parse(&text).unwrap();
-    let (config, warnings) = ClientConfig::from_properties(&props).unwrap();
+    let (config, warnings) = ok(&text);
     let shown = format!("{config:?}\n{props:?}\n{}", warnings.join("\n"));
     assert!(!shown.contains("secret-"), "{shown}");
     assert_eq!(
@@ -612,9 +614,16 @@ fn unused_key_warnings_are_capped_and_counted() {
     let text: String = (0..1000).map(|i| format!("unknown.{i}=x\n")).collect();
     let props = Properties::parse(&format!("bootstrap.servers=h:1\n{text}")).unwrap();
     let (_, warnings) = ClientConfig::from_properties(&props).unwrap();
-    assert_eq!(warnings.len(), super::MAX_UNUSED_KEY_WARNINGS + 1);
+    assert_eq!(
+        warnings.len(),
+        crate::config::settings::MAX_UNUSED_KEY_WARNINGS + 1
+    );
     assert_eq!(
         warnings.last().unwrap(),
+        &ConfigWarning::MoreUnusedKeys { count: 950 }
+    );
+    assert_eq!(
+        warnings.last().unwrap().to_string(),
         "950 more keys are not used by mm2-offsets; ignored"
     );
 }
@@ -625,7 +634,8 @@ fn unused_key_warnings_are_capped_and_counted() {
 fn lines_of_a_file_that_is_not_a_properties_file_are_never_echoed() {
     let text = "bootstrap.servers=h:1\nhunter2-Secret!\n-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\ns3cr3t.value\n";
     let (_, warnings) = ClientConfig::from_properties(&Properties::parse(text).unwrap()).unwrap();
-    let all = warnings.join("\n");
+    let all: Vec<String> = warnings.iter().map(|w| w.to_string()).collect();
+    let all = all.join("\n");
     for secret in ["hunter2", "MIIEvQ", "BEGIN", "s3cr3t"] {
         assert!(!all.contains(secret), "{secret} shown in {all}");
     }
@@ -636,7 +646,9 @@ fn lines_of_a_file_that_is_not_a_properties_file_are_never_echoed() {
     )
     .unwrap();
     assert!(
-        warnings.iter().any(|w| w.contains("`linger.ms`")),
+        warnings
+            .iter()
+            .any(|w| w.to_string().contains("`linger.ms`")),
         "{warnings:?}"
     );
 }

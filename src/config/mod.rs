@@ -39,14 +39,17 @@ mod mm2_props;
 pub mod properties;
 mod sasl_props;
 mod secret;
+mod settings;
 mod tls_props;
 pub(crate) mod token_endpoint;
+mod warning;
 
 pub use error::ConfigError;
 pub use layers::{ENV_KEYS, ENV_PREFIX, env_properties, env_var_name, layered, overlay};
 pub use mm2_props::{mm2_client_properties, mm2_cluster_aliases};
 pub use properties::Properties;
 pub use secret::Secret;
+pub use warning::{ConfigWarning, IgnoredBecause};
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -83,6 +86,7 @@ impl SecurityProtocol {
 /// Where a PEM document comes from: a file, or text given inline (Java's
 /// `ssl.truststore.certificates` / `ssl.keystore.key`).
 #[derive(Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum PemSource {
     /// A PEM file on disk.
     File(PathBuf),
@@ -104,6 +108,7 @@ impl std::fmt::Debug for PemSource {
 ///
 /// As Java 17 does, either type reads either format: the file's content decides.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum KeyStoreType {
     /// `JKS`, Java's own format and Kafka's default `ssl.*store.type`.
     Jks,
@@ -113,6 +118,7 @@ pub enum KeyStoreType {
 
 /// A JKS or PKCS12 store file and its passwords; `Debug` never shows the passwords.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct KeyStoreFile {
     /// The store file.
     pub path: PathBuf,
@@ -127,11 +133,25 @@ pub struct KeyStoreFile {
     pub key_password: Option<Secret>,
 }
 
+impl KeyStoreFile {
+    /// The store at `path` of type `store_type`, without passwords (set `password` and
+    /// `key_password` as needed).
+    pub fn new(path: impl Into<PathBuf>, store_type: KeyStoreType) -> Self {
+        KeyStoreFile {
+            path: path.into(),
+            store_type,
+            password: None,
+            key_password: None,
+        }
+    }
+}
+
 /// TLS settings, as Java's `ssl.*` keys with PEM, JKS or PKCS12 stores.
 ///
 /// Trust comes from `trusted_certificates` or `trust_store` (not both); the client identity from
 /// `client_certificate_chain` + `client_key` or `key_store` (not both).
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct TlsSettings {
     /// CA certificates to trust. `None` (and no `trust_store`) trusts the system's roots.
     pub trusted_certificates: Option<PemSource>,
@@ -165,6 +185,7 @@ impl Default for TlsSettings {
 
 /// A SASL mechanism we can speak.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum SaslMechanism {
     /// `PLAIN` (RFC 4616): the password travels as is, so use it over TLS only.
     Plain,
@@ -191,6 +212,7 @@ impl SaslMechanism {
 
 /// SASL credentials.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct SaslSettings {
     /// The mechanism.
     pub mechanism: SaslMechanism,
@@ -205,6 +227,26 @@ pub struct SaslSettings {
     pub oauthbearer_client_credentials: Option<OAuthClientCredentials>,
 }
 
+impl SaslSettings {
+    /// `mechanism` with a user name and password (PLAIN, SCRAM), no OAUTHBEARER token source.
+    ///
+    /// ```
+    /// use mm2_offsets::config::{SaslMechanism, SaslSettings, Secret};
+    ///
+    /// let sasl = SaslSettings::new(SaslMechanism::ScramSha512, "alice", Secret::new("s3cret"));
+    /// assert!(!format!("{sasl:?}").contains("s3cret"));
+    /// ```
+    pub fn new(mechanism: SaslMechanism, username: impl Into<String>, password: Secret) -> Self {
+        SaslSettings {
+            mechanism,
+            username: username.into(),
+            password,
+            oauthbearer_token_file: None,
+            oauthbearer_client_credentials: None,
+        }
+    }
+}
+
 /// The OAuth 2 client-credentials grant (RFC 6749 §4.4) that gets `OAUTHBEARER` its token, as
 /// Kafka's `OAuthBearerLoginCallbackHandler` does with an `https` (or `http`)
 /// `sasl.oauthbearer.token.endpoint.url`.
@@ -213,6 +255,7 @@ pub struct SaslSettings {
 /// `exp`, else the response's `expires_in`) has passed, Java's default
 /// `sasl.login.refresh.window.factor`. `Debug` hides the secret.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct OAuthClientCredentials {
     /// The token endpoint, `https://host[:port]/path` (or `http://`, for tests and sidecars).
     pub token_endpoint: String,
@@ -274,6 +317,7 @@ pub const DEFAULT_TOKEN_ENDPOINT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Everything a client needs to reach a cluster.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct ClientConfig {
     /// `host:port` pairs to bootstrap from.
     pub bootstrap_servers: Vec<String>,

@@ -12,13 +12,13 @@
 //! - RFC 4616 (PLAIN), RFC 5802 and RFC 7677 (SCRAM)
 //! - KIP-85 (`sasl.jaas.config`): <https://cwiki.apache.org/confluence/display/KAFKA/KIP-85%3A+Dynamic+JAAS+configuration+for+Kafka+clients>
 
-use super::client_props::{Settings, parse_millis};
 use super::keys::*;
 use super::secret::read_secret_file;
+use super::settings::{Settings, parse_millis};
 use super::token_endpoint::TokenEndpoint;
 use super::{
-    ConfigError, OAuthClientCredentials, Properties, SaslMechanism, SaslSettings, Secret,
-    SecurityProtocol, TlsSettings, jaas,
+    ConfigError, ConfigWarning, IgnoredBecause, OAuthClientCredentials, Properties, SaslMechanism,
+    SaslSettings, Secret, SecurityProtocol, TlsSettings, jaas,
 };
 
 const PLAIN_MODULE: &str = "org.apache.kafka.common.security.plain.PlainLoginModule";
@@ -36,10 +36,7 @@ pub(crate) fn read(
     protocol: SecurityProtocol,
 ) -> Result<Option<SaslSettings>, ConfigError> {
     if !protocol.uses_sasl() {
-        s.ignore_family(
-            "sasl.",
-            &format!("security.protocol is {protocol:?}, which does not use SASL"),
-        );
+        s.ignore_family("sasl.", IgnoredBecause::NoSasl(protocol));
         return Ok(None);
     }
     let mechanism = mechanism(s)?;
@@ -66,10 +63,11 @@ pub(crate) fn read(
         }
         if ignored > 0 {
             // Not named: in a mangled entry an option name may be part of a password.
-            s.warn(format!(
-                "{}: {ignored} login module option(s) other than username and password ignored",
-                setting.key
-            ));
+            s.warn(ConfigWarning::JaasOptionsIgnored {
+                key: setting.key.to_string(),
+                count: ignored,
+                used: "username and password",
+            });
         }
         username = entry.option("username").map(|u| u.expose().to_string());
         password = entry.option("password").cloned();
@@ -188,7 +186,7 @@ fn oauthbearer(s: &mut Settings<'_>) -> Result<SaslSettings, ConfigError> {
     }
     for key in [SASL_USERNAME, SASL_PASSWORD, SASL_PASSWORD_FILE] {
         if let Some(setting) = s.get(key) {
-            s.warn(format!("{} ignored: OAUTHBEARER uses a token", setting.key));
+            s.ignore(setting.key, IgnoredBecause::OAuthBearerUsesAToken);
         }
     }
     if let Some(handler) = s.get(SASL_LOGIN_CALLBACK_HANDLER_CLASS) {
@@ -258,17 +256,11 @@ fn oauthbearer(s: &mut Settings<'_>) -> Result<SaslSettings, ConfigError> {
             if let Some(entry) = &jaas_entry
                 && !entry.options.is_empty()
             {
-                s.warn(format!(
-                    "{SASL_JAAS_CONFIG}: OAuthBearerLoginModule options are not used with a \
-                     token file"
-                ));
+                s.warn(ConfigWarning::JaasOptionsUnusedWithTokenFile);
             }
             for key in CLIENT_CREDENTIALS_KEYS {
                 if let Some(setting) = s.get(key) {
-                    s.warn(format!(
-                        "{} ignored: the token comes from a file",
-                        setting.key
-                    ));
+                    s.ignore(setting.key, IgnoredBecause::TokenFromFile);
                 }
             }
             settings.oauthbearer_token_file = Some(path.into());
@@ -406,10 +398,11 @@ fn endpoint_trust(
         }
     }
     if ignored > 0 {
-        s.warn(format!(
-            "{SASL_JAAS_CONFIG}: {ignored} OAuthBearerLoginModule option(s) other than clientId, \
-             clientSecret, scope and ssl.* ignored"
-        ));
+        s.warn(ConfigWarning::JaasOptionsIgnored {
+            key: SASL_JAAS_CONFIG.to_string(),
+            count: ignored,
+            used: "clientId, clientSecret, scope and ssl.*",
+        });
     }
     if ssl_options.keys().next().is_none() {
         return Ok(TlsSettings::default());
@@ -422,9 +415,7 @@ fn endpoint_trust(
         )
     })?;
     for warning in options.finish() {
-        s.warn(format!(
-            "{SASL_JAAS_CONFIG} (token endpoint TLS options): {warning}"
-        ));
+        s.warn(ConfigWarning::TokenEndpointTls(Box::new(warning)));
     }
     Ok(tls)
 }

@@ -16,11 +16,12 @@
 //! - Kafka: `clients/src/main/java/org/apache/kafka/common/security/ssl/DefaultSslEngineFactory.java`
 //! - KIP-651 (PEM stores): <https://cwiki.apache.org/confluence/display/KAFKA/KIP-651+-+Support+PEM+format+for+SSL+certificates+and+private+key>
 
-use super::client_props::{Setting, Settings};
 use super::keys::*;
 use super::secret::read_secret_file;
+use super::settings::{Setting, Settings};
 use super::{
-    ConfigError, KeyStoreFile, KeyStoreType, PemSource, Secret, SecurityProtocol, TlsSettings,
+    ConfigError, IgnoredBecause, KeyStoreFile, KeyStoreType, PemSource, Secret, SecurityProtocol,
+    TlsSettings,
 };
 use std::path::PathBuf;
 
@@ -78,10 +79,7 @@ pub(crate) fn read(
     protocol: SecurityProtocol,
 ) -> Result<TlsSettings, ConfigError> {
     if !protocol.uses_tls() {
-        s.ignore_family(
-            "ssl.",
-            &format!("security.protocol is {protocol:?}, which does not use TLS"),
-        );
+        s.ignore_family("ssl.", IgnoredBecause::NoTls(protocol));
         return Ok(TlsSettings::default());
     }
     let (trusted_certificates, trust_store) = truststore(s)?;
@@ -155,7 +153,7 @@ fn truststore(s: &mut Settings<'_>) -> Result<Trust, ConfigError> {
                 "PEM trust stores have no password (Java rejects it too); remove it",
             ));
         }
-        s.warn(format!("{key} ignored: no trust store is configured"));
+        s.ignore(&key, IgnoredBecause::NoTrustStore);
     }
     Ok(trust)
 }
@@ -247,7 +245,7 @@ fn keystore(s: &mut Settings<'_>) -> Result<Identity, ConfigError> {
                 "PEM key stores have no store password (Java rejects it too); remove it",
             ));
         }
-        s.warn(format!("{key} ignored: no key store is configured"));
+        s.ignore(&key, IgnoredBecause::NoKeyStore);
     }
     if let Some((_, key)) = key_password {
         if identity.is_some() {
@@ -259,7 +257,7 @@ fn keystore(s: &mut Settings<'_>) -> Result<Identity, ConfigError> {
                  remove ssl.key.password",
             ));
         }
-        s.warn(format!("{key} ignored: no key store is configured"));
+        s.ignore(&key, IgnoredBecause::NoKeyStore);
     }
     Ok((identity, None))
 }

@@ -9,7 +9,7 @@
 //! (Java's `assert version == 0` is off in production) and reported in [`CheckpointValue::version`]
 //! so the caller can count it; trailing bytes are ignored; a negative string length or a field
 //! that runs past the end is an error. Strings come back as raw bytes borrowed from the record;
-//! copy them out with [`crate::mm2::utf8::lossy`], which replaces invalid UTF-8 exactly as Java does.
+//! copy them out with the crate's lossy decoder, which replaces invalid UTF-8 exactly as Java does.
 //!
 //! ```
 //! use mm2_offsets::mm2::checkpoint::{decode_key, decode_value};
@@ -28,7 +28,8 @@
 //! - KIP-382: <https://cwiki.apache.org/confluence/display/KAFKA/KIP-382%3A+MirrorMaker+2.0>
 
 use super::Mm2Error;
-use super::codec::{DecodeError, Part, Reader, put_string};
+use super::codec::{Part, Reader, put_string};
+use super::error::DecodeError;
 
 /// The value version MirrorMaker 2 writes (Java's `Checkpoint.VERSION`).
 pub const VERSION: i16 = 0;
@@ -135,6 +136,32 @@ pub fn encode_value(value: &CheckpointValue<'_>) -> Result<Vec<u8>, Mm2Error> {
     out.extend_from_slice(&value.downstream_offset.to_be_bytes());
     put_string(&mut out, "metadata", value.metadata)?;
     Ok(out)
+}
+
+/// The key and value of an MM2 checkpoint of `group` for `orders`-`partition`, for
+/// a test that writes checkpoints topics (the client's fake cluster).
+#[cfg(test)]
+pub(crate) fn record_for_tests(
+    group: &str,
+    partition: i32,
+    upstream_offset: i64,
+    downstream_offset: i64,
+) -> (Option<Vec<u8>>, Vec<u8>) {
+    let key = CheckpointKey {
+        group: group.as_bytes(),
+        topic: b"orders",
+        partition,
+    };
+    let value = CheckpointValue {
+        version: 0,
+        upstream_offset,
+        downstream_offset,
+        metadata: b"",
+    };
+    (
+        Some(encode_key(&key).expect("key")),
+        encode_value(&value).expect("value"),
+    )
 }
 
 #[cfg(test)]

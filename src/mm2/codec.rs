@@ -8,66 +8,7 @@
 //! # References
 //! - `org.apache.kafka.common.protocol.types.Type` (`INT16`, `INT32`, `INT64`, `STRING`)
 
-use super::Mm2Error;
-use std::fmt;
-
-/// Why a record could not be decoded. `Copy` and small, so a reader can count skipped records by
-/// reason without allocating.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-#[non_exhaustive]
-pub enum DecodeFailure {
-    /// The key ends before all its fields are read (Java: `SchemaException` from a
-    /// `BufferUnderflowException`).
-    KeyTruncated,
-    /// The value ends before all its fields are read.
-    ValueTruncated,
-    /// A `STRING` length prefix is negative. Java's non-nullable `STRING` rejects it; MirrorMaker 2
-    /// never writes a null string.
-    NegativeLength,
-}
-
-impl DecodeFailure {
-    /// A stable, machine-friendly name for reports and metrics, e.g. `"key_truncated"`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            DecodeFailure::KeyTruncated => "key_truncated",
-            DecodeFailure::ValueTruncated => "value_truncated",
-            DecodeFailure::NegativeLength => "negative_length",
-        }
-    }
-}
-
-impl fmt::Display for DecodeFailure {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// A record that could not be decoded: which record type, which field, and why.
-///
-/// Java's `MirrorClient` logs such a record at INFO and skips it; callers here usually count it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, thiserror::Error)]
-#[error(
-    "cannot decode {record} field `{field}`: {}; the record is not a MirrorMaker 2 {record}, or it \
-     is corrupt",
-    describe(*reason)
-)]
-pub struct DecodeError {
-    /// Why, as a countable reason.
-    pub reason: DecodeFailure,
-    /// Which record and part, e.g. `"checkpoint key"`.
-    pub record: &'static str,
-    /// The Java field name that could not be read, e.g. `"topic"`.
-    pub field: &'static str,
-}
-
-fn describe(reason: DecodeFailure) -> &'static str {
-    match reason {
-        DecodeFailure::KeyTruncated => "the key ends inside it",
-        DecodeFailure::ValueTruncated => "the value ends inside it",
-        DecodeFailure::NegativeLength => "its length prefix is negative",
-    }
-}
+use super::error::{DecodeError, DecodeFailure, Mm2Error};
 
 /// Which half of a record a [`Reader`] walks; decides the truncation reason.
 #[derive(Clone, Copy)]

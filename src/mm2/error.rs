@@ -1,6 +1,66 @@
-//! The `mm2` layer's error type.
+//! The `mm2` layer's error types: why a record could not be decoded ([`DecodeError`], small
+//! and `Copy` for counting), and everything else ([`Mm2Error`]).
 
-use super::codec::DecodeError;
+use std::fmt;
+
+/// Why a record could not be decoded. `Copy` and small, so a reader can count skipped records by
+/// reason without allocating.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
+pub enum DecodeFailure {
+    /// The key ends before all its fields are read (Java: `SchemaException` from a
+    /// `BufferUnderflowException`).
+    KeyTruncated,
+    /// The value ends before all its fields are read.
+    ValueTruncated,
+    /// A `STRING` length prefix is negative. Java's non-nullable `STRING` rejects it; MirrorMaker 2
+    /// never writes a null string.
+    NegativeLength,
+}
+
+impl DecodeFailure {
+    /// A stable, machine-friendly name for reports and metrics, e.g. `"key_truncated"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DecodeFailure::KeyTruncated => "key_truncated",
+            DecodeFailure::ValueTruncated => "value_truncated",
+            DecodeFailure::NegativeLength => "negative_length",
+        }
+    }
+}
+
+impl fmt::Display for DecodeFailure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A record that could not be decoded: which record type, which field, and why.
+///
+/// Java's `MirrorClient` logs such a record at INFO and skips it; callers here usually count it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, thiserror::Error)]
+#[error(
+    "cannot decode {record} field `{field}`: {}; the record is not a MirrorMaker 2 {record}, or it \
+     is corrupt",
+    describe(*reason)
+)]
+#[non_exhaustive]
+pub struct DecodeError {
+    /// Why, as a countable reason.
+    pub reason: DecodeFailure,
+    /// Which record and part, e.g. `"checkpoint key"`.
+    pub record: &'static str,
+    /// The Java field name that could not be read, e.g. `"topic"`.
+    pub field: &'static str,
+}
+
+fn describe(reason: DecodeFailure) -> &'static str {
+    match reason {
+        DecodeFailure::KeyTruncated => "the key ends inside it",
+        DecodeFailure::ValueTruncated => "the value ends inside it",
+        DecodeFailure::NegativeLength => "its length prefix is negative",
+    }
+}
 
 /// What can go wrong in the `mm2` layer.
 ///

@@ -21,7 +21,8 @@
 //! - Kafka: `connect/mirror-client/src/main/java/org/apache/kafka/connect/mirror/Heartbeat.java`
 
 use super::Mm2Error;
-use super::codec::{DecodeError, Part, Reader, put_string};
+use super::codec::{Part, Reader, put_string};
+use super::error::DecodeError;
 
 /// The value version MirrorMaker 2 writes (Java's `Heartbeat.VERSION`).
 pub const VERSION: i16 = 0;

@@ -8,7 +8,8 @@
 //! | [`offset_sync`] | `OffsetSync`: the records of `mm2-offset-syncs.<alias>.internal` |
 //! | [`policy`] | `ReplicationPolicy`, `DefaultReplicationPolicy`, `IdentityReplicationPolicy` |
 //! | [`topology`] | the pure parts of `MirrorClient` (heartbeat and checkpoint topics, hops, remote topics) |
-//! | [`utf8`] | Java's lenient UTF-8 decoding, for copying names out of records |
+//! | [`fold`] | what one checkpoint record does to a translation: set, delete, or skip with a reason (the rule the translator and `watch`'s live map share) |
+//! | `utf8` (internal) | Java's lenient UTF-8 decoding, for copying names out of records |
 //!
 //! Decoders borrow from the record bytes and never allocate, so the translator can look at every
 //! record of a large checkpoints topic and copy out only the ones it keeps.
@@ -25,13 +26,13 @@
 pub mod checkpoint;
 mod codec;
 mod error;
+pub mod fold;
 pub mod heartbeat;
 pub mod offset_sync;
 pub mod policy;
 pub mod sync_index;
 pub mod topology;
-pub mod utf8;
+pub(crate) mod utf8;
 
-pub use codec::{DecodeError, DecodeFailure};
-pub use error::Mm2Error;
+pub use error::{DecodeError, DecodeFailure, Mm2Error};
 pub use policy::ReplicationPolicy;

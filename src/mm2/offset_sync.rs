@@ -20,7 +20,8 @@
 //! - Kafka: `connect/mirror/src/main/java/org/apache/kafka/connect/mirror/OffsetSync.java`
 
 use super::Mm2Error;
-use super::codec::{DecodeError, Part, Reader, put_string};
+use super::codec::{Part, Reader, put_string};
+use super::error::DecodeError;
 
 /// An offset-sync key, borrowed from the record's key bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -199,6 +199,7 @@ impl IdentityReplicationPolicy {
 /// All methods are pure and borrow from their inputs; results that are slices of a topic name
 /// (or the Identity policy's configured alias) are returned without allocating.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum ReplicationPolicy {
     /// `org.apache.kafka.connect.mirror.DefaultReplicationPolicy`.
     Default(DefaultReplicationPolicy),

@@ -72,6 +72,7 @@ use rustc_hash::FxHashMap;
 
 /// Which rule produced a precise offset.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[non_exhaustive]
 pub enum Rule {
     /// A sync for exactly this upstream offset: its downstream offset.
     ExactSync,
@@ -103,6 +104,7 @@ impl Rule {
 /// Whether one-for-one stretches may be interpolated. Off unless the caller vouches for the
 /// upstream partitions (see the module documentation).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Interpolation {
     /// The upstream partitions have no offset gaps: no transactional producers, no compaction,
     /// no records filtered out by MM2, and MM2 never lagged past the source's retention.
@@ -114,6 +116,7 @@ pub enum Interpolation {
 
 /// A precise translation of one upstream offset.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct PreciseOffset {
     /// The downstream offset to resume from: the greater of MM2's and the history's.
     pub offset: i64,
@@ -142,6 +145,7 @@ impl PreciseOffset {
 
 /// Counts of what the history showed for one partition.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct HistoryStats {
     /// Syncs kept.
     pub syncs: u64,

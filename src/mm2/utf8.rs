@@ -9,9 +9,7 @@
 //! Java replaces the whole sequence (or its two-byte prefix, if cut short) with a single U+FFFD.
 //! This module follows Java, and was checked against a JDK 17 on 200,000 random byte strings.
 //!
-//! ```
-//! use mm2_offsets::mm2::utf8::lossy;
-//!
+//! ```text
 //! assert_eq!(lossy(b"group-1"), "group-1");
 //! assert_eq!(lossy(b"a\xffb"), "a\u{fffd}b");
 //! assert_eq!(lossy(b"\xed\xa0\x80"), "\u{fffd}"); // one replacement, as in Java
@@ -99,6 +97,13 @@ fn lossy_slow(bytes: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_examples_of_the_module_docs() {
+        assert_eq!(lossy(b"group-1"), "group-1");
+        assert_eq!(lossy(b"a\xffb"), "a\u{fffd}b");
+        assert_eq!(lossy(b"\xed\xa0\x80"), "\u{fffd}"); // one replacement, as in Java
+    }
     use proptest::prelude::*;
 
     // Pairs of (input, Java 17's `new String(bytes, UTF_8)` as UTF-16 code units), taken from a

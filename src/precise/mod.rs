@@ -12,24 +12,26 @@ pub mod reverse;
 mod source_offsets;
 pub mod stretch_proof;
 mod syncs;
+mod translation;
 
 pub use provenance::{NotSyncs, Provenance};
-pub use source_offsets::{GroupInputs, Input, RowInput};
 pub use syncs::index_from_batches;
+pub use translation::{GroupInputs, Input, PreciseTranslation, RowInput};
 
 use crate::client::{ClientError, Deadline, KafkaClient, ReadOptions};
 use crate::mm2::ReplicationPolicy;
 use crate::mm2::sync_index::{
-    Interpolation, PartitionIndex, PreciseOffset, Rule, SyncIndex, TopicSyncs, checkpoint_answer,
+    Interpolation, PartitionIndex, PreciseOffset, SyncIndex, TopicSyncs, checkpoint_answer,
 };
 use crate::translate::{
-    MirrorClient, OffsetRef, RangeOutcome, ReadReport, TranslateError, TranslateRequest,
-    Translation, plan_ranges, read_ranges, read_report, topic_bounds,
+    MirrorClient, RangeOutcome, ReadReport, TranslateError, TranslateRequest, Translation,
+    plan_ranges, read_ranges, read_report, topic_bounds,
 };
 use syncs::{SyncRun, SyncSpec, build_index};
 
 /// Where the offset-syncs topic is and how to trust it.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct SyncsSource {
     /// A client for the cluster that holds the topic: the source cluster by default, the target
     /// with `offset-syncs.topic.location=target`.
@@ -46,69 +48,17 @@ impl SyncsSource {
     /// cluster) — or, with `offset-syncs.topic.location=target`, pass the source alias and a
     /// client for the target. Interpolation off.
     pub fn new(client: KafkaClient, policy: &ReplicationPolicy, alias: &str) -> Self {
+        SyncsSource::for_topic(client, policy.offset_syncs_topic(alias))
+    }
+
+    /// The offset-syncs topic `topic` on the cluster `client` reaches (a topic named by the
+    /// user rather than derived from the replication policy). Interpolation off.
+    pub fn for_topic(client: KafkaClient, topic: impl Into<String>) -> Self {
         SyncsSource {
             client,
-            topic: policy.offset_syncs_topic(alias),
+            topic: topic.into(),
             interpolation: Interpolation::Disabled,
         }
-    }
-}
-
-/// A translation with each offset re-translated from the sync history.
-#[derive(Clone, Debug)]
-pub struct PreciseTranslation {
-    /// MM2's translation, as [`MirrorClient::translate`] returns it.
-    pub translation: Translation,
-    /// One entry per offset of `translation`, in its iteration order.
-    pub precise: Vec<PreciseOffset>,
-    /// What each offset was translated from, in the same order: the checkpoint's upstream
-    /// offset, or (with [`MirrorClient::translate_from_source_offsets`]) the source's.
-    pub inputs: Vec<RowInput>,
-    /// Per group, which inputs were used; empty unless translated from the source's offsets.
-    pub source_groups: BTreeMap<String, GroupInputs>,
-    /// What the read of the offset-syncs topic did.
-    pub syncs_report: ReadReport,
-    /// Partitions with sync history.
-    pub synced_partitions: usize,
-    /// How MM2's checkpoints compared with the sync history (see [`Provenance`]): rows the
-    /// history does not reproduce keep MM2's offset.
-    pub provenance: Provenance,
-}
-
-impl PreciseTranslation {
-    /// Every offset with its precise translation, in [`Translation::iter`]'s order.
-    pub fn iter(&self) -> impl Iterator<Item = (OffsetRef<'_>, PreciseOffset)> + '_ {
-        self.translation.iter().zip(self.precise.iter().copied())
-    }
-
-    /// The offsets to use as a [`Translation`]: each row's `offset` is the precise one and its
-    /// `upstream_offset` the input translated; names, metadata and checkpoint positions are
-    /// the checkpoint's. What `apply --precise` plans and `-o csv` / `reset-csv` print.
-    pub fn to_translation(&self) -> Translation {
-        self.translation.clone().with_offsets(
-            self.precise
-                .iter()
-                .zip(&self.inputs)
-                .map(|(p, input)| (input.upstream_offset, p.offset)),
-        )
-    }
-
-    /// Records no longer re-read, per group (summed over its partitions).
-    pub fn rereads_saved_by_group(&self) -> BTreeMap<&str, i64> {
-        let mut saved = BTreeMap::new();
-        for (offset, precise) in self.iter() {
-            *saved.entry(offset.group).or_insert(0) += precise.rereads_saved();
-        }
-        saved
-    }
-
-    /// How often each rule was used.
-    pub fn rule_counts(&self) -> BTreeMap<Rule, u64> {
-        let mut counts = BTreeMap::new();
-        for precise in &self.precise {
-            *counts.entry(precise.rule).or_insert(0) += 1;
-        }
-        counts
     }
 }
 

@@ -11,64 +11,14 @@
 
 use std::collections::BTreeMap;
 
-use serde::Serialize;
-
-use super::{PreciseTranslation, UpstreamTopics};
+use super::UpstreamTopics;
+use super::translation::{GroupInputs, Input, PreciseTranslation, RowInput};
 use crate::client::{
     ClientError, CommittedOffset, Deadline, GroupCoordinator, GroupOffsets, KafkaClient,
 };
 use crate::mm2::ReplicationPolicy;
 use crate::mm2::sync_index::{PreciseOffset, Rule, SyncIndex, TopicSyncs};
 use crate::translate::{MirrorClient, OffsetRef, TranslateError, TranslateRequest};
-
-/// Which upstream offset a row was translated from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Input {
-    /// The upstream offset of MM2's last checkpoint of the group.
-    Checkpoint,
-    /// The group's offset committed on the source cluster, read during the translation.
-    SourceOffset,
-}
-
-impl Input {
-    /// The name used in reports: `checkpoint` or `source-offset`.
-    pub fn name(self) -> &'static str {
-        match self {
-            Input::Checkpoint => "checkpoint",
-            Input::SourceOffset => "source-offset",
-        }
-    }
-}
-
-/// What one row was translated from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-pub struct RowInput {
-    /// Checkpoint or source offset.
-    pub input: Input,
-    /// The upstream offset translated: the checkpoint's, or the source's committed offset.
-    pub upstream_offset: i64,
-}
-
-/// Per group: how many of its rows used which input, and why the source could not help.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
-pub struct GroupInputs {
-    /// Rows translated from the source's committed offset.
-    pub source_offset: usize,
-    /// Rows translated from the checkpoint: the source had no usable offset for the partition
-    /// (none committed, a pending transactional commit, a partition error), or the group moved
-    /// back on the source to where no sync proves a position.
-    pub checkpoint: usize,
-    /// Of `checkpoint`: rows where the group moved back on the source (below the checkpoint's
-    /// upstream offset) to where no sync survives. They keep the checkpoint's offset, which may
-    /// be past the group's current position on the source: check these groups by hand.
-    pub moved_back_without_sync: usize,
-    /// Partitions the group has committed on the source that have no checkpoint (not mirrored,
-    /// or not yet checkpointed): not translated.
-    pub source_only: usize,
-    /// Why the group's offsets could not be read on the source, if they could not.
-    pub error: Option<String>,
-}
 
 impl MirrorClient {
     /// [`translate_precise`](MirrorClient::translate_precise), but each checkpointed

@@ -19,6 +19,7 @@ use super::{Batch, ControlRecord, ControlRecordType, RecordsError, Scratch};
 
 /// What to do with a batch.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Verdict {
     /// Read its records.
     Deliver,

@@ -13,7 +13,7 @@
 
 use std::fmt;
 
-use super::header::{ATTRIBUTES_OFFSET, MAGIC_OFFSET};
+use super::layout::{ATTRIBUTES_OFFSET, MAGIC_OFFSET};
 use super::{
     BatchHeader, Compression, HEADER_LEN, LOG_OVERHEAD, MAGIC_V2, MIN_BATCH_LENGTH, Records,
     RecordsError, Scratch,
@@ -249,6 +249,7 @@ fn frame(rest: &[u8]) -> Result<Option<usize>, RecordsError> {
 /// Where the whole batches at the front of a fetched records section end, found by
 /// [`Batches`]' framing rule without decoding or checking them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct WholeBatches {
     /// The bytes to hand to the reader: the whole batches, and, when one is
     /// [`malformed`](Self::malformed), everything from it on, so that [`Batches`] reports it.

@@ -27,7 +27,7 @@
 
 use std::io::Write;
 
-use super::header::{ATTRIBUTES_OFFSET, CRC_OFFSET};
+use super::layout::{ATTRIBUTES_OFFSET, CRC_OFFSET};
 use super::{Compression, ControlRecordType, MIN_BATCH_LENGTH};
 
 pub use super::varint::{write_varint, write_varlong};
@@ -37,6 +37,7 @@ pub const FIXTURE_TIMESTAMP: i64 = 1_700_000_000_000;
 
 /// How to frame snappy output.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum SnappyFraming {
     /// One raw snappy block (some non-Java producers).
     Raw,
@@ -46,6 +47,7 @@ pub enum SnappyFraming {
 
 /// One record to encode.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct RecordSpec {
     /// Offset relative to the batch's base offset.
     pub offset_delta: i32,
@@ -97,6 +99,7 @@ impl RecordSpec {
 
 /// Builds one RecordBatch v2. Fields left `None` are derived from the records.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct BatchBuilder {
     /// `baseOffset`.
     pub base_offset: i64,

@@ -64,6 +64,7 @@ impl ControlRecordType {
 
 /// A parsed control record key.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ControlRecord {
     /// Key schema version as written (0 today).
     pub version: i16,
@@ -75,9 +76,14 @@ impl ControlRecord {
     /// Parses the key of `record`, a record of a control batch.
     ///
     /// ```
-    /// use mm2_offsets::records::{ControlRecord, ControlRecordType, Record};
+    /// use mm2_offsets::records::builder::BatchBuilder;
+    /// use mm2_offsets::records::{Batches, ControlRecord, ControlRecordType, Scratch};
     ///
-    /// let record = Record { offset: 7, timestamp: 0, key: Some(&[0, 0, 0, 1]), value: None };
+    /// // A commit marker: a control batch whose one record's key is version 0, type 1.
+    /// let bytes = BatchBuilder::new(7).transactional(42, 0).control().record(Some(&[0, 0, 0, 1]), None).build();
+    /// let mut scratch = Scratch::new();
+    /// let batch = Batches::new(&bytes).next().unwrap().unwrap();
+    /// let record = batch.records(&mut scratch).unwrap().next().unwrap().unwrap();
     /// assert_eq!(ControlRecord::parse(&record).unwrap().kind, ControlRecordType::Commit);
     /// ```
     pub fn parse(record: &Record<'_>) -> Result<ControlRecord, RecordsError> {

@@ -3,7 +3,7 @@
 
 use std::fmt;
 
-use super::Compression;
+use super::compression::Compression;
 
 /// Why a records section, a batch or a record could not be read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -36,7 +36,7 @@ pub enum RecordsError {
     #[error(
         "record batch at offset {base_offset} declares a length of {length} bytes, smaller than \
          the {min}-byte v2 header; the fetch response is corrupt",
-        min = super::MIN_BATCH_LENGTH
+        min = super::layout::MIN_BATCH_LENGTH
     )]
     LengthTooSmall {
         /// Offset in the batch's first field.

@@ -23,90 +23,15 @@
 //! - KIP-98 (transactions: producer id, transactional and control flags)
 //! - Kafka `DefaultRecordBatch` (field offsets and attribute masks)
 
-use std::fmt;
-
 use super::RecordsError;
-
-/// Bytes before `partitionLeaderEpoch`: `baseOffset` and `batchLength` (Java's `LOG_OVERHEAD`).
-pub const LOG_OVERHEAD: usize = 12;
-/// Size of the whole v2 batch header; records start here (Java's `RECORD_BATCH_OVERHEAD`).
-pub const HEADER_LEN: usize = 61;
-/// The smallest valid `batchLength`: a header with no records.
-pub const MIN_BATCH_LENGTH: i32 = (HEADER_LEN - LOG_OVERHEAD) as i32;
-/// The only message format this crate reads.
-pub const MAGIC_V2: i8 = 2;
-
-pub(crate) const MAGIC_OFFSET: usize = 16;
-pub(crate) const CRC_OFFSET: usize = 17;
-/// The CRC covers everything from the attributes to the end of the batch.
-pub(crate) const ATTRIBUTES_OFFSET: usize = 21;
+use super::compression::Compression;
+use super::layout::{ATTRIBUTES_OFFSET, CRC_OFFSET, HEADER_LEN, LOG_OVERHEAD, MAGIC_OFFSET};
 
 const COMPRESSION_MASK: i16 = 0x07;
 const TIMESTAMP_TYPE_MASK: i16 = 0x08;
 const TRANSACTIONAL_MASK: i16 = 0x10;
 const CONTROL_MASK: i16 = 0x20;
 const DELETE_HORIZON_MASK: i16 = 0x40;
-
-/// The codec a batch's records section is compressed with (attribute bits 0-2).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Compression {
-    /// Not compressed.
-    None,
-    /// gzip (RFC 1952), as Java's `GZIPOutputStream` writes it.
-    Gzip,
-    /// Snappy, in xerial framing (Java client) or as one raw block.
-    Snappy,
-    /// LZ4 frame format.
-    Lz4,
-    /// Zstandard (KIP-110).
-    Zstd,
-}
-
-impl Compression {
-    /// The codec for an attribute id (0-4), or `None` for ids Kafka does not define.
-    pub fn from_id(id: u8) -> Option<Compression> {
-        Some(match id {
-            0 => Compression::None,
-            1 => Compression::Gzip,
-            2 => Compression::Snappy,
-            3 => Compression::Lz4,
-            4 => Compression::Zstd,
-            _ => return None,
-        })
-    }
-
-    /// The attribute id Kafka uses for this codec.
-    pub fn id(self) -> u8 {
-        match self {
-            Compression::None => 0,
-            Compression::Gzip => 1,
-            Compression::Snappy => 2,
-            Compression::Lz4 => 3,
-            Compression::Zstd => 4,
-        }
-    }
-
-    /// Every codec, in id order.
-    pub const ALL: [Compression; 5] = [
-        Compression::None,
-        Compression::Gzip,
-        Compression::Snappy,
-        Compression::Lz4,
-        Compression::Zstd,
-    ];
-}
-
-impl fmt::Display for Compression {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Compression::None => "none",
-            Compression::Gzip => "gzip",
-            Compression::Snappy => "snappy",
-            Compression::Lz4 => "lz4",
-            Compression::Zstd => "zstd",
-        })
-    }
-}
 
 /// Which clock the batch's timestamps come from (attribute bit 3).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -119,6 +44,7 @@ pub enum TimestampType {
 
 /// The decoded fixed header of a RecordBatch v2. Plain data: reading it checks nothing.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct BatchHeader {
     /// Offset of the first record (or of the first offset the batch once held, after compaction).
     pub base_offset: i64,

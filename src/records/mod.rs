@@ -52,10 +52,12 @@
 mod aborted;
 mod batches;
 pub mod builder;
+mod compression;
 mod control;
 mod decompress;
 mod error;
 mod header;
+mod layout;
 mod record;
 mod varint;
 
@@ -64,10 +66,10 @@ mod tests;
 
 pub use aborted::{AbortedFilter, Verdict};
 pub use batches::{Batch, Batches, WholeBatches, whole_batches};
+pub use compression::Compression;
 pub use control::{ControlRecord, ControlRecordType};
 pub use decompress::{DEFAULT_DECOMPRESSED_LIMIT, Scratch};
 pub use error::{DecompressError, RecordProblem, RecordsError};
-pub use header::{
-    BatchHeader, Compression, HEADER_LEN, LOG_OVERHEAD, MAGIC_V2, MIN_BATCH_LENGTH, TimestampType,
-};
+pub use header::{BatchHeader, TimestampType};
+pub use layout::{HEADER_LEN, LOG_OVERHEAD, MAGIC_V2, MIN_BATCH_LENGTH};
 pub use record::{Record, Records};

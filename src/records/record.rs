@@ -26,6 +26,7 @@ use super::{BatchHeader, RecordProblem, RecordsError, TimestampType};
 /// One record, borrowed from the batch (or from the [`Scratch`](super::Scratch) it was
 /// decompressed into).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Record<'a> {
     /// Absolute offset: `base_offset + offsetDelta`.
     pub offset: i64,

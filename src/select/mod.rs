@@ -36,6 +36,7 @@ pub struct GroupSelector {
 /// Java does.
 #[derive(Debug, thiserror::Error)]
 #[error("group pattern {pattern:?}: {refusal}")]
+#[non_exhaustive]
 pub struct InvalidGroupPattern {
     /// The pattern as given.
     pub pattern: String,

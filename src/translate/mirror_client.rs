@@ -20,6 +20,7 @@ use crate::select::GroupSelector;
 
 /// A translated offset as Java's `OffsetAndMetadata` (without a leader epoch, as MM2 writes none).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct OffsetAndMetadata {
     /// The offset to commit on the target cluster.
     pub offset: i64,
@@ -67,7 +68,8 @@ impl MirrorClient {
         MirrorClient { client, policy }
     }
 
-    /// Connects to the target cluster.
+    /// Connects to the target cluster, as [`KafkaClient::connect`]: bounded by
+    /// `config.request_timeout`, not by any translation's timeout.
     pub async fn connect(
         config: ClientConfig,
         policy: ReplicationPolicy,

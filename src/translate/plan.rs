@@ -8,6 +8,7 @@ pub const MIN_SPLIT_OFFSETS: i64 = 200_000;
 
 /// One worker's share of a partition: batches whose base offset lies in `[start, end)`.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct ReadRange {
     /// The source alias whose checkpoints these are.
     pub source: String,
@@ -26,6 +27,7 @@ pub struct ReadRange {
 
 /// A partition to read: its snapshotted bounds.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct PartitionBounds {
     /// The source alias.
     pub source: String,

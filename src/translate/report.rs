@@ -5,49 +5,44 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-/// Why a checkpoint record was not used, or was used with a caveat.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum SkipReason {
-    /// The record has no key.
-    NullKey,
-    /// The key is not a valid checkpoint key.
-    UndecodableKey,
-    /// The value is not a valid checkpoint value (selected groups only: values of other groups
-    /// are never decoded).
-    UndecodableValue,
-    /// The downstream offset is negative; Java throws here, we skip the record.
-    NegativeDownstreamOffset,
-    /// A tombstone (null value): it deletes the key's earlier checkpoint. Counted, not an error.
-    Tombstone,
-    /// The value's version is not 0; decoded as version 0 anyway, as Java does. Counted only.
-    NonZeroVersion,
-}
+pub use crate::mm2::fold::SkipReason;
 
 /// Up to this many example positions are kept per reason.
 pub const EXAMPLES_PER_REASON: usize = 5;
 
-/// Count of one reason, with the first positions (checkpoint partition, offset) it was seen at.
+/// Count of one reason, with the lowest positions (checkpoint partition, offset) it was seen at,
+/// sorted: the same whatever order the partitions were read in.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct SkipCount {
     /// How many records.
     pub count: u64,
-    /// The first few (partition, offset) positions, in the order seen.
+    /// The lowest few (partition, offset) positions, sorted.
     pub first: Vec<(i32, i64)>,
 }
 
 /// Skip counts by reason.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct SkipCounts(pub BTreeMap<SkipReason, SkipCount>);
 
 impl SkipCounts {
-    /// Counts one record.
+    /// Counts one record. The examples kept are the lowest positions, so that readers of
+    /// several partitions at once (the live map's tails, a translation's ranges) keep the same
+    /// ones whatever order the records came in.
     pub fn add(&mut self, reason: SkipReason, partition: i32, offset: i64) {
         let entry = self.0.entry(reason).or_default();
         entry.count += 1;
+        let at = (partition, offset);
         if entry.first.len() < EXAMPLES_PER_REASON {
-            entry.first.push((partition, offset));
+            entry.first.push(at);
+        } else if entry.first.last().is_some_and(|last| at < *last) {
+            entry.first.pop();
+            entry.first.push(at);
+        } else {
+            return;
         }
+        entry.first.sort_unstable();
     }
 
     /// Folds another set of counts in (examples kept in position order).
@@ -69,6 +64,7 @@ impl SkipCounts {
 
 /// How far the read of one checkpoints-topic partition got.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct PartitionProgress {
     /// The checkpoints topic.
     pub topic: String,
@@ -92,6 +88,7 @@ impl PartitionProgress {
 
 /// Everything a read did.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct ReadReport {
     /// True only when every partition was read to its end. A partial result is never marked
     /// complete.

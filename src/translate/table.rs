@@ -10,57 +10,11 @@
 
 use std::borrow::Cow;
 
-use serde::Serialize;
-
 use rustc_hash::FxHashMap;
 
-use super::TranslatedOffset;
+use super::offset::OffsetRef;
 use super::translator::{Folded, Latest, Part, PartKey, WIDE_OFFSET};
 use crate::mm2::utf8;
-
-/// One translated offset, borrowed from a [`Translation`](super::Translation). Serializes with
-/// the same fields as [`TranslatedOffset`], its owned form.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-pub struct OffsetRef<'a> {
-    /// The source cluster alias the checkpoint came from.
-    pub source: &'a str,
-    /// The consumer group.
-    pub group: &'a str,
-    /// The topic on the target cluster (already renamed by the replication policy).
-    pub topic: &'a str,
-    /// The partition.
-    pub partition: i32,
-    /// The translated (downstream) offset to commit on the target.
-    pub offset: i64,
-    /// The group's commit metadata on the source.
-    pub metadata: &'a str,
-    /// The group's committed offset on the source.
-    pub upstream_offset: i64,
-    /// The checkpoint record's timestamp (ms since the epoch).
-    pub checkpoint_timestamp: i64,
-    /// The checkpoint record's partition in the checkpoints topic.
-    pub checkpoint_partition: i32,
-    /// The checkpoint record's offset in the checkpoints topic.
-    pub checkpoint_offset: i64,
-}
-
-impl OffsetRef<'_> {
-    /// An owned copy.
-    pub fn to_owned_offset(&self) -> TranslatedOffset {
-        TranslatedOffset {
-            source: self.source.to_string(),
-            group: self.group.to_string(),
-            topic: self.topic.to_string(),
-            partition: self.partition,
-            offset: self.offset,
-            metadata: self.metadata.to_string(),
-            upstream_offset: self.upstream_offset,
-            checkpoint_timestamp: self.checkpoint_timestamp,
-            checkpoint_partition: self.checkpoint_partition,
-            checkpoint_offset: self.checkpoint_offset,
-        }
-    }
-}
 
 /// One part of the table: one accumulator's latest checkpoints, keys renumbered to the
 /// table's name ranks and sorted, so that the parts of a source merge in order.

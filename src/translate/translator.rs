@@ -1,5 +1,6 @@
 //! The translator: folds checkpoint records into the latest checkpoint per
-//! (group, topic, partition), deciding each distinct group once and decoding the value only for
+//! (group, topic, partition) by the rule of [`crate::mm2::fold`] (the live map of `watch`
+//! applies the same one), deciding each distinct group once and decoding the value only for
 //! selected groups.
 //!
 //! One [`Accumulator`] serves one offset range of one checkpoints-topic partition, so workers
@@ -11,8 +12,8 @@ use std::hash::Hasher;
 use hashbrown::HashTable;
 use rustc_hash::FxHashMap;
 
-use super::report::{SkipCounts, SkipReason};
-use crate::mm2::checkpoint;
+use super::report::SkipCounts;
+use crate::mm2::fold::{self, Fold};
 use crate::select::GroupSelector;
 
 /// Distinct byte strings numbered in order of first sight. Looking up a borrowed slice does not
@@ -325,8 +326,10 @@ impl<'a> Accumulator<'a> {
         (id, self.selected[id as usize])
     }
 
-    /// Folds in one record of checkpoints partition `partition` at `offset`. Every record of
-    /// an accumulator comes from one partition (a reader of several keeps one accumulator each).
+    /// Folds in one record of checkpoints partition `partition` at `offset`, by the one rule
+    /// of [`fold::classify`]. Every record of an accumulator comes from one partition (a reader
+    /// of several keeps one accumulator each).
+    #[inline]
     pub(crate) fn add(
         &mut self,
         partition: i32,
@@ -341,53 +344,35 @@ impl<'a> Accumulator<'a> {
             self.part.checkpoint_partition = partition;
             self.part.base = offset;
         }
-        let Some(key) = key else {
-            self.skipped.add(SkipReason::NullKey, partition, offset);
-            return;
-        };
-        let Ok(key) = checkpoint::decode_key(key) else {
-            self.skipped
-                .add(SkipReason::UndecodableKey, partition, offset);
-            return;
-        };
-        let (group, selected) = self.group_id(key.group);
-        let Some(value) = value else {
-            self.skipped.add(SkipReason::Tombstone, partition, offset);
-            if selected {
-                let (topic, _) = self.topics.get_or_insert(key.topic);
-                let index = self.entry(group, topic, key.partition);
-                self.set_position(index, timestamp, offset);
-                let entry = &mut self.part.entries[index];
-                entry.set_flag(LIVE, false);
-                if entry.has_metadata() {
-                    entry.set_flag(HAS_METADATA, false);
-                    let key = entry.key();
-                    self.part.metadata.remove(&key);
-                }
-            }
-            return;
-        };
-        if !selected {
-            return;
+        let mut group = 0;
+        let fold = fold::classify(key, value, |name| {
+            let (id, selected) = self.group_id(name);
+            group = id;
+            selected
+        });
+        if let Some(reason) = fold.counted() {
+            self.skipped.add(reason, partition, offset);
         }
-        let Ok(value) = checkpoint::decode_value(value) else {
-            self.skipped
-                .add(SkipReason::UndecodableValue, partition, offset);
-            return;
+        let (key, value) = match fold {
+            Fold::Set(key, value) => (key, Some(value)),
+            Fold::Delete(key) => (key, None),
+            Fold::Skip(_) | Fold::Unselected => return,
         };
-        if value.version != 0 {
-            self.skipped
-                .add(SkipReason::NonZeroVersion, partition, offset);
-        }
-        if value.downstream_offset < 0 {
-            self.skipped
-                .add(SkipReason::NegativeDownstreamOffset, partition, offset);
-            return;
-        }
         let (topic, _) = self.topics.get_or_insert(key.topic);
         let index = self.entry(group, topic, key.partition);
         self.set_position(index, timestamp, offset);
         let entry = &mut self.part.entries[index];
+        let Some(value) = value else {
+            // A tombstone: kept as a dead entry, so that a later range's tombstone deletes an
+            // earlier range's checkpoint when ranges are combined.
+            entry.set_flag(LIVE, false);
+            if entry.has_metadata() {
+                entry.set_flag(HAS_METADATA, false);
+                let key = entry.key();
+                self.part.metadata.remove(&key);
+            }
+            return;
+        };
         entry.upstream_offset = value.upstream_offset;
         entry.downstream_offset = value.downstream_offset;
         entry.set_flag(LIVE, true);
@@ -480,6 +465,8 @@ impl<'a> Accumulator<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::mm2::checkpoint;
+    use crate::mm2::fold::SkipReason;
     use crate::translate::table::OffsetTable;
 
     fn key(group: &str, topic: &str, partition: i32) -> Vec<u8> {

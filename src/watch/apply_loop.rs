@@ -18,6 +18,7 @@ use crate::translate::Translation;
 
 /// How the periodic apply runs.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct ApplyLoopOptions {
     /// From the start of one run to the start of the next. Runs never overlap: one that takes
     /// longer delays the next.
@@ -47,6 +48,7 @@ impl ApplyLoopOptions {
 
 /// Why a group was not written in a run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[non_exhaustive]
 pub enum SkipReason {
     /// The map is not ready: its first full read is not done, or the tail cannot reach the
     /// brokers (a target restart, a lost leader). Every group of the run is skipped.
@@ -88,6 +90,7 @@ impl SkipReason {
 
 /// One group that a run skipped, or that failed.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct GroupNote {
     /// The group id (from the cluster: untrusted on a terminal).
     pub group: String,
@@ -99,6 +102,7 @@ pub struct GroupNote {
 
 /// What one run did.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct TickReport {
     /// When the run started.
     pub started_at: SystemTime,
@@ -260,6 +264,7 @@ impl fmt::Display for TickReport {
 
 /// Counters over every run since the loop was made.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ApplyTotals {
     /// Runs finished.
     pub runs: u64,
@@ -406,12 +411,8 @@ impl ApplyLoop {
     /// Runs every [`interval`](ApplyLoopOptions::interval), first one interval from now,
     /// calling `on_tick` after each run, until `stop` resolves. A run in progress when `stop`
     /// resolves is finished first (it is bounded by the plan and commit budgets), so that its
-    /// report says what it wrote. No error ends the loop.
-    ///
-    /// Like [`apply::plan`] and [`apply::execute`], whose concurrent group streams rustc cannot
-    /// prove `Send` (a limitation of its higher-ranked lifetime checks), the future is not
-    /// `Send`: run it beside other work in one task (`tokio::join!`, `select!`, a `LocalSet`)
-    /// rather than with `tokio::spawn`.
+    /// report says what it wrote. No error ends the loop. The future is `Send` when `stop` and
+    /// `on_tick` are: it can run in a task of its own (`tokio::spawn`).
     pub async fn run(
         &self,
         watcher: &Watcher,

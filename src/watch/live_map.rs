@@ -10,8 +10,9 @@
 use rustc_hash::FxHashMap;
 
 use crate::mm2::checkpoint;
+use crate::mm2::fold::{self, Fold};
 use crate::select::GroupSelector;
-use crate::translate::{Entry, Folded, Key, NO_METADATA, SkipCounts, SkipReason};
+use crate::translate::{Entry, Folded, Key, NO_METADATA, SkipCounts};
 
 /// Names (group ids or topics) interned to small ids, with a count of the keys using each, so
 /// that a name no key uses any more is dropped and its id reused.
@@ -148,7 +149,8 @@ impl LiveMap {
         selected
     }
 
-    /// Applies one record of checkpoints partition `partition` at `offset`, in log order.
+    /// Applies one record of checkpoints partition `partition` at `offset`, in log order, by
+    /// the one rule of [`fold::classify`] (the translator's too).
     pub(crate) fn apply(
         &mut self,
         partition: i32,
@@ -157,37 +159,19 @@ impl LiveMap {
         key: Option<&[u8]>,
         value: Option<&[u8]>,
     ) -> Applied {
-        let Some(key) = key else {
-            self.skipped.add(SkipReason::NullKey, partition, offset);
-            return Applied::Skipped;
-        };
-        let Ok(key) = checkpoint::decode_key(key) else {
-            self.skipped
-                .add(SkipReason::UndecodableKey, partition, offset);
-            return Applied::Skipped;
-        };
-        if !self.selected(key.group) {
-            return Applied::Unselected;
+        let fold = fold::classify(key, value, |group| self.selected(group));
+        if let Some(reason) = fold.counted() {
+            self.skipped.add(reason, partition, offset);
         }
-        let Some(value) = value else {
-            self.skipped.add(SkipReason::Tombstone, partition, offset);
-            self.remove(key.group, key.topic, key.partition);
-            return Applied::Removed;
+        let (key, value) = match fold {
+            Fold::Set(key, value) => (key, value),
+            Fold::Delete(key) => {
+                self.remove(key.group, key.topic, key.partition);
+                return Applied::Removed;
+            }
+            Fold::Skip(_) => return Applied::Skipped,
+            Fold::Unselected => return Applied::Unselected,
         };
-        let Ok(value) = checkpoint::decode_value(value) else {
-            self.skipped
-                .add(SkipReason::UndecodableValue, partition, offset);
-            return Applied::Skipped;
-        };
-        if value.version != 0 {
-            self.skipped
-                .add(SkipReason::NonZeroVersion, partition, offset);
-        }
-        if value.downstream_offset < 0 {
-            self.skipped
-                .add(SkipReason::NegativeDownstreamOffset, partition, offset);
-            return Applied::Skipped;
-        }
         self.newest_checkpoint_ms = Some(
             self.newest_checkpoint_ms
                 .map_or(timestamp, |t| t.max(timestamp)),
@@ -302,6 +286,7 @@ fn update(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::mm2::fold::SkipReason;
     use crate::translate::OffsetTable;
 
     fn key(group: &str, topic: &str, partition: i32) -> Vec<u8> {
@@ -414,5 +399,60 @@ mod tests {
             map.oldest_checkpoint_per_group(),
             vec![("keep".to_string(), 1)]
         );
+    }
+
+    /// The one rule, applied twice: the same records give the translator's report and the live
+    /// map the same counts and first positions, for every reason and for unselected groups.
+    #[test]
+    fn the_translator_and_the_live_map_count_the_same_records_alike() {
+        use crate::records::builder::BatchBuilder;
+        use crate::translate::BatchTranslator;
+
+        let keep = key("keep", "t", 0);
+        let other = key("other", "t", 0);
+        type Record = (Option<Vec<u8>>, Option<Vec<u8>>);
+        let records: Vec<Record> = vec![
+            (Some(keep.clone()), Some(value(1, ""))),
+            (None, Some(value(1, ""))),
+            (Some(b"\x00\x09ab".to_vec()), Some(value(1, ""))),
+            (Some(keep.clone()), Some(b"\x00".to_vec())),
+            (Some(other.clone()), Some(b"\x00".to_vec())),
+            (Some(keep.clone()), None),
+            (Some(other.clone()), None),
+            (Some(keep.clone()), Some(value(-2, ""))),
+            (Some(other.clone()), Some(value(-2, ""))),
+            (
+                Some(keep.clone()),
+                Some(
+                    checkpoint::encode_value(&checkpoint::CheckpointValue {
+                        version: 2,
+                        upstream_offset: 9,
+                        downstream_offset: 8,
+                        metadata: b"",
+                    })
+                    .unwrap(),
+                ),
+            ),
+        ];
+        let mut batch = BatchBuilder::new(100);
+        for (k, v) in &records {
+            batch = batch.record(k.as_deref(), v.as_deref());
+        }
+        let selector = GroupSelector::ids(["keep"]);
+        let mut translator = BatchTranslator::new(&selector);
+        translator.add_batches(3, &batch.build()).unwrap();
+        let translated = translator.finish("s").report.skipped;
+
+        let mut map = LiveMap::new(selector.clone());
+        for (offset, (k, v)) in records.iter().enumerate() {
+            map.apply(3, 100 + offset as i64, 0, k.as_deref(), v.as_deref());
+        }
+        assert_eq!(map.skipped, translated);
+        // One of each reason, from the selected group or a key that names none; nothing of
+        // the unselected group's garbage, tombstone or negative offset.
+        for reason in SkipReason::ALL {
+            assert_eq!(translated.count(reason), 1, "{reason:?}");
+        }
+        assert_eq!(translated.0[&SkipReason::Tombstone].first, [(3, 105)]);
     }
 }

@@ -47,133 +47,60 @@
 
 mod apply_loop;
 mod live_map;
+mod options;
 mod snapshot;
+mod state;
 mod tail;
+#[cfg(test)]
+mod tests;
 
 pub use apply_loop::{ApplyLoop, ApplyLoopOptions, ApplyTotals, GroupNote, SkipReason, TickReport};
+pub use options::WatchOptions;
 pub use snapshot::SharedSnapshot;
+pub use state::{PartitionStatus, SourceStatus, WatchStatus};
 
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 use live_map::LiveMap;
+use state::{PartitionState, Shared, SourceState, State, Stream, from_millis, status_of};
+use tokio::task::JoinSet;
 
-use crate::client::{ClientError, DEFAULT_FETCH_MAX_BYTES, Deadline, IsolationLevel, KafkaClient};
-use crate::select::GroupSelector;
+use crate::client::{ClientError, Deadline, KafkaClient};
 use crate::translate::{MirrorClient, TranslateError, Translation};
 
 /// The most connections per broker the tail opens (one per tailed partition up to this; more
 /// partitions share them, and their idle polls then take turns).
 const MAX_TAIL_CONNECTIONS: usize = 64;
 
-/// How to watch.
-#[derive(Clone, Debug)]
-pub struct WatchOptions {
-    /// Source cluster aliases; each names a checkpoints topic through the replication policy.
-    pub sources: Vec<String>,
-    /// Which groups the map keeps.
-    pub groups: GroupSelector,
-    /// read_uncommitted (Java's choice) or read_committed.
-    pub isolation: IsolationLevel,
-    /// How long the broker may hold a Fetch when there is nothing new: the tail's poll.
-    pub max_wait: Duration,
-    /// Upper bound on one Fetch's bytes per partition.
-    pub max_bytes_per_fetch: i32,
-    /// Budget for the start: metadata of the topics and their log start offsets.
-    pub start_timeout: Duration,
-    /// A partition whose last successful Fetch is older than this is not live (the tail cannot
-    /// reach its leader). Must exceed `max_wait`.
-    pub live_window: Duration,
-}
-
-impl WatchOptions {
-    /// Options for `groups` of one source alias, with defaults: read_uncommitted, 1 s polls,
-    /// 30 s to start, a partition live while it answered in the last 10 s.
-    pub fn new(source: impl Into<String>, groups: GroupSelector) -> Self {
-        WatchOptions {
-            sources: vec![source.into()],
-            groups,
-            isolation: IsolationLevel::ReadUncommitted,
-            max_wait: Duration::from_secs(1),
-            max_bytes_per_fetch: DEFAULT_FETCH_MAX_BYTES,
-            start_timeout: Duration::from_secs(30),
-            live_window: Duration::from_secs(10),
-        }
-    }
-}
-
-/// What a partition's tail reads.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Stream {
-    /// The checkpoints topic of source `sources[i]`.
-    Checkpoints(usize),
-    /// The heartbeats topic (heartbeats of every source).
-    Heartbeats,
-}
-
-/// One tailed partition, as its task last left it.
-#[derive(Clone, Debug)]
-struct PartitionState {
-    stream: Stream,
-    topic: String,
-    partition: i32,
-    start: i64,
-    position: i64,
-    /// The partition's end as the last answer reported it.
-    end: i64,
-    caught_up_at: Option<SystemTime>,
-    last_ok: Option<SystemTime>,
-    /// Set by a failed Fetch, cleared by the next good one.
-    failing: bool,
-    errors: u64,
-}
-
-/// Per source: its map and counters.
-struct SourceState {
-    alias: String,
-    map: LiveMap,
-    records: u64,
-    heartbeat_records: u64,
-    last_heartbeat_ms: Option<i64>,
-}
-
-struct State {
-    sources: Vec<SourceState>,
-    partitions: Vec<PartitionState>,
-    heartbeats_topic: Option<String>,
-    /// Records of the heartbeats topic that name no watched source, or do not decode.
-    other_heartbeat_records: u64,
-    last_error: Option<String>,
-}
-
-struct Shared {
-    state: Mutex<State>,
-    options: WatchOptions,
-    stop: tokio::sync::watch::Sender<bool>,
-    /// The last shared copy of the map ([`Watcher::shared_snapshot`]).
-    snapshots: snapshot::SnapshotCache,
-}
-
-impl Shared {
-    fn lock(&self) -> MutexGuard<'_, State> {
-        // A panicking tail task leaves consistent data (each update is one field at a time and
-        // counted), so a poisoned lock is still usable.
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
-    }
-}
-
 /// A running watch: cheap to clone, every clone sees the same map. [`stop`](Watcher::stop)
-/// ends the tail tasks.
+/// ends the tail tasks and waits for them; dropping the last clone ends them too (their
+/// connections close as they go), so a watcher that is no longer used costs nothing.
 #[derive(Clone)]
 pub struct Watcher {
+    running: Arc<Running>,
+}
+
+/// What the clones of one [`Watcher`] share; dropped with the last clone.
+struct Running {
     shared: Arc<Shared>,
-    tasks: Arc<Mutex<Vec<tokio::task::JoinHandle<()>>>>,
+    /// The tail tasks. Dropping the set aborts them, and with them the tail's client and its
+    /// connections.
+    tasks: Mutex<JoinSet<()>>,
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        // The set's own drop aborts the tasks; telling them first lets one that is between two
+        // awaits end at its next check instead of at its next await.
+        self.shared.stop.send_replace(true);
+    }
 }
 
 impl std::fmt::Debug for Watcher {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Watcher")
-            .field("sources", &self.shared.options.sources)
+            .field("sources", &self.running.shared.options.sources)
             .finish_non_exhaustive()
     }
 }
@@ -297,10 +224,12 @@ impl Watcher {
                 heartbeats_topic,
                 other_heartbeat_records: 0,
                 last_error: None,
+                stopped: false,
             }),
             options,
             stop,
             snapshots: snapshot::SnapshotCache::default(),
+            changed: tokio::sync::watch::Sender::new(()),
         });
         // The tail has a client of its own, with one connection per tailed partition: a broker
         // answers the requests of one connection in order, so a long poll held for `max_wait`
@@ -309,36 +238,39 @@ impl Watcher {
         let mut tail_config = kafka.config().clone();
         tail_config.connections_per_broker = bounds.len().clamp(1, MAX_TAIL_CONNECTIONS);
         let tail_client = KafkaClient::connect(tail_config).await?;
-        let tasks = bounds
-            .into_iter()
-            .enumerate()
-            .map(|(slot, (_, b))| {
-                let tail = tail::Tail::new(
-                    tail_client.clone(),
-                    shared.clone(),
-                    slot,
-                    b.topic,
-                    b.partition,
-                    b.start,
-                );
-                tokio::spawn(tail.run())
-            })
-            .collect();
+        let mut tasks = JoinSet::new();
+        for (slot, (_, b)) in bounds.into_iter().enumerate() {
+            let tail = tail::Tail::new(
+                tail_client.clone(),
+                shared.clone(),
+                slot,
+                b.topic,
+                b.partition,
+                b.start,
+            );
+            tasks.spawn(tail.run());
+        }
         Ok(Watcher {
-            shared,
-            tasks: Arc::new(Mutex::new(tasks)),
+            running: Arc::new(Running {
+                shared,
+                tasks: Mutex::new(tasks),
+            }),
         })
+    }
+
+    fn shared(&self) -> &Shared {
+        &self.running.shared
     }
 
     /// The options the watch runs with.
     pub fn options(&self) -> &WatchOptions {
-        &self.shared.options
+        &self.shared().options
     }
 
     /// Counters, ages and readiness, without copying the map.
     pub fn status(&self) -> WatchStatus {
-        let state = self.shared.lock();
-        status_of(&state, &self.shared.options, SystemTime::now())
+        let state = self.shared().lock();
+        status_of(&state, &self.shared().options, SystemTime::now())
     }
 
     /// A copy of the map with its freshness. The copy is the caller's: the tail goes on while it
@@ -346,10 +278,10 @@ impl Watcher {
     /// answering many requests wants [`shared_snapshot`](Watcher::shared_snapshot).
     pub fn snapshot(&self) -> Snapshot {
         let now = SystemTime::now();
-        let state = self.shared.lock();
-        let copied = snapshot::Copied::take(&state, &self.shared.options, now);
+        let state = self.shared().lock();
+        let copied = snapshot::Copied::take(&state, &self.shared().options, now);
         drop(state);
-        copied.finish(&self.shared.options)
+        copied.finish(&self.shared().options)
     }
 
     /// The map shared by reference: copied once after each change of the map (by one caller,
@@ -368,36 +300,46 @@ impl Watcher {
     /// # }
     /// ```
     pub async fn shared_snapshot(&self) -> SharedSnapshot {
-        snapshot::shared(&self.shared).await
+        snapshot::shared(&self.running.shared).await
     }
 
     /// Waits until the first full read is done and the tail is live, or `timeout` passes.
-    /// Returns whether it is ready.
+    /// Returns whether it is ready. It wakes when a tail task records an answer or a failure,
+    /// the only moments readiness can turn true.
     pub async fn wait_ready(&self, timeout: Duration) -> bool {
         let deadline = tokio::time::Instant::now() + timeout;
+        let mut changed = self.shared().changed.subscribe();
         loop {
-            if self.status().ready {
-                return true;
+            // Marks the current value seen before looking, so a change made while we look
+            // wakes the wait below.
+            changed.borrow_and_update();
+            let status = self.status();
+            if status.ready || status.stopped {
+                return status.ready;
             }
-            if tokio::time::Instant::now() >= deadline {
-                return false;
+            tokio::select! {
+                // The sender lives as long as `self`: this never fails while we wait.
+                _ = changed.changed() => {}
+                _ = tokio::time::sleep_until(deadline) => return self.status().ready,
             }
-            tokio::time::sleep(Duration::from_millis(50)).await;
         }
     }
 
-    /// Stops every tail task and waits for them to end.
+    /// Stops every tail task and waits for them to end. The map stays readable; from now on
+    /// [`status`](Watcher::status) says `stopped` and not ready.
     pub async fn stop(&self) {
-        self.shared.stop.send_replace(true);
-        let tasks = std::mem::take(&mut *self.tasks.lock().unwrap_or_else(|e| e.into_inner()));
-        for task in tasks {
-            let _ = task.await;
-        }
+        self.shared().lock().stopped = true;
+        self.shared().stop.send_replace(true);
+        self.shared().changed.send_replace(());
+        let mut tasks =
+            std::mem::take(&mut *self.running.tasks.lock().unwrap_or_else(|e| e.into_inner()));
+        while tasks.join_next().await.is_some() {}
     }
 }
 
 /// What one group's oldest checkpoint is.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct GroupAge {
     /// The source alias.
     pub source: String,
@@ -409,6 +351,7 @@ pub struct GroupAge {
 
 /// The map at one moment, with how fresh it is.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct Snapshot {
     /// Everything written to the checkpoints topics before this moment is in the map; `None`
     /// until the first full read is done. See the [module docs](self#freshness).
@@ -422,263 +365,4 @@ pub struct Snapshot {
     pub oldest_checkpoint_per_group: Vec<GroupAge>,
     /// Counters and readiness at the same moment.
     pub status: WatchStatus,
-}
-
-/// Counters, ages and readiness of a watch.
-#[derive(Clone, Debug)]
-pub struct WatchStatus {
-    /// Every checkpoints and heartbeats partition has been read to its end at least once.
-    pub first_read_done: bool,
-    /// Every partition answered a Fetch within [`WatchOptions::live_window`] and its last Fetch
-    /// did not fail.
-    pub tail_live: bool,
-    /// `first_read_done && tail_live`.
-    pub ready: bool,
-    /// As [`Snapshot::as_of`].
-    pub as_of: Option<SystemTime>,
-    /// Per source, in the order of [`WatchOptions::sources`].
-    pub sources: Vec<SourceStatus>,
-    /// Per tailed partition.
-    pub partitions: Vec<PartitionStatus>,
-    /// Whether the heartbeats topic exists (and is tailed).
-    pub heartbeats_topic: Option<String>,
-    /// The last read error, if any (for logs and diagnostics).
-    pub last_error: Option<String>,
-}
-
-/// The state of one source.
-#[derive(Clone, Debug)]
-pub struct SourceStatus {
-    /// The source alias.
-    pub source: String,
-    /// The timestamp in the newest heartbeat MirrorMaker 2 wrote for this source's flow into the
-    /// target cluster; `None` if none was read.
-    pub last_heartbeat: Option<SystemTime>,
-    /// The timestamp of the newest checkpoint record read (tombstones excluded).
-    pub newest_checkpoint: Option<SystemTime>,
-    /// Checkpoint records read, and this source's heartbeat records.
-    pub records_read: u64,
-    /// Failed Fetches of its checkpoints partitions and of the heartbeats topic.
-    pub read_errors: u64,
-    /// The newest successful Fetch of any of its partitions.
-    pub last_successful_read: Option<SystemTime>,
-    /// Live keys in its map.
-    pub offsets: usize,
-    /// Groups with live keys.
-    pub groups: usize,
-    /// As [`Snapshot::as_of`], for this source's checkpoints partitions only.
-    pub as_of: Option<SystemTime>,
-}
-
-/// The state of one tailed partition.
-#[derive(Clone, Debug)]
-pub struct PartitionStatus {
-    /// The topic.
-    pub topic: String,
-    /// The partition.
-    pub partition: i32,
-    /// The next offset to read.
-    pub position: i64,
-    /// Its end, as the last answer reported it.
-    pub end: i64,
-    /// When it was last caught up (see the [module docs](self#freshness)).
-    pub caught_up_at: Option<SystemTime>,
-    /// Its last successful Fetch.
-    pub last_ok: Option<SystemTime>,
-    /// Failed Fetches.
-    pub errors: u64,
-}
-
-fn from_millis(ms: i64) -> SystemTime {
-    if ms >= 0 {
-        SystemTime::UNIX_EPOCH + Duration::from_millis(ms as u64)
-    } else {
-        SystemTime::UNIX_EPOCH - Duration::from_millis(ms.unsigned_abs())
-    }
-}
-
-fn oldest(times: impl Iterator<Item = Option<SystemTime>>) -> Option<SystemTime> {
-    let mut oldest: Option<SystemTime> = None;
-    for t in times {
-        let t = t?;
-        oldest = Some(oldest.map_or(t, |o| o.min(t)));
-    }
-    oldest
-}
-
-fn status_of(state: &State, options: &WatchOptions, now: SystemTime) -> WatchStatus {
-    let checkpoint_parts = || {
-        state
-            .partitions
-            .iter()
-            .filter(|p| matches!(p.stream, Stream::Checkpoints(_)))
-    };
-    let first_read_done = state.partitions.iter().all(|p| p.caught_up_at.is_some());
-    let live = |p: &PartitionState| {
-        !p.failing
-            && p.last_ok
-                .is_some_and(|t| now.duration_since(t).unwrap_or_default() <= options.live_window)
-    };
-    let tail_live = state.partitions.iter().all(live);
-    let as_of = if first_read_done {
-        oldest(checkpoint_parts().map(|p| p.caught_up_at))
-    } else {
-        None
-    };
-    let heartbeat_errors: u64 = state
-        .partitions
-        .iter()
-        .filter(|p| p.stream == Stream::Heartbeats)
-        .map(|p| p.errors)
-        .sum();
-    let sources = state
-        .sources
-        .iter()
-        .enumerate()
-        .map(|(index, s)| {
-            let mine = || {
-                state.partitions.iter().filter(move |p| {
-                    p.stream == Stream::Checkpoints(index) || p.stream == Stream::Heartbeats
-                })
-            };
-            let own = || {
-                state
-                    .partitions
-                    .iter()
-                    .filter(move |p| p.stream == Stream::Checkpoints(index))
-            };
-            SourceStatus {
-                source: s.alias.clone(),
-                last_heartbeat: s.last_heartbeat_ms.map(from_millis),
-                newest_checkpoint: s.map.newest_checkpoint_ms.map(from_millis),
-                records_read: s.records + s.heartbeat_records,
-                read_errors: own().map(|p| p.errors).sum::<u64>() + heartbeat_errors,
-                last_successful_read: mine().filter_map(|p| p.last_ok).max(),
-                offsets: s.map.len(),
-                groups: s.map.group_count(),
-                as_of: if own().all(|p| p.caught_up_at.is_some()) {
-                    oldest(own().map(|p| p.caught_up_at))
-                } else {
-                    None
-                },
-            }
-        })
-        .collect();
-    WatchStatus {
-        first_read_done,
-        tail_live,
-        ready: first_read_done && tail_live,
-        as_of,
-        sources,
-        partitions: state
-            .partitions
-            .iter()
-            .map(|p| PartitionStatus {
-                topic: p.topic.clone(),
-                partition: p.partition,
-                position: p.position,
-                end: p.end,
-                caught_up_at: p.caught_up_at,
-                last_ok: p.last_ok,
-                errors: p.errors,
-            })
-            .collect(),
-        heartbeats_topic: state.heartbeats_topic.clone(),
-        last_error: state.last_error.clone(),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn partition(stream: Stream, caught_up: Option<u64>, last_ok: Option<u64>) -> PartitionState {
-        let at = |s: u64| SystemTime::UNIX_EPOCH + Duration::from_secs(s);
-        PartitionState {
-            stream,
-            topic: "t".into(),
-            partition: 0,
-            start: 0,
-            position: 10,
-            end: 10,
-            caught_up_at: caught_up.map(at),
-            last_ok: last_ok.map(at),
-            failing: false,
-            errors: 0,
-        }
-    }
-
-    fn state(partitions: Vec<PartitionState>) -> State {
-        State {
-            sources: vec![SourceState {
-                alias: "primary".into(),
-                map: LiveMap::new(GroupSelector::all()),
-                records: 0,
-                heartbeat_records: 0,
-                last_heartbeat_ms: Some(99_000),
-            }],
-            partitions,
-            heartbeats_topic: Some("heartbeats".into()),
-            other_heartbeat_records: 0,
-            last_error: None,
-        }
-    }
-
-    #[test]
-    fn as_of_is_the_oldest_caught_up_time_and_waits_for_every_partition() {
-        let options = WatchOptions::new("primary", GroupSelector::all());
-        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(100);
-        let mut s = state(vec![
-            partition(Stream::Checkpoints(0), Some(95), Some(99)),
-            partition(Stream::Checkpoints(0), None, Some(99)),
-            partition(Stream::Heartbeats, Some(90), Some(99)),
-        ]);
-        let status = status_of(&s, &options, now);
-        assert!(!status.first_read_done && !status.ready);
-        assert_eq!(
-            status.as_of, None,
-            "no freshness before every partition was read"
-        );
-        s.partitions[1].caught_up_at = Some(SystemTime::UNIX_EPOCH + Duration::from_secs(97));
-        let status = status_of(&s, &options, now);
-        assert!(status.first_read_done && status.tail_live && status.ready);
-        // The oldest checkpoints partition; the heartbeats topic does not date the map.
-        assert_eq!(
-            status.as_of,
-            Some(SystemTime::UNIX_EPOCH + Duration::from_secs(95))
-        );
-        assert_eq!(status.sources[0].as_of, status.as_of);
-        assert_eq!(
-            status.sources[0].last_heartbeat,
-            Some(SystemTime::UNIX_EPOCH + Duration::from_secs(99))
-        );
-    }
-
-    #[test]
-    fn a_failing_or_silent_partition_makes_the_tail_not_live() {
-        let options = WatchOptions::new("primary", GroupSelector::all());
-        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(100);
-        let mut s = state(vec![
-            partition(Stream::Checkpoints(0), Some(95), Some(99)),
-            partition(Stream::Heartbeats, Some(95), Some(99)),
-        ]);
-        assert!(status_of(&s, &options, now).ready);
-        s.partitions[1].failing = true;
-        s.partitions[1].errors = 3;
-        let status = status_of(&s, &options, now);
-        assert!(status.first_read_done && !status.tail_live && !status.ready);
-        assert_eq!(
-            status.sources[0].read_errors, 3,
-            "heartbeat errors count for every source"
-        );
-        // As of stays where the data is: an outage does not move it.
-        assert_eq!(
-            status.as_of,
-            Some(SystemTime::UNIX_EPOCH + Duration::from_secs(95))
-        );
-        s.partitions[1].failing = false;
-        // Last answer 20 s ago with a 10 s window: silent, not live.
-        s.partitions[0].last_ok = Some(SystemTime::UNIX_EPOCH + Duration::from_secs(80));
-        assert!(!status_of(&s, &options, now).tail_live);
-    }
 }

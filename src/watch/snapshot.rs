@@ -244,9 +244,11 @@ mod tests {
                 heartbeats_topic: None,
                 other_heartbeat_records: 0,
                 last_error: None,
+                stopped: false,
             }),
             options,
             stop: tokio::sync::watch::channel(false).0,
+            changed: tokio::sync::watch::Sender::new(()),
             snapshots: SnapshotCache::default(),
         })
     }

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::SystemTime;
 
-use super::{Shared, Stream};
+use super::state::{Shared, State, Stream};
 use crate::client::retry::Retrier;
 use crate::client::{
     Action, ClientError, Deadline, IsolationLevel, KafkaClient, OffsetSpec, ReadOptions,
@@ -168,6 +168,8 @@ impl Tail {
         part.failing = true;
         part.errors += 1;
         state.last_error = Some(problem);
+        drop(state);
+        self.shared.changed.send_replace(());
     }
 
     /// Applies one answer. Returns whether the position moved, or what is wrong with the bytes.
@@ -235,11 +237,13 @@ impl Tail {
             // Everything written before this Fetch was sent is now applied.
             part.caught_up_at = Some(sent);
         }
+        drop(state);
+        shared.changed.send_replace(());
         Ok(progressed)
     }
 }
 
-fn apply_heartbeat(state: &mut super::State, key: Option<&[u8]>, value: Option<&[u8]>) {
+fn apply_heartbeat(state: &mut State, key: Option<&[u8]>, value: Option<&[u8]>) {
     let decoded = key
         .and_then(|k| heartbeat::decode_key(k).ok())
         .zip(value.and_then(|v| heartbeat::decode_value(v).ok()));

@@ -33,6 +33,7 @@ const SOFTWARE_NAME: &str = "mm2-offsets";
 /// The versions of each API one broker supports, from its ApiVersions response.
 ///
 /// ```
+/// # #[cfg(feature = "unstable-wire")] {
 /// use mm2_offsets::wire::kafka_protocol::messages::ApiKey;
 /// use mm2_offsets::wire::ApiVersionTable;
 ///
@@ -43,6 +44,7 @@ const SOFTWARE_NAME: &str = "mm2-offsets";
 /// // None in common: the error names the API and both ranges.
 /// let err = table.negotiate(ApiKey::Fetch, 0..=3, "b1:9092").unwrap_err();
 /// assert!(err.to_string().contains("Fetch versions 4..=17"));
+/// # }
 /// ```
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ApiVersionTable {
@@ -77,6 +79,7 @@ impl ApiVersionTable {
     }
 
     /// Every `(api_key, min..=max)`, by key.
+    #[cfg_attr(not(feature = "unstable-wire"), allow(dead_code))]
     pub fn iter(&self) -> impl Iterator<Item = (i16, RangeInclusive<i16>)> + '_ {
         self.entries
             .iter()
@@ -89,6 +92,7 @@ impl ApiVersionTable {
     }
 
     /// Whether the broker listed no API.
+    #[cfg_attr(not(feature = "unstable-wire"), allow(dead_code))]
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
     }

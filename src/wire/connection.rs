@@ -38,6 +38,7 @@ use crate::config::{ClientConfig, SaslMechanism};
 /// last clone is dropped.
 ///
 /// ```no_run
+/// # #[cfg(feature = "unstable-wire")] {
 /// use mm2_offsets::wire::kafka_protocol::messages::{ApiKey, MetadataRequest};
 /// use mm2_offsets::config::ClientConfig;
 /// use mm2_offsets::wire::BrokerConnection;
@@ -50,6 +51,7 @@ use crate::config::{ClientConfig, SaslMechanism};
 /// // `body` is the response after its header, for a bounds-checked decoder.
 /// # let _ = body;
 /// # Ok(())
+/// # }
 /// # }
 /// ```
 #[derive(Clone)]
@@ -80,6 +82,7 @@ impl BrokerConnection {
     ///
     /// To connect to many brokers, build a [`Connector`] once instead: it loads the TLS
     /// certificates once.
+    #[cfg_attr(not(feature = "unstable-wire"), allow(dead_code))]
     pub async fn connect(
         address: &str,
         config: &ClientConfig,
@@ -129,6 +132,7 @@ impl BrokerConnection {
 /// Opens [`BrokerConnection`]s with one configuration; TLS settings are loaded once, here.
 ///
 /// ```no_run
+/// # #[cfg(feature = "unstable-wire")] {
 /// use mm2_offsets::config::ClientConfig;
 /// use mm2_offsets::wire::Connector;
 ///
@@ -140,6 +144,7 @@ impl BrokerConnection {
 ///     println!("{} lists {} APIs", connection.address(), connection.api_versions().len());
 /// }
 /// # Ok(())
+/// # }
 /// # }
 /// ```
 #[derive(Clone)]

@@ -33,6 +33,7 @@ mod tls_stream;
 #[cfg(test)]
 pub(crate) mod testing;
 
+#[cfg(feature = "unstable-wire")]
 pub use api_versions::ApiVersionTable;
 pub use connection::{BrokerConnection, Connector};
 pub(crate) use error::to_millis;
@@ -42,4 +43,5 @@ pub use error::{WireError, error_name};
 /// program that sends raw requests names them through this path and gets exactly the version
 /// this crate was built with. A kafka-protocol upgrade that changes them is a breaking change of
 /// this crate, and its changelog says so.
+#[cfg(feature = "unstable-wire")]
 pub use kafka_protocol;

@@ -444,7 +444,7 @@ mod tests {
         let _server = server_task.await.unwrap();
     }
 
-    #[tokio::test]
+    #[tokio::test(start_paused = true)]
     async fn timed_out_request_closes_the_connection_and_fails_the_others() {
         let (mux, mut server) = pair(200);
         let server_task = tokio::spawn(async move {
@@ -455,13 +455,18 @@ mod tests {
             server.read(&mut buf).await.unwrap()
         });
         let request = MetadataRequest::default();
-        let started = std::time::Instant::now();
+        let started = tokio::time::Instant::now();
         let (first, second) = tokio::join!(mux.send(&request, 12), async {
             // Queued just after the first; fails with the first's timeout as cause.
             tokio::time::sleep(Duration::from_millis(20)).await;
             mux.send(&request, 12).await
         });
-        assert!(started.elapsed() < Duration::from_secs(2));
+        // On the paused clock: both end at the first one's timeout.
+        let elapsed = started.elapsed();
+        assert!(
+            elapsed >= Duration::from_millis(200) && elapsed <= Duration::from_millis(202),
+            "{elapsed:?}"
+        );
         let first = first.unwrap_err();
         match &first {
             WireError::Timeout {

@@ -461,15 +461,12 @@ fn eprintln_row(text: &str) -> std::io::Result<()> {
 
 /// The client that checks the cluster: the INTERNAL listeners of all three nodes, unproxied.
 fn checker(s: &Suite) -> (KafkaClient, ClientConfig) {
-    let config = ClientConfig {
-        bootstrap_servers: s
-            .c3
-            .var("INTERNAL_BOOTSTRAP")
+    let mut config = s.c3.plaintext();
+    config.bootstrap_servers =
+        s.c3.var("INTERNAL_BOOTSTRAP")
             .split(',')
             .map(str::to_string)
-            .collect(),
-        ..s.c3.plaintext()
-    };
+            .collect();
     let client = s
         .proxy
         .runtime()

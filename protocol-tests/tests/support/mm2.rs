@@ -126,11 +126,10 @@ impl Flow {
 
     /// Client settings for the flow's target cluster.
     pub fn client_config(&self) -> ClientConfig {
-        ClientConfig {
-            request_timeout: Duration::from_secs(20),
-            connection_setup_timeout: Duration::from_secs(10),
-            ..ClientConfig::plaintext([self.target.clone()])
-        }
+        let mut config = ClientConfig::plaintext([self.target.clone()]);
+        config.request_timeout = Duration::from_secs(20);
+        config.connection_setup_timeout = Duration::from_secs(10);
+        config
     }
 
     /// Our `MirrorClient` on the flow's target, with the flow's policy. Fails the test with the

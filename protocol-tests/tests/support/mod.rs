@@ -13,6 +13,7 @@ pub mod mm2;
 pub mod proxy;
 pub mod raw;
 pub mod tls_front;
+pub mod watch_process;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -80,20 +81,17 @@ impl Cluster {
     }
 
     fn base(&self, listener: &str, protocol: SecurityProtocol) -> ClientConfig {
-        ClientConfig {
-            bootstrap_servers: vec![self.var(listener).to_string()],
-            security_protocol: protocol,
-            request_timeout: Duration::from_secs(20),
-            connection_setup_timeout: Duration::from_secs(10),
-            ..ClientConfig::default()
-        }
+        let mut config = ClientConfig::plaintext([self.var(listener)]);
+        config.security_protocol = protocol;
+        config.request_timeout = Duration::from_secs(20);
+        config.connection_setup_timeout = Duration::from_secs(10);
+        config
     }
 
     fn trust(&self) -> TlsSettings {
-        TlsSettings {
-            trusted_certificates: Some(PemSource::File(self.var("CA_PEM").into())),
-            ..TlsSettings::default()
-        }
+        let mut tls = TlsSettings::default();
+        tls.trusted_certificates = Some(PemSource::File(self.var("CA_PEM").into()));
+        tls
     }
 
     pub fn plaintext(&self) -> ClientConfig {
@@ -101,21 +99,18 @@ impl Cluster {
     }
 
     pub fn ssl(&self) -> ClientConfig {
-        ClientConfig {
-            tls: self.trust(),
-            ..self.base("SSL", SecurityProtocol::Ssl)
-        }
+        let mut config = self.base("SSL", SecurityProtocol::Ssl);
+        config.tls = self.trust();
+        config
     }
 
     pub fn mtls(&self) -> ClientConfig {
-        ClientConfig {
-            tls: TlsSettings {
-                client_certificate_chain: Some(PemSource::File(self.var("CLIENT_CERT_PEM").into())),
-                client_key: Some(PemSource::File(self.var("CLIENT_KEY_PEM").into())),
-                ..self.trust()
-            },
-            ..self.base("MTLS", SecurityProtocol::Ssl)
-        }
+        let mut config = self.base("MTLS", SecurityProtocol::Ssl);
+        config.tls = self.trust();
+        config.tls.client_certificate_chain =
+            Some(PemSource::File(self.var("CLIENT_CERT_PEM").into()));
+        config.tls.client_key = Some(PemSource::File(self.var("CLIENT_KEY_PEM").into()));
+        config
     }
 
     pub fn sasl_ssl(&self, mechanism: SaslMechanism) -> ClientConfig {
@@ -123,26 +118,18 @@ impl Cluster {
             SaslMechanism::Plain => (self.var("PLAIN_USER"), self.var("PLAIN_PASSWORD")),
             _ => (self.var("SCRAM_USER"), self.var("SCRAM_PASSWORD")),
         };
-        ClientConfig {
-            tls: self.trust(),
-            sasl: Some(SaslSettings {
-                mechanism,
-                username: user.to_string(),
-                password: Secret::new(password),
-                oauthbearer_token_file: None,
-                oauthbearer_client_credentials: None,
-            }),
-            ..self.base("SASL_SSL", SecurityProtocol::SaslSsl)
-        }
+        let mut config = self.base("SASL_SSL", SecurityProtocol::SaslSsl);
+        config.tls = self.trust();
+        config.sasl = Some(SaslSettings::new(mechanism, user, Secret::new(password)));
+        config
     }
 
     pub fn sasl_plaintext(&self, mechanism: SaslMechanism) -> ClientConfig {
-        ClientConfig {
-            security_protocol: SecurityProtocol::SaslPlaintext,
-            tls: TlsSettings::default(),
-            bootstrap_servers: vec![self.var("SASL_PLAINTEXT").to_string()],
-            ..self.sasl_ssl(mechanism)
-        }
+        let mut config = self.sasl_ssl(mechanism);
+        config.security_protocol = SecurityProtocol::SaslPlaintext;
+        config.tls = TlsSettings::default();
+        config.bootstrap_servers = vec![self.var("SASL_PLAINTEXT").to_string()];
+        config
     }
 }
 

@@ -18,8 +18,8 @@
 use rustls_pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 use sha1::{Digest, Sha1};
 
+use super::contents::{KeyEntry, KeyMaterial, StoreContents, StoreError};
 use super::der::{Der, OBJECT_IDENTIFIER, OCTET_STRING, SEQUENCE};
-use super::{KeyEntry, KeyMaterial, StoreContents, StoreError};
 use crate::config::Secret;
 
 /// The first four bytes of a JKS file.

@@ -9,6 +9,7 @@
 //! `TrustStoreUtil` does, the first certificate of each key entry. A key store must hold exactly
 //! one private key entry (Java would pick among several per handshake; we refuse to guess).
 
+mod contents;
 mod der;
 mod jks;
 #[cfg(feature = "pkcs12")]
@@ -17,51 +18,8 @@ mod pkcs12;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer};
 
 use crate::config::{KeyStoreFile, KeyStoreType, Secret};
-
-/// What a store holds, keys still protected where the format allows.
-#[derive(Default)]
-pub(crate) struct StoreContents {
-    pub(crate) trusted: Vec<CertificateDer<'static>>,
-    pub(crate) keys: Vec<KeyEntry>,
-}
-
-/// A private key entry and its certificate chain, leaf first.
-pub(crate) struct KeyEntry {
-    pub(crate) alias: String,
-    pub(crate) chain: Vec<CertificateDer<'static>>,
-    key: KeyMaterial,
-}
-
-enum KeyMaterial {
-    /// A JKS key, recovered only when used, with the key password.
-    JksProtected(Vec<u8>),
-    /// Already decrypted (PKCS12 decrypts with the store password).
-    #[cfg(feature = "pkcs12")]
-    Plain(PrivateKeyDer<'static>),
-}
-
-/// Why a store could not be read. Messages never hold a password.
-#[derive(Debug, thiserror::Error)]
-pub(crate) enum StoreError {
-    #[error("cannot read the file: {0}")]
-    Io(#[source] std::io::Error),
-    #[error("the password is wrong, or the file was altered (its integrity check failed)")]
-    WrongPassword,
-    #[error("the private key cannot be recovered: the key password is wrong")]
-    WrongKeyPassword,
-    #[cfg(feature = "pkcs12")]
-    #[error("a PKCS12 store needs its password to be read")]
-    PasswordNeeded,
-    #[error("the store uses {0}, which is not supported")]
-    Unsupported(String),
-    #[error("the file is not a valid store: {0}")]
-    Corrupt(String),
-    #[error("the file holds PEM text, not a {0} store")]
-    Pem(&'static str),
-    #[cfg(not(feature = "pkcs12"))]
-    #[error("PKCS12 stores need mm2-offsets built with the `pkcs12` feature (on by default)")]
-    Pkcs12Disabled,
-}
+use contents::KeyMaterial;
+pub(crate) use contents::{StoreContents, StoreError};
 
 impl KeyStoreType {
     fn name(self) -> &'static str {
@@ -110,17 +68,6 @@ fn pkcs12(_: &[u8], _: Option<&Secret>) -> Result<StoreContents, StoreError> {
 }
 
 impl StoreContents {
-    /// The certificates a trust store contributes as trust anchors.
-    pub(crate) fn trust_anchors(self) -> Vec<CertificateDer<'static>> {
-        let mut anchors = self.trusted;
-        anchors.extend(
-            self.keys
-                .into_iter()
-                .filter_map(|k| k.chain.into_iter().next()),
-        );
-        anchors
-    }
-
     /// The one private key entry, recovered with `key_password` (JKS only), and its chain.
     pub(crate) fn identity(
         self,

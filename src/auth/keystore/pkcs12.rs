@@ -8,7 +8,7 @@ use p12_keystore::Pkcs12Archive;
 use p12_keystore::error::Error as P12Error;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 
-use super::{KeyEntry, KeyMaterial, StoreContents, StoreError};
+use super::contents::{KeyEntry, KeyMaterial, StoreContents, StoreError};
 use crate::config::Secret;
 
 pub(super) fn parse(bytes: &[u8], password: &Secret) -> Result<StoreContents, StoreError> {

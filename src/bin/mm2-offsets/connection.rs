@@ -9,8 +9,8 @@
 use std::path::Path;
 
 use mm2_offsets::config::{
-    ClientConfig, ConfigError, PemSource, Properties, env_properties, env_var_name, keys,
-    mm2_client_properties, overlay,
+    ClientConfig, ConfigError, ConfigWarning, PemSource, Properties, env_properties, env_var_name,
+    keys, mm2_client_properties, overlay,
 };
 use mm2_offsets::mm2::ReplicationPolicy;
 
@@ -162,15 +162,15 @@ fn with_origin(error: &ConfigError, layers: &[(Origin<'_>, Properties)]) -> Stri
 
 /// Prints configuration warnings once each, at most [`MAX_WARNINGS`], then how many more.
 /// Only the printed ones are remembered, so memory stays bounded whatever the file holds.
-fn print_warnings(warnings: Vec<String>) {
-    let mut shown: Vec<&str> = Vec::new();
+fn print_warnings(warnings: Vec<ConfigWarning>) {
+    let mut shown: Vec<&ConfigWarning> = Vec::new();
     let mut more = 0usize;
     for warning in &warnings {
-        if shown.contains(&warning.as_str()) {
+        if shown.contains(&warning) {
             continue;
         }
         if shown.len() < MAX_WARNINGS {
-            tracing::warn!("{}", for_terminal(warning));
+            tracing::warn!("{}", for_terminal(&warning.to_string()));
             shown.push(warning);
         } else {
             more += 1;

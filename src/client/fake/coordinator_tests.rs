@@ -3,10 +3,13 @@
 //! coordinator said so.
 
 use std::collections::BTreeMap;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 use kafka_protocol::messages::ApiKey;
 
+use super::tests::within_a_tick_of;
 use super::{FakeCluster, Fault};
 use crate::apply::{
     self, ApplyOptions, ApplyPlan, GroupOutcome, GroupPlan, GroupStatus, PartitionPlan, Verdict,
@@ -86,7 +89,7 @@ async fn find_coordinator_while_loading_is_asked_again() {
     assert_eq!(cluster.served(ApiKey::FindCoordinator), 3);
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn find_coordinator_unavailable_past_the_deadline_names_the_group() {
     let cluster = FakeCluster::start(1).await;
     let client = client_for(&cluster).await;
@@ -99,7 +102,12 @@ async fn find_coordinator_unavailable_past_the_deadline_names_the_group() {
         )
         .await
         .expect("a per-group answer");
-    assert!(started.elapsed() < Duration::from_millis(1200));
+    // On the paused clock: it ends at the deadline, never past it.
+    assert!(
+        within_a_tick_of(started.elapsed(), Duration::from_millis(500)),
+        "{:?}",
+        started.elapsed()
+    );
     let error = found["g"].as_ref().unwrap_err();
     assert!(matches!(
         *error.source,
@@ -164,7 +172,7 @@ async fn offset_fetch_while_loading_asks_the_same_coordinator_again() {
     assert_eq!(cluster.pending_faults(), 0);
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn describe_while_loading_past_the_deadline_is_an_explicit_error() {
     let (cluster, client, c) = group_on(1, 0).await;
     cluster.inject(ApiKey::DescribeGroups, None, 10_000, Fault::Error(14));
@@ -173,7 +181,12 @@ async fn describe_while_loading_past_the_deadline_is_an_explicit_error() {
         .describe_group(&c, "g", &Deadline::after(Duration::from_millis(500)))
         .await
         .unwrap_err();
-    assert!(started.elapsed() < Duration::from_millis(1200));
+    // On the paused clock: it ends at the deadline, never past it.
+    assert!(
+        within_a_tick_of(started.elapsed(), Duration::from_millis(500)),
+        "{:?}",
+        started.elapsed()
+    );
     let text = error.to_string();
     assert!(
         text.contains("DescribeGroups for group \"g\"")
@@ -257,7 +270,7 @@ async fn a_partition_refused_until_the_deadline_keeps_its_code_the_others_are_co
     assert_eq!(cluster.committed("g"), written(&[(0, 5)]));
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_commit_refused_until_the_deadline_wrote_nothing_and_says_so() {
     let (cluster, client, c) = group_on(1, 0).await;
     cluster.inject(ApiKey::OffsetCommit, None, 10_000, Fault::Error(14));
@@ -271,7 +284,12 @@ async fn a_commit_refused_until_the_deadline_wrote_nothing_and_says_so() {
         )
         .await
         .unwrap_err();
-    assert!(started.elapsed() < Duration::from_millis(1200));
+    // On the paused clock: it ends at the deadline, never past it.
+    assert!(
+        within_a_tick_of(started.elapsed(), Duration::from_millis(500)),
+        "{:?}",
+        started.elapsed()
+    );
     assert!(!error.is_outcome_unknown(), "{error}");
     assert!(
         error.to_string().contains("COORDINATOR_LOAD_IN_PROGRESS"),
@@ -280,7 +298,7 @@ async fn a_commit_refused_until_the_deadline_wrote_nothing_and_says_so() {
     assert!(cluster.committed("g").is_empty());
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_commit_whose_answer_is_lost_is_unknown_and_never_sent_again() {
     for fault in [Fault::CutAt(6), Fault::Kill, Fault::Drop] {
         let (cluster, client, c) = group_on(1, 0).await;
@@ -298,8 +316,19 @@ async fn a_commit_whose_answer_is_lost_is_unknown_and_never_sent_again() {
         // The fake wrote before it lost the answer: "unknown" is the truth, never "failed".
         assert_eq!(cluster.committed("g"), written(&[(0, 5)]), "{fault:?}");
         assert_eq!(cluster.served(ApiKey::OffsetCommit), 1, "{fault:?}");
-        // A dropped answer ends at the request timeout, not the deadline.
-        assert!(started.elapsed() < Duration::from_secs(2), "{fault:?}");
+        // A dropped answer ends at the request timeout (400 ms), not the deadline (10 s); a
+        // cut or killed connection at once.
+        let elapsed = started.elapsed();
+        match fault {
+            Fault::Drop => assert!(
+                within_a_tick_of(elapsed, Duration::from_millis(400)),
+                "{elapsed:?}"
+            ),
+            _ => assert!(
+                elapsed < Duration::from_millis(400),
+                "{fault:?}: {elapsed:?}"
+            ),
+        }
     }
 }
 

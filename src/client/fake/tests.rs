@@ -1,6 +1,8 @@
 //! The client's retry, routing, deadline and completeness logic against the fake cluster.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 use kafka_protocol::messages::ApiKey;
 
@@ -94,6 +96,11 @@ async fn read_partition(
     Ok(values)
 }
 
+/// Whether `elapsed`, on the paused clock, is `expected` up to the timer's millisecond ticks.
+pub(super) fn within_a_tick_of(elapsed: Duration, expected: Duration) -> bool {
+    elapsed >= expected && elapsed <= expected + Duration::from_millis(2)
+}
+
 async fn client_for(cluster: &FakeCluster) -> KafkaClient {
     KafkaClient::connect(config(&[cluster.address(0)]))
         .await
@@ -149,7 +156,7 @@ async fn transient_errors_back_off_without_a_metadata_refresh() {
     assert_eq!(cluster.served(ApiKey::Metadata), metadata_before);
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn an_error_past_the_deadline_is_an_explicit_error_naming_the_partition() {
     let cluster = FakeCluster::start(2).await;
     cluster.create_topic(TOPIC, 2, 8, 4);
@@ -166,8 +173,8 @@ async fn an_error_past_the_deadline_is_an_explicit_error_naming_the_partition() 
     let text = err.to_string();
     assert!(text.contains("reading checkpoints-1 at offset "), "{text}");
     assert!(text.contains("NOT_LEADER_OR_FOLLOWER"), "{text}");
-    // Never a hang past the deadline (slack for a loaded machine).
-    assert!(elapsed < budget + Duration::from_millis(500), "{elapsed:?}");
+    // On the paused clock: it ends at the deadline, never past it.
+    assert!(within_a_tick_of(elapsed, budget), "{elapsed:?}");
 }
 
 /// The deadline passing inside the leader refresh that NOT_LEADER_OR_FOLLOWER asks for still
@@ -415,7 +422,7 @@ async fn a_stalled_bootstrap_server_is_retried_until_it_answers() {
     assert_eq!(cluster.wait_for_open_connections(1).await, 1);
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_bootstrap_server_that_stays_stalled_fails_within_the_deadline() {
     let cluster = FakeCluster::start(1).await;
     cluster.on_accept(0, OnAccept::Stall, usize::MAX);
@@ -424,8 +431,11 @@ async fn a_bootstrap_server_that_stays_stalled_fails_within_the_deadline() {
         .await
         .unwrap_err();
     let elapsed = started.elapsed();
-    // The connect budget is request_timeout.
-    assert!(elapsed < Duration::from_millis(1_500), "{elapsed:?}");
+    // The connect budget is request_timeout, to the tick of the paused clock.
+    assert!(
+        within_a_tick_of(elapsed, Duration::from_secs(1)),
+        "{elapsed:?}"
+    );
     assert!(matches!(err, ClientError::DeadlineExceeded { .. }), "{err}");
     let text = err.to_string();
     assert!(
@@ -505,7 +515,7 @@ mod translate {
 
     use super::*;
     use crate::mm2::ReplicationPolicy;
-    use crate::mm2::checkpoint::{CheckpointKey, CheckpointValue, encode_key, encode_value};
+    use crate::mm2::checkpoint::record_for_tests as checkpoint_record;
     use crate::select::GroupSelector;
     use crate::translate::{MirrorClient, TranslateError, TranslateRequest};
 
@@ -518,21 +528,7 @@ mod translate {
         let policy = ReplicationPolicy::default();
         cluster.create_topic_with(&policy.checkpoints_topic(SOURCE), 3, 12, 5, |p, offset| {
             let group = format!("group-{}", (offset + i64::from(p) * 7) % 20);
-            let key = CheckpointKey {
-                group: group.as_bytes(),
-                topic: b"orders",
-                partition: p,
-            };
-            let value = CheckpointValue {
-                version: 0,
-                upstream_offset: offset * 10,
-                downstream_offset: offset * 10 + 1,
-                metadata: b"",
-            };
-            (
-                Some(encode_key(&key).expect("key")),
-                encode_value(&value).expect("value"),
-            )
+            checkpoint_record(&group, p, offset * 10, offset * 10 + 1)
         });
         let client = MirrorClient::new(client_for(&cluster).await, policy);
         (cluster, client)
@@ -570,7 +566,7 @@ mod translate {
         assert_eq!(cluster.pending_faults(), 0);
     }
 
-    #[tokio::test]
+    #[tokio::test(start_paused = true)]
     async fn a_partition_failing_past_the_deadline_is_named_never_silently_dropped() {
         let (cluster, client) = cluster_with_checkpoints().await;
         let topic = ReplicationPolicy::default().checkpoints_topic(SOURCE);
@@ -579,7 +575,11 @@ mod translate {
         let budget = Duration::from_millis(1_500);
         let started = Instant::now();
         let err = client.translate(&request(budget)).await.unwrap_err();
-        assert!(started.elapsed() < budget + Duration::from_millis(700));
+        assert!(
+            within_a_tick_of(started.elapsed(), budget),
+            "{:?}",
+            started.elapsed()
+        );
         let TranslateError::Incomplete { partitions, .. } = &err else {
             panic!("{err}");
         };

@@ -18,7 +18,6 @@ use std::io::{BufRead, Cursor};
 use lz4_flex::frame::FrameDecoder;
 
 use super::super::DecompressError;
-use super::append_limited;
 
 /// The decoder and its input buffer, kept between batches.
 #[derive(Default)]
@@ -148,6 +147,15 @@ fn lz4_error(e: std::io::Error) -> DecompressError {
     } else {
         DecompressError::Invalid(format!("lz4 frame is corrupt: {e}"))
     }
+}
+
+/// Appends `data` to `out` unless that would pass `limit`.
+fn append_limited(out: &mut Vec<u8>, data: &[u8], limit: usize) -> Result<(), DecompressError> {
+    if data.len() > limit.saturating_sub(out.len()) {
+        return Err(DecompressError::TooLarge { limit });
+    }
+    out.extend_from_slice(data);
+    Ok(())
 }
 
 #[cfg(test)]

@@ -134,15 +134,6 @@ impl fmt::Debug for Scratch {
     }
 }
 
-/// Appends `data` to `out` unless that would pass `limit`.
-fn append_limited(out: &mut Vec<u8>, data: &[u8], limit: usize) -> Result<(), DecompressError> {
-    if data.len() > limit.saturating_sub(out.len()) {
-        return Err(DecompressError::TooLarge { limit });
-    }
-    out.extend_from_slice(data);
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

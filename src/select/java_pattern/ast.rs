@@ -7,7 +7,7 @@
 
 use regex_syntax::hir::{ClassUnicode, Hir, Look, Repetition};
 
-use super::{Construct, Refusal};
+use super::refusal::{Construct, Refusal};
 
 #[derive(Debug)]
 pub(super) enum Node {

@@ -9,8 +9,8 @@ use regex_syntax::hir::ClassUnicode;
 
 use super::ast::Node;
 use super::quote::Unquoted;
+use super::refusal::{Construct, Refusal};
 use super::sets;
-use super::{Construct, Refusal};
 
 const CASE_INSENSITIVE: u32 = 0x02;
 const COMMENTS: u32 = 0x04;

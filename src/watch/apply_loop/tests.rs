@@ -52,6 +52,7 @@ fn status(ready: bool, as_of: Option<SystemTime>) -> WatchStatus {
         partitions: vec![],
         heartbeats_topic: None,
         last_error: (!ready).then(|| "connection refused".to_string()),
+        stopped: false,
     }
 }
 

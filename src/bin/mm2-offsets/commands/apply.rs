@@ -326,6 +326,7 @@ pub(crate) fn write_table(
             Some(GroupProtocol::Consumer) => {
                 format!("consumer, {}", esc(g.state.as_deref().unwrap_or("?")))
             }
+            Some(_) => esc(g.state.as_deref().unwrap_or("?")),
             // A share or streams group (named by ListGroups), or a group that could not be read.
             None => g.state.as_deref().map_or_else(
                 || "state unknown".to_string(),

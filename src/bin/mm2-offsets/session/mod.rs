@@ -158,20 +158,16 @@ pub async fn prepare_read(
         args.sources.clone()
     };
     let progress = Arc::new(ReadProgress::default());
-    let request = TranslateRequest {
-        sources,
-        groups,
-        isolation: match args.isolation {
-            Isolation::ReadUncommitted => IsolationLevel::ReadUncommitted,
-            Isolation::ReadCommitted => IsolationLevel::ReadCommitted,
-        },
-        timeout: budget.remaining(),
-        parallelism: usize::from(args.parallelism),
-        allow_partial: args.allow_partial,
-        max_bytes_per_fetch: args.max_fetch_bytes,
-        progress: Some(progress.clone()),
-        min_split_offsets: mm2_offsets::translate::MIN_SPLIT_OFFSETS,
+    let mut request = TranslateRequest::for_sources(sources, groups);
+    request.isolation = match args.isolation {
+        Isolation::ReadUncommitted => IsolationLevel::ReadUncommitted,
+        Isolation::ReadCommitted => IsolationLevel::ReadCommitted,
     };
+    request.timeout = budget.remaining();
+    request.parallelism = usize::from(args.parallelism);
+    request.allow_partial = args.allow_partial;
+    request.max_bytes_per_fetch = args.max_fetch_bytes;
+    request.progress = Some(progress.clone());
     Ok((client, request, progress))
 }
 
@@ -204,20 +200,16 @@ pub async fn read_checkpoints(
     budget: &Deadline,
 ) -> Result<Translation, String> {
     let progress = Arc::new(ReadProgress::default());
-    let request = TranslateRequest {
-        sources,
-        groups,
-        isolation: match args.isolation {
-            Isolation::ReadUncommitted => IsolationLevel::ReadUncommitted,
-            Isolation::ReadCommitted => IsolationLevel::ReadCommitted,
-        },
-        timeout: budget.remaining(),
-        parallelism: usize::from(args.parallelism),
-        allow_partial: false,
-        max_bytes_per_fetch: args.max_fetch_bytes,
-        progress: Some(progress.clone()),
-        min_split_offsets: mm2_offsets::translate::MIN_SPLIT_OFFSETS,
+    let mut request = TranslateRequest::for_sources(sources, groups);
+    request.isolation = match args.isolation {
+        Isolation::ReadUncommitted => IsolationLevel::ReadUncommitted,
+        Isolation::ReadCommitted => IsolationLevel::ReadCommitted,
     };
+    request.timeout = budget.remaining();
+    request.parallelism = usize::from(args.parallelism);
+    request.allow_partial = false;
+    request.max_bytes_per_fetch = args.max_fetch_bytes;
+    request.progress = Some(progress.clone());
     let _line = progress::ProgressLine::start(progress, !args.no_progress);
     client
         .translate(&request)

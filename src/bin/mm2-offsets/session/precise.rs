@@ -119,9 +119,10 @@ fn summarize(precise: &PreciseTranslation, syncs: &SyncsSource) {
         precise.syncs_report.records,
         syncs.topic,
         precise.synced_partitions,
-        match syncs.interpolation {
-            Interpolation::GaplessUpstream => "interpolating",
-            Interpolation::Disabled => "not interpolating",
+        if syncs.interpolation == Interpolation::Disabled {
+            "not interpolating"
+        } else {
+            "interpolating"
         },
         rules.join(" "),
     );
@@ -233,15 +234,11 @@ async fn syncs_source(
         (None, Some(target)) => policy.offset_syncs_topic(target),
         (None, None) => the_only_offset_syncs_topic(&kafka, policy, budget).await?,
     };
-    Ok(SyncsSource {
-        client: kafka,
-        topic,
-        interpolation: if p.gapless_upstream {
-            Interpolation::GaplessUpstream
-        } else {
-            Interpolation::Disabled
-        },
-    })
+    let mut syncs = SyncsSource::for_topic(kafka, topic);
+    if p.gapless_upstream {
+        syncs.interpolation = Interpolation::GaplessUpstream;
+    }
+    Ok(syncs)
 }
 
 /// Without `--syncs-topic` or `--target`, the offset-syncs topic is the one topic on the
@@ -304,11 +301,10 @@ pub(crate) fn offset_syncs_alias<'a>(policy: &ReplicationPolicy, name: &'a str) 
 /// The row's offset replaced by the precise one (`offset` is always the offset to use), and
 /// its upstream offset by the input translated.
 fn to_use<'a>(o: &OffsetRef<'a>, p: &PreciseOffset, input: &RowInput) -> OffsetRef<'a> {
-    OffsetRef {
-        offset: p.offset,
-        upstream_offset: input.upstream_offset,
-        ..*o
-    }
+    let mut row = *o;
+    row.offset = p.offset;
+    row.upstream_offset = input.upstream_offset;
+    row
 }
 
 /// `-o csv`: the usual columns, `offset` being the precise one, then `mm2_offset`, `rule`,

@@ -9,6 +9,7 @@ use std::fmt::Write;
 use std::time::SystemTime;
 
 use mm2_offsets::apply::Verdict;
+use mm2_offsets::translate::SkipReason as RecordSkip;
 use mm2_offsets::watch::{ApplyTotals, SkipReason, Snapshot, WatchStatus};
 
 /// What a scrape shows besides the snapshot.
@@ -200,6 +201,20 @@ pub fn render(scrape: &Scrape<'_>) -> String {
             &[("source", &s.source)],
             s.records_read as f64,
         );
+    }
+    w.family(
+        "mm2_checkpoint_records_skipped_total",
+        "counter",
+        "Checkpoint records of the source not used, or used with a caveat, by reason: the counts of translate's report.skipped.",
+    );
+    for s in &status.sources {
+        for reason in RecordSkip::ALL {
+            w.sample(
+                "mm2_checkpoint_records_skipped_total",
+                &[("source", &s.source), ("reason", reason.name())],
+                s.skipped.count(reason) as f64,
+            );
+        }
     }
     w.family(
         "mm2_read_errors_total",
@@ -439,15 +454,13 @@ mod tests {
     #[test]
     fn apply_counters_export_every_reason_and_verdict() {
         let mut w = Writer { out: String::new() };
-        let totals = ApplyTotals {
-            runs: 3,
-            committed_partitions: 5,
-            skipped_groups: [(SkipReason::Active, 2)].into(),
-            refused_partitions: [(Verdict::WouldRewind, 4)].into(),
-            errors: 1,
-            last_success: Some(SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_700)),
-            last_run: None,
-        };
+        let mut totals = ApplyTotals::default();
+        totals.runs = 3;
+        totals.committed_partitions = 5;
+        totals.skipped_groups = [(SkipReason::Active, 2)].into();
+        totals.refused_partitions = [(Verdict::WouldRewind, 4)].into();
+        totals.errors = 1;
+        totals.last_success = Some(SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_700));
         apply_metrics(&mut w, &totals);
         for line in [
             "mm2_apply_runs_total 3\n",

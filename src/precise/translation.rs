@@ -1,0 +1,121 @@
+//! What a precise translation returns: MM2's translation, each offset re-translated from the
+//! sync history, and what each row was translated from.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use super::provenance::Provenance;
+use crate::mm2::sync_index::{PreciseOffset, Rule};
+use crate::translate::{OffsetRef, ReadReport, Translation};
+
+/// A translation with each offset re-translated from the sync history.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct PreciseTranslation {
+    /// MM2's translation, as [`MirrorClient::translate`](crate::translate::MirrorClient::translate) returns it.
+    pub translation: Translation,
+    /// One entry per offset of `translation`, in its iteration order.
+    pub precise: Vec<PreciseOffset>,
+    /// What each offset was translated from, in the same order: the checkpoint's upstream
+    /// offset, or (with [`MirrorClient::translate_from_source_offsets`](crate::translate::MirrorClient::translate_from_source_offsets)) the source's.
+    pub inputs: Vec<RowInput>,
+    /// Per group, which inputs were used; empty unless translated from the source's offsets.
+    pub source_groups: BTreeMap<String, GroupInputs>,
+    /// What the read of the offset-syncs topic did.
+    pub syncs_report: ReadReport,
+    /// Partitions with sync history.
+    pub synced_partitions: usize,
+    /// How MM2's checkpoints compared with the sync history (see [`Provenance`]): rows the
+    /// history does not reproduce keep MM2's offset.
+    pub provenance: Provenance,
+}
+
+impl PreciseTranslation {
+    /// Every offset with its precise translation, in [`Translation::iter`]'s order.
+    pub fn iter(&self) -> impl Iterator<Item = (OffsetRef<'_>, PreciseOffset)> + '_ {
+        self.translation.iter().zip(self.precise.iter().copied())
+    }
+
+    /// The offsets to use as a [`Translation`]: each row's `offset` is the precise one and its
+    /// `upstream_offset` the input translated; names, metadata and checkpoint positions are
+    /// the checkpoint's. What `apply --precise` plans and `-o csv` / `reset-csv` print.
+    pub fn to_translation(&self) -> Translation {
+        self.translation.clone().with_offsets(
+            self.precise
+                .iter()
+                .zip(&self.inputs)
+                .map(|(p, input)| (input.upstream_offset, p.offset)),
+        )
+    }
+
+    /// Records no longer re-read, per group (summed over its partitions).
+    pub fn rereads_saved_by_group(&self) -> BTreeMap<&str, i64> {
+        let mut saved = BTreeMap::new();
+        for (offset, precise) in self.iter() {
+            *saved.entry(offset.group).or_insert(0) += precise.rereads_saved();
+        }
+        saved
+    }
+
+    /// How often each rule was used.
+    pub fn rule_counts(&self) -> BTreeMap<Rule, u64> {
+        let mut counts = BTreeMap::new();
+        for precise in &self.precise {
+            *counts.entry(precise.rule).or_insert(0) += 1;
+        }
+        counts
+    }
+}
+
+/// Which upstream offset a row was translated from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
+pub enum Input {
+    /// The upstream offset of MM2's last checkpoint of the group.
+    Checkpoint,
+    /// The group's offset committed on the source cluster, read during the translation.
+    SourceOffset,
+}
+
+impl Input {
+    /// The name used in reports: `checkpoint` or `source-offset`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Input::Checkpoint => "checkpoint",
+            Input::SourceOffset => "source-offset",
+        }
+    }
+}
+
+/// What one row was translated from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct RowInput {
+    /// Checkpoint or source offset.
+    pub input: Input,
+    /// The upstream offset translated: the checkpoint's, or the source's committed offset.
+    pub upstream_offset: i64,
+}
+
+/// Per group: how many of its rows used which input, and why the source could not help.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct GroupInputs {
+    /// Rows translated from the source's committed offset.
+    pub source_offset: usize,
+    /// Rows translated from the checkpoint: the source had no usable offset for the partition
+    /// (none committed, a pending transactional commit, a partition error), or the group moved
+    /// back on the source to where no sync proves a position.
+    pub checkpoint: usize,
+    /// Of `checkpoint`: rows where the group moved back on the source (below the checkpoint's
+    /// upstream offset) to where no sync survives. They keep the checkpoint's offset, which may
+    /// be past the group's current position on the source: check these groups by hand.
+    pub moved_back_without_sync: usize,
+    /// Partitions the group has committed on the source that have no checkpoint (not mirrored,
+    /// or not yet checkpointed): not translated.
+    pub source_only: usize,
+    /// Why the group's offsets could not be read on the source, if they could not.
+    pub error: Option<String>,
+}
