@@ -27,11 +27,8 @@ use super::cluster::KafkaClient;
 use super::code::Action;
 use super::deadline::Deadline;
 use super::error::ClientError;
-use super::groups::{GroupCallError, GroupCoordinator};
+use super::groups::{GroupCallError, GroupCoordinator, GroupResults};
 use super::retry::Retrier;
-
-/// Each group's answer, or why it has none.
-pub type GroupResults<T> = BTreeMap<String, Result<T, GroupCallError>>;
 
 /// Coordinators already known, by group: the batched calls start from them and skip the
 /// lookup (a coordinator that moved is found again).

@@ -1,6 +1,6 @@
 //! [`KafkaClient`]: bootstrap, cluster metadata, leader routing and ListOffsets.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 
 use kafka_protocol::messages::{
@@ -320,28 +320,6 @@ impl KafkaClient {
                 .after(error, || format!("describing topic {topic}"))
                 .await?;
         }
-    }
-
-    /// The earliest or latest offset of each partition, asking each partition's leader
-    /// ([`list_offsets_many`](Self::list_offsets_many) for one topic and some of its
-    /// partitions). Partitions whose leader moved are retried after a metadata refresh.
-    pub async fn list_offsets(
-        &self,
-        topic: &TopicInfo,
-        partitions: &[i32],
-        spec: OffsetSpec,
-        isolation: IsolationLevel,
-        deadline: &Deadline,
-    ) -> Result<BTreeMap<i32, i64>, ClientError> {
-        let wanted = vec![(super::log_offsets::shared(topic), partitions.to_vec())];
-        let mut answers = self
-            .list_partition_offsets(wanted, spec, isolation, deadline)
-            .await;
-        answers.remove(&topic.name).unwrap_or_else(|| {
-            Err(ClientError::UnknownTopic {
-                topic: topic.name.clone(),
-            })
-        })
     }
 }
 

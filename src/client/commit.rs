@@ -27,10 +27,11 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::StrBytes;
 
-use super::batch::{Answers, AtDeadline, Coordinators, GroupResults, workers};
+use super::batch::{Answers, AtDeadline, Coordinators, workers};
 use super::cluster::KafkaClient;
 use super::deadline::Deadline;
 use super::error::ClientError;
+use super::groups::GroupResults;
 use super::groups::{GroupCallError, GroupCoordinator, OffsetToCommit, decode};
 use crate::wire::BrokerConnection;
 use crate::wire::responses::{self, offset_commit::OffsetCommitResponse};

@@ -16,10 +16,11 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::StrBytes;
 
-use super::batch::{Answers, AtDeadline, Coordinators, GroupResults, best_answers, pipelined};
+use super::batch::{Answers, AtDeadline, Coordinators, best_answers, pipelined};
 use super::cluster::KafkaClient;
 use super::deadline::Deadline;
 use super::error::ClientError;
+use super::groups::GroupResults;
 use super::groups::{
     GROUP_ID_NOT_FOUND, GroupCallError, GroupCoordinator, GroupDescription, GroupProtocol,
     UNSUPPORTED_VERSION, decode, missing,

@@ -15,11 +15,13 @@ use futures::StreamExt;
 use kafka_protocol::messages::{ApiKey, FindCoordinatorRequest};
 use kafka_protocol::protocol::StrBytes;
 
-use super::batch::GroupResults;
 use super::cluster::KafkaClient;
 use super::error::ClientError;
 use crate::wire::BrokerConnection;
 use crate::wire::responses::{self, find_coordinator::FindCoordinatorResponse};
+
+/// Each group's answer, or why it has none.
+pub type GroupResults<T> = BTreeMap<String, Result<T, GroupCallError>>;
 
 /// GROUP_ID_NOT_FOUND: ConsumerGroupDescribe's answer for a group that is not a consumer group.
 pub(super) const GROUP_ID_NOT_FOUND: i16 = 69;

@@ -23,7 +23,7 @@ use kafka_protocol::protocol::StrBytes;
 use super::cluster::{IsolationLevel, KafkaClient, OffsetSpec};
 use super::deadline::Deadline;
 use super::error::ClientError;
-use super::metadata::{PartitionInfo, SharedTopic};
+use super::metadata::{PartitionInfo, SharedTopic, TopicInfo};
 use super::retry::Retrier;
 use crate::wire::responses::{self, list_offsets::ListOffsetsResponse};
 
@@ -47,6 +47,28 @@ const PARTITIONS_PER_REQUEST: usize = 10_000;
 type PartitionAnswer = ((String, i32), Result<i64, ClientError>);
 
 impl KafkaClient {
+    /// The earliest or latest offset of each partition, asking each partition's leader
+    /// ([`list_offsets_many`](Self::list_offsets_many) for one topic and some of its
+    /// partitions). Partitions whose leader moved are retried after a metadata refresh.
+    pub async fn list_offsets(
+        &self,
+        topic: &TopicInfo,
+        partitions: &[i32],
+        spec: OffsetSpec,
+        isolation: IsolationLevel,
+        deadline: &Deadline,
+    ) -> Result<BTreeMap<i32, i64>, ClientError> {
+        let wanted = vec![(shared(topic), partitions.to_vec())];
+        let mut answers = self
+            .list_partition_offsets(wanted, spec, isolation, deadline)
+            .await;
+        answers.remove(&topic.name).unwrap_or_else(|| {
+            Err(ClientError::UnknownTopic {
+                topic: topic.name.clone(),
+            })
+        })
+    }
+
     /// Each topic's partitions and leaders, from one Metadata request for all of them (asked
     /// again, for the topics that need it, while a partition has no leader or the broker
     /// answers a retriable code, until `deadline`).

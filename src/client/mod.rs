@@ -74,7 +74,7 @@ pub(crate) mod retry;
 
 /// The transport errors a [`ClientError`] carries (connection, TLS, SASL, framing).
 pub use crate::wire::WireError;
-pub use batch::{Coordinators, GroupResults, found_coordinators};
+pub use batch::{Coordinators, found_coordinators};
 pub use cluster::{IsolationLevel, KafkaClient, OffsetSpec};
 pub use code::{Action, ErrorCode, classify};
 pub use commit::{CommitCodes, CommitOptions};
@@ -85,7 +85,7 @@ pub use fetch::{
 };
 pub use groups::{
     CommittedOffset, GroupCallError, GroupCoordinator, GroupDescription, GroupOffsets,
-    GroupProtocol, OffsetToCommit,
+    GroupProtocol, GroupResults, OffsetToCommit,
 };
 pub use list_groups::ListedGroup;
 pub(crate) use list_groups::{NOT_CONSUMER_GROUP_TYPES, not_a_consumer_group};

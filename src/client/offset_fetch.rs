@@ -21,13 +21,13 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::StrBytes;
 
-use super::batch::{
-    Answers, AtDeadline, Coordinators, GroupResults, best_answers, chunks, pipelined, spread,
-};
+use super::batch::{Answers, AtDeadline, Coordinators, best_answers, chunks, pipelined, spread};
 use super::cluster::KafkaClient;
 use super::deadline::Deadline;
 use super::error::ClientError;
-use super::groups::{CommittedOffset, GroupCoordinator, GroupOffsets, decode, missing};
+use super::groups::{
+    CommittedOffset, GroupCoordinator, GroupOffsets, GroupResults, decode, missing,
+};
 use crate::wire::BrokerConnection;
 use crate::wire::responses::{
     self,

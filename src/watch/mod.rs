@@ -56,18 +56,18 @@ mod tests;
 
 pub use apply_loop::{ApplyLoop, ApplyLoopOptions, ApplyTotals, GroupNote, SkipReason, TickReport};
 pub use options::WatchOptions;
-pub use snapshot::SharedSnapshot;
+pub use snapshot::{GroupAge, SharedSnapshot, Snapshot};
 pub use state::{PartitionStatus, SourceStatus, WatchStatus};
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 use live_map::LiveMap;
-use state::{PartitionState, Shared, SourceState, State, Stream, from_millis, status_of};
+use state::{PartitionState, Shared, SourceState, State, Stream, status_of};
 use tokio::task::JoinSet;
 
 use crate::client::{ClientError, Deadline, KafkaClient};
-use crate::translate::{MirrorClient, TranslateError, Translation};
+use crate::translate::{MirrorClient, TranslateError};
 
 /// The most connections per broker the tail opens (one per tailed partition up to this; more
 /// partitions share them, and their idle polls then take turns).
@@ -87,6 +87,9 @@ struct Running {
     /// The tail tasks. Dropping the set aborts them, and with them the tail's client and its
     /// connections.
     tasks: Mutex<JoinSet<()>>,
+    /// The last shared copy of the map ([`Watcher::shared_snapshot`]); a copy in progress holds
+    /// it (and `shared`) on a blocking thread, not the `Running` whose drop stops the tasks.
+    snapshots: Arc<snapshot::SnapshotCache>,
 }
 
 impl Drop for Running {
@@ -228,7 +231,6 @@ impl Watcher {
             }),
             options,
             stop,
-            snapshots: snapshot::SnapshotCache::default(),
             changed: tokio::sync::watch::Sender::new(()),
         });
         // The tail has a client of its own, with one connection per tailed partition: a broker
@@ -254,6 +256,7 @@ impl Watcher {
             running: Arc::new(Running {
                 shared,
                 tasks: Mutex::new(tasks),
+                snapshots: Arc::default(),
             }),
         })
     }
@@ -300,7 +303,7 @@ impl Watcher {
     /// # }
     /// ```
     pub async fn shared_snapshot(&self) -> SharedSnapshot {
-        snapshot::shared(&self.running.shared).await
+        snapshot::shared(&self.running.shared, &self.running.snapshots).await
     }
 
     /// Waits until the first full read is done and the tail is live, or `timeout` passes.
@@ -335,34 +338,4 @@ impl Watcher {
             std::mem::take(&mut *self.running.tasks.lock().unwrap_or_else(|e| e.into_inner()));
         while tasks.join_next().await.is_some() {}
     }
-}
-
-/// What one group's oldest checkpoint is.
-#[derive(Clone, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct GroupAge {
-    /// The source alias.
-    pub source: String,
-    /// The group.
-    pub group: String,
-    /// The timestamp of the oldest checkpoint among the group's live keys.
-    pub oldest_checkpoint: SystemTime,
-}
-
-/// The map at one moment, with how fresh it is.
-#[derive(Clone, Debug)]
-#[non_exhaustive]
-pub struct Snapshot {
-    /// Everything written to the checkpoints topics before this moment is in the map; `None`
-    /// until the first full read is done. See the [module docs](self#freshness).
-    pub as_of: Option<SystemTime>,
-    /// When the snapshot was taken.
-    pub taken_at: SystemTime,
-    /// The translated offsets; `report.complete` is whether the first full read is done, and
-    /// `report.partitions` tells how far each checkpoints partition has been read.
-    pub translation: Translation,
-    /// Each group's oldest checkpoint, sorted by source and group.
-    pub oldest_checkpoint_per_group: Vec<GroupAge>,
-    /// Counters and readiness at the same moment.
-    pub status: WatchStatus,
 }

@@ -11,9 +11,39 @@
 use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
-use super::{GroupAge, Shared, Snapshot, State, Stream, WatchStatus, from_millis, status_of};
+use super::state::{Shared, State, Stream, WatchStatus, from_millis, status_of};
 
 use crate::translate::{Folded, OffsetTable, PartitionProgress, ReadReport, Translation};
+
+/// What one group's oldest checkpoint is.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct GroupAge {
+    /// The source alias.
+    pub source: String,
+    /// The group.
+    pub group: String,
+    /// The timestamp of the oldest checkpoint among the group's live keys.
+    pub oldest_checkpoint: SystemTime,
+}
+
+/// The map at one moment, with how fresh it is.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct Snapshot {
+    /// Everything written to the checkpoints topics before this moment is in the map; `None`
+    /// until the first full read is done. See the [module docs](self#freshness).
+    pub as_of: Option<SystemTime>,
+    /// When the snapshot was taken.
+    pub taken_at: SystemTime,
+    /// The translated offsets; `report.complete` is whether the first full read is done, and
+    /// `report.partitions` tells how far each checkpoints partition has been read.
+    pub translation: Translation,
+    /// Each group's oldest checkpoint, sorted by source and group.
+    pub oldest_checkpoint_per_group: Vec<GroupAge>,
+    /// Counters and readiness at the same moment.
+    pub status: WatchStatus,
+}
 
 /// The map at one moment, shared by reference, with the status of the moment it was asked for.
 ///
@@ -139,17 +169,13 @@ impl Copied {
 }
 
 /// The status now with the last copy, if the map has not changed since it was taken.
-fn current(shared: &Shared) -> Option<SharedSnapshot> {
+fn current(shared: &Shared, cache: &SnapshotCache) -> Option<SharedSnapshot> {
     let now = SystemTime::now();
     let state = shared.lock();
     let status = status_of(&state, &shared.options, now);
     let version = version_of(&state, status.first_read_done);
     drop(state);
-    let last = shared
-        .snapshots
-        .last
-        .lock()
-        .unwrap_or_else(|e| e.into_inner());
+    let last = cache.last.lock().unwrap_or_else(|e| e.into_inner());
     match &*last {
         Some((v, map)) if *v == version => Some(SharedSnapshot {
             map: map.clone(),
@@ -161,7 +187,7 @@ fn current(shared: &Shared) -> Option<SharedSnapshot> {
 }
 
 /// Copies the map now and keeps the copy for the callers after this one.
-fn copy(shared: &Shared) -> SharedSnapshot {
+fn copy(shared: &Shared, cache: &SnapshotCache) -> SharedSnapshot {
     let now = SystemTime::now();
     let state = shared.lock();
     let copied = Copied::take(&state, &shared.options, now);
@@ -173,33 +199,29 @@ fn copy(shared: &Shared) -> SharedSnapshot {
         status: map.status.clone(),
         taken_at: now,
     };
-    *shared
-        .snapshots
-        .last
-        .lock()
-        .unwrap_or_else(|e| e.into_inner()) = Some((version, map));
+    *cache.last.lock().unwrap_or_else(|e| e.into_inner()) = Some((version, map));
     snapshot
 }
 
 /// See [`Watcher::shared_snapshot`](super::Watcher::shared_snapshot).
-pub(super) async fn shared(shared: &Arc<Shared>) -> SharedSnapshot {
-    if let Some(snapshot) = current(shared) {
+pub(super) async fn shared(shared: &Arc<Shared>, cache: &Arc<SnapshotCache>) -> SharedSnapshot {
+    if let Some(snapshot) = current(shared, cache) {
         return snapshot;
     }
-    let _turn = shared.snapshots.copying.lock().await;
-    if let Some(snapshot) = current(shared) {
+    let _turn = cache.copying.lock().await;
+    if let Some(snapshot) = current(shared, cache) {
         return snapshot;
     }
     // The copy and the index build are CPU work of up to a few hundred milliseconds on a large
     // map: off the async workers, which keep answering health checks meanwhile.
-    let owned = shared.clone();
-    match tokio::task::spawn_blocking(move || copy(&owned)).await {
+    let (owned, owned_cache) = (shared.clone(), cache.clone());
+    match tokio::task::spawn_blocking(move || copy(&owned, &owned_cache)).await {
         Ok(snapshot) => snapshot,
         // The copy panicked (a bug): resume the panic in the caller, as a direct call would.
         Err(e) => match e.try_into_panic() {
             Ok(panic) => std::panic::resume_unwind(panic),
             // The runtime is shutting down: copy on this thread.
-            Err(_) => copy(shared),
+            Err(_) => copy(shared, cache),
         },
     }
 }
@@ -249,7 +271,6 @@ mod tests {
             options,
             stop: tokio::sync::watch::channel(false).0,
             changed: tokio::sync::watch::Sender::new(()),
-            snapshots: SnapshotCache::default(),
         })
     }
 
@@ -281,15 +302,16 @@ mod tests {
     #[tokio::test]
     async fn one_copy_per_change_shared_by_every_caller() {
         let w = watch();
+        let cache = Arc::new(SnapshotCache::default());
         apply(&w, "g", 7);
-        let first = shared(&w).await;
+        let first = shared(&w, &cache).await;
         assert_eq!(first.map.translation.len(), 1);
-        let again = shared(&w).await;
+        let again = shared(&w, &cache).await;
         assert!(Arc::ptr_eq(&first.map, &again.map), "unchanged: no copy");
 
         // Freshness moves without a copy, and the caller sees the new as_of with the old map.
         w.lock().partitions[0].caught_up_at = Some(at(20));
-        let later = shared(&w).await;
+        let later = shared(&w, &cache).await;
         assert!(Arc::ptr_eq(&first.map, &later.map));
         assert_eq!(later.status.as_of, Some(at(20)));
         assert_eq!(
@@ -302,8 +324,8 @@ mod tests {
         apply(&w, "h", 8);
         let callers: Vec<_> = (0..16)
             .map(|_| {
-                let w = w.clone();
-                tokio::spawn(async move { shared(&w).await })
+                let (w, cache) = (w.clone(), cache.clone());
+                tokio::spawn(async move { shared(&w, &cache).await })
             })
             .collect();
         let mut maps = Vec::new();

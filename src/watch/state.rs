@@ -62,8 +62,6 @@ pub(super) struct Shared {
     /// Bumped by the tail tasks after every answer or failure they record, so that a reader
     /// waiting for readiness wakes when it may have changed instead of polling.
     pub(super) changed: tokio::sync::watch::Sender<()>,
-    /// The last shared copy of the map ([`Watcher::shared_snapshot`](super::Watcher::shared_snapshot)).
-    pub(super) snapshots: super::snapshot::SnapshotCache,
 }
 
 impl Shared {
