@@ -29,6 +29,8 @@ pub mod heartbeat;
 pub mod offset_sync;
 pub mod policy;
 pub mod sync_index;
+#[cfg(test)]
+pub(crate) mod sync_writer_model;
 pub mod topology;
 pub mod utf8;
 

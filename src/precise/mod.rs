@@ -6,9 +6,16 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Instant;
 
+pub(crate) mod history;
+pub mod record_match;
+mod run;
+pub mod snapshot;
 mod source_offsets;
 mod syncs;
+pub mod verify;
 
+pub use run::{MatchRecords, Matching, PreciseRequest, RowMatch, Syncs, UpstreamPosition};
+pub use snapshot::{SnapshotError, SyncSnapshot};
 pub use source_offsets::{GroupInputs, Input, RowInput};
 pub use syncs::index_from_batches;
 
@@ -65,6 +72,13 @@ pub struct PreciseTranslation {
     pub syncs_report: ReadReport,
     /// Partitions with sync history.
     pub synced_partitions: usize,
+    /// Per row, in the same order: the most records a consumer resuming at the offset
+    /// re-reads (0 when matched; the distance to the sync that bounds the group's next
+    /// record otherwise); `None` when unknown (see `history`).
+    pub max_rereads: Vec<Option<i64>>,
+    /// With record matching: per row what the syncs alone gave and why a row was not matched,
+    /// and what the reads cost.
+    pub matching: Option<Matching>,
 }
 
 impl PreciseTranslation {
@@ -85,13 +99,32 @@ impl PreciseTranslation {
         )
     }
 
-    /// Records no longer re-read, per group (summed over its partitions).
+    /// Records no longer re-read, per group (summed over its partitions; rows without an MM2
+    /// offset count nothing).
     pub fn rereads_saved_by_group(&self) -> BTreeMap<&str, i64> {
         let mut saved = BTreeMap::new();
         for (offset, precise) in self.iter() {
-            *saved.entry(offset.group).or_insert(0) += precise.rereads_saved();
+            let row = if precise.mm2_offset < 0 {
+                0
+            } else {
+                precise.rereads_saved()
+            };
+            *saved.entry(offset.group).or_insert(0) += row;
         }
         saved
+    }
+
+    /// The re-read bounds summed per group: `(sum, rows whose bound is unknown)`.
+    pub fn max_rereads_by_group(&self) -> BTreeMap<&str, (i64, usize)> {
+        let mut sums: BTreeMap<&str, (i64, usize)> = BTreeMap::new();
+        for (offset, bound) in self.translation.iter().zip(&self.max_rereads) {
+            let entry = sums.entry(offset.group).or_default();
+            match bound {
+                Some(b) => entry.0 += b,
+                None => entry.1 += 1,
+            }
+        }
+        sums
     }
 
     /// How often each rule was used.
@@ -228,27 +261,8 @@ impl MirrorClient {
         request: &TranslateRequest,
         syncs: &SyncsSource,
     ) -> Result<PreciseTranslation, TranslateError> {
-        let deadline = Deadline::after(request.timeout);
-        let (translation, (index, syncs_report)) = tokio::try_join!(
-            self.translate(request),
-            read_sync_index(syncs, request, deadline)
-        )?;
-        let precise = retranslate(&translation, &index, self.replication_policy());
-        let inputs = translation
-            .iter()
-            .map(|o| RowInput {
-                input: Input::Checkpoint,
-                upstream_offset: o.upstream_offset,
-            })
-            .collect();
-        Ok(PreciseTranslation {
-            translation,
-            precise,
-            inputs,
-            source_groups: BTreeMap::new(),
-            syncs_report,
-            synced_partitions: index.partitions(),
-        })
+        let precise = PreciseRequest::new(Syncs::Topic(syncs.clone()));
+        self.translate_precise_with(request, &precise).await
     }
 }
 

@@ -77,7 +77,7 @@ impl ControlRecord {
     /// ```
     /// use mm2_offsets::records::{ControlRecord, ControlRecordType, Record};
     ///
-    /// let record = Record { offset: 7, timestamp: 0, key: Some(&[0, 0, 0, 1]), value: None };
+    /// let record = Record { offset: 7, timestamp: 0, key: Some(&[0, 0, 0, 1]), value: None, headers: &[] };
     /// assert_eq!(ControlRecord::parse(&record).unwrap().kind, ControlRecordType::Commit);
     /// ```
     pub fn parse(record: &Record<'_>) -> Result<ControlRecord, RecordsError> {
@@ -125,6 +125,7 @@ mod tests {
             timestamp: 0,
             key,
             value: None,
+            headers: &[],
         })
     }
 

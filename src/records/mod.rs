@@ -70,4 +70,4 @@ pub use error::{DecompressError, RecordProblem, RecordsError};
 pub use header::{
     BatchHeader, Compression, HEADER_LEN, LOG_OVERHEAD, MAGIC_V2, MIN_BATCH_LENGTH, TimestampType,
 };
-pub use record::{Record, Records};
+pub use record::{Record, RecordHeaders, Records};

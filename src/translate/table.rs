@@ -361,6 +361,78 @@ fn decode(bytes: &[u8]) -> Cow<'_, str> {
     utf8::lossy(bytes)
 }
 
+impl OffsetTable {
+    /// A table of owned offsets, as if each were a checkpoint: what [`OffsetTable::with_rows`]
+    /// builds on. Keys must be unique.
+    pub(crate) fn from_owned(offsets: Vec<super::TranslatedOffset>) -> OffsetTable {
+        let sources = sorted_unique(offsets.iter().map(|o| o.source.as_str().into()));
+        let groups = sorted_unique(offsets.iter().map(|o| o.group.as_str().into()));
+        let topics = sorted_unique(offsets.iter().map(|o| o.topic.as_str().into()));
+        let mut metadata: Vec<Box<str>> = Vec::new();
+        let mut entries = Vec::with_capacity(offsets.len());
+        let mut keyed: Vec<(u32, Row)> = Vec::with_capacity(offsets.len());
+        for (i, o) in offsets.into_iter().enumerate() {
+            let metadata_index = if o.metadata.is_empty() {
+                NO_METADATA
+            } else {
+                metadata.push(o.metadata.into());
+                (metadata.len() - 1) as u32
+            };
+            entries.push(Entry {
+                upstream_offset: o.upstream_offset,
+                downstream_offset: o.offset,
+                timestamp: o.checkpoint_timestamp,
+                offset: o.checkpoint_offset,
+                partition: o.checkpoint_partition,
+                metadata: metadata_index,
+                live: true,
+            });
+            let row = Row {
+                group: rank(&groups, &o.group),
+                topic: rank(&topics, &o.topic),
+                partition: o.partition,
+                entry: i as u32,
+            };
+            keyed.push((rank(&sources, &o.source), row));
+        }
+        keyed.sort_by_key(|(source, row)| (*source, row.key()));
+        let mut blocks: Vec<SourceBlock> = Vec::new();
+        for (i, (source, _)) in keyed.iter().enumerate() {
+            match blocks.last_mut() {
+                Some(block) if block.source == *source => block.end = i + 1,
+                _ => blocks.push(SourceBlock {
+                    source: *source,
+                    start: i,
+                    end: i + 1,
+                    runs: 1,
+                }),
+            }
+        }
+        OffsetTable {
+            sources,
+            groups,
+            topics,
+            parts: vec![PartValues {
+                first_entry: 0,
+                entries,
+                metadata,
+            }],
+            blocks,
+            rows: keyed.into_iter().map(|(_, row)| row).collect(),
+        }
+    }
+
+    /// This table with `extra` offsets added (their keys must not be in the table), in the
+    /// usual order. Rebuilds the table from owned rows: for the few partitions a
+    /// re-translation adds, not for a hot path.
+    pub(crate) fn with_rows(&self, extra: Vec<super::TranslatedOffset>) -> OffsetTable {
+        let mut all: Vec<super::TranslatedOffset> =
+            self.iter().map(|o| o.to_owned_offset()).collect();
+        all.extend(extra);
+        OffsetTable::from_owned(all)
+    }
+}
+
 fn sorted_unique<'a>(names: impl Iterator<Item = Cow<'a, str>>) -> Vec<Box<str>> {
     let mut names: Vec<Box<str>> = names.map(Box::from).collect();
     names.sort_unstable();

@@ -47,9 +47,11 @@
 
 mod apply_loop;
 mod live_map;
+mod precise;
 mod tail;
 
 pub use apply_loop::{ApplyLoop, ApplyLoopOptions, ApplyTotals, GroupNote, SkipReason, TickReport};
+pub use precise::{SyncsStatus, SyncsWatchOptions, SyncsWatcher};
 
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, SystemTime};

@@ -7,4 +7,5 @@ pub mod generate;
 pub mod topics;
 pub mod translate;
 pub mod upstream;
+pub mod verify;
 pub mod watch;

@@ -29,6 +29,8 @@ pub struct App {
     pub isolation: IsolationLevel,
     /// The periodic apply, with `--apply-interval`: its counters are exported.
     pub apply: Option<ApplyLoop>,
+    /// `--precise`: the live offset-sync history (`/precise/offsets`).
+    pub precise: Option<Arc<super::precise::PreciseServe>>,
 }
 
 type Reply = Response<Full<Bytes>>;
@@ -139,6 +141,13 @@ impl App {
             "/offsets" => match offsets_document(&self.watcher.snapshot()) {
                 Ok(body) => reply(StatusCode::OK, JSON, body),
                 Err(e) => json_error(StatusCode::INTERNAL_SERVER_ERROR, &e),
+            },
+            "/precise/offsets" => match &self.precise {
+                Some(precise) => match precise.document(&self.watcher.snapshot()) {
+                    Ok(body) => reply(StatusCode::OK, JSON, body),
+                    Err(e) => json_error(StatusCode::INTERNAL_SERVER_ERROR, &e),
+                },
+                None => json_error(StatusCode::NOT_FOUND, "start watch with --precise"),
             },
             _ => match path.strip_prefix("/offsets/") {
                 Some(segment) => match percent_decode(segment) {

@@ -4,6 +4,7 @@
 
 mod http;
 mod metrics;
+mod precise;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -109,6 +110,7 @@ pub async fn run(args: WatchArgs) -> Result<i32, String> {
             .collect::<Vec<_>>()
             .join(", ")
     );
+    let precise = precise::start(&args, &client, &watcher.options().sources).await?;
     let apply = args.apply_interval.map(|interval| {
         let mut options = ApplyLoopOptions::new(interval);
         options.plan_timeout = args.timeout;
@@ -129,6 +131,7 @@ pub async fn run(args: WatchArgs) -> Result<i32, String> {
         partition_metrics: args.partition_metrics,
         isolation,
         apply: apply.clone(),
+        precise: precise.clone(),
     });
     let (stop_apply, mut apply_stopped) = tokio::sync::watch::channel(false);
     let serving = async {
@@ -146,6 +149,9 @@ pub async fn run(args: WatchArgs) -> Result<i32, String> {
         }
     };
     tokio::join!(serving, applying);
+    if let Some(precise) = precise {
+        precise.stop().await;
+    }
     watcher.stop().await;
     eprintln!("stopped");
     Ok(crate::exit::EXIT_OK)
