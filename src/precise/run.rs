@@ -25,6 +25,14 @@ use crate::translate::{
 pub enum Syncs {
     /// Read the offset-syncs topic.
     Topic(SyncsSource),
+    /// An index already read (and what reading it did): for callers that need it before the
+    /// translation too.
+    Read {
+        /// The index.
+        index: Arc<SyncIndex>,
+        /// What reading it did.
+        report: ReadReport,
+    },
     /// A snapshot `watch --precise` wrote while the topic was readable (the source may be
     /// gone), re-indexed with `interpolation`.
     Snapshot {
@@ -44,6 +52,7 @@ impl Syncs {
     ) -> Result<(SyncIndex, ReadReport), TranslateError> {
         match self {
             Syncs::Topic(syncs) => super::read_sync_index(syncs, request, deadline).await,
+            Syncs::Read { index, report } => Ok(((**index).clone(), report.clone())),
             Syncs::Snapshot {
                 snapshot,
                 interpolation,
@@ -250,7 +259,9 @@ impl MirrorClient {
         out.max_rereads = match precise.syncs {
             // Later syncs, which the bound rests on, are not in a snapshot (see `snapshot`).
             Syncs::Snapshot { .. } => vec![None; out.precise.len()],
-            Syncs::Topic(_) => max_rereads(out, &mut histories, self.replication_policy(), index),
+            Syncs::Topic(_) | Syncs::Read { .. } => {
+                max_rereads(out, &mut histories, self.replication_policy(), index)
+            }
         };
         if let Some(matching) = &out.matching {
             for (bound, row) in out.max_rereads.iter_mut().zip(&matching.rows) {

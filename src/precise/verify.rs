@@ -98,12 +98,19 @@ impl MirrorClient {
         options: MatchOptions,
     ) -> Result<Vec<VerifyRow>, TranslateError> {
         let deadline = Deadline::after(request.timeout);
+        // The history first: it says which topics this flow mirrors.
+        let (index, report) = syncs.index(request, deadline).await?;
+        let index = std::sync::Arc::new(index);
+        let mirrored = |topic: &str| index.topic(topic.as_bytes()).is_some();
         let precise = PreciseRequest {
             match_records: Some(MatchRecords {
                 source: source.clone(),
                 options,
             }),
-            ..PreciseRequest::new(syncs)
+            ..PreciseRequest::new(Syncs::Read {
+                index: index.clone(),
+                report,
+            })
         };
         let source = source.clone();
         let alias = request.sources.first().cloned().unwrap_or_default();
@@ -163,6 +170,9 @@ impl MirrorClient {
                 }
             }
         }
+        // Partitions of topics this flow does not mirror are none of its business (on a
+        // source that is also a target, the group's own remote topics are there too).
+        keys.retain(|(_, topic, _), _| mirrored(topic));
         let positions: Vec<UpstreamPosition> = keys
             .iter()
             .filter_map(|((group, topic, partition), (_, source))| {

@@ -307,7 +307,7 @@ async fn match_partition(
         ..PartitionOutcome::default()
     };
     let upstream = Upstream::new(&up, down.log_append_time);
-    let bounds = match walk::bounds(&upstream, &down, &job.history) {
+    let bounds = match walk::bounds(&upstream, &down, &job.history, ends.upstream) {
         Ok(bounds) => bounds,
         Err(violation) => {
             outcome.inconsistent = Some(match violation {

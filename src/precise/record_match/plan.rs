@@ -59,28 +59,28 @@ pub(crate) fn plan(
         // Upstream: from the lowest sync of the window (a rewind target) to past the highest
         // record the window's copies can hold: after a sync (u, d), the record at d + k holds
         // at most the k-th record after u, so offsets beyond u + k only where upstream has
-        // gaps; a margin covers a few of those.
+        // gaps. A margin on each side covers a few of those, and the committed records the
+        // lower bounds step back to over a block of aborted ones.
         let window = &syncs[span.first..=span.last.max(span.first)];
-        let lo = window
+        let lowest = window
             .iter()
             .map(|&(u, _)| u)
             .min()
             .unwrap_or(below_u)
-            .min(upstream)
-            .max(ends.upstream_start);
+            .min(upstream);
+        let reach = window
+            .windows(2)
+            .map(|pair| pair[0].0 + (pair[1].1 - pair[0].1))
+            .chain(window.iter().map(|&(u, _)| u))
+            .max()
+            .unwrap_or(upstream)
+            .max(upstream)
+            + 1;
+        let margin = (reach - lowest) / 8 + 8;
+        let lo = (lowest - margin).max(ends.upstream_start);
         let hi = match span.bound {
             None => readable_end,
-            Some(_) => {
-                let reach = window
-                    .windows(2)
-                    .map(|pair| pair[0].0 + (pair[1].1 - pair[0].1))
-                    .chain(window.iter().map(|&(u, _)| u))
-                    .max()
-                    .unwrap_or(upstream)
-                    .max(upstream)
-                    + 1;
-                (reach + (reach - lo) / 8 + 8).min(readable_end)
-            }
+            Some(_) => (reach + margin).min(readable_end),
         };
         if lo < hi {
             plan.upstream.push((lo, hi));
@@ -142,9 +142,15 @@ mod tests {
             ]
         );
         assert_eq!(plan.downstream, [(0, 1), (100, 350)]);
-        assert_eq!(plan.upstream, [(0, 9), (100, 350)]);
+        // Each window's upstream with a margin of an eighth (and 8) on each side.
+        assert_eq!(plan.upstream, [(0, 9), (80, 350)]);
         let (_, apart) = plan_of(&log, &[50, 250], ends);
         assert_eq!(apart.downstream, [(0, 101), (200, 301)]);
+        assert_eq!(
+            apart.upstream,
+            [(0, 321)],
+            "within 64 of each other: one read"
+        );
     }
 
     fn plan_of(log: &LogOrder, rows: &[i64], ends: Ends) -> (Vec<Option<Window>>, ReadPlan) {

@@ -169,16 +169,26 @@ pub(crate) struct Bounds {
     pub(crate) lb: Vec<i64>,
 }
 
-/// Both walks over the downstream records read.
-pub(crate) fn bounds(up: &Upstream<'_>, down: &Side, log: &LogOrder) -> Result<Bounds, Violation> {
+/// Both walks over the downstream records read. `upstream_end` is the upstream's end, read
+/// after the downstream's: every record copied downstream by then lies below it.
+pub(crate) fn bounds(
+    up: &Upstream<'_>,
+    down: &Side,
+    log: &LogOrder,
+    upstream_end: i64,
+) -> Result<Bounds, Violation> {
     let records = &down.records;
     let n = records.len();
     let mut ub = vec![HIGH; n];
     for k in 0..n {
         let r = &records[k];
         let mut x = HIGH;
-        if k > 0 && r.gap_before != UNKNOWN_GAP {
-            x = up.next_pow(ub[k - 1], i64::from(r.gap_before) + 1);
+        if k > 0 && r.gap_before != UNKNOWN_GAP && ub[k - 1] != HIGH {
+            // Past the last committed record read, the next record can only be one of those
+            // after it (aborted, or not read): below the upstream end in any case.
+            x = up
+                .next_pow(ub[k - 1], i64::from(r.gap_before) + 1)
+                .min(upstream_end - 1);
         }
         if x != HIGH {
             x = up.snap_down(x, r);
@@ -320,6 +330,10 @@ impl Matched<'_> {
                 return Ok(self.ends.downstream);
             }
             _ if upstream < self.ends.upstream_start => return Err(Unmatched::PastRetention),
+            // A hole right after U: the group's next record may have been in it.
+            _ if side.covers(upstream, upstream + 1) && side.has_hole(upstream, upstream + 1) => {
+                return Err(Unmatched::UpstreamGap);
+            }
             Some(a) if side.covers(upstream, a.offset + 1) => return Err(Unmatched::UpstreamGap),
             _ => return Err(Unmatched::NotRead),
         };
@@ -342,19 +356,39 @@ impl Matched<'_> {
                 }
             }
         }
+        let copies = || {
+            (from..to)
+                .filter(|&k| up.same(a, &records[k]))
+                .map(|k| (records[k].offset, lb[k], ub[k]))
+                .collect::<Vec<_>>()
+        };
         let Some(w) = witness else {
-            let copies = (from..to).any(|k| up.same(a, &records[k]));
-            return Err(if copies {
-                Unmatched::Ambiguous
-            } else {
+            let copies = copies();
+            tracing::debug!(
+                upstream,
+                next = a.offset,
+                ?window,
+                ?copies,
+                "no copy proven"
+            );
+            return Err(if copies.is_empty() {
                 Unmatched::NoMatch
+            } else {
+                Unmatched::Ambiguous
             });
         };
         let at = records[w].offset;
         if best.is_some_and(|b| b > at) {
+            tracing::debug!(
+                upstream,
+                at,
+                ?best,
+                "a later record proves an earlier one re-copied"
+            );
             return Err(Unmatched::Ambiguous);
         }
         if (w + 1..to).any(|k| up.same(a, &records[k]) && lb[k] <= a.offset) {
+            tracing::debug!(upstream, at, copies = ?copies(), "a later copy is not ruled out");
             return Err(Unmatched::Ambiguous);
         }
         Ok(at)
