@@ -17,7 +17,7 @@ use mm2_offsets::client::KafkaClient;
 use mm2_offsets::mm2::sync_index::Rule;
 use mm2_offsets::precise::record_match::MatchOptions;
 use mm2_offsets::precise::verify::Verdict;
-use mm2_offsets::precise::{Input, MatchRecords, PreciseRequest, PreciseTranslation, Syncs};
+use mm2_offsets::precise::{MatchRecords, PreciseRequest, PreciseTranslation, Syncs};
 use mm2_offsets::translate::{MirrorClient, TranslateRequest};
 
 const BIN: &str = env!("CARGO_BIN_EXE_mm2-offsets");
@@ -269,8 +269,9 @@ pub async fn check_matching(
             );
         }
         d.rows += 1;
-        if p.mm2_offset >= 0 && input.input != Input::SourceOffset {
-            d.mm2 += truth - p.mm2_offset;
+        if p.mm2_offset >= 0 {
+            // MM2's offset answers its own checkpoint's upstream offset.
+            d.mm2 += truths.at(upstream_topic, o.partition, o.upstream_offset) - p.mm2_offset;
         }
         d.precise += truth - row.syncs_offset;
         d.matched_distance += truth - p.offset;
