@@ -21,7 +21,8 @@
 #
 # Environment (defaults in brackets):
 #   BOOTSTRAP   host:port of the broker's PLAINTEXT listener (required)
-#   PARTITIONS  [100]   RECORDS per partition [1000]   GROUPS [100]   RUNS [5]
+#   PARTITIONS  [100]   RECORDS per partition [1000]   GROUP_COUNT [100]   RUNS [5]
+#   BATCH       producer batch size of the data [16384, the Java producer's and MM2's default]
 #   BIN         the mm2-offsets binary [target/release/mm2-offsets, built when missing]
 #   WORK        scratch directory [target/compare]
 # Needs: bash, python3, java 17 (datawriter.sh), /usr/bin/time (GNU).
@@ -33,15 +34,17 @@ repo="$(cd "$here/.." && pwd)"
 : "${BOOTSTRAP:?set BOOTSTRAP to the broker address, e.g. BOOTSTRAP=127.0.0.1:9092}"
 P="${PARTITIONS:-100}"
 N="${RECORDS:-1000}"
-G="${GROUPS:-100}"
+G="${GROUP_COUNT:-100}"
 RUNS="${RUNS:-5}"
 BIN="${BIN:-$repo/target/release/mm2-offsets}"
 WORK="${WORK:-$repo/target/compare}"
 D="$WORK/match"
-UP="bmu-$P-$N"
+# Producer batches of 16 KiB: the Java producer's default, and MM2's (Connect's producer).
+BATCH="${BATCH:-16384}"
+UP="bmu-$P-$N-b$BATCH"
 SOURCE="bsrc"
 REPLICA="$SOURCE.$UP"
-SYNCS="mm2-offset-syncs.bench-$P-$N.internal"
+SYNCS="mm2-offset-syncs.bench-$P-$N-b$BATCH.internal"
 DW="$repo/protocol-tests/harness/datawriter.sh"
 
 log() { echo "match.sh: $*" >&2; }
@@ -66,8 +69,8 @@ records() {
   fi
   log "writing $topic ($((P * N)) records of 1 KiB)"
   "$DW" records --bootstrap "$BOOTSTRAP" --topic "$topic" --partitions "$P" --count "$((P * N))" \
-    --nulls 0 --timestamp-base 1700000000000 --value-bytes 1024 --batch-size 262144 \
-    --linger-ms 20 >/dev/null
+    --nulls 0 --timestamp-base 1700000000000 --value-bytes 1024 --batch-size "$BATCH" \
+    --linger-ms 5 >/dev/null
   stamp "$topic"
 }
 
@@ -110,21 +113,24 @@ raw() {
   fi
 }
 raw "$SYNCS" "$D/syncs.txt"
-raw "bsrc-hot.checkpoints.internal" "$D/checkpoints-hot.txt"
-raw "bsrc-spread.checkpoints.internal" "$D/checkpoints-spread.txt"
+raw "bsrc$BATCH-hot.checkpoints.internal" "$D/checkpoints-hot.txt"
+raw "bsrc$BATCH-spread.checkpoints.internal" "$D/checkpoints-spread.txt"
 
 # One timed run: wall seconds, peak RSS (KiB), rows, rows matched, KiB read (source + target).
 run() {
   local shape="$1" mode="$2" out err
   out="$D/out.json"
   err="$D/err.txt"
-  local -a args=(translate --bootstrap-server "$BOOTSTRAP" --source "$SOURCE-$shape" --all-groups
+  local -a args=(translate --bootstrap-server "$BOOTSTRAP" --source "$SOURCE$BATCH-$shape" --all-groups
     --precise --syncs-bootstrap-server "$BOOTSTRAP" --syncs-topic "$SYNCS" -o json --no-progress)
   [[ "$mode" == match ]] && args+=(--match-records)
   # The checkpoints name the replica bsrc.bmu-...: the policy maps it back to bmu-...
-  /usr/bin/time -f "%e %M" -o "$D/time.txt" "$BIN" "${args[@]}" >"$out" 2>"$err" ||
+  local t0 t1
+  t0=$(date +%s%N)
+  /usr/bin/time -f "%M" -o "$D/time.txt" "$BIN" "${args[@]}" >"$out" 2>"$err" ||
     die "$mode run failed: $(tail -3 "$err")"
-  python3 - "$out" "$err" "$(cat "$D/time.txt")" "$mode" <<'PY'
+  t1=$(date +%s%N)
+  python3 - "$out" "$err" "$(((t1 - t0) / 1000000)) $(cat "$D/time.txt")" "$mode" <<'PY'
 import json, re, sys
 doc = json.load(open(sys.argv[1]))
 rows = doc["offsets"]
@@ -132,11 +138,12 @@ matched = sum(1 for r in rows if r["rule"] == "record-match")
 err = open(sys.argv[2]).read()
 m = re.search(r"([0-9.]+) KiB read from the source and ([0-9.]+) KiB from the target", err)
 kib = float(m.group(1)) + float(m.group(2)) if m else 0.0
-wall, rss = sys.argv[3].split()
+ms, rss = sys.argv[3].split()
+wall = int(ms) / 1000
 assert len(rows) > 0
 if sys.argv[4] == "match":
     assert matched == len(rows), f"{matched} of {len(rows)} matched"
-print(wall, rss, len(rows), matched, kib)
+print(f"{wall:.3f}", rss, len(rows), matched, kib)
 PY
 }
 
@@ -149,13 +156,13 @@ for shape in hot spread; do
   done
 done
 
-python3 - "$D/runs.txt" "$P" "$N" "$G" <<'PY'
+python3 - "$D/runs.txt" "$P" "$N" "$G" "$BATCH" <<'PY'
 import statistics, sys
 runs = [l.split() for l in open(sys.argv[1])]
 p, n, g = sys.argv[2:5]
-print(f"{g} groups x {p} partitions, {n} records of 1 KiB a partition, a sync every 100 records")
+print(f"{g} groups x {p} partitions, {n} records of 1 KiB a partition, a sync every 100 records, producer batches of {sys.argv[5]} bytes")
 print()
-print("| lags | reader | rows | matched | wall s (median) | peak RSS MiB | KiB read | bytes read per row | vs --precise |")
+print("| lags | reader | rows | matched | wall ms (median) | peak RSS MiB | KiB read | bytes read per row | vs --precise |")
 print("|---|---|---|---|---|---|---|---|---|")
 for shape in ("hot", "spread"):
     med = {}
@@ -168,5 +175,5 @@ for shape in ("hot", "spread"):
         per_row = kib * 1024 / rows
         ratio = "" if mode == "precise" else f"{wall / med['precise']:.2f}x"
         name = "--precise" if mode == "precise" else "--precise --match-records"
-        print(f"| {shape} | {name} | {rows} | {matched} | {wall:.2f} | {rss:.0f} | {kib:.0f} | {per_row:.0f} | {ratio} |")
+        print(f"| {shape} | {name} | {rows} | {matched} | {wall * 1000:.0f} | {rss:.0f} | {kib:.0f} | {per_row:.0f} | {ratio} |")
 PY

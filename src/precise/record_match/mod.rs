@@ -2,10 +2,10 @@
 //!
 //! The sync history bounds where a group's next record was copied to a downstream window (from
 //! the last sync below the group's upstream offset `U` to the sync that proves no later copy,
-//! see [`super::history`]). Reading the upstream records from the window's rewind targets on
+//! see `max_rereads` in [`PreciseTranslation`](super::PreciseTranslation)). Reading the upstream records from the window's rewind targets on
 //! and the downstream window, and comparing records by a keyed digest of their key, value and
 //! headers (and timestamp), proves which downstream record copies which upstream one
-//! ([`walk`] has the argument), and so the last copy of the group's next record: the offset
+//! (the argument is in `walk.rs`), and so the last copy of the group's next record: the offset
 //! from which the group reads every record at or after `U` and nothing before it that it
 //! need not. Inside a restart's block of duplicates that is the copy after the block.
 //!
@@ -23,7 +23,7 @@
 //! `errors.tolerance`), checked where the records allow: a sync whose records differ, or
 //! bounds that cross, refuse the partition (`inconsistent`). A window that ends at a sync
 //! (not at the log end) also assumes that each restart's first sync reached the offset-syncs
-//! topic (see [`super::history`]).
+//! topic, as `max_rereads` does.
 
 mod digest;
 mod plan;
@@ -137,14 +137,31 @@ where
         })
         .collect();
     stats.partitions = jobs.len();
-    let topics = Topics::default();
+    // Each topic pair's metadata and partition ends, in a few requests for all its partitions.
+    let mut pairs: BTreeMap<(String, String), Vec<i32>> = BTreeMap::new();
+    for job in &jobs {
+        pairs
+            .entry((job.downstream_topic.clone(), job.upstream_topic.clone()))
+            .or_default()
+            .push(job.partition);
+    }
+    let mut ends: BTreeMap<(String, String), Result<PairEnds, String>> = BTreeMap::new();
+    for ((down, up), partitions) in pairs {
+        let found = pair_ends(source, target, &down, &up, &partitions, deadline).await;
+        ends.insert((down, up), found.map_err(|e| e.to_string()));
+    }
     let results: Vec<(PartitionJob, PartitionOutcome)> = futures::stream::iter(jobs)
         .map(|job| {
-            let (digester, topics) = (&digester, &topics);
+            let digester = &digester;
+            let pair = &ends[&(job.downstream_topic.clone(), job.upstream_topic.clone())];
             async move {
-                let outcome =
-                    match_partition(source, target, &job, topics, digester, options, deadline)
-                        .await;
+                let outcome = match pair {
+                    Ok(pair) => {
+                        match_partition(source, target, &job, pair, digester, options, deadline)
+                            .await
+                    }
+                    Err(why) => PartitionOutcome::failed(&job, why.clone()),
+                };
                 (job, outcome)
             }
         })
@@ -191,91 +208,78 @@ struct PartitionOutcome {
     unread: Option<String>,
 }
 
-/// Topic metadata, looked up once per topic and cluster.
-#[derive(Default)]
-struct Topics {
-    known: tokio::sync::Mutex<BTreeMap<(bool, String), SharedTopic>>,
-}
-
-impl Topics {
-    async fn get(
-        &self,
-        client: &KafkaClient,
-        upstream: bool,
-        name: &str,
-        deadline: &Deadline,
-    ) -> Result<SharedTopic, ClientError> {
-        let key = (upstream, name.to_string());
-        if let Some(topic) = self.known.lock().await.get(&key) {
-            return Ok(topic.clone());
+impl PartitionOutcome {
+    /// Every row not read, and why.
+    fn failed(job: &PartitionJob, why: String) -> Self {
+        PartitionOutcome {
+            answers: vec![Err(Unmatched::NotRead); job.members.len()],
+            unread: Some(why),
+            ..PartitionOutcome::default()
         }
-        let topic = client.describe_topic(name, deadline).await?;
-        self.known.lock().await.insert(key, topic.clone());
-        Ok(topic)
     }
 }
 
-/// One partition's offset by `spec`, if the broker gave one.
-async fn offset_of(
-    client: &KafkaClient,
-    topic: &SharedTopic,
-    partition: i32,
-    spec: OffsetSpec,
-    isolation: IsolationLevel,
+/// One topic pair's metadata and each partition's ends: the downstream end read first, so
+/// that every record copied by then existed upstream when the upstream end was read after it.
+struct PairEnds {
+    down: SharedTopic,
+    up: SharedTopic,
+    /// Per partition: the ends and the upstream's last stable offset (where a read_committed
+    /// read stops).
+    ends: BTreeMap<i32, (Ends, i64)>,
+}
+
+async fn pair_ends(
+    source: &KafkaClient,
+    target: &KafkaClient,
+    down_name: &str,
+    up_name: &str,
+    partitions: &[i32],
     deadline: Deadline,
-) -> Result<Option<i64>, ClientError> {
-    let offsets = client
-        .list_offsets(topic, &[partition], spec, isolation, &deadline)
+) -> Result<PairEnds, ClientError> {
+    use IsolationLevel::{ReadCommitted, ReadUncommitted};
+    use OffsetSpec::{Earliest, Latest};
+    let down = target.describe_topic(down_name, &deadline).await?;
+    let up = source.describe_topic(up_name, &deadline).await?;
+    let down_end = target
+        .list_offsets(&down, partitions, Latest, ReadUncommitted, &deadline)
         .await?;
-    Ok(offsets.get(&partition).copied())
+    let up_end = source
+        .list_offsets(&up, partitions, Latest, ReadUncommitted, &deadline)
+        .await?;
+    let up_stable = source
+        .list_offsets(&up, partitions, Latest, ReadCommitted, &deadline)
+        .await?;
+    let up_start = source
+        .list_offsets(&up, partitions, Earliest, ReadUncommitted, &deadline)
+        .await?;
+    let ends = partitions
+        .iter()
+        .filter_map(|p| {
+            let ends = Ends {
+                downstream: *down_end.get(p)?,
+                upstream: *up_end.get(p)?,
+                upstream_start: *up_start.get(p)?,
+            };
+            Some((*p, (ends, *up_stable.get(p)?)))
+        })
+        .collect();
+    Ok(PairEnds { down, up, ends })
 }
 
 async fn match_partition(
     source: &KafkaClient,
     target: &KafkaClient,
     job: &PartitionJob,
-    topics: &Topics,
+    pair: &PairEnds,
     digester: &Digester,
     options: &MatchOptions,
     deadline: Deadline,
 ) -> PartitionOutcome {
-    let failed = |why: String| PartitionOutcome {
-        answers: vec![Err(Unmatched::NotRead); job.members.len()],
-        unread: Some(why),
-        ..PartitionOutcome::default()
+    let Some(&(ends, stable)) = pair.ends.get(&job.partition) else {
+        return PartitionOutcome::failed(job, "a partition missing from the ends".to_string());
     };
-    let ends = async {
-        let down = topics
-            .get(target, false, &job.downstream_topic, &deadline)
-            .await?;
-        let up = topics
-            .get(source, true, &job.upstream_topic, &deadline)
-            .await?;
-        use IsolationLevel::{ReadCommitted, ReadUncommitted};
-        use OffsetSpec::{Earliest, Latest};
-        let p = job.partition;
-        // The downstream end first: every record copied by then existed upstream when the
-        // upstream end is read after it.
-        let down_end = offset_of(target, &down, p, Latest, ReadUncommitted, deadline).await?;
-        let up_end = offset_of(source, &up, p, Latest, ReadUncommitted, deadline).await?;
-        let up_stable = offset_of(source, &up, p, Latest, ReadCommitted, deadline).await?;
-        let up_start = offset_of(source, &up, p, Earliest, ReadUncommitted, deadline).await?;
-        Ok::<_, ClientError>((down, up, down_end, up_end, up_stable, up_start))
-    };
-    let (down_topic, up_topic, ends, stable) = match ends.await {
-        Ok((down, up, Some(d), Some(u), Some(stable), Some(start))) => (
-            down,
-            up,
-            Ends {
-                downstream: d,
-                upstream: u,
-                upstream_start: start,
-            },
-            stable,
-        ),
-        Ok(_) => return failed("a partition missing from the ends".to_string()),
-        Err(e) => return failed(e.to_string()),
-    };
+    let (down_topic, up_topic) = (pair.down.clone(), pair.up.clone());
     let (windows, plan) = plan::plan(&job.history, &job.upstream_offsets, ends, stable);
     let side = |client, topic, isolation| SideRead {
         client,

@@ -265,7 +265,8 @@ pub enum Unmatched {
     NoMatch,
     /// Several records may copy it and none is proven the last.
     Ambiguous,
-    /// The partition's records contradict the sync history (see [`Violation`]).
+    /// The partition's records contradict the sync history: a sync whose two records differ,
+    /// or bounds that cross.
     Inconsistent,
 }
 
