@@ -55,8 +55,14 @@ done
 mkdir -p "$D"
 [[ -x "$BIN" ]] || { log "building $BIN"; cargo build --release --bin mm2-offsets >&2; }
 
-# The records of one topic: key-i / value-i padded to 1 KiB, CreateTime 1.7e12 + i, on
-# partition i % P. Written the same way twice, the replica holds exactly the upstream's records.
+# The records' CreateTime base: an hour ago when the data is first written (older records would
+# fall to the broker's 7-day time retention), kept for the replica and later runs.
+ts_file="$D/timestamp-base-${BOOTSTRAP//[^0-9]/_}-$UP"
+[[ -f "$ts_file" ]] || echo "$(( $(date +%s) * 1000 - 3600000 ))" >"$ts_file"
+TS="$(cat "$ts_file")"
+
+# The records of one topic: key-i / value-i padded to 1 KiB, CreateTime TS + i, on partition
+# i % P. Written the same way twice, the replica holds exactly the upstream's records.
 # A stamp per broker and topic: the data is written once (rerunning DataWriter would append).
 written() { [[ -f "$D/written-${BOOTSTRAP//[^0-9]/_}-$1" ]]; }
 stamp() { touch "$D/written-${BOOTSTRAP//[^0-9]/_}-$1"; }
@@ -69,7 +75,7 @@ records() {
   fi
   log "writing $topic ($((P * N)) records of 1 KiB)"
   "$DW" records --bootstrap "$BOOTSTRAP" --topic "$topic" --partitions "$P" --count "$((P * N))" \
-    --nulls 0 --timestamp-base 1700000000000 --value-bytes 1024 --batch-size "$BATCH" \
+    --nulls 0 --timestamp-base "$TS" --value-bytes 1024 --batch-size "$BATCH" \
     --linger-ms 5 >/dev/null
   stamp "$topic"
 }

@@ -65,6 +65,8 @@ type History = BTreeMap<(Vec<u8>, i32), Vec<(i64, i64)>>;
 struct State {
     /// Per upstream (topic, partition): the syncs as read, in log order.
     history: History,
+    /// The index last built, until the history changes.
+    cached: Option<(Interpolation, Arc<SyncIndex>)>,
     /// Per syncs-topic partition: its position and whether it reached its end once.
     positions: Vec<(i64, bool)>,
     records: u64,
@@ -164,10 +166,17 @@ impl SyncsWatcher {
         })
     }
 
-    /// The history read so far as an index.
-    pub fn index(&self, interpolation: Interpolation) -> SyncIndex {
-        let state = self.shared.lock();
-        build(&state.history, interpolation)
+    /// The history read so far as an index (built again only when the history changed).
+    pub fn index(&self, interpolation: Interpolation) -> Arc<SyncIndex> {
+        let mut state = self.shared.lock();
+        if let Some((i, index)) = &state.cached
+            && *i == interpolation
+        {
+            return index.clone();
+        }
+        let index = Arc::new(build(&state.history, interpolation));
+        state.cached = Some((interpolation, index.clone()));
+        index
     }
 
     /// What the watch did so far.
@@ -408,5 +417,82 @@ impl SnapshotWriter {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::client::fake::FakeCluster;
+    use crate::config::ClientConfig;
+    use crate::mm2::offset_sync::{OffsetSyncKey, OffsetSyncValue, encode_key, encode_value};
+
+    /// Sync record `i` of the fake topic: orders-0 and orders-1 alternately, (u, d) = (10 k,
+    /// 10 k + 3) with k = i / 2.
+    fn sync(_partition: i32, i: i64) -> (Option<Vec<u8>>, Vec<u8>) {
+        let key = encode_key(&OffsetSyncKey {
+            topic: b"orders",
+            partition: (i % 2) as i32,
+        })
+        .unwrap();
+        let value = encode_value(&OffsetSyncValue {
+            upstream_offset: 10 * (i / 2),
+            downstream_offset: 10 * (i / 2) + 3,
+        });
+        (Some(key), value)
+    }
+
+    #[tokio::test]
+    async fn the_history_is_read_kept_and_snapshotted() {
+        let cluster = FakeCluster::start(1).await;
+        cluster.create_topic_with("mm2-offset-syncs.b.internal", 1, 4, 25, sync);
+        let mut config = ClientConfig::plaintext([cluster.address(0)]);
+        config.request_timeout = Duration::from_secs(2);
+        let client = KafkaClient::connect(config).await.unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("syncs.snapshot");
+        let watcher = SyncsWatcher::start(SyncsWatchOptions {
+            client,
+            topic: "mm2-offset-syncs.b.internal".into(),
+            snapshot_path: Some(path.clone()),
+            snapshot_interval: Duration::from_millis(10),
+            max_wait: Duration::from_millis(10),
+            start_timeout: Duration::from_secs(5),
+        })
+        .await
+        .unwrap();
+        // Bounded by attempts, not by the clock's reading.
+        for _ in 0..500 {
+            if path.exists() && watcher.status().caught_up {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let status = watcher.status();
+        assert!(status.caught_up, "{status:?}");
+        assert_eq!((status.records, status.read_to), (100, 100));
+        let snapshot = SyncSnapshot::read_file(&path).unwrap();
+        assert_eq!(snapshot.syncs(), 100);
+        assert_eq!(snapshot.topic, "mm2-offset-syncs.b.internal");
+        let live = watcher.index(Interpolation::Disabled);
+        assert!(
+            Arc::ptr_eq(&live, &watcher.index(Interpolation::Disabled)),
+            "cached"
+        );
+        let from_file = snapshot.index(Interpolation::Disabled);
+        for p in 0..2 {
+            for u in [-1, 0, 5, 10, 255, 490, 600] {
+                assert_eq!(
+                    live.partition(b"orders", p).unwrap().translate(u),
+                    from_file.partition(b"orders", p).unwrap().translate(u),
+                    "orders-{p} at {u}"
+                );
+            }
+        }
+        assert_eq!(
+            live.partition(b"orders", 1).unwrap().translate(255),
+            Some((254, crate::mm2::sync_index::Rule::Mm2Rule))
+        );
+        watcher.stop().await;
     }
 }
