@@ -34,13 +34,20 @@ pub(crate) struct Span {
 pub(crate) struct LogOrder {
     syncs: Vec<(i64, i64)>,
     /// For each position `i`: the smallest upstream offset among `syncs[i..]` and the last
-    /// downstream offset with it.
+    /// downstream offset with it. Empty when the upstream offsets increase along the log (one
+    /// task lifetime, the usual history): each sync is then its own suffix minimum.
     suffix_min: Vec<(i64, i64)>,
 }
 
 impl LogOrder {
     /// From `(upstream, downstream)` pairs in log order (downstream offsets increasing).
     pub(crate) fn new(syncs: Vec<(i64, i64)>) -> Self {
+        if syncs.windows(2).all(|w| w[0].0 < w[1].0) {
+            return LogOrder {
+                syncs,
+                suffix_min: Vec::new(),
+            };
+        }
         let mut suffix_min = vec![(0, 0); syncs.len()];
         let mut best: Option<(i64, i64)> = None;
         for (i, &(u, d)) in syncs.iter().enumerate().rev() {
@@ -59,12 +66,21 @@ impl LogOrder {
         &self.syncs
     }
 
+    /// The suffix minima (the syncs themselves when their upstream offsets increase).
+    fn minima(&self) -> &[(i64, i64)] {
+        if self.suffix_min.is_empty() {
+            &self.syncs
+        } else {
+            &self.suffix_min
+        }
+    }
+
     /// Where `upstream` falls in the history (see the module documentation).
     pub(crate) fn span(&self, upstream: i64) -> Span {
-        // suffix_min's upstream offsets never decrease along the log.
-        let after = self.suffix_min.partition_point(|&(m, _)| m < upstream);
+        // The minima's upstream offsets never decrease along the log.
+        let after = self.minima().partition_point(|&(m, _)| m < upstream);
         let below = after.checked_sub(1).map(|i| self.syncs[i]);
-        let bound = self.suffix_min.get(after).copied();
+        let bound = self.minima().get(after).copied();
         let last = match bound {
             Some((_, dm)) => self.position_of(dm).unwrap_or(self.syncs.len() - 1),
             None => self.syncs.len().saturating_sub(1),
@@ -77,6 +93,17 @@ impl LogOrder {
         }
     }
 
+    /// The bound `(m, dm)` for `upstream` (see [`Span::bound`]), searching from position
+    /// `from` on, which must be at or below the answer's: a caller looking up increasing
+    /// offsets passes the position the previous lookup returned, so a partition's lookups walk
+    /// its history once instead of each missing the cache down a binary search.
+    pub(crate) fn bound_from(&self, from: usize, upstream: i64) -> (usize, Option<(i64, i64)>) {
+        let minima = self.minima();
+        let from = from.min(minima.len());
+        let after = from + minima[from..].partition_point(|&(m, _)| m < upstream);
+        (after, minima.get(after).copied())
+    }
+
     /// The position of the sync at downstream offset `d`, if one is there.
     pub(crate) fn position_of(&self, d: i64) -> Option<usize> {
         self.syncs.binary_search_by_key(&d, |&(_, sd)| sd).ok()
@@ -85,14 +112,6 @@ impl LogOrder {
     /// The sync written at downstream offset `d`: its upstream offset.
     pub(crate) fn upstream_at(&self, d: i64) -> Option<i64> {
         self.position_of(d).map(|i| self.syncs[i].0)
-    }
-
-    /// The most records a consumer resuming at `offset` re-reads for upstream offset
-    /// `upstream`: `dm - offset`, or `None` when no sync lies after the last one below
-    /// `upstream` (or the history contradicts `offset`).
-    pub(crate) fn max_rereads(&self, upstream: i64, offset: i64) -> Option<i64> {
-        let (_, dm) = self.span(upstream).bound?;
-        (dm >= offset).then_some(dm - offset)
     }
 }
 
@@ -107,9 +126,8 @@ mod tests {
         assert_eq!(span.below, Some((100, 100)));
         assert_eq!(span.bound, Some((200, 200)));
         assert_eq!((span.first, span.last), (1, 2));
-        assert_eq!(log.max_rereads(100, 100), Some(0));
-        assert_eq!(log.max_rereads(150, 101), Some(99));
-        assert_eq!(log.max_rereads(250, 201), None);
+        assert_eq!(log.span(100).bound, Some((100, 100)));
+        assert_eq!(log.span(250).bound, None);
         assert_eq!(log.span(0).below, None);
         assert_eq!(log.span(0).bound, Some((0, 0)));
     }
@@ -136,10 +154,21 @@ mod tests {
     }
 
     #[test]
+    fn increasing_lookups_from_the_last_position_agree() {
+        let log = LogOrder::new(vec![(0, 0), (100, 100), (200, 200), (150, 201), (250, 301)]);
+        let mut from = 0;
+        for u in (-5..300).step_by(7) {
+            let (at, bound) = log.bound_from(from, u);
+            assert_eq!(bound, log.span(u).bound, "U = {u}");
+            assert!(at >= from);
+            from = at;
+        }
+    }
+
+    #[test]
     fn equal_upstream_offsets_bound_at_the_last_copy() {
         // A restart re-sent 100 at 150: its last copy is at 150.
         let log = LogOrder::new(vec![(0, 0), (100, 100), (120, 120), (100, 150), (130, 180)]);
         assert_eq!(log.span(100).bound, Some((100, 150)));
-        assert_eq!(log.max_rereads(100, 150), Some(0));
     }
 }

@@ -3,7 +3,7 @@
 //! (and then every partition a group committed there); record matching on top; and for every
 //! row the bound on what a consumer resuming there re-reads.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -252,15 +252,14 @@ impl MirrorClient {
         precise: &PreciseRequest,
         deadline: Deadline,
     ) {
-        let mut histories = Histories::new(index);
         if let Some(matching) = &precise.match_records {
-            out.matching = Some(match_translation(self, out, &histories, matching, deadline).await);
+            out.matching = Some(match_translation(self, out, index, matching, deadline).await);
         }
         out.max_rereads = match precise.syncs {
             // Later syncs, which the bound rests on, are not in a snapshot (see `snapshot`).
             Syncs::Snapshot { .. } => vec![None; out.precise.len()],
             Syncs::Topic(_) | Syncs::Read { .. } => {
-                max_rereads(out, &mut histories, self.replication_policy(), index)
+                max_rereads(out, self.replication_policy(), index)
             }
         };
         if let Some(matching) = &out.matching {
@@ -296,7 +295,7 @@ impl PreciseTranslation {
             syncs_report,
             index,
         );
-        out.max_rereads = max_rereads(&out, &mut Histories::new(index), policy, index);
+        out.max_rereads = max_rereads(&out, policy, index);
         out
     }
 
@@ -325,42 +324,11 @@ impl PreciseTranslation {
     }
 }
 
-/// Each upstream partition's history in log order, built once when first asked.
-struct Histories<'a> {
-    index: &'a SyncIndex,
-    built: HashMap<(String, i32), Arc<LogOrder>>,
-}
-
-impl<'a> Histories<'a> {
-    fn new(index: &'a SyncIndex) -> Self {
-        Histories {
-            index,
-            built: HashMap::new(),
-        }
-    }
-
-    fn syncs(&self, topic: &str, partition: i32) -> Option<Vec<(i64, i64)>> {
-        self.index
-            .partition(topic.as_bytes(), partition)
-            .map(|p| p.log_order())
-    }
-
-    fn get(&mut self, topic: &str, partition: i32) -> Option<Arc<LogOrder>> {
-        let key = (topic.to_string(), partition);
-        if let Some(log) = self.built.get(&key) {
-            return Some(log.clone());
-        }
-        let log = Arc::new(LogOrder::new(self.syncs(topic, partition)?));
-        self.built.insert(key, log.clone());
-        Some(log)
-    }
-}
-
 /// Matches every row of `out` and takes the proven offsets.
 async fn match_translation(
     client: &MirrorClient,
     out: &mut PreciseTranslation,
-    histories: &Histories<'_>,
+    index: &SyncIndex,
     matching: &MatchRecords,
     deadline: Deadline,
 ) -> Matching {
@@ -386,7 +354,11 @@ async fn match_translation(
         &matching.source,
         client.kafka(),
         &rows,
-        |topic, partition| histories.syncs(topic, partition),
+        |topic, partition| {
+            index
+                .partition(topic.as_bytes(), partition)
+                .map(|p| p.log_order())
+        },
         &matching.options,
         deadline,
     )
@@ -428,28 +400,54 @@ async fn match_translation(
 }
 
 /// Each row's bound on re-reads: 0 when matched, else what the history bounds
-/// ([`LogOrder::max_rereads`]).
+/// ([`LogOrder::max_rereads`]). The lookups go partition by partition in increasing upstream
+/// offset, as [`super::retranslate`]'s do: a row's search then starts where the previous one
+/// ended, in a history that stays in cache.
 fn max_rereads(
     out: &PreciseTranslation,
-    histories: &mut Histories<'_>,
     policy: &crate::mm2::ReplicationPolicy,
     index: &SyncIndex,
 ) -> Vec<Option<i64>> {
     let mut topics = UpstreamTopics::new(index, policy);
-    out.translation
+    let mut bounds = vec![None; out.precise.len()];
+    let mut logs: Vec<Option<LogOrder>> = Vec::new();
+    logs.resize_with(index.partitions(), || None);
+    // (partition number, upstream offset, row)
+    let mut lookups: Vec<(u32, i64, u32)> = Vec::with_capacity(out.precise.len());
+    for (row, ((o, p), input)) in out
+        .translation
         .iter()
         .zip(&out.precise)
         .zip(&out.inputs)
-        .map(|((o, p), input)| {
-            if p.rule == Rule::RecordMatch {
-                return Some(0);
-            }
-            let (upstream, _) = topics.get(o.topic);
-            histories
-                .get(upstream, o.partition)?
-                .max_rereads(input.upstream_offset, p.offset)
-        })
-        .collect()
+        .enumerate()
+    {
+        if p.rule == Rule::RecordMatch {
+            bounds[row] = Some(0);
+            continue;
+        }
+        let Some((number, part)) = topics.get(o.topic).1.and_then(|t| t.numbered(o.partition))
+        else {
+            continue;
+        };
+        if logs[number].is_none() {
+            logs[number] = Some(LogOrder::new(part.log_order()));
+        }
+        lookups.push((number as u32, input.upstream_offset, row as u32));
+    }
+    lookups.sort_unstable();
+    for bucket in lookups.chunk_by(|a, b| a.0 == b.0) {
+        let Some(log) = &logs[bucket[0].0 as usize] else {
+            continue;
+        };
+        let mut from = 0;
+        for &(_, upstream, row) in bucket {
+            let (at, bound) = log.bound_from(from, upstream);
+            from = at;
+            let offset = out.precise[row as usize].offset;
+            bounds[row as usize] = bound.and_then(|(_, dm)| (dm >= offset).then_some(dm - offset));
+        }
+    }
+    bounds
 }
 
 /// Milliseconds since the epoch, now.
