@@ -293,11 +293,20 @@ pub async fn source_cluster(
     };
     let settings =
         crate::connection::settings(&connection).map_err(|e| format!("source cluster: {e}"))?;
-    let mut config = settings.client;
-    config.connection_setup_timeout = config.connection_setup_timeout.min(timeout);
-    KafkaClient::connect(config)
+    bounded_connect(settings.client, timeout)
         .await
         .map_err(|e| format!("source cluster: {e}"))
+}
+
+/// Connects within `timeout`, as the target's connection does: a cluster that is gone (the
+/// source, in a disaster) fails within the run's budget, not the client's own defaults.
+async fn bounded_connect(
+    mut config: mm2_offsets::config::ClientConfig,
+    timeout: Duration,
+) -> Result<KafkaClient, mm2_offsets::client::ClientError> {
+    config.connection_setup_timeout = config.connection_setup_timeout.min(timeout);
+    config.request_timeout = config.request_timeout.min(timeout);
+    KafkaClient::connect(config).await
 }
 
 async fn syncs_source(
@@ -344,7 +353,7 @@ pub async fn syncs_cluster(
     let settings = crate::connection::settings(&connection)
         .map_err(|e| format!("offset-syncs cluster: {e}"))?;
     let policy = client.replication_policy();
-    let kafka = KafkaClient::connect(settings.client)
+    let kafka = bounded_connect(settings.client, timeout)
         .await
         .map_err(|e| format!("offset-syncs cluster: {e}"))?;
     let topic = match (&p.syncs_topic, &target.target) {
