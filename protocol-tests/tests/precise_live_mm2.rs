@@ -1192,6 +1192,81 @@ async fn suite() {
         },
     )
     .await;
+    // The same from the command line: verify exits 1 (a partition is ahead) and prints the
+    // three verdicts; --offsets-file translates bare positions (a stream processor's own
+    // checkpoint), matched, each at its truth.
+    let verify_regex = format!("pvf-{id}-.*");
+    let (code, stdout, stderr) = matching::cli(&[
+        "verify",
+        "--bootstrap-server",
+        &addr,
+        "--source",
+        "pup",
+        "--group-regex",
+        &verify_regex,
+        "--syncs-bootstrap-server",
+        &addr,
+        "--syncs-topic",
+        &flows[0].syncs.topic,
+        "-o",
+        "json",
+    ]);
+    assert_eq!(
+        code, 1,
+        "verify exits 1 when a partition is ahead: {stderr}"
+    );
+    let verdicts: serde_json::Value = serde_json::from_str(&stdout).expect("verify's JSON");
+    let mut kinds: Vec<&str> = verdicts["rows"]
+        .as_array()
+        .expect("rows")
+        .iter()
+        .map(|r| r["verdict"].as_str().unwrap())
+        .collect();
+    kinds.sort_unstable();
+    kinds.dedup();
+    assert_eq!(kinds, ["ahead", "behind", "exact"], "{stdout}");
+    let positions = proven
+        .iter()
+        .map(|(topic, p, u, _)| format!("{topic},{p},{u}"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let file = tempfile::NamedTempFile::new().expect("temp file");
+    std::fs::write(
+        file.path(),
+        format!("topic,partition,offset\n{positions}\n"),
+    )
+    .unwrap();
+    let file_arg = file.path().to_str().unwrap().to_string();
+    let (code, stdout, stderr) = matching::cli(&[
+        "translate",
+        "--bootstrap-server",
+        &addr,
+        "--source",
+        "pup",
+        "--precise",
+        "--match-records",
+        "--offsets-file",
+        &file_arg,
+        "--syncs-bootstrap-server",
+        &addr,
+        "--syncs-topic",
+        &flows[0].syncs.topic,
+        "-o",
+        "json",
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    let doc: serde_json::Value = serde_json::from_str(&stdout).expect("JSON");
+    let rows = doc["offsets"].as_array().expect("offsets");
+    assert_eq!(rows.len(), proven.len(), "{stdout}");
+    for (row, (_, _, _, truth)) in rows.iter().zip(&proven) {
+        assert_eq!(row["input"], "offsets-file", "{row}");
+        assert_eq!(row["rule"], "record-match", "{row}");
+        assert_eq!(row["offset"].as_i64(), Some(*truth), "{row}");
+    }
+    println!(
+        "--offsets-file: {} positions, each matched at its truth",
+        rows.len()
+    );
     phase(started, "never-checkpointed and verify checked");
 
     // A compacted offset-syncs topic keeps the last sync per partition: copy exactly that from
