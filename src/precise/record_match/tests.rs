@@ -406,6 +406,13 @@ proptest! {
     }
 }
 
+/// Every upstream offset of `s` is matched, at its true position.
+fn assert_every_offset_matched(s: &Scenario) {
+    for (u, _, truth, answer) in run(s, None) {
+        assert_eq!(answer, Ok(truth), "U = {u}");
+    }
+}
+
 fn distinct(n: usize) -> Vec<Slot> {
     (0..n)
         .map(|i| Slot::Data {
@@ -456,9 +463,7 @@ fn a_restart_block_answers_the_copy_after_it() {
     let flow = copy(&s);
     // 30 written, committed at 12, so 12..30 are copied twice.
     assert_eq!(flow.downstream.len(), 60 + 18);
-    for (u, _, truth, answer) in run(&s, None) {
-        assert_eq!(answer, Ok(truth), "U = {u}");
-    }
+    assert_every_offset_matched(&s);
     let (_, safe, truth, answer) = run(&s, None)[20];
     assert_eq!((truth, answer), (38, Ok(38)));
     assert!(safe.unwrap() < 38, "the syncs alone stop short: {safe:?}");
@@ -471,9 +476,7 @@ fn twins_in_a_row_are_told_apart() {
     let mut upstream = distinct(40);
     upstream[21] = upstream[20];
     let s = plain(upstream, vec![], 10);
-    for (u, _, truth, answer) in run(&s, None) {
-        assert_eq!(answer, Ok(truth), "U = {u}");
-    }
+    assert_every_offset_matched(&s);
 }
 
 /// Transaction markers and aborted records upstream (copied by a read_uncommitted MM2), and
@@ -527,9 +530,7 @@ fn an_aborted_tail_is_matched() {
     }
     upstream.push(Slot::Marker);
     let s = plain(upstream, vec![], 100);
-    for (u, _, truth, answer) in run(&s, None) {
-        assert_eq!(answer, Ok(truth), "U = {u}");
-    }
+    assert_every_offset_matched(&s);
 }
 
 /// Contents that repeat everywhere: the walk from the syncs still tells every copy apart
@@ -543,9 +544,7 @@ fn a_small_alphabet_still_matches() {
         })
         .collect();
     let s = plain(upstream, vec![], 10);
-    for (u, _, truth, answer) in run(&s, None) {
-        assert_eq!(answer, Ok(truth), "U = {u}");
-    }
+    assert_every_offset_matched(&s);
 }
 
 /// Removed records upstream (compaction: superseded and aborted ones) leave holes: rows
