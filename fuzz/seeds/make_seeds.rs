@@ -30,6 +30,7 @@ fn main() {
         ("translate_batches", translate_seeds()),
         ("records_batches", records_seeds()),
         ("records_decompress", decompress_seeds()),
+        ("sync_snapshot", snapshot_seeds()),
     ] {
         let target_dir = dir.join(target);
         fs::create_dir_all(&target_dir).expect("create the corpus directory");
@@ -40,6 +41,33 @@ fn main() {
         total += seeds.len();
     }
     println!("{total} seeds in {}", dir.display());
+}
+
+/// Snapshots of offset-sync histories: empty, one lifetime, a restart, several topics.
+fn snapshot_seeds() -> Vec<Vec<u8>> {
+    use mm2_offsets::mm2::sync_index::{Interpolation, SyncIndexBuilder};
+    use mm2_offsets::precise::SyncSnapshot;
+    let histories: [&[(&[u8], i32, &[(i64, i64)])]; 4] = [
+        &[],
+        &[(b"orders", 0, &[(0, 0), (100, 100), (200, 200)])],
+        &[(b"orders", 3, &[(0, 0), (100, 101), (50, 160), (250, 370)])],
+        &[
+            (b"a", 0, &[(7, 9)]),
+            (b"b.c-d", 1, &[(0, 0), (1, 1)]),
+            (b"b.c-d", 2, &[(i64::MAX - 1, 1)]),
+        ],
+    ];
+    histories
+        .iter()
+        .map(|history| {
+            let mut builder = SyncIndexBuilder::new();
+            for (topic, partition, syncs) in history.iter() {
+                builder.extend(topic, *partition, syncs.iter().copied());
+            }
+            let index = builder.finish(Interpolation::Disabled);
+            SyncSnapshot::from_index(&index, "mm2-offset-syncs.backup.internal", 3, 1).encode()
+        })
+        .collect()
 }
 
 /// 2 bytes big-endian key length, key, value: the split the record decoders' targets use.

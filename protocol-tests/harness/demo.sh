@@ -7,8 +7,12 @@
 #      MirrorMaker 2 (4.3.1 jars) replicating primary -> backup;
 #   3. writes orders and payments on primary and commits 12 consumer groups there;
 #   4. builds mm2-offsets (release) and waits until MM2's checkpoints for every group are on backup;
-#   5. runs: mm2-offsets translate --bootstrap-server <backup> --source primary --all-groups
-#      and the same with --precise (MM2's offset-sync history, read from primary)
+#   5. runs: mm2-offsets translate --bootstrap-server <backup> --source primary --all-groups,
+#      the same with --precise (MM2's offset-sync history, read from primary), and with
+#      --precise --match-records (the records themselves, read from primary and backup):
+#      MM2's, --precise's and the matched offsets side by side.
+# MirrorMaker 2 runs at its defaults where they matter here (offset.lag.max 100: a sync every
+# 100 records), with the test base's 1 s intervals so that the demo takes a minute.
 # and stops everything it started on exit, even on failure or Ctrl-C. Set MM2O_DEMO_KEEP=1 to
 # leave the clusters and MM2 running (stop them with kafka.sh stop / mm2.sh stop, names above).
 set -euo pipefail
@@ -152,4 +156,17 @@ echo
 echo "--precise applies MM2's own rule to MM2's whole offset-sync history instead of the 64 sparse"
 echo "syncs per partition MM2 keeps in memory: exact-sync where a sync names the group's very offset,"
 echo "mm2-rule from the nearest sync below it, mm2-checkpoint where the history proves no more. It"
-echo "never goes past a group's next record, nor behind MM2; SAVED is the re-reads saved."
+echo "never goes past a group's next record, nor behind MM2; SAVED is the re-reads saved, and"
+echo "MAX_REREADS the most a group can still re-read (the distance to the next sync)."
+echo
+# The records themselves: each group's next record on primary, found in the window of backup's
+# replica the syncs allow, by its key, value, headers and timestamp.
+echo "\$ mm2-offsets translate --bootstrap-server $backup --source primary --all-groups --precise --match-records \\"
+echo "    --syncs-bootstrap-server $primary --syncs-topic mm2-offset-syncs.backup.internal"
+"$bin" translate --bootstrap-server "$backup" --source primary --all-groups --no-progress \
+  --precise --match-records --syncs-bootstrap-server "$primary" --syncs-topic mm2-offset-syncs.backup.internal
+echo
+echo "--match-records reads each group's next record on primary and the part of backup's replica the"
+echo "syncs allow, and finds its last copy by content (rule record-match, MAX_REREADS 0): MM2_OFFSET"
+echo "is MirrorMaker 2's offset, PRECISE the syncs' and OFFSET the matched one. A row it cannot prove"
+echo "keeps the syncs' offset and says why (UNMATCHED)."

@@ -1,6 +1,10 @@
 #!/usr/bin/env bash
 # Usage: kafka.sh start NAME VERSION    (e.g. kafka.sh start k4 4.4.0)
 #        kafka.sh stop NAME
+#        kafka.sh tool CLASS ARGS...    a Kafka tool class (ConfigCommand, TopicCommand) on the
+#                                       $KAFKA4_VERSION jars, as a small C1 JVM
+# MM2O_KAFKA_EXTRA_CONFIG=KEY=VALUE,KEY=VALUE adds broker settings to server.properties (a
+# suite's own broker, e.g. a fast log cleaner).
 # Starts one single-node Apache Kafka from the Maven jars, on free 127.0.0.1 ports.
 # The metadata quorum depends on the version (quorum_mode):
 #   3.9 and later  KRaft, dynamic quorum (controller.quorum.bootstrap.servers, format --standalone)
@@ -36,7 +40,7 @@ AUTHZ_USER=carol
 AUTHZ_PASSWORD=carol-secret
 START_TIMEOUT_S="${MM2O_KAFKA_START_TIMEOUT:-180}"
 
-usage() { die "usage: kafka.sh start NAME VERSION | kafka.sh stop NAME"; }
+usage() { die "usage: kafka.sh start NAME VERSION | kafka.sh stop NAME | kafka.sh tool CLASS ARGS..."; }
 
 # quorum_mode VERSION: dynamic | static | zookeeper (see the header).
 quorum_mode() {
@@ -251,6 +255,9 @@ attempt_start() {
   mkdir -p "$dir/data" "$dir/tmp"
   write_config "$dir/server.properties" "$dir" "$version" \
     "$p_plain" "$p_ssl" "$p_mtls" "$p_sasl_ssl" "$p_sasl_plain" "$p_ctrl" "$p_zk"
+  if [[ -n "${MM2O_KAFKA_EXTRA_CONFIG:-}" ]]; then
+    tr ',' '\n' <<<"$MM2O_KAFKA_EXTRA_CONFIG" >>"$dir/server.properties"
+  fi
   local p_oidc=""
   local -a oidc_jvm=()
   if [[ "${version%%.*}" -ge 4 ]]; then
@@ -456,8 +463,17 @@ start() {
   echo "$dir/env"
 }
 
+# tool CLASS ARGS...: one Kafka tool run (C1, serial GC, small heap, warnings only).
+tool() {
+  local lib
+  lib="$("$HARNESS_DIR/kafka-jars.sh" "$KAFKA4_VERSION" kafka4)"
+  exec java -Xmx256m -XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Xlog:disable -Xlog:all=warning:stderr \
+    "-Dlog4j2.configurationFile=$HARNESS_DIR/config/log4j2-tool.properties" -cp "$lib/*" "$@"
+}
+
 case "${1:-}" in
 start) [[ $# -eq 3 ]] || usage; start "$2" "$3" ;;
 stop) [[ $# -eq 2 ]] || usage; check_name "$2"; stop_cluster "$2" ;;
+tool) shift; [[ $# -ge 1 ]] || usage; tool "$@" ;;
 *) usage ;;
 esac

@@ -6,8 +6,9 @@
 # talks to 4.4 brokers fine).
 #
 # The properties file is protocol-tests/work/NAME/mm2.properties: first a test-tuned base
-# (replication factor 1 everywhere, 1 s checkpoint/refresh/flush intervals, small offset.lag.max,
-# no group offset sync, no REST port), then CONFIG_TEMPLATE, whose keys win (java.util.Properties
+# (replication factor 1 everywhere, 1 s checkpoint/refresh/flush intervals, no group offset
+# sync, no REST port; offset.lag.max stays at MM2's default 100 unless a template sets it),
+# then CONFIG_TEMPLATE, whose keys win (java.util.Properties
 # keeps the last value of a key). In the template:
 #   @PLAINTEXT:CLUSTER@   the PLAINTEXT address of a harness cluster (protocol-tests/work/CLUSTER/env)
 #   @KEY@                 VALUE, for each KEY=VALUE argument
@@ -47,7 +48,6 @@ emit.checkpoints.interval.seconds=1
 emit.heartbeats.interval.seconds=1
 refresh.topics.interval.seconds=1
 refresh.groups.interval.seconds=1
-offset.lag.max=1
 # The tests compare checkpoints, not the target's groups; syncing them only adds churn.
 sync.group.offsets.enabled=false
 sync.topic.acls.enabled=false

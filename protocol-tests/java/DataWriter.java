@@ -50,6 +50,7 @@ public final class DataWriter {
           "commands:",
           "  create        create the topic only",
           "  records       --count N (100) --nulls K (3) --headers --timestamp-base MS",
+          "                --value-bytes N (values padded with '.' to N bytes)",
           "                --flush-every K (0 = never) --idempotence true|false (true)",
           "  transactions  --txn-size N (10) --plan commit,abort,commit --transactional-id ID",
           "  raw           --file F   (lines: 'PARTITION KEYHEX|- VALUEHEX|-', '-' = null)",
@@ -137,6 +138,7 @@ public final class DataWriter {
     int flushEvery = intOpt("flush-every", 0);
     boolean headers = flag("headers");
     Long tsBase = opts.containsKey("timestamp-base") ? longOpt("timestamp-base", 0) : null;
+    int valueBytes = intOpt("value-bytes", 0);
     createTopicUnlessSkipped();
     Properties p = producerProps();
     p.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, opt("idempotence", "true"));
@@ -144,7 +146,7 @@ public final class DataWriter {
     try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(p)) {
       for (int i = 0; i < count + nulls; i++) {
         byte[] key = utf8("key-" + i);
-        byte[] value = i < count ? utf8("value-" + i) : null;
+        byte[] value = i < count ? padded(utf8("value-" + i), valueBytes) : null;
         ProducerRecord<byte[], byte[]> r =
             new ProducerRecord<>(topic, i % partitions, tsBase == null ? null : tsBase + i, key, value);
         if (headers) {
@@ -163,6 +165,16 @@ public final class DataWriter {
     }
     return "{\"command\":\"records\",\"topic\":" + q(topic) + ",\"count\":" + count + ",\"nulls\":" + nulls
         + ",\"records\":" + sent.size() + ",\"partitions\":" + s.json(endOffsets()) + "}";
+  }
+
+  /** {@code value} followed by '.' up to {@code size} bytes (unchanged when already as long). */
+  private static byte[] padded(byte[] value, int size) {
+    if (value.length >= size) {
+      return value;
+    }
+    byte[] out = java.util.Arrays.copyOf(value, size);
+    java.util.Arrays.fill(out, value.length, size, (byte) '.');
+    return out;
   }
 
   /** Transactions per --plan, each --txn-size records key-<i>/value-<i> (i counts across all). */

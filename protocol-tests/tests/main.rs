@@ -26,6 +26,7 @@ mod keystores;
 mod oauthbearer;
 mod oidc;
 mod parity_mm2;
+mod precise_live_match;
 mod precise_live_mm2;
 mod precise_mm2;
 mod security;

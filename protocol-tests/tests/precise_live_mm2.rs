@@ -30,6 +30,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use crate::precise_live_match::{self as matching, OwnBroker};
 use crate::support::mm2::read_log;
 use mm2_offsets::client::{Deadline, KafkaClient, OffsetToCommit};
 use mm2_offsets::mm2::ReplicationPolicy;
@@ -46,6 +47,11 @@ const PHASE_RECORDS: usize = 1200;
 const BULK_RECORDS: usize = 101_000;
 /// Flow E's records written after MM2's restart.
 const EOS_TAIL_RECORDS: usize = 300;
+/// Flow P's records per partition in each plain phase.
+const P_RECORDS: usize = 500;
+/// Flow P's compacted topic: records per phase, over `C_KEYS` keys.
+const C_RECORDS: usize = 200;
+const C_KEYS: usize = 40;
 
 /// This checkout's harness: the MM2 runs under its own work dir, whichever brokers the tests use.
 fn own_harness(script: &str) -> PathBuf {
@@ -69,6 +75,12 @@ struct Mm2 {
 
 impl Mm2 {
     fn start(name: &str, args: Vec<String>) -> Mm2 {
+        // A run that aborted (no unwinding) left it running: it is the suite's, stop it.
+        let _ = Command::new("bash")
+            .arg(own_harness("mm2.sh"))
+            .arg("stop")
+            .arg(name)
+            .output();
         let mm2 = Mm2 {
             name: name.to_string(),
             args,
@@ -154,6 +166,21 @@ fn lines(topic: &str, partitions: usize, first: usize, count: usize) -> Vec<Stri
         .collect()
 }
 
+/// `count` records for a compacted topic's partition 0: keys repeat (`<topic>-k<seq % C_KEYS>`),
+/// values never (`v<seq>`), so each record is still its key and value.
+fn compacted_lines(topic: &str, first: usize, count: usize) -> Vec<String> {
+    (first..first + count)
+        .map(|seq| {
+            let key = format!("{topic}-k{}", seq % C_KEYS);
+            format!(
+                "0 {} {}",
+                hex(key.as_bytes()),
+                hex(format!("v{seq}").as_bytes())
+            )
+        })
+        .collect()
+}
+
 /// `count` small records for partition 0 (key `e<seq>`, null value), for flow E's bulk: the
 /// key stays unique within the topic, and 100,000 of them take a few MB.
 fn small_lines(first: usize, count: usize) -> Vec<String> {
@@ -203,10 +230,13 @@ fn truth(
     downstream: &[crate::support::mm2::LogRecord],
     down_end: i64,
 ) -> (Vec<i64>, usize) {
-    let mut last_copy: HashMap<&[u8], i64> = HashMap::new();
+    // A record is its key and value: keys repeat on a compacted topic, values never.
+    type Identity = (Option<Vec<u8>>, Option<Vec<u8>>);
+    let identity =
+        |r: &crate::support::mm2::LogRecord| -> Identity { (r.key.clone(), r.value.clone()) };
+    let mut last_copy: HashMap<Identity, i64> = HashMap::new();
     for r in downstream {
-        let key = r.key.as_deref().expect("keyed records");
-        last_copy.insert(key, r.offset);
+        last_copy.insert(identity(r), r.offset);
     }
     let duplicates = downstream.len() - last_copy.len();
     let mut out = vec![down_end; up_end as usize + 1];
@@ -214,7 +244,7 @@ fn truth(
     let mut records = upstream.iter().rev().peekable();
     for u in (0..=up_end).rev() {
         while let Some(r) = records.peek().filter(|r| r.offset >= u) {
-            if let Some(&d) = last_copy.get(r.key.as_deref().unwrap()) {
+            if let Some(&d) = last_copy.get(&identity(r)) {
                 best = best.min(d);
             }
             records.next();
@@ -222,6 +252,36 @@ fn truth(
         out[u as usize] = best;
     }
     (out, duplicates)
+}
+
+/// The truth of every partition of `topic` (upstream on `up`) and its replica `remote` (on
+/// `down`), with the replica's record offsets; whether the upstream has gaps.
+async fn truths_of(
+    up: &KafkaClient,
+    topic: &str,
+    down: &KafkaClient,
+    remote: &str,
+    partitions: i32,
+    out: &mut matching::Truths,
+) -> bool {
+    let mut gaps = false;
+    for p in 0..partitions {
+        let (up_records, up_end, up_gaps) = read_log(up, topic, p).await;
+        let (down_records, down_end, down_gaps) = read_log(down, remote, p).await;
+        let (t, duplicates) = truth(&up_records, up_end, &down_records, down_end);
+        println!(
+            "{topic}-{p}: upstream {} records to offset {up_end} (gaps: {up_gaps}), downstream {} records to {down_end} (gaps: {down_gaps}), {duplicates} copied more than once",
+            up_records.len(),
+            down_records.len()
+        );
+        gaps |= up_gaps;
+        out.by_upstream.insert((topic.to_string(), p), t);
+        out.downstream.insert(
+            (topic.to_string(), p),
+            down_records.iter().map(|r| r.offset).collect(),
+        );
+    }
+    gaps
 }
 
 /// What a flow's upstream topic holds, and so what the test expects of it.
@@ -334,7 +394,7 @@ async fn scan(client: &KafkaClient, topic: &str, from: i64, key: &[u8]) -> Scan 
     out
 }
 
-/// Waits (up to 120 s) until MM2 has copied the record with key `last_key` to `remote`
+/// Waits (up to 300 s) until MM2 has copied the record with key `last_key` to `remote`
 /// (partition 0): the truth must count every record MM2 will sync, or a sync written after the
 /// truth was read could point past it.
 async fn wait_copied(client: &KafkaClient, remote: &str, last_key: &[u8]) {
@@ -351,9 +411,10 @@ async fn wait_copied(client: &KafkaClient, remote: &str, last_key: &[u8]) {
             );
             return;
         }
+        // Generous: on a loaded machine the exactly-once task resumes slowly after the kill.
         assert!(
-            started.elapsed() < Duration::from_secs(120),
-            "MM2 did not copy {} to {remote} within 120 s (end {end})",
+            started.elapsed() < Duration::from_secs(300),
+            "MM2 did not copy {} to {remote} within 300 s (end {end})",
             String::from_utf8_lossy(last_key)
         );
         tokio::time::sleep(Duration::from_millis(500)).await;
@@ -531,8 +592,28 @@ async fn wait_checkpoints(mirror: &MirrorClient, request: &TranslateRequest, wan
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn live_mm2_lag10_transactions_restart_and_syncs_on_the_target() {
+#[test]
+fn live_mm2_lag10_transactions_restart_and_syncs_on_the_target() {
+    // The suite's futures are deep and large in a debug build: its own runtime, on threads
+    // with room (a test thread has 2 MiB).
+    let run = std::thread::Builder::new()
+        .stack_size(64 << 20)
+        .spawn(|| {
+            tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .thread_stack_size(16 << 20)
+                .enable_all()
+                .build()
+                .expect("a runtime")
+                .block_on(Box::pin(suite()));
+        })
+        .expect("the suite's thread");
+    if let Err(panic) = run.join() {
+        std::panic::resume_unwind(panic);
+    }
+}
+
+async fn suite() {
     let started = Instant::now();
     let k4 = crate::support::cluster("k4");
     let addr = k4.var("PLAINTEXT").to_string();
@@ -550,6 +631,12 @@ async fn live_mm2_lag10_transactions_restart_and_syncs_on_the_target() {
     let groups_l = format!("pgl-{id}");
     let groups_t = format!("pgt-{id}");
     let groups_e = format!("pge-{id}");
+    // Flow P's source: a broker of the suite's own, started while the others' data is written
+    // (and stopped at the end: the disaster case).
+    let topic_p = format!("pp-{id}");
+    let topic_c = format!("pc-{id}");
+    let groups_p = format!("pgp-{id}");
+    let own = std::thread::spawn(|| OwnBroker::start("precise-primary"));
 
     // Topics first (so MM2 finds them at once), then MM2, then the data.
     write(&k4, &topic_l, 2, &lines(&topic_l, 2, 0, 2), None);
@@ -560,9 +647,28 @@ async fn live_mm2_lag10_transactions_restart_and_syncs_on_the_target() {
     let bulk_writer = std::thread::spawn(move || {
         write_bulk(&k4_e, &topic_e_bg, &small_lines(0, BULK_RECORDS));
     });
+    let pp = std::sync::Arc::new(own.join().expect("the suite's own broker"));
+    // P: plain and transactional records on two partitions; C: a compacted topic whose
+    // segments roll every second, so the cleaner (every 300 ms on this broker) compacts it.
+    pp.write(&topic_p, 2, &lines(&topic_p, 2, 0, 2), &[]);
+    pp.write(
+        &topic_c,
+        1,
+        &compacted_lines(&topic_c, 0, 1),
+        &["--compact"],
+    );
+    pp.compact_fast(&topic_c);
+    let pp_client = pp.client().await;
+    let mut seq_p = 2;
+    let mut seq_c = 1;
+    phase(started, "own broker up, flow P's topics made");
     let mm2 = Mm2::start(
         "mm2-precise",
         vec![
+            format!("PP={}", pp.addr),
+            format!("TOPIC_P={topic_p}"),
+            format!("TOPIC_C={topic_c}"),
+            format!("GROUPS_P={groups_p}-.*"),
             format!("ADDR={addr}"),
             format!("TOPIC_L={topic_l}"),
             format!("TOPIC_T={topic_t}"),
@@ -608,6 +714,27 @@ async fn live_mm2_lag10_transactions_restart_and_syncs_on_the_target() {
         Some(txn_plan),
     );
     seq_l += 300;
+    pp.write(&topic_p, 2, &lines(&topic_p, 2, seq_p, 2 * P_RECORDS), &[]);
+    seq_p += 2 * P_RECORDS;
+    pp.write(
+        &topic_p,
+        2,
+        &lines(&topic_p, 2, seq_p, 300),
+        &[
+            "--plan",
+            txn_plan,
+            "--transactional-id",
+            &format!("ptx-{id}"),
+        ],
+    );
+    seq_p += 300;
+    pp.write(
+        &topic_c,
+        1,
+        &compacted_lines(&topic_c, seq_c, C_RECORDS),
+        &[],
+    );
+    seq_c += C_RECORDS;
 
     // MM2 crashes while records flow; then it is started again. The exactly-once task starts
     // copying later than the others (seen: its first produce retried on CONCURRENT_TRANSACTIONS):
@@ -622,7 +749,15 @@ async fn live_mm2_lag10_transactions_restart_and_syncs_on_the_target() {
     }
     phase(started, "flow E copying");
     let (k4_bg, topic_l_bg, topic_t_bg) = (k4.clone(), topic_l.clone(), topic_t.clone());
+    let (pp_bg, topic_p_bg, topic_c_bg) = (pp.clone(), topic_p.clone(), topic_c.clone());
     let writer = std::thread::spawn(move || {
+        // P's records go first, beside L's: both flows are copying when the kill comes.
+        let p_writer = std::thread::spawn(move || {
+            let p_lines = lines(&topic_p_bg, 2, seq_p, 2 * P_RECORDS);
+            pp_bg.write(&topic_p_bg, 2, &p_lines, &[]);
+            let c_lines = compacted_lines(&topic_c_bg, seq_c, C_RECORDS);
+            pp_bg.write(&topic_c_bg, 1, &c_lines, &[]);
+        });
         write(
             &k4_bg,
             &topic_l_bg,
@@ -637,6 +772,7 @@ async fn live_mm2_lag10_transactions_restart_and_syncs_on_the_target() {
             &lines(&topic_t_bg, 1, seq_t, PHASE_RECORDS),
             None,
         );
+        p_writer.join().expect("flow P's writer");
     });
     // Crash while MM2 is copying: once the replica has grown by 200 records since the writer
     // started, and before Connect's next offset flush covers them.
@@ -659,8 +795,17 @@ async fn live_mm2_lag10_transactions_restart_and_syncs_on_the_target() {
     writer.join().expect("writer");
     seq_l += 2 * PHASE_RECORDS;
     seq_t += PHASE_RECORDS;
+    seq_p += 2 * P_RECORDS;
+    seq_c += C_RECORDS;
     mm2.launch();
     phase(started, "MM2 restarted");
+    let (pp_bg, topic_p_bg, topic_c_bg) = (pp.clone(), topic_p.clone(), topic_c.clone());
+    let p_tail_writer = std::thread::spawn(move || {
+        let plan = ["--plan", txn_plan, "--transactional-id", "ptx-tail"];
+        pp_bg.write(&topic_p_bg, 2, &lines(&topic_p_bg, 2, seq_p, 300), &plan);
+        let c_lines = compacted_lines(&topic_c_bg, seq_c, C_RECORDS);
+        pp_bg.write(&topic_c_bg, 1, &c_lines, &[]);
+    });
     let (k4_e, topic_e_bg) = (k4.clone(), topic_e.clone());
     let tail_writer = std::thread::spawn(move || {
         write_bulk(&k4_e, &topic_e_bg, &small_lines(seq_e, EOS_TAIL_RECORDS));
@@ -676,6 +821,8 @@ async fn live_mm2_lag10_transactions_restart_and_syncs_on_the_target() {
     tail_writer.join().expect("flow E's tail writer");
     seq_e += EOS_TAIL_RECORDS;
     let last_key_e = format!("e{}", seq_e - 1);
+    p_tail_writer.join().expect("flow P's tail writer");
+    seq_p += 300;
 
     // Groups at the end, 10 behind, 1,000 behind, and in the middle of the restart.
     let ends_l = end_offsets(&client, &topic_l, 2).await;
@@ -699,6 +846,33 @@ async fn live_mm2_lag10_transactions_restart_and_syncs_on_the_target() {
             .collect();
         commit(&client, &format!("{groups}-middle"), topic, &middle).await;
     }
+    // Flow P, on its own broker: the same lags on both topics.
+    let ends_p = end_offsets(&pp_client, &topic_p, 2).await;
+    let ends_c = end_offsets(&pp_client, &topic_c, 1).await;
+    for (name, behind) in [
+        ("caught-up", 0),
+        ("lag-10", 10),
+        ("lag-100", 100),
+        ("lag-1000", 1000),
+    ] {
+        for (topic, ends) in [(&topic_p, &ends_p), (&topic_c, &ends_c)] {
+            let offsets: Vec<(i32, i64)> = ends
+                .iter()
+                .enumerate()
+                .map(|(p, end)| (p as i32, (end - behind).max(0)))
+                .collect();
+            commit(&pp_client, &format!("{groups_p}-{name}"), topic, &offsets).await;
+        }
+    }
+    // Never checkpointed: a group MirrorMaker 2 is not told about (outside its groups
+    // pattern), on L's topic, 500 behind.
+    let never = format!("pnl-{id}-x");
+    let offsets: Vec<(i32, i64)> = ends_l
+        .iter()
+        .enumerate()
+        .map(|(p, end)| (p as i32, end - 500))
+        .collect();
+    commit(&client, &never, &topic_l, &offsets).await;
     // Flow E: one partition of over 100,000 records, and a group 100,000 behind.
     let end_e = log_end(&client, &topic_e).await;
     assert_eq!(end_e, seq_e as i64, "flow E: one offset per record written");
@@ -771,9 +945,28 @@ async fn live_mm2_lag10_transactions_restart_and_syncs_on_the_target() {
     // Let MM2 finish copying (the truth counts only what was copied, so this only makes the
     // distances honest), then freeze nothing: MM2 keeps running for the live check below.
     // Flow E's last record must be downstream before its truth is read (see wait_copied).
+    let mut request_p = TranslateRequest::new(
+        "pp",
+        GroupSelector::patterns([format!("{groups_p}-.*")]).unwrap(),
+    );
+    request_p.timeout = TIMEOUT;
+    // 4 groups on 3 partitions. MM2 may never checkpoint the groups far behind (its store
+    // forgets what lies below a restart's rewind); the caught-up and 10-behind ones, above any
+    // rewind, always come.
+    matching::wait_checkpoints_settled(&mirror, &request_p, 2 * 3).await;
     tokio::time::sleep(Duration::from_secs(3)).await;
     wait_copied(&client, &flows[2].remote_topic(), last_key_e.as_bytes()).await;
-    phase(started, "checkpoints in, flow E copied");
+    for (topic, partitions) in [(&topic_p, 2), (&topic_c, 1)] {
+        matching::wait_replicated(
+            &pp_client,
+            topic,
+            &client,
+            &format!("pp.{topic}"),
+            partitions,
+        )
+        .await;
+    }
+    phase(started, "checkpoints in, flows E and P copied");
 
     for flow in &flows {
         let mut request = TranslateRequest::new(
@@ -848,6 +1041,229 @@ async fn live_mm2_lag10_transactions_restart_and_syncs_on_the_target() {
     }
 
     phase(started, "flows checked");
+
+    // Record matching on every flow, on the truths read now (MM2 has copied everything).
+    let mut truths_all = matching::Truths::default();
+    for flow in &flows {
+        truths_of(
+            &client,
+            &flow.topic,
+            &client,
+            &flow.remote_topic(),
+            flow.partitions as i32,
+            &mut truths_all,
+        )
+        .await;
+    }
+    truths_of(
+        &pp_client,
+        &topic_p,
+        &client,
+        &format!("pp.{topic_p}"),
+        2,
+        &mut truths_all,
+    )
+    .await;
+    let c_gaps = truths_of(
+        &pp_client,
+        &topic_c,
+        &client,
+        &format!("pp.{topic_c}"),
+        1,
+        &mut truths_all,
+    )
+    .await;
+    assert!(
+        c_gaps,
+        "the compacted topic {topic_c} was not compacted (no offset gaps)"
+    );
+    let syncs_p = SyncsSource::new(pp_client.clone(), &policy, "pdn");
+    let mut summary = Vec::new();
+    let mut matched_l = None;
+    let cases = [
+        (flows[0].label, "pup", &groups_l, &flows[0].syncs, &client),
+        (flows[1].label, "pup2", &groups_t, &flows[1].syncs, &client),
+        (flows[2].label, "pup3", &groups_e, &flows[2].syncs, &client),
+        (
+            "P (lag.max 100, transactions, compacted, own broker)",
+            "pp",
+            &groups_p,
+            &syncs_p,
+            &pp_client,
+        ),
+    ];
+    for (flow, alias, groups, syncs, source) in cases {
+        // P is translated from the source's offsets: every partition its groups committed,
+        // those MM2 never checkpointed included.
+        let from_source = alias == "pp";
+        let mut request = TranslateRequest::new(
+            alias,
+            GroupSelector::patterns([format!("{groups}-.*")]).unwrap(),
+        );
+        request.timeout = TIMEOUT;
+        let (out, d) = matching::check_matching(
+            flow,
+            &mirror,
+            &request,
+            mm2_offsets::precise::Syncs::Topic(syncs.clone()),
+            source,
+            from_source,
+            &truths_all,
+        )
+        .await;
+        assert!(d.matched > 0, "{flow}: nothing matched");
+        if from_source {
+            // Every partition each group committed on the source has a row.
+            assert_eq!(d.rows, 4 * 3, "{flow}: {:?}", out.source_groups);
+        }
+        if flow == flows[0].label {
+            matched_l = Some(out);
+        }
+        summary.push((flow, d));
+    }
+    for (flow, d) in &summary {
+        println!(
+            "summary {flow}: {} rows, {} record-match; distance to the truth: MM2 {}, --precise {}, --match-records {}",
+            d.rows, d.matched, d.mm2, d.precise, d.matched_distance
+        );
+    }
+    phase(started, "record matching checked");
+
+    // Partitions MM2 never checkpointed: --from-source-offsets translates every partition a
+    // selected group committed on the source, the group MM2 ignores included.
+    let mut request_never = TranslateRequest::new(
+        "pup",
+        GroupSelector::patterns([format!("{groups_l}-.*"), format!("pnl-{id}-.*")]).unwrap(),
+    );
+    request_never.timeout = TIMEOUT;
+    let (never_out, _) = matching::check_matching(
+        "L, --from-source-offsets",
+        &mirror,
+        &request_never,
+        mm2_offsets::precise::Syncs::Topic(flows[0].syncs.clone()),
+        &client,
+        true,
+        &truths_all,
+    )
+    .await;
+    let never_rows: Vec<_> = never_out
+        .iter()
+        .zip(&never_out.inputs)
+        .filter(|((o, _), _)| o.group == never)
+        .collect();
+    assert_eq!(never_rows.len(), 2, "both partitions of {never} translated");
+    assert!(never_rows.iter().all(|(_, i)| i.input == Input::SourceOnly));
+    let source_only = never_out
+        .inputs
+        .iter()
+        .filter(|i| i.input == Input::SourceOnly)
+        .count();
+    println!(
+        "never checkpointed: {source_only} partition(s) translated from the source alone ({} of the group MM2 ignores); per group {:?}",
+        never_rows.len(),
+        never_out.source_groups
+    );
+
+    // verify on partitions whose truth record matching proved: set exact, behind and ahead.
+    let matched_l = matched_l.expect("flow L matched");
+    let proven: Vec<(String, i32, i64, i64)> = matched_l
+        .iter()
+        .zip(&matched_l.inputs)
+        .filter(|((_, p), _)| p.rule == Rule::RecordMatch)
+        .filter(|((o, _), _)| o.group.ends_with("-lag-1000") || o.group.ends_with("-middle"))
+        .take(2)
+        .map(|((o, p), i)| (topic_l.clone(), o.partition, i.upstream_offset, p.offset))
+        .collect();
+    assert!(!proven.is_empty(), "no proven partition to verify");
+    matching::check_verify(
+        &mirror,
+        mm2_offsets::precise::Syncs::Topic(flows[0].syncs.clone()),
+        "pup",
+        &id,
+        &proven,
+        |group, topic, offsets| {
+            let client = client.clone();
+            async move { commit(&client, &group, &topic, &offsets).await }
+        },
+    )
+    .await;
+    // The same from the command line: verify exits 1 (a partition is ahead) and prints the
+    // three verdicts; --offsets-file translates bare positions (a stream processor's own
+    // checkpoint), matched, each at its truth.
+    let verify_regex = format!("pvf-{id}-.*");
+    let (code, stdout, stderr) = matching::cli(&[
+        "verify",
+        "--bootstrap-server",
+        &addr,
+        "--source",
+        "pup",
+        "--group-regex",
+        &verify_regex,
+        "--syncs-bootstrap-server",
+        &addr,
+        "--syncs-topic",
+        &flows[0].syncs.topic,
+        "-o",
+        "json",
+    ]);
+    assert_eq!(
+        code, 1,
+        "verify exits 1 when a partition is ahead: {stderr}"
+    );
+    let verdicts: serde_json::Value = serde_json::from_str(&stdout).expect("verify's JSON");
+    let mut kinds: Vec<&str> = verdicts["rows"]
+        .as_array()
+        .expect("rows")
+        .iter()
+        .map(|r| r["verdict"].as_str().unwrap())
+        .collect();
+    kinds.sort_unstable();
+    kinds.dedup();
+    assert_eq!(kinds, ["ahead", "behind", "exact"], "{stdout}");
+    let positions = proven
+        .iter()
+        .map(|(topic, p, u, _)| format!("{topic},{p},{u}"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let file = tempfile::NamedTempFile::new().expect("temp file");
+    std::fs::write(
+        file.path(),
+        format!("topic,partition,offset\n{positions}\n"),
+    )
+    .unwrap();
+    let file_arg = file.path().to_str().unwrap().to_string();
+    let (code, stdout, stderr) = matching::cli(&[
+        "translate",
+        "--bootstrap-server",
+        &addr,
+        "--source",
+        "pup",
+        "--precise",
+        "--match-records",
+        "--offsets-file",
+        &file_arg,
+        "--syncs-bootstrap-server",
+        &addr,
+        "--syncs-topic",
+        &flows[0].syncs.topic,
+        "-o",
+        "json",
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    let doc: serde_json::Value = serde_json::from_str(&stdout).expect("JSON");
+    let rows = doc["offsets"].as_array().expect("offsets");
+    assert_eq!(rows.len(), proven.len(), "{stdout}");
+    for (row, (_, _, _, truth)) in rows.iter().zip(&proven) {
+        assert_eq!(row["input"], "offsets-file", "{row}");
+        assert_eq!(row["rule"], "record-match", "{row}");
+        assert_eq!(row["offset"].as_i64(), Some(*truth), "{row}");
+    }
+    println!(
+        "--offsets-file: {} positions, each matched at its truth",
+        rows.len()
+    );
+    phase(started, "never-checkpointed and verify checked");
+
     // A compacted offset-syncs topic keeps the last sync per partition: copy exactly that from
     // flow L's history into a topic of its own, and translate with it. Groups below that sync
     // keep MM2's offset and say so (no-sync); the others never pass the truth.
@@ -957,9 +1373,171 @@ async fn live_mm2_lag10_transactions_restart_and_syncs_on_the_target() {
         assert_eq!(inputs.source_offset, 2, "{inputs:?}");
     }
 
+    // The disaster: flow P's source cluster, and its offset-syncs topic with it, is lost.
+    // watch --precise wrote a snapshot of the history while it was up; checkpoints keep
+    // coming after the snapshot; then MM2 and the source go.
+    let state_dir = tempfile::tempdir().expect("temp dir");
+    let syncs_topic_p = policy.offset_syncs_topic("pdn");
+    let checkpoints_p = mirror.translate(&request_p).await.unwrap().len();
+    let (snapshot_path, served) = matching::watch_snapshot(
+        &addr,
+        "pp",
+        &pp.addr,
+        &syncs_topic_p,
+        &format!("{groups_p}-.*"),
+        state_dir.path(),
+    );
+    // The watch serves the checkpointed partitions (those MM2 checkpointed: 6 at least).
+    let served = served["offsets"].as_array().map_or(0, Vec::len);
+    assert_eq!(served, checkpoints_p, "/precise/offsets");
+    let snapshot = mm2_offsets::precise::SyncSnapshot::read_file(&snapshot_path).unwrap();
+    std::fs::copy(&snapshot_path, work_file("syncs.snapshot")).expect("keep the snapshot");
+    println!(
+        "the snapshot is kept at {}",
+        work_file("syncs.snapshot").display()
+    );
+    let newest: BTreeMap<(Vec<u8>, i32), i64> = snapshot
+        .partitions
+        .iter()
+        .map(|(t, p, syncs)| {
+            (
+                (t.clone(), *p),
+                syncs.iter().map(|s| s.0).max().unwrap_or(-1),
+            )
+        })
+        .collect();
+    phase(started, "snapshot written");
+    pp.write(&topic_p, 2, &lines(&topic_p, 2, seq_p, 600), &[]);
+    let ends_p2 = end_offsets(&pp_client, &topic_p, 2).await;
+    for (name, behind) in [("caught-up", 0), ("lag-10", 10)] {
+        let offsets: Vec<(i32, i64)> = ends_p2
+            .iter()
+            .enumerate()
+            .map(|(p, end)| (p as i32, end - behind))
+            .collect();
+        commit(
+            &pp_client,
+            &format!("{groups_p}-{name}"),
+            &topic_p,
+            &offsets,
+        )
+        .await;
+    }
+    let remote_p = format!("pp.{topic_p}");
+    matching::wait_checkpointed(&mirror, &request_p, &remote_p, &ends_p2).await;
+    matching::wait_replicated(&pp_client, &topic_p, &client, &remote_p, 2).await;
+    let mut truths_p = matching::Truths::default();
+    truths_of(&pp_client, &topic_p, &client, &remote_p, 2, &mut truths_p).await;
+    truths_of(
+        &pp_client,
+        &topic_c,
+        &client,
+        &format!("pp.{topic_c}"),
+        1,
+        &mut truths_p,
+    )
+    .await;
     drop(mm2);
+    pp.stop();
+    phase(started, "flow P's source stopped");
+    let groups_arg = format!("{groups_p}-.*");
+    let base = [
+        "translate",
+        "--bootstrap-server",
+        &addr,
+        "--source",
+        "pp",
+        "--group-regex",
+        &groups_arg,
+        "--precise",
+    ];
+    // Without the snapshot, precise translation needs the lost cluster.
+    let mut args = base.to_vec();
+    args.extend([
+        "--syncs-bootstrap-server",
+        &pp.addr,
+        "--syncs-topic",
+        &syncs_topic_p,
+        "--timeout",
+        "5s",
+    ]);
+    let (code, _, stderr) = matching::cli(&args);
+    assert_eq!(code, 1, "the source is gone: {stderr}");
+    phase(
+        started,
+        "without the snapshot: the lost source refused within --timeout 5s",
+    );
+    let snapshot_arg = snapshot_path.to_str().unwrap().to_string();
+    let mut args = base.to_vec();
+    args.extend(["--syncs-snapshot", &snapshot_arg, "-o", "json"]);
+    let (code, stdout, stderr) = matching::cli(&args);
+    assert_eq!(code, 0, "{stderr}");
+    let document: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    let rows = document["offsets"].as_array().expect("offsets");
+    let (mut newer, mut distance) = (0, 0);
+    println!(
+        "disaster: group\ttopic\tpartition\tupstream\tmm2\tsnapshot precise\ttruth\trule\tnewer than the snapshot"
+    );
+    for row in rows {
+        let topic = row["topic"].as_str().unwrap();
+        let upstream_topic = topic.strip_prefix("pp.").unwrap();
+        let partition = row["partition"].as_i64().unwrap() as i32;
+        let upstream = row["upstream_offset"].as_i64().unwrap();
+        let offset = row["offset"].as_i64().unwrap();
+        let truth = truths_p.at(upstream_topic, partition, upstream);
+        let is_newer = newest
+            .get(&(upstream_topic.as_bytes().to_vec(), partition))
+            .is_none_or(|&u| upstream > u);
+        newer += usize::from(is_newer);
+        distance += truth - offset;
+        println!(
+            "disaster: {}\t{topic}\t{partition}\t{upstream}\t{}\t{offset}\t{truth}\t{}\t{is_newer}",
+            row["group"].as_str().unwrap(),
+            row["mm2_offset"],
+            row["rule"].as_str().unwrap()
+        );
+        assert!(
+            offset <= truth,
+            "from the snapshot, {row} is past the truth {truth}"
+        );
+        assert!(
+            row["max_rereads"].is_null(),
+            "no bound from a snapshot: {row}"
+        );
+    }
+    assert!(
+        rows.len() >= checkpoints_p && newer > 0,
+        "{} rows, {newer} newer than the snapshot",
+        rows.len()
+    );
+    println!(
+        "disaster: {} rows from the snapshot ({} syncs), {newer} of them checkpoints newer than it; distance to the truth {distance}",
+        rows.len(),
+        snapshot.syncs()
+    );
+    // apply plans the same offsets from the snapshot (a dry run: nothing written).
+    let mut args = base.to_vec();
+    args[0] = "apply";
+    args.extend(["--syncs-snapshot", &snapshot_arg, "-o", "json"]);
+    let (code, stdout, stderr) = matching::cli(&args);
+    assert!(code == 0 || code == 3, "apply --syncs-snapshot: {stderr}");
+    let plan: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    let planned: usize = plan["plan"]["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| g["partitions"].as_array().map_or(0, Vec::len))
+        .sum();
+    assert_eq!(planned, rows.len(), "apply plans every row");
     println!(
         "precise_live_mm2: {} ms in all",
         started.elapsed().as_millis()
     );
+}
+
+/// A file under this checkout's work dir, kept after the run (a fuzz seed, evidence).
+fn work_file(name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("protocol-tests/work/precise-live");
+    std::fs::create_dir_all(&dir).expect("the work dir");
+    dir.join(name)
 }

@@ -31,6 +31,8 @@ pub mod heartbeat;
 pub mod offset_sync;
 pub mod policy;
 pub mod sync_index;
+#[cfg(test)]
+pub(crate) mod sync_writer_model;
 pub mod topology;
 pub(crate) mod utf8;
 

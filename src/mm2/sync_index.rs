@@ -85,6 +85,9 @@ pub enum Rule {
     Mm2Checkpoint,
     /// No sync at or below the upstream offset survives; MM2's offset is kept.
     NoSync,
+    /// The records themselves: the group's next upstream record found downstream, its last
+    /// copy proven by content and position (`crate::precise::record_match`). Exact.
+    RecordMatch,
 }
 
 impl Rule {
@@ -97,6 +100,7 @@ impl Rule {
             Rule::Mm2Rule => "mm2-rule",
             Rule::Mm2Checkpoint => "mm2-checkpoint",
             Rule::NoSync => "no-sync",
+            Rule::RecordMatch => "record-match",
         }
     }
 }
@@ -449,6 +453,21 @@ impl PartitionIndex {
         (below, answer)
     }
 
+    /// The kept syncs as `(upstream, downstream)` in log order, which is downstream order: the
+    /// history kept after the last downstream regression has strictly increasing downstream
+    /// offsets (what record matching and the re-read bound walk).
+    pub fn log_order(&self) -> Vec<(i64, i64)> {
+        let mut syncs: Vec<(i64, i64)> = self
+            .syncs
+            .iter()
+            .map(|s| (s.upstream, s.downstream))
+            .collect();
+        if !self.best_downstream.is_empty() {
+            syncs.sort_unstable_by_key(|&(_, d)| d);
+        }
+        syncs
+    }
+
     /// The greatest downstream offset among the syncs `0..=at`.
     #[inline]
     fn best_downstream(&self, at: usize) -> i64 {
@@ -645,6 +664,16 @@ impl SyncIndex {
             Some(topic) => topic.translate_checkpoint(partition, upstream, mm2_offset),
             None => PreciseOffset::no_sync(mm2_offset),
         }
+    }
+
+    /// Every partition's history: (upstream topic, partition, history), in no set order.
+    pub fn each_partition(&self) -> impl Iterator<Item = (&[u8], i32, &PartitionIndex)> + '_ {
+        self.topics.iter().flat_map(|(topic, syncs)| {
+            syncs
+                .partitions
+                .iter()
+                .map(move |(p, part)| (&topic[..], *p, part))
+        })
     }
 
     /// Whether one-for-one stretches were interpolated.

@@ -162,56 +162,7 @@ mod sim {
         pub upstream: Vec<i64>,
     }
 
-    struct State {
-        max_lag: i64,
-        prev_u: i64,
-        prev_d: i64,
-        last_sync_d: i64,
-        should_sync: bool,
-        pending: Option<(i64, i64)>,
-        delayed: Option<(i64, i64)>,
-    }
-
-    impl State {
-        fn new(max_lag: i64) -> Self {
-            State {
-                max_lag,
-                prev_u: -1,
-                prev_d: -1,
-                last_sync_d: -1,
-                should_sync: false,
-                pending: None,
-                delayed: None,
-            }
-        }
-
-        /// `OffsetSyncWriter.maybeQueueOffsetSyncs` with `PartitionState.update`.
-        fn queue(&mut self, u: i64, d: i64) {
-            if self.last_sync_d == -1
-                || d - (self.last_sync_d + 1) >= self.max_lag
-                || u - self.prev_u != 1
-                || d < self.prev_d
-            {
-                self.last_sync_d = d;
-                self.should_sync = true;
-            }
-            self.prev_u = u;
-            self.prev_d = d;
-            if self.should_sync {
-                self.delayed = None;
-                self.pending = Some((u, d));
-                self.should_sync = false;
-            } else {
-                self.delayed = Some((u, d));
-            }
-        }
-
-        fn fire(&mut self, fire: bool, out: &mut Vec<(i64, i64)>) {
-            if fire && let Some(sync) = self.pending.take() {
-                out.push(sync);
-            }
-        }
-    }
+    use crate::mm2::sync_writer_model::SyncState as State;
 
     /// Runs the scenario, then one last lifetime to the end of the upstream log (replication
     /// caught up) with a final commit.
@@ -226,7 +177,7 @@ mod sim {
         let mut syncs = Vec::new();
         let mut committed = 0usize; // index into `upstream` of the next record to read
         let mut next = 0usize;
-        let mut state = State::new(max_lag);
+        let mut state = State::new(max_lag, false);
         let replicate = |next: &mut usize, state: &mut State, downstream: &mut Vec<_>| {
             let u = upstream[*next];
             let d = downstream.len() as i64;
@@ -243,14 +194,12 @@ mod sim {
                 Event::Record { .. } => {}
                 Event::Commit { fire } => {
                     committed = next;
-                    if let Some(delayed) = state.delayed.take() {
-                        state.pending = Some(delayed);
-                    }
+                    state.promote();
                     state.fire(fire, &mut syncs);
                 }
                 Event::Restart => {
                     next = committed;
-                    state = State::new(max_lag);
+                    state = State::new(max_lag, false);
                 }
                 Event::DownstreamMarker => downstream.push(None),
             }
@@ -259,9 +208,7 @@ mod sim {
             replicate(&mut next, &mut state, &mut downstream);
             state.fire(true, &mut syncs);
         }
-        if let Some(delayed) = state.delayed.take() {
-            state.pending = Some(delayed);
-        }
+        state.promote();
         state.fire(true, &mut syncs);
         Outcome {
             syncs,

@@ -61,7 +61,7 @@ use rustc_hash::FxHashMap;
 use serde::Serialize;
 
 use super::reverse::{FailbackRule, ReverseIndex, Stretch};
-use super::source_offsets::{SourceOffsets, fetch_source_offsets};
+use super::source_offsets::{SourceOffsets, fetch_committed_offsets};
 use super::stretch_proof::{ProofReport, Ranges, read_record_offsets};
 use super::syncs::build_reverse_index;
 use super::{SyncsSource, read_sync_runs};
@@ -296,7 +296,7 @@ pub async fn translate_failback(
     let backup_offsets = async {
         let started = Instant::now();
         let groups = backup_groups(backup, &request.groups, &deadline).await?;
-        let offsets = fetch_source_offsets(backup, &groups, &deadline).await?;
+        let offsets = fetch_committed_offsets(backup, &groups, &deadline).await?;
         tracing::debug!(groups = groups.len(), elapsed = ?started.elapsed(), "backup offsets read");
         Ok::<_, TranslateError>((now_ms(), offsets))
     };

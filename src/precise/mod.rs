@@ -2,19 +2,25 @@
 //! ([`crate::mm2::sync_index`]). The checkpoints (target cluster) and the offset syncs (source or
 //! target cluster) are read at the same time, under one deadline.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Instant;
 
 pub mod failback;
+pub(crate) mod history;
 mod provenance;
+pub mod record_match;
 pub mod reverse;
+mod run;
+pub mod snapshot;
 mod source_offsets;
 pub mod stretch_proof;
 mod syncs;
 mod translation;
+pub mod verify;
 
 pub use provenance::{NotSyncs, Provenance};
+pub use run::{MatchRecords, Matching, PreciseRequest, RowMatch, Syncs, UpstreamPosition};
+pub use snapshot::{SnapshotError, SyncSnapshot};
 pub use syncs::index_from_batches;
 pub use translation::{GroupInputs, Input, PreciseTranslation, RowInput};
 
@@ -186,32 +192,8 @@ impl MirrorClient {
         request: &TranslateRequest,
         syncs: &SyncsSource,
     ) -> Result<PreciseTranslation, TranslateError> {
-        let deadline = Deadline::after(request.timeout);
-        let (translation, (index, syncs_report, history)) = tokio::try_join!(
-            self.translate(request),
-            read_syncs(syncs, request, deadline)
-        )?;
-        let (provenance, keep) =
-            check_provenance(&translation, &history, self.replication_policy(), syncs)
-                .map_err(|e| *e)?;
-        let mut precise = retranslate(&translation, &index, self.replication_policy());
-        keep_mm2_offsets(&mut precise, &keep);
-        let inputs = translation
-            .iter()
-            .map(|o| RowInput {
-                input: Input::Checkpoint,
-                upstream_offset: o.upstream_offset,
-            })
-            .collect();
-        Ok(PreciseTranslation {
-            translation,
-            precise,
-            inputs,
-            source_groups: BTreeMap::new(),
-            syncs_report,
-            synced_partitions: index.partitions(),
-            provenance,
-        })
+        let precise = PreciseRequest::new(Syncs::Topic(syncs.clone()));
+        self.translate_precise_with(request, &precise).await
     }
 }
 

@@ -9,7 +9,7 @@
 //! source offset is not behind it: a group moved back on the source (a reset) is translated from
 //! the syncs alone, and if no sync proves anything there the row keeps the checkpoint and says so.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 
 use super::UpstreamTopics;
 use super::translation::{GroupInputs, Input, PreciseTranslation, RowInput};
@@ -18,7 +18,10 @@ use crate::client::{
 };
 use crate::mm2::ReplicationPolicy;
 use crate::mm2::sync_index::{PreciseOffset, Rule, SyncIndex, TopicSyncs};
-use crate::translate::{MirrorClient, OffsetRef, TranslateError, TranslateRequest};
+use crate::select::GroupSelector;
+use crate::translate::{
+    MirrorClient, OffsetRef, TranslateError, TranslateRequest, TranslatedOffset,
+};
 
 impl MirrorClient {
     /// [`translate_precise`](MirrorClient::translate_precise), but each checkpointed
@@ -36,45 +39,11 @@ impl MirrorClient {
         syncs: &super::SyncsSource,
         source: &KafkaClient,
     ) -> Result<PreciseTranslation, TranslateError> {
-        let deadline = Deadline::after(request.timeout);
-        let (translation, (index, syncs_report, history)) = tokio::try_join!(
-            self.translate(request),
-            super::read_syncs(syncs, request, deadline)
-        )?;
-        // The history must be this flow's before any offset comes from it.
-        let (provenance, keep) =
-            super::check_provenance(&translation, &history, self.replication_policy(), syncs)
-                .map_err(|e| *e)?;
-        let groups: Vec<String> = translation.groups().iter().map(|g| g.to_string()).collect();
-        let fetched = tokio::time::timeout(
-            deadline.remaining(),
-            fetch_source_offsets(source, &groups, &deadline),
-        )
-        .await
-        .map_err(|_| ClientError::DeadlineExceeded {
-            operation: "reading the groups' committed offsets on the source cluster".to_string(),
-            timeout: request.timeout,
-            last: None,
-        })??;
-        let (mut precise, inputs, source_groups) =
-            retranslate_from_source(&translation, &index, self.replication_policy(), &fetched);
-        // Rows translated from a checkpoint the history cannot reproduce keep MM2's offset; a
-        // row from the source's offset is translated by the surviving (genuine) history.
-        let keep: Vec<bool> = keep
-            .iter()
-            .zip(&inputs)
-            .map(|(&keep, input)| keep && input.input == Input::Checkpoint)
-            .collect();
-        super::keep_mm2_offsets(&mut precise, &keep);
-        Ok(PreciseTranslation {
-            translation,
-            precise,
-            inputs,
-            source_groups,
-            syncs_report,
-            synced_partitions: index.partitions(),
-            provenance,
-        })
+        let precise = super::PreciseRequest {
+            source_offsets: Some(source.clone()),
+            ..super::PreciseRequest::new(super::Syncs::Topic(syncs.clone()))
+        };
+        self.translate_precise_with(request, &precise).await
     }
 }
 
@@ -82,7 +51,7 @@ impl MirrorClient {
 pub(crate) type SourceOffsets = BTreeMap<String, Result<GroupOffsets, String>>;
 
 /// OffsetFetch for every group, batched per coordinator.
-pub(crate) async fn fetch_source_offsets(
+pub(crate) async fn fetch_committed_offsets(
     client: &KafkaClient,
     groups: &[String],
     deadline: &Deadline,
@@ -123,13 +92,34 @@ fn usable(committed: Option<&CommittedOffset>) -> Option<i64> {
         .map(|c| c.offset)
 }
 
-/// Translates one checkpointed row from the source's committed offset `source_offset`, if any,
-/// with the sync histories of its upstream topic (`None`: no sync of that topic survives).
+/// Translates one row from the source's committed offset `source_offset`, if any, with the
+/// sync histories of its upstream topic (`None`: no sync of that topic survives). A row
+/// without a checkpoint (`checkpointed` false) has only the source's offset and no MM2 floor:
+/// the syncs' answer, or the log's first offset (rule no-sync) where no sync lies below it.
 fn translate_row(
     o: &OffsetRef<'_>,
     syncs: Option<&TopicSyncs>,
     source_offset: Option<i64>,
+    checkpointed: bool,
 ) -> (PreciseOffset, RowInput) {
+    if !checkpointed {
+        let upstream = source_offset.unwrap_or(o.upstream_offset);
+        let answer = syncs
+            .and_then(|t| t.partition(o.partition))
+            .and_then(|p| p.translate(upstream));
+        let (offset, rule) = answer.unwrap_or((0, Rule::NoSync));
+        return (
+            PreciseOffset {
+                offset,
+                mm2_offset: -1,
+                rule,
+            },
+            RowInput {
+                input: Input::SourceOnly,
+                upstream_offset: upstream,
+            },
+        );
+    }
     let translate = |upstream: i64| match syncs {
         Some(syncs) => syncs.translate_checkpoint(o.partition, upstream, o.offset),
         None => PreciseOffset::no_sync(o.offset),
@@ -175,8 +165,56 @@ fn translate_row(
     }
 }
 
+/// The rows to add for the partitions each group committed on the source that have no
+/// checkpoint, on topics this flow mirrors (the offset-sync history knows them): offset 0 as
+/// a placeholder, the source's offset and metadata, `checkpoint_timestamp` the time the
+/// source was read, no checkpoint position (-1).
+pub(crate) fn source_only_rows(
+    translation: &crate::translate::Translation,
+    index: &SyncIndex,
+    policy: &ReplicationPolicy,
+    source_alias: &str,
+    fetched: &SourceOffsets,
+    read_at_ms: i64,
+) -> Vec<TranslatedOffset> {
+    let checkpointed: HashSet<(&str, &str, i32)> = translation
+        .iter()
+        .map(|o| (o.group, o.topic, o.partition))
+        .collect();
+    let mut rows = Vec::new();
+    for (group, answer) in fetched {
+        let Ok(offsets) = answer else { continue };
+        for ((topic, partition), committed) in offsets {
+            let Some(offset) = usable(Some(committed)) else {
+                continue;
+            };
+            if index.topic(topic.as_bytes()).is_none() {
+                continue;
+            }
+            let remote = policy.format_remote_topic(source_alias, topic);
+            if checkpointed.contains(&(group.as_str(), remote.as_str(), *partition)) {
+                continue;
+            }
+            rows.push(TranslatedOffset {
+                source: source_alias.to_string(),
+                group: group.clone(),
+                topic: remote,
+                partition: *partition,
+                offset: 0,
+                metadata: committed.metadata.clone().unwrap_or_default(),
+                upstream_offset: offset,
+                checkpoint_timestamp: read_at_ms,
+                checkpoint_partition: -1,
+                checkpoint_offset: -1,
+            });
+        }
+    }
+    rows
+}
+
 /// Every row of `translation` re-translated from the source's offsets where usable, from its
-/// checkpoint otherwise, with the per-group account.
+/// checkpoint otherwise, with the per-group account. Rows without a checkpoint
+/// (`checkpoint_partition` -1, added by [`source_only_rows`]) use the source's offset alone.
 pub(crate) fn retranslate_from_source(
     translation: &crate::translate::Translation,
     index: &SyncIndex,
@@ -205,7 +243,8 @@ pub(crate) fn retranslate_from_source(
             }
             _ => None,
         };
-        let (p, input) = translate_row(&o, syncs, committed);
+        let checkpointed = o.checkpoint_partition >= 0;
+        let (p, input) = translate_row(&o, syncs, committed, checkpointed);
         // A group's name is copied once, on its first row.
         if !groups.contains_key(o.group) {
             groups.insert(o.group.to_string(), GroupInputs::default());
@@ -214,6 +253,7 @@ pub(crate) fn retranslate_from_source(
         match input.input {
             Input::SourceOffset => account.source_offset += 1,
             Input::Checkpoint => account.checkpoint += 1,
+            Input::SourceOnly | Input::OffsetsFile => account.source_only += 1,
         }
         if committed.is_some() && input.input == Input::Checkpoint {
             account.moved_back_without_sync += 1;
@@ -225,16 +265,41 @@ pub(crate) fn retranslate_from_source(
         let account = groups.entry(group.clone()).or_default();
         match answer {
             Ok(offsets) => {
-                let committed = offsets
-                    .values()
-                    .filter(|c| usable(Some(c)).is_some())
+                account.not_mirrored = offsets
+                    .iter()
+                    .filter(|(_, c)| usable(Some(c)).is_some())
+                    .filter(|((topic, _), _)| index.topic(topic.as_bytes()).is_none())
                     .count();
-                account.source_only = committed.saturating_sub(account.source_offset);
             }
             Err(e) => account.error = Some(e.clone()),
         }
     }
     (precise, inputs, groups)
+}
+
+/// Every group on the source cluster that `selector` selects (ListGroups on every broker):
+/// groups MM2 never checkpointed at all are translated too.
+pub(crate) async fn source_groups(
+    client: &KafkaClient,
+    selector: &GroupSelector,
+    deadline: &Deadline,
+) -> Result<Vec<String>, ClientError> {
+    let mut out = std::collections::BTreeSet::new();
+    for broker in client.brokers() {
+        let coordinator = GroupCoordinator {
+            node_id: broker.node_id,
+            address: broker.address(),
+        };
+        if let Some(groups) = client.list_groups(&coordinator, &[], deadline).await? {
+            out.extend(
+                groups
+                    .into_iter()
+                    .map(|g| g.group_id)
+                    .filter(|g| selector.matches(g)),
+            );
+        }
+    }
+    Ok(out.into_iter().collect())
 }
 
 #[cfg(test)]
@@ -375,13 +440,75 @@ mod tests {
         assert_eq!(p.rereads_saved(), -150);
 
         assert_eq!(groups["ahead"].source_offset, 1);
-        assert_eq!(groups["ahead"].source_only, 1);
+        // audit-3 has no sync history: not mirrored by this flow, not translated.
+        assert_eq!(groups["ahead"].not_mirrored, 1);
+        assert_eq!(groups["ahead"].source_only, 0);
         assert_eq!(groups["pending"].checkpoint, 1);
         assert_eq!(
             groups["failed"].error.as_deref(),
             Some("GROUP_AUTHORIZATION_FAILED")
         );
         assert_eq!(groups["failed"].checkpoint, 1);
+    }
+
+    /// A partition the group committed on the source that MM2 never checkpointed gets a row
+    /// of its own, translated from the source's offset alone (no MM2 floor, MM2 offset -1);
+    /// below every sync it starts at 0, which skips nothing.
+    #[test]
+    fn partitions_never_checkpointed_are_translated_from_the_source() {
+        let mut builder = SyncIndexBuilder::new();
+        for (u, d) in [(0, 0), (100, 150)] {
+            builder.add(b"orders", 0, u, d);
+        }
+        builder.add(b"orders", 1, 40, 45);
+        let index = builder.finish(Default::default());
+        let t = translation(&[("g", 120, 151)]);
+        let mut fetched = SourceOffsets::new();
+        fetched.insert(
+            "g".into(),
+            Ok(offsets(&[
+                ("orders", 0, committed(130, 0)),
+                ("orders", 1, committed(60, 0)),
+                ("orders", 2, committed(9, 0)),
+                ("audit", 0, committed(5, 0)),
+            ])),
+        );
+        let policy = ReplicationPolicy::default();
+        let extra = source_only_rows(&t, &index, &policy, "primary", &fetched, 1234);
+        assert_eq!(extra.len(), 2, "{extra:?}");
+        let t = t.with_rows(extra);
+        let (precise, inputs, groups) = retranslate_from_source(&t, &index, &policy, &fetched);
+        let rows: Vec<(i32, i64, Rule, Input, i64, i64)> = t
+            .iter()
+            .zip(precise.iter().zip(&inputs))
+            .map(|(o, (p, i))| {
+                (
+                    o.partition,
+                    p.offset,
+                    p.rule,
+                    i.input,
+                    p.mm2_offset,
+                    o.checkpoint_timestamp,
+                )
+            })
+            .collect();
+        assert_eq!(
+            rows,
+            [
+                (
+                    0,
+                    151,
+                    Rule::Mm2Checkpoint,
+                    Input::SourceOffset,
+                    151,
+                    1_700_000_000_000
+                ),
+                (1, 46, Rule::Mm2Rule, Input::SourceOnly, -1, 1234),
+                (2, 0, Rule::NoSync, Input::SourceOnly, -1, 1234),
+            ]
+        );
+        assert_eq!(t.iter().nth(1).unwrap().topic, "primary.orders");
+        assert_eq!((groups["g"].source_only, groups["g"].not_mirrored), (2, 1));
     }
 
     #[test]

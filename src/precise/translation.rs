@@ -29,6 +29,13 @@ pub struct PreciseTranslation {
     /// How MM2's checkpoints compared with the sync history (see [`Provenance`]): rows the
     /// history does not reproduce keep MM2's offset.
     pub provenance: Provenance,
+    /// Per row, in the same order: the most records a consumer resuming at the offset
+    /// re-reads (0 when matched; the distance to the sync that bounds the group's next
+    /// record otherwise); `None` when unknown.
+    pub max_rereads: Vec<Option<i64>>,
+    /// With record matching: per row what the syncs alone gave and why a row was not matched,
+    /// and what the reads cost.
+    pub matching: Option<super::Matching>,
 }
 
 impl PreciseTranslation {
@@ -49,13 +56,32 @@ impl PreciseTranslation {
         )
     }
 
-    /// Records no longer re-read, per group (summed over its partitions).
+    /// Records no longer re-read, per group (summed over its partitions; rows without an MM2
+    /// offset count nothing).
     pub fn rereads_saved_by_group(&self) -> BTreeMap<&str, i64> {
         let mut saved = BTreeMap::new();
         for (offset, precise) in self.iter() {
-            *saved.entry(offset.group).or_insert(0) += precise.rereads_saved();
+            let row = if precise.mm2_offset < 0 {
+                0
+            } else {
+                precise.rereads_saved()
+            };
+            *saved.entry(offset.group).or_insert(0) += row;
         }
         saved
+    }
+
+    /// The re-read bounds summed per group: `(sum, rows whose bound is unknown)`.
+    pub fn max_rereads_by_group(&self) -> BTreeMap<&str, (i64, usize)> {
+        let mut sums: BTreeMap<&str, (i64, usize)> = BTreeMap::new();
+        for (offset, bound) in self.translation.iter().zip(&self.max_rereads) {
+            let entry = sums.entry(offset.group).or_default();
+            match bound {
+                Some(b) => entry.0 += b,
+                None => entry.1 += 1,
+            }
+        }
+        sums
     }
 
     /// How often each rule was used.
@@ -77,14 +103,23 @@ pub enum Input {
     Checkpoint,
     /// The group's offset committed on the source cluster, read during the translation.
     SourceOffset,
+    /// The group's offset committed on the source cluster for a partition MM2 never
+    /// checkpointed (after a restart its store forgets what lies below the rewind): there is
+    /// no MM2 offset (`mm2_offset` -1).
+    SourceOnly,
+    /// An upstream position from `translate --offsets-file` (not a consumer group's).
+    OffsetsFile,
 }
 
 impl Input {
-    /// The name used in reports: `checkpoint` or `source-offset`.
+    /// The name used in reports: `checkpoint`, `source-offset`, `source-only` or
+    /// `offsets-file`.
     pub fn name(self) -> &'static str {
         match self {
             Input::Checkpoint => "checkpoint",
             Input::SourceOffset => "source-offset",
+            Input::SourceOnly => "source-only",
+            Input::OffsetsFile => "offsets-file",
         }
     }
 }
@@ -113,9 +148,12 @@ pub struct GroupInputs {
     /// upstream offset) to where no sync survives. They keep the checkpoint's offset, which may
     /// be past the group's current position on the source: check these groups by hand.
     pub moved_back_without_sync: usize,
-    /// Partitions the group has committed on the source that have no checkpoint (not mirrored,
-    /// or not yet checkpointed): not translated.
+    /// Partitions the group has committed on the source that MM2 never checkpointed, on a
+    /// mirrored topic: translated from the source's offset (input `source-only`).
     pub source_only: usize,
+    /// Partitions the group has committed on the source whose topic has no offset-sync
+    /// history (not mirrored by this flow): not translated.
+    pub not_mirrored: usize,
     /// Why the group's offsets could not be read on the source, if they could not.
     pub error: Option<String>,
 }

@@ -131,6 +131,7 @@ mod tests {
             timestamp: 0,
             key,
             value: None,
+            headers: &[],
         })
     }
 

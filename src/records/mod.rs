@@ -72,4 +72,4 @@ pub use decompress::{DEFAULT_DECOMPRESSED_LIMIT, Scratch};
 pub use error::{DecompressError, RecordProblem, RecordsError};
 pub use header::{BatchHeader, TimestampType};
 pub use layout::{HEADER_LEN, LOG_OVERHEAD, MAGIC_V2, MIN_BATCH_LENGTH};
-pub use record::{Record, Records};
+pub use record::{Record, RecordHeaders, Records};

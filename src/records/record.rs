@@ -37,6 +37,117 @@ pub struct Record<'a> {
     pub key: Option<&'a [u8]>,
     /// The value, `None` when null (a tombstone).
     pub value: Option<&'a [u8]>,
+    /// The headers section as written: the header count, then each header. Already checked
+    /// when the record was read; [`RecordHeaders`] walks it. Empty for a record built by hand
+    /// (no headers).
+    pub headers: &'a [u8],
+}
+
+impl<'a> Record<'a> {
+    /// The record's headers, in order (repeated keys kept), as `(key, value)` with a null value
+    /// as `None`.
+    pub fn headers(&self) -> RecordHeaders<'a> {
+        RecordHeaders::new(self.headers)
+    }
+}
+
+/// The headers of a record, in the order written: `(key, value)`, a null value as `None`.
+///
+/// Walks [`Record::headers`]; a section that is not well formed (only possible for a
+/// [`Record`] built by hand, since reading a record checks it) ends the walk early, and
+/// [`RecordHeaders::complete`] then says so.
+///
+/// ```
+/// use mm2_offsets::records::{Batches, Scratch, builder::{BatchBuilder, RecordSpec}};
+///
+/// let record = RecordSpec::new(0, Some(b"k"), Some(b"v"))
+///     .header(b"trace", Some(b"42"))
+///     .header(b"gone", None);
+/// let batch = BatchBuilder::new(0).push(record).build();
+/// let mut scratch = Scratch::new();
+/// let batch = Batches::new(&batch).next().unwrap()?;
+/// let record = batch.records(&mut scratch)?.next().unwrap()?;
+/// let headers: Vec<_> = record.headers().collect();
+/// assert_eq!(headers, [(&b"trace"[..], Some(&b"42"[..])), (&b"gone"[..], None)]);
+/// # Ok::<(), mm2_offsets::records::RecordsError>(())
+/// ```
+#[derive(Clone, Debug)]
+pub struct RecordHeaders<'a> {
+    data: &'a [u8],
+    pos: usize,
+    left: i32,
+    broken: bool,
+}
+
+impl<'a> RecordHeaders<'a> {
+    /// Walks a headers section (the count, then the headers). An empty slice has no headers.
+    pub fn new(data: &'a [u8]) -> Self {
+        let mut pos = 0;
+        let (left, broken) = if data.is_empty() {
+            (0, false)
+        } else {
+            match read_varint(data, &mut pos) {
+                Ok(count) if count >= 0 => (count, false),
+                _ => (0, true),
+            }
+        };
+        RecordHeaders {
+            data,
+            pos,
+            left,
+            broken,
+        }
+    }
+
+    /// The number of headers the section declares (0 for a broken one).
+    pub fn declared(&self) -> i32 {
+        if self.broken { 0 } else { self.left }
+    }
+
+    /// False if the walk stopped at bytes that are not a header (never for a record read from
+    /// a batch).
+    pub fn complete(&self) -> bool {
+        !self.broken
+    }
+
+    fn parse(&mut self) -> Result<(&'a [u8], Option<&'a [u8]>), RecordProblem> {
+        let data = self.data;
+        let mut pos = self.pos;
+        let key_len =
+            read_varint(data, &mut pos).map_err(|e| varint_problem(e, "header key length"))?;
+        if key_len < 0 {
+            return Err(RecordProblem::NegativeLength {
+                field: "header key length",
+                value: key_len,
+            });
+        }
+        let start = pos;
+        skip(data, &mut pos, key_len as usize, "header key")?;
+        let key = &data[start..pos];
+        let value = read_nullable_bytes(data, &mut pos, "header value")?;
+        self.pos = pos;
+        Ok((key, value))
+    }
+}
+
+impl<'a> Iterator for RecordHeaders<'a> {
+    type Item = (&'a [u8], Option<&'a [u8]>);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.broken || self.left <= 0 {
+            return None;
+        }
+        match self.parse() {
+            Ok(header) => {
+                self.left -= 1;
+                Some(header)
+            }
+            Err(_) => {
+                self.broken = true;
+                None
+            }
+        }
+    }
 }
 
 /// Iterator over the records of one batch. Yields at most `record_count` items and stops after
@@ -146,6 +257,7 @@ impl<'a> Records<'a> {
             read_varint(body, &mut pos).map_err(|e| varint_problem(e, "offset delta"))?;
         let key = read_nullable_bytes(body, &mut pos, "key")?;
         let value = read_nullable_bytes(body, &mut pos, "value")?;
+        let headers_start = pos;
         let header_count =
             read_varint(body, &mut pos).map_err(|e| varint_problem(e, "header count"))?;
         if header_count < 0 {
@@ -189,6 +301,7 @@ impl<'a> Records<'a> {
             timestamp,
             key,
             value,
+            headers: &body[headers_start..end],
         })
     }
 }

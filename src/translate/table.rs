@@ -397,6 +397,37 @@ fn decode(bytes: &[u8]) -> Cow<'_, str> {
     utf8::lossy(bytes)
 }
 
+impl OffsetTable {
+    /// A table of owned offsets, as if each were a checkpoint: what [`OffsetTable::with_rows`]
+    /// builds on. Keys must be unique.
+    pub(crate) fn from_owned(offsets: Vec<super::TranslatedOffset>) -> OffsetTable {
+        let mut by_source: std::collections::BTreeMap<String, Vec<super::TranslatedOffset>> =
+            std::collections::BTreeMap::new();
+        for o in offsets {
+            by_source.entry(o.source.clone()).or_default().push(o);
+        }
+        let parts = by_source
+            .into_iter()
+            .flat_map(|(source, rows)| {
+                Part::from_owned(&rows)
+                    .into_iter()
+                    .map(move |p| (source.clone(), p))
+            })
+            .collect();
+        OffsetTable::from_parts(parts)
+    }
+
+    /// This table with `extra` offsets added (their keys must not be in the table), in the
+    /// usual order. Rebuilds the table from owned rows: for the few partitions a
+    /// re-translation adds, not for a hot path.
+    pub(crate) fn with_rows(&self, extra: Vec<super::TranslatedOffset>) -> OffsetTable {
+        let mut all: Vec<super::TranslatedOffset> =
+            self.iter().map(|o| o.to_owned_offset()).collect();
+        all.extend(extra);
+        OffsetTable::from_owned(all)
+    }
+}
+
 fn sorted_unique<'a>(names: impl Iterator<Item = Cow<'a, str>>) -> Vec<Box<str>> {
     let mut names: Vec<Box<str>> = names.map(Box::from).collect();
     names.sort_unstable();

@@ -108,6 +108,22 @@ impl Translation {
         self
     }
 
+    /// A translation of owned rows (unique keys), as if each were a checkpoint.
+    pub(crate) fn from_rows(rows: Vec<TranslatedOffset>, report: ReadReport) -> Self {
+        Translation::new(OffsetTable::from_owned(rows), report)
+    }
+
+    /// This translation with `extra` offsets added, in the usual order (sorted by source,
+    /// group, topic, partition): rows a re-translation adds for partitions without a
+    /// checkpoint. Their keys must not be in the translation already.
+    pub(crate) fn with_rows(&self, extra: Vec<TranslatedOffset>) -> Self {
+        Translation {
+            offsets: self.offsets.with_rows(extra),
+            report: self.report.clone(),
+            missing_groups: self.missing_groups.clone(),
+        }
+    }
+
     /// Every translated offset as an owned value, in [`iter`](Translation::iter)'s order.
     pub fn to_owned_offsets(&self) -> Vec<TranslatedOffset> {
         self.iter().map(|o| o.to_owned_offset()).collect()

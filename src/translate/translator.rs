@@ -202,6 +202,73 @@ impl Part {
         }
     }
 
+    /// The parts of owned offsets of one source, one per checkpoints partition, as if each
+    /// offset were the winning checkpoint read there: what a re-translation's added rows (and
+    /// tests) build a table from. Keys must be unique.
+    pub(crate) fn from_owned(offsets: &[super::TranslatedOffset]) -> Vec<Part> {
+        let mut parts: BTreeMap<i32, Part> = BTreeMap::new();
+        let mut groups: BTreeMap<&str, u32> = BTreeMap::new();
+        let mut topics: BTreeMap<&str, u32> = BTreeMap::new();
+        for o in offsets {
+            let next = groups.len() as u32;
+            groups.entry(o.group.as_str()).or_insert(next);
+            let next = topics.len() as u32;
+            topics.entry(o.topic.as_str()).or_insert(next);
+            let part = parts.entry(o.checkpoint_partition).or_insert_with(|| Part {
+                checkpoint_partition: o.checkpoint_partition,
+                base: o.checkpoint_offset,
+                ..Part::default()
+            });
+            part.base = part.base.min(o.checkpoint_offset);
+        }
+        for o in offsets {
+            let part = parts
+                .get_mut(&o.checkpoint_partition)
+                .expect("a part for every checkpoints partition");
+            let (group, topic) = (groups[o.group.as_str()], topics[o.topic.as_str()]);
+            let key = (group, topic, o.partition);
+            let delta = o
+                .checkpoint_offset
+                .checked_sub(part.base)
+                .and_then(|d| u32::try_from(d).ok())
+                .filter(|&d| d != WIDE_OFFSET);
+            let mut latest = Latest {
+                upstream_offset: o.upstream_offset,
+                downstream_offset: o.offset,
+                timestamp: o.checkpoint_timestamp,
+                offset: delta.unwrap_or(WIDE_OFFSET),
+                group,
+                topic,
+                partition: o.partition,
+            };
+            latest.set_flag(LIVE, true);
+            if delta.is_none() {
+                part.wide.insert(key, o.checkpoint_offset);
+            }
+            if !o.metadata.is_empty() {
+                latest.set_flag(HAS_METADATA, true);
+                part.metadata.insert(key, o.metadata.as_bytes().into());
+            }
+            part.entries.push(latest);
+        }
+        let names = |ids: BTreeMap<&str, u32>| {
+            let mut names = vec![Box::<[u8]>::default(); ids.len()];
+            for (name, id) in ids {
+                names[id as usize] = name.as_bytes().into();
+            }
+            names
+        };
+        let (group_names, topic_names) = (names(groups), names(topics));
+        parts
+            .into_values()
+            .map(|mut p| {
+                p.group_names = group_names.clone();
+                p.topic_names = topic_names.clone();
+                p
+            })
+            .collect()
+    }
+
     /// The parts of a [`Folded`], one per checkpoints partition its entries came from (the live
     /// map of `watch` holds every partition's keys in one).
     pub(crate) fn from_folded(folded: Folded) -> Vec<Part> {

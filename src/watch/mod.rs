@@ -48,6 +48,7 @@
 mod apply_loop;
 mod live_map;
 mod options;
+mod precise;
 mod snapshot;
 mod state;
 mod tail;
@@ -56,6 +57,7 @@ mod tests;
 
 pub use apply_loop::{ApplyLoop, ApplyLoopOptions, ApplyTotals, GroupNote, SkipReason, TickReport};
 pub use options::WatchOptions;
+pub use precise::{SyncsStatus, SyncsWatchOptions, SyncsWatcher};
 pub use snapshot::{GroupAge, SharedSnapshot, Snapshot};
 pub use state::{PartitionStatus, SourceStatus, WatchStatus};
 

@@ -54,6 +54,10 @@ pub enum Command {
     /// Keep the translation of every selected group current in memory, and serve it with
     /// Prometheus metrics over HTTP (/metrics, /offsets, /offsets/GROUP, /healthz, /readyz).
     Watch(Box<WatchArgs>),
+    /// Check each group's committed offsets on this (target) cluster against its committed
+    /// offsets on the source, record by record: exact, behind (records re-read), ahead (records
+    /// skipped) or unknown. Exit 1 when a partition is ahead, 3 when some are unknown.
+    Verify(Box<VerifyArgs>),
     /// List MirrorMaker 2 topics on the cluster: checkpoints, heartbeats and remote topics.
     Topics(TopologyArgs),
     /// List upstream clusters (from heartbeat topics) with their replication hop counts.
@@ -454,44 +458,131 @@ pub struct WatchArgs {
     /// Close an HTTP connection whose client has read nothing for this long (1s to 10m).
     #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse::write_timeout)]
     pub write_timeout: Duration,
+    /// Precise offsets and a snapshot of the offset-sync history.
+    #[command(flatten)]
+    pub precise: WatchPreciseArgs,
 }
 
-/// Flags of `translate --precise`.
+/// Where the offset-sync history is, and the source cluster: for `--precise`, `verify` and
+/// `watch --precise`.
+#[derive(Debug, Args, Clone, Default)]
+pub struct SyncsArgs {
+    /// Brokers of the cluster holding the offset-syncs topic: the source cluster, or the target
+    /// with offset-syncs.topic.location=target. Default with --mm2-config: the --source alias.
+    #[arg(long, value_name = "HOST:PORT[,...]")]
+    pub syncs_bootstrap_server: Option<String>,
+    /// Java client properties file for the cluster holding the offset-syncs topic.
+    #[arg(long, value_name = "FILE")]
+    pub syncs_command_config: Option<PathBuf>,
+    /// The offset-syncs topic. Default: mm2-offset-syncs.<--target>.internal under the
+    /// replication policy (use the source alias instead with offset-syncs.topic.location=target);
+    /// without --target, the only such topic on the offset-syncs cluster.
+    #[arg(long, value_name = "TOPIC")]
+    pub syncs_topic: Option<String>,
+    /// Brokers of the source cluster (for --from-source-offsets, --match-records and verify).
+    /// Default: the --syncs-* cluster (the offset-syncs topic is on the source by default).
+    #[arg(long, value_name = "HOST:PORT[,...]")]
+    pub source_bootstrap_server: Option<String>,
+    /// Java client properties file of the source cluster.
+    #[arg(long, value_name = "FILE")]
+    pub source_command_config: Option<PathBuf>,
+}
+
+impl SyncsArgs {
+    /// Whether any flag of the offset-syncs cluster is given.
+    pub fn names_syncs_cluster(&self) -> bool {
+        self.syncs_bootstrap_server.is_some()
+            || self.syncs_command_config.is_some()
+            || self.syncs_topic.is_some()
+    }
+
+    /// Whether the source cluster is named on its own.
+    pub fn names_source_cluster(&self) -> bool {
+        self.source_bootstrap_server.is_some() || self.source_command_config.is_some()
+    }
+}
+
+/// Flags of `translate --precise` (and `apply --precise`).
 #[derive(Debug, Args, Clone, Default)]
 pub struct PreciseArgs {
     /// Re-translate every checkpoint from MM2's full offset-sync history: never before MM2's
     /// offset, never past the group's next record. Reads the offset-syncs topic too.
     #[arg(long)]
     pub precise: bool,
-    /// Brokers of the cluster holding the offset-syncs topic: the source cluster, or the target
-    /// with offset-syncs.topic.location=target. Default with --mm2-config: the --source alias.
-    #[arg(long, value_name = "HOST:PORT[,...]", requires = "precise")]
-    pub syncs_bootstrap_server: Option<String>,
-    /// Java client properties file for the cluster holding the offset-syncs topic.
-    #[arg(long, value_name = "FILE", requires = "precise")]
-    pub syncs_command_config: Option<PathBuf>,
-    /// The offset-syncs topic. Default: mm2-offset-syncs.<--target>.internal under the
-    /// replication policy (use the source alias instead with offset-syncs.topic.location=target);
-    /// without --target, the only such topic on the offset-syncs cluster.
-    #[arg(long, value_name = "TOPIC", requires = "precise")]
-    pub syncs_topic: Option<String>,
+    /// The offset-syncs cluster and the source cluster.
+    #[command(flatten)]
+    pub syncs: SyncsArgs,
+    /// The offset-sync history from a snapshot file that `watch --precise --state-dir` wrote
+    /// (when the source cluster and its offset-syncs topic are gone), instead of the topic.
+    #[arg(long, value_name = "FILE", requires = "precise", conflicts_with_all = ["syncs_bootstrap_server", "syncs_command_config", "syncs_topic"])]
+    pub syncs_snapshot: Option<PathBuf>,
     /// Interpolate between syncs: ONLY if the upstream topics have no offset gaps (no
     /// transactional producers, no compaction, no records filtered by MM2). Off, the answer
     /// uses the syncs themselves.
     #[arg(long, requires = "precise")]
     pub gapless_upstream: bool,
     /// Translate each group's offsets committed on the SOURCE cluster now (OffsetFetch) instead
-    /// of MM2's last checkpoint, with the offset-sync history; each row says which input it
-    /// used. Needs a connection to the source: the --syncs-* one (the offset-syncs topic is on
-    /// the source by default), or --source-bootstrap-server / --source-command-config.
+    /// of MM2's last checkpoint, and every partition a selected group committed there, even
+    /// one MM2 never checkpointed; each row says which input it used. Needs the source cluster:
+    /// the --syncs-* one (the offset-syncs topic is on the source by default), or
+    /// --source-bootstrap-server / --source-command-config.
     #[arg(long, requires = "precise")]
     pub from_source_offsets: bool,
-    /// Brokers of the source cluster for --from-source-offsets (default: the --syncs-* cluster).
-    #[arg(long, value_name = "HOST:PORT[,...]", requires = "from_source_offsets")]
-    pub source_bootstrap_server: Option<String>,
-    /// Java client properties file of the source cluster for --from-source-offsets.
-    #[arg(long, value_name = "FILE", requires = "from_source_offsets")]
-    pub source_command_config: Option<PathBuf>,
+    /// Prove exact offsets with the records: read the group's next upstream records on the
+    /// source and the downstream window the syncs allow, and match them (rule record-match);
+    /// rows that cannot be proven keep the syncs' offset and say why. Needs the source cluster
+    /// (as --from-source-offsets).
+    #[arg(long, requires = "precise")]
+    pub match_records: bool,
+    /// Translate the upstream positions of a CSV file (topic,partition,offset per line, the
+    /// source's topic names; - for stdin) instead of consumer groups: e.g. the source offsets
+    /// a Flink, Spark or Kafka Streams application keeps in its own checkpoints.
+    #[arg(long, value_name = "FILE", requires = "precise")]
+    pub offsets_file: Option<PathBuf>,
+}
+
+/// `mm2-offsets verify`.
+#[derive(Debug, Args)]
+pub struct VerifyArgs {
+    /// Connection to the target cluster.
+    #[command(flatten)]
+    pub connection: ConnectionArgs,
+    /// The source cluster alias (exactly one).
+    #[arg(long = "source", value_name = "ALIAS")]
+    pub sources: Vec<String>,
+    /// Which groups (those with checkpoints, and those committed on the source).
+    #[command(flatten)]
+    pub select: GroupArgs,
+    /// The offset-syncs cluster and the source cluster.
+    #[command(flatten)]
+    pub syncs: SyncsArgs,
+    /// Budget for the whole run, e.g. 30s, 2m.
+    #[arg(long, value_parser = parse::timeout, default_value = "60s", allow_hyphen_values = true)]
+    pub timeout: Duration,
+    /// Output format: table or json.
+    #[arg(short, long, value_enum, default_value = "table")]
+    pub output: OutputFormat,
+    /// Largest Fetch response per partition, in bytes, 1024 to 2147483647.
+    #[arg(long, default_value_t = mm2_offsets::client::DEFAULT_FETCH_MAX_BYTES, value_name = "BYTES", value_parser = parse::max_fetch_bytes, allow_negative_numbers = true)]
+    pub max_fetch_bytes: i32,
+}
+
+/// `watch --precise`: keep the offset-sync history live and snapshot it.
+#[derive(Debug, Args, Clone, Default)]
+pub struct WatchPreciseArgs {
+    /// Also tail the offset-syncs topic: serve precise offsets (/offsets/precise) and write a
+    /// snapshot of the history to --state-dir for translate/apply --syncs-snapshot.
+    #[arg(long = "precise")]
+    pub precise: bool,
+    /// The offset-syncs cluster.
+    #[command(flatten)]
+    pub syncs: SyncsArgs,
+    /// Directory for the snapshot (syncs.snapshot, replaced atomically).
+    #[arg(long, value_name = "DIR", requires = "precise")]
+    pub state_dir: Option<PathBuf>,
+    /// How often the snapshot is written when the history changed (1s to 1d).
+    #[arg(long, value_name = "DURATION", value_parser = parse::apply_interval, default_value = "10s", requires = "precise")]
+    pub snapshot_interval: Duration,
 }
 
 #[cfg(test)]

@@ -13,6 +13,7 @@ mod escape;
 mod exit;
 mod groups_file;
 mod hints;
+mod offsets_file;
 mod output;
 mod parse;
 mod progress;
@@ -118,6 +119,7 @@ async fn run(command: Command) -> Result<i32, Stop> {
         Command::Apply(args) => commands::apply::run(*args).await,
         Command::Failback(args) => commands::failback::run(*args).await,
         Command::Watch(args) => commands::watch::run(*args).await.map_err(Stop::from),
+        Command::Verify(args) => commands::verify::run(*args).await,
         Command::Topics(args) => commands::topics::run(args).await,
         Command::Upstream(args) => commands::upstream::run(args).await,
         Command::Completions { shell } => {

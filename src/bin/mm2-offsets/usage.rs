@@ -25,12 +25,41 @@ pub fn check(command: &Command) -> Result<(), String> {
             Ok(())
         }
         Command::Apply(args) => {
+            if args.translate.precise.offsets_file.is_some() {
+                return Err("--offsets-file is for translate: apply commits consumer groups, and the positions of a file belong to none".to_string());
+            }
             translate_usage(&args.translate)?;
             apply_usage(args)
         }
         Command::Failback(args) => failback_usage(args),
+        Command::Verify(args) => {
+            connection(&args.connection)?;
+            args.sources
+                .iter()
+                .try_for_each(|alias| source_alias(alias))?;
+            if !matches!(args.output, OutputFormat::Table | OutputFormat::Json) {
+                return Err(format!(
+                    "verify prints -o table or -o json, not -o {}",
+                    format_name(args.output)
+                ));
+            }
+            if !args.select.selects_anything() {
+                return Err(
+                    "no groups selected: pass --group, --group-regex, --groups-file or --all-groups"
+                        .to_string(),
+                );
+            }
+            Ok(())
+        }
         Command::Watch(args) => {
             connection(&args.connection)?;
+            let precise = &args.precise;
+            if !precise.precise && precise.syncs.names_syncs_cluster() {
+                return Err("--syncs-* flags of watch are only used with --precise".to_string());
+            }
+            if precise.syncs.names_source_cluster() {
+                return Err("watch --precise reads the offset-syncs topic only: --source-bootstrap-server and --source-command-config are not used".to_string());
+            }
             args.sources
                 .iter()
                 .try_for_each(|alias| source_alias(alias))?;
@@ -58,6 +87,30 @@ fn translate_usage(args: &TranslateArgs) -> Result<(), String> {
             "--output-dir is only used by -o reset-csv, not -o {}",
             format_name(args.output)
         ));
+    }
+    precise_usage(&args.precise, args)
+}
+
+/// The `--precise` family: every flag used, none ignored.
+fn precise_usage(p: &super::args::PreciseArgs, args: &TranslateArgs) -> Result<(), String> {
+    if !p.precise && (p.syncs.names_syncs_cluster() || p.syncs.names_source_cluster()) {
+        return Err(
+            "the --syncs-* and --source-* cluster flags are only used with --precise".to_string(),
+        );
+    }
+    if p.syncs.names_source_cluster() && !p.from_source_offsets && !p.match_records {
+        return Err("--source-bootstrap-server and --source-command-config are only used by --from-source-offsets and --match-records".to_string());
+    }
+    if p.offsets_file.is_some() {
+        if p.from_source_offsets {
+            return Err("--offsets-file translates the file's positions; --from-source-offsets reads groups' offsets: use one".to_string());
+        }
+        if args.select.selects_anything() || args.fail_on_missing_groups {
+            return Err("--offsets-file translates the file's positions, not consumer groups: drop --group, --group-regex, --groups-file, --all-groups and --fail-on-missing-groups".to_string());
+        }
+        if args.output == OutputFormat::ResetCsv {
+            return Err("-o reset-csv writes one file per group; the positions of --offsets-file belong to none: use -o csv".to_string());
+        }
     }
     Ok(())
 }
@@ -163,18 +216,26 @@ fn apply_usage(args: &ApplyArgs) -> Result<(), String> {
         (t.output_dir.is_some(), "--output-dir"),
         (p.precise, "--precise"),
         (
-            p.syncs_bootstrap_server.is_some(),
+            p.syncs.syncs_bootstrap_server.is_some(),
             "--syncs-bootstrap-server",
         ),
-        (p.syncs_command_config.is_some(), "--syncs-command-config"),
-        (p.syncs_topic.is_some(), "--syncs-topic"),
+        (
+            p.syncs.syncs_command_config.is_some(),
+            "--syncs-command-config",
+        ),
+        (p.syncs.syncs_topic.is_some(), "--syncs-topic"),
+        (p.syncs_snapshot.is_some(), "--syncs-snapshot"),
         (p.gapless_upstream, "--gapless-upstream"),
         (p.from_source_offsets, "--from-source-offsets"),
+        (p.match_records, "--match-records"),
         (
-            p.source_bootstrap_server.is_some(),
+            p.syncs.source_bootstrap_server.is_some(),
             "--source-bootstrap-server",
         ),
-        (p.source_command_config.is_some(), "--source-command-config"),
+        (
+            p.syncs.source_command_config.is_some(),
+            "--source-command-config",
+        ),
     ]
     .into_iter()
     .filter_map(|(set, flag)| set.then_some(flag))

@@ -9,4 +9,5 @@ pub mod topics;
 pub mod translate;
 pub mod undo;
 pub mod upstream;
+pub mod verify;
 pub mod watch;

@@ -3,6 +3,7 @@
 
 use std::io::{IsTerminal, Write};
 
+use mm2_offsets::select::GroupSelector;
 use mm2_offsets::translate::Translation;
 
 use crate::args::{OutputFormat, TranslateArgs};
@@ -11,9 +12,14 @@ use crate::output::unbuffered_stdout;
 use crate::{escape, output, progress, reset_files, session};
 
 pub async fn run(args: TranslateArgs) -> Result<i32, Stop> {
-    let groups = match session::group_selection(&args.select) {
-        Ok(groups) => groups,
-        Err(code) => return Ok(code),
+    let groups = if args.precise.offsets_file.is_some() {
+        // The file's positions are translated, no group's.
+        GroupSelector::ids(Vec::<String>::new())
+    } else {
+        match session::group_selection(&args.select) {
+            Ok(groups) => groups,
+            Err(code) => return Ok(code),
+        }
     };
     if args.precise.precise {
         let (client, request, progress) = session::prepare_read(&args, groups).await?;

@@ -5,24 +5,29 @@
 //! `apply --precise`.
 
 use std::io::{self, IsTerminal, Write};
+use std::time::Duration;
 
 use mm2_offsets::client::{Deadline, KafkaClient};
 use mm2_offsets::mm2::ReplicationPolicy;
 use mm2_offsets::mm2::sync_index::{Interpolation, PreciseOffset};
-use mm2_offsets::precise::{PreciseTranslation, RowInput, SyncsSource};
+use mm2_offsets::precise::record_match::MatchOptions;
+use mm2_offsets::precise::{
+    Input, MatchRecords, PreciseRequest, PreciseTranslation, RowInput, SyncSnapshot, Syncs,
+    SyncsSource, UpstreamPosition,
+};
 use mm2_offsets::select::GroupSelector;
 use mm2_offsets::translate::{
     JSON_SCHEMA_VERSION, MirrorClient, OffsetRef, TranslateRequest, Translation,
 };
 
-use crate::args::{ConnectionArgs, OutputFormat, TranslateArgs};
+use crate::args::{ConnectionArgs, OutputFormat, SyncsArgs, TranslateArgs};
 use crate::chunked::ChunkedWriter;
 use crate::escape::for_terminal;
 use crate::output::{json_offset_fields, write_aligned, write_csv_with};
 
-/// Reads the precise translation the flags ask for (from the checkpoints, or with
-/// `--from-source-offsets` from the source's committed offsets) and prints its summary on
-/// stderr. Returns it with the offset-syncs topic's name.
+/// Reads the precise translation the flags ask for (from the checkpoints, with
+/// `--from-source-offsets` from the source's committed offsets, or the positions of
+/// `--offsets-file`; matched with `--match-records`) and prints its summary on stderr.
 pub async fn read(
     args: &TranslateArgs,
     client: &MirrorClient,
@@ -36,18 +41,81 @@ pub async fn read(
     };
     // The run's one budget: the other connections spend from it, as the target's did.
     let budget = Deadline::after(request.timeout);
-    let syncs = syncs_source(args, client, source, &budget).await?;
-    let precise = if args.precise.from_source_offsets {
-        let source_cluster = source_cluster(args, &syncs, &budget).await?;
-        client
-            .translate_from_source_offsets(request, &syncs, &source_cluster)
-            .await
+    let p = &args.precise;
+    let (syncs, syncs_client, name) = match &p.syncs_snapshot {
+        Some(path) => {
+            let snapshot =
+                SyncSnapshot::read_file(path).map_err(|e| format!("--syncs-snapshot: {e}"))?;
+            let name = format!(
+                "snapshot {} of {} ({} syncs, taken {})",
+                path.display(),
+                for_terminal(&snapshot.topic),
+                snapshot.syncs(),
+                humantime::format_rfc3339_millis(
+                    std::time::UNIX_EPOCH
+                        + Duration::from_millis(u64::try_from(snapshot.created_ms).unwrap_or(0))
+                )
+            );
+            let syncs = Syncs::Snapshot {
+                snapshot: std::sync::Arc::new(snapshot),
+                interpolation: interpolation(args),
+            };
+            (syncs, None, name)
+        }
+        None => {
+            let syncs = syncs_source(args, client, source, &budget).await?;
+            let (kafka, name) = (syncs.client.clone(), syncs.topic.clone());
+            (Syncs::Topic(syncs), Some(kafka), name)
+        }
+    };
+    let needs_source = p.from_source_offsets || p.match_records;
+    let source_cluster = if needs_source {
+        Some(source_cluster(&p.syncs, syncs_client.as_ref(), &budget).await?)
     } else {
-        client.translate_precise(request, &syncs).await
+        None
+    };
+    let precise = PreciseRequest {
+        syncs,
+        source_offsets: source_cluster.clone().filter(|_| p.from_source_offsets),
+        match_records: source_cluster
+            .filter(|_| p.match_records)
+            .map(|source| MatchRecords {
+                source,
+                options: MatchOptions {
+                    parallelism: usize::from(args.parallelism),
+                    max_fetch_bytes: args.max_fetch_bytes,
+                    ..MatchOptions::default()
+                },
+            }),
+    };
+    let translated = match &p.offsets_file {
+        Some(path) => {
+            let positions: Vec<UpstreamPosition> = crate::offsets_file::read(path)?
+                .into_iter()
+                .map(|(topic, partition, offset)| UpstreamPosition {
+                    group: String::new(),
+                    topic,
+                    partition,
+                    offset,
+                })
+                .collect();
+            client
+                .translate_positions(source, &positions, Input::OffsetsFile, request, &precise)
+                .await
+        }
+        None => client.translate_precise_with(request, &precise).await,
+    };
+    let translated = translated.map_err(|e| format!("{e} (offset-syncs {name})"))?;
+    summarize(&translated, &name, interpolation(args));
+    Ok(translated)
+}
+
+fn interpolation(args: &TranslateArgs) -> Interpolation {
+    if args.precise.gapless_upstream {
+        Interpolation::GaplessUpstream
+    } else {
+        Interpolation::Disabled
     }
-    .map_err(|e| format!("{e} (offset-syncs topic {})", syncs.topic))?;
-    summarize(&precise, &syncs);
-    Ok(precise)
 }
 
 /// Runs the precise translation and prints it; returns whether both reads were complete.
@@ -102,40 +170,89 @@ pub async fn read_for_apply(
     Ok((client, precise.to_translation(), request.sources))
 }
 
-fn summarize(precise: &PreciseTranslation, syncs: &SyncsSource) {
+fn summarize(precise: &PreciseTranslation, syncs: &str, interpolation: Interpolation) {
     let rules: Vec<String> = precise
         .rule_counts()
         .iter()
         .map(|(rule, n)| format!("{}={n}", rule.name()))
         .collect();
-    let saved: i64 = precise
-        .precise
-        .iter()
-        .map(PreciseOffset::rereads_saved)
-        .sum();
+    let saved: i64 = precise.rereads_saved_by_group().values().sum();
     eprintln!(
         "precise: {} offsets from {} offset-sync records of {} ({} partitions with history, {}); rules {}; {saved} re-reads saved",
         precise.precise.len(),
         precise.syncs_report.records,
-        syncs.topic,
+        for_terminal(syncs),
         precise.synced_partitions,
-        if syncs.interpolation == Interpolation::Disabled {
-            "not interpolating"
-        } else {
-            "interpolating"
+        match interpolation {
+            Interpolation::GaplessUpstream => "interpolating",
+            _ => "not interpolating",
         },
         rules.join(" "),
     );
+    if let Some(matching) = &precise.matching {
+        let stats = &matching.stats;
+        let mut reasons: std::collections::BTreeMap<&str, usize> = Default::default();
+        for row in &matching.rows {
+            if let Some(why) = row.unmatched {
+                *reasons.entry(why.name()).or_default() += 1;
+            }
+        }
+        let matched = matching
+            .rows
+            .iter()
+            .filter(|r| r.unmatched.is_none())
+            .count();
+        eprintln!(
+            "precise: record matching: {matched} of {} rows exact over {} partitions, {:.1} KiB read from the source and {:.1} KiB from the target in {} ranges{}",
+            matching.rows.len(),
+            stats.partitions,
+            stats.upstream_bytes as f64 / 1024.0,
+            stats.downstream_bytes as f64 / 1024.0,
+            stats.ranges,
+            if reasons.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    "; kept the syncs' offset: {}",
+                    reasons
+                        .iter()
+                        .map(|(why, n)| format!("{why}={n}"))
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                )
+            }
+        );
+        for partition in &stats.inconsistent {
+            eprintln!(
+                "warning: {}: its records contradict the offset-sync history (another writer, converters that change bytes, a recreated topic?): not matched",
+                for_terminal(partition)
+            );
+        }
+        for partition in &stats.unread {
+            eprintln!(
+                "precise: not matched, the read stopped: {}",
+                for_terminal(partition)
+            );
+        }
+    }
     for (group, inputs) in &precise.source_groups {
         let group = for_terminal(group);
         eprintln!(
-            "precise: group {group}: {} partition(s) from the source's committed offsets, {} from the checkpoint{}{}",
+            "precise: group {group}: {} partition(s) from the source's committed offsets, {} from the checkpoint{}{}{}",
             inputs.source_offset,
             inputs.checkpoint,
             if inputs.source_only > 0 {
                 format!(
-                    "; {} committed partition(s) on the source have no checkpoint and are not translated",
+                    "; {} committed partition(s) MM2 never checkpointed, translated from the source's offset (input source-only)",
                     inputs.source_only
+                )
+            } else {
+                String::new()
+            },
+            if inputs.not_mirrored > 0 {
+                format!(
+                    "; {} committed partition(s) on topics without offset-sync history, not translated",
+                    inputs.not_mirrored
                 )
             } else {
                 String::new()
@@ -153,7 +270,7 @@ fn summarize(precise: &PreciseTranslation, syncs: &SyncsSource) {
         }
     }
     let checked = &precise.provenance;
-    if precise.syncs_report.complete {
+    if precise.syncs_report.complete && checked.reproduced > 0 {
         eprintln!(
             "precise: the offset-sync history reproduces {} of MM2's checkpoints{}{}",
             checked.reproduced,
@@ -182,16 +299,17 @@ fn summarize(precise: &PreciseTranslation, syncs: &SyncsSource) {
     }
 }
 
-/// The source cluster for `--from-source-offsets`: its own flags, else the offset-syncs
-/// cluster (the source unless offset-syncs.topic.location=target).
-async fn source_cluster(
-    args: &TranslateArgs,
-    syncs: &SyncsSource,
+/// The source cluster for `--from-source-offsets` and `--match-records`: its own flags, else
+/// the offset-syncs cluster (the source unless offset-syncs.topic.location=target).
+pub async fn source_cluster(
+    p: &SyncsArgs,
+    syncs: Option<&KafkaClient>,
     budget: &Deadline,
 ) -> Result<KafkaClient, String> {
-    let p = &args.precise;
-    if p.source_bootstrap_server.is_none() && p.source_command_config.is_none() {
-        return Ok(syncs.client.clone());
+    if !p.names_source_cluster() {
+        return syncs.cloned().ok_or_else(|| {
+            "with --syncs-snapshot the source cluster must be named: pass --source-bootstrap-server or --source-command-config".to_string()
+        });
     }
     let connection = ConnectionArgs {
         bootstrap_server: p.source_bootstrap_server.clone(),
@@ -209,16 +327,36 @@ async fn syncs_source(
     source: &str,
     budget: &Deadline,
 ) -> Result<SyncsSource, String> {
-    let p = &args.precise;
+    let mut source_syncs = syncs_cluster(
+        &args.precise.syncs,
+        &args.connection,
+        client,
+        source,
+        budget,
+    )
+    .await?;
+    source_syncs.interpolation = interpolation(args);
+    Ok(source_syncs)
+}
+
+/// The offset-syncs topic and a client for its cluster, from the --syncs-* flags (or the MM2
+/// config's --source alias).
+pub async fn syncs_cluster(
+    p: &SyncsArgs,
+    target: &ConnectionArgs,
+    client: &MirrorClient,
+    source: &str,
+    budget: &Deadline,
+) -> Result<SyncsSource, String> {
     let connection = if p.syncs_bootstrap_server.is_some() || p.syncs_command_config.is_some() {
         ConnectionArgs {
             bootstrap_server: p.syncs_bootstrap_server.clone(),
             command_config: p.syncs_command_config.clone(),
             ..ConnectionArgs::default()
         }
-    } else if args.connection.mm2_config.is_some() {
+    } else if target.mm2_config.is_some() {
         ConnectionArgs {
-            mm2_config: args.connection.mm2_config.clone(),
+            mm2_config: target.mm2_config.clone(),
             target: Some(source.to_string()),
             ..ConnectionArgs::default()
         }
@@ -229,16 +367,12 @@ async fn syncs_source(
         .map_err(|e| format!("offset-syncs cluster: {e}"))?;
     let policy = client.replication_policy();
     let kafka = super::connect_other(settings, budget, "offset-syncs cluster").await?;
-    let topic = match (&p.syncs_topic, &args.connection.target) {
+    let topic = match (&p.syncs_topic, &target.target) {
         (Some(topic), _) => topic.clone(),
         (None, Some(target)) => policy.offset_syncs_topic(target),
         (None, None) => the_only_offset_syncs_topic(&kafka, policy, budget).await?,
     };
-    let mut syncs = SyncsSource::for_topic(kafka, topic);
-    if p.gapless_upstream {
-        syncs.interpolation = Interpolation::GaplessUpstream;
-    }
-    Ok(syncs)
+    Ok(SyncsSource::for_topic(kafka, topic))
 }
 
 /// Without `--syncs-topic` or `--target`, the offset-syncs topic is the one topic on the
@@ -308,7 +442,8 @@ fn to_use<'a>(o: &OffsetRef<'a>, p: &PreciseOffset, input: &RowInput) -> OffsetR
 }
 
 /// `-o csv`: the usual columns, `offset` being the precise one, then `mm2_offset`, `rule`,
-/// `input` and `checkpoint_upstream_offset`.
+/// `input`, `checkpoint_upstream_offset` and `max_rereads` (empty when unknown); with
+/// `--match-records` also `syncs_offset`, `syncs_rule` and `unmatched`.
 fn write_csv(out: &mut dyn Write, precise: &PreciseTranslation, terminal: bool) -> io::Result<()> {
     let translation = precise.to_translation();
     let checkpoint_upstream: Vec<i64> = precise
@@ -316,27 +451,50 @@ fn write_csv(out: &mut dyn Write, precise: &PreciseTranslation, terminal: bool) 
         .iter()
         .map(|o| o.upstream_offset)
         .collect();
-    write_csv_with(
-        out,
-        &translation,
-        terminal,
-        ",mm2_offset,rule,input,checkpoint_upstream_offset",
-        |i, w| {
-            let p = precise.precise[i];
+    let matching = precise.matching.as_ref();
+    let header = if matching.is_some() {
+        ",mm2_offset,rule,input,checkpoint_upstream_offset,max_rereads,syncs_offset,syncs_rule,unmatched"
+    } else {
+        ",mm2_offset,rule,input,checkpoint_upstream_offset,max_rereads"
+    };
+    write_csv_with(out, &translation, terminal, header, |i, w| {
+        let p = precise.precise[i];
+        w.byte(b',');
+        w.number(p.mm2_offset);
+        w.byte(b',');
+        w.text(p.rule.name());
+        w.byte(b',');
+        w.text(precise.inputs[i].input.name());
+        w.byte(b',');
+        w.number(checkpoint_upstream[i]);
+        w.byte(b',');
+        if let Some(bound) = precise.max_rereads.get(i).copied().flatten() {
+            w.number(bound);
+        }
+        if let Some(row) = matching.and_then(|m| m.rows.get(i)) {
             w.byte(b',');
-            w.number(p.mm2_offset);
+            w.number(row.syncs_offset);
             w.byte(b',');
-            w.text(p.rule.name());
+            w.text(row.syncs_rule.name());
             w.byte(b',');
-            w.text(precise.inputs[i].input.name());
-            w.byte(b',');
-            w.number(checkpoint_upstream[i]);
-        },
-    )
+            w.text(row.unmatched.map_or("", |why| why.name()));
+        }
+    })
 }
 
-/// The `-o json` document of schema version 1, each row with `mm2_offset` and `rule` added.
+/// The `-o json` document of schema version 1, each row with `mm2_offset`, `rule`, `input`,
+/// `checkpoint_upstream_offset` and `max_rereads` added; with `--match-records` also
+/// `syncs_offset`, `syncs_rule` and `unmatched` per row and `matching` at the top.
 fn write_json(out: &mut dyn Write, precise: &PreciseTranslation) -> io::Result<()> {
+    write_json_with(out, precise, None)
+}
+
+/// [`write_json`] with `extra` members (`,"name":value...`) before the closing brace.
+pub fn write_json_with(
+    out: &mut dyn Write,
+    precise: &PreciseTranslation,
+    extra: Option<&str>,
+) -> io::Result<()> {
     let mut w = ChunkedWriter::new(out);
     w.text("{\"schema_version\":");
     w.number(JSON_SCHEMA_VERSION);
@@ -344,6 +502,7 @@ fn write_json(out: &mut dyn Write, precise: &PreciseTranslation) -> io::Result<(
     let complete = precise.translation.report.complete && precise.syncs_report.complete;
     w.text(if complete { "true" } else { "false" });
     w.text(",\"offsets\":[");
+    let matching = precise.matching.as_ref();
     for (i, ((o, p), input)) in precise
         .iter()
         .zip(precise.inputs.iter().copied())
@@ -361,6 +520,22 @@ fn write_json(out: &mut dyn Write, precise: &PreciseTranslation) -> io::Result<(
         w.json_string(input.input.name());
         w.text(",\"checkpoint_upstream_offset\":");
         w.number(o.upstream_offset);
+        w.text(",\"max_rereads\":");
+        match precise.max_rereads.get(i).copied().flatten() {
+            Some(bound) => w.number(bound),
+            None => w.text("null"),
+        }
+        if let Some(row) = matching.and_then(|m| m.rows.get(i)) {
+            w.text(",\"syncs_offset\":");
+            w.number(row.syncs_offset);
+            w.text(",\"syncs_rule\":");
+            w.json_string(row.syncs_rule.name());
+            w.text(",\"unmatched\":");
+            match row.unmatched {
+                Some(why) => w.json_string(why.name()),
+                None => w.text("null"),
+            }
+        }
         w.byte(b'}');
         w.end_row()?;
     }
@@ -368,39 +543,113 @@ fn write_json(out: &mut dyn Write, precise: &PreciseTranslation) -> io::Result<(
     w.display(serde_json::to_string(&precise.translation.report).map_err(io::Error::other)?);
     w.text(",\"syncs_report\":");
     w.display(serde_json::to_string(&precise.syncs_report).map_err(io::Error::other)?);
+    if let Some(matching) = matching {
+        w.text(",\"matching\":");
+        w.display(serde_json::to_string(&matching.stats).map_err(io::Error::other)?);
+    }
+    if let Some(extra) = extra {
+        w.text(extra);
+    }
     w.text("}\n");
     w.finish()
 }
 
+/// The table: one row per partition (MM2's offset, with `--match-records` the syncs' offset,
+/// the offset to use, the re-reads saved and their bound, the rule, the input and why a row
+/// was not matched), then per group the sums.
 fn write_table(out: &mut dyn Write, precise: &PreciseTranslation) -> io::Result<()> {
-    let header = [
-        "GROUP",
-        "TOPIC",
-        "PARTITION",
-        "UPSTREAM",
-        "MM2_OFFSET",
-        "OFFSET",
-        "SAVED",
-        "RULE",
-        "INPUT",
-    ];
-    let mut rows = vec![header.map(str::to_string).to_vec()];
-    for ((o, p), input) in precise.iter().zip(&precise.inputs) {
-        rows.push(vec![
+    let matching = precise.matching.as_ref();
+    let mut header = vec!["GROUP", "TOPIC", "PARTITION", "UPSTREAM", "MM2_OFFSET"];
+    if matching.is_some() {
+        header.push("PRECISE");
+    }
+    header.extend(["OFFSET", "SAVED", "MAX_REREADS", "RULE", "INPUT"]);
+    if matching.is_some() {
+        header.push("UNMATCHED");
+    }
+    let mut rows = vec![header.iter().map(|h| h.to_string()).collect::<Vec<_>>()];
+    for (i, ((o, p), input)) in precise.iter().zip(&precise.inputs).enumerate() {
+        let no_mm2 = p.mm2_offset < 0;
+        let mut row = vec![
             // Names come from the broker: escaped, so control characters cannot reach the
             // terminal.
-            o.group.escape_debug().to_string(),
+            group_label(o.group),
             o.topic.escape_debug().to_string(),
             o.partition.to_string(),
             input.upstream_offset.to_string(),
-            p.mm2_offset.to_string(),
+            if no_mm2 {
+                "-".into()
+            } else {
+                p.mm2_offset.to_string()
+            },
+        ];
+        let row_match = matching.and_then(|m| m.rows.get(i));
+        if let Some(m) = row_match {
+            row.push(m.syncs_offset.to_string());
+        }
+        row.extend([
             p.offset.to_string(),
-            p.rereads_saved().to_string(),
+            if no_mm2 {
+                "-".into()
+            } else {
+                p.rereads_saved().to_string()
+            },
+            precise
+                .max_rereads
+                .get(i)
+                .copied()
+                .flatten()
+                .map_or_else(|| "?".to_string(), |b| b.to_string()),
             p.rule.name().to_string(),
             input.input.name().to_string(),
         ]);
+        if matching.is_some() {
+            row.push(
+                row_match
+                    .and_then(|m| m.unmatched)
+                    .map_or("", |why| why.name())
+                    .to_string(),
+            );
+        }
+        rows.push(row);
     }
-    write_aligned(out, &rows)
+    write_aligned(out, &rows)?;
+    // Per group: partitions, re-reads saved, and the bound on what is still re-read.
+    let saved = precise.rereads_saved_by_group();
+    let bounds = precise.max_rereads_by_group();
+    let mut sums = vec![
+        ["GROUP", "PARTITIONS", "SAVED", "MAX_REREADS"]
+            .map(str::to_string)
+            .to_vec(),
+    ];
+    let mut partitions: std::collections::BTreeMap<&str, usize> = Default::default();
+    for o in precise.translation.iter() {
+        *partitions.entry(o.group).or_default() += 1;
+    }
+    for (group, count) in partitions {
+        let (bound, unknown) = bounds.get(group).copied().unwrap_or_default();
+        sums.push(vec![
+            group_label(group),
+            count.to_string(),
+            saved.get(group).copied().unwrap_or_default().to_string(),
+            if unknown > 0 {
+                format!("{bound} + {unknown} unknown")
+            } else {
+                bound.to_string()
+            },
+        ]);
+    }
+    writeln!(out)?;
+    write_aligned(out, &sums)
+}
+
+/// A group id for the table: escaped, and the positions of `--offsets-file` (no group) named.
+fn group_label(group: &str) -> String {
+    if group.is_empty() {
+        "(offsets-file)".to_string()
+    } else {
+        group.escape_debug().to_string()
+    }
 }
 
 #[cfg(test)]

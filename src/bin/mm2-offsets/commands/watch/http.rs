@@ -41,6 +41,8 @@ pub struct App {
     pub large: Arc<Semaphore>,
     pub offsets: Cache,
     pub metrics: Cache,
+    /// `--precise`: the live offset-sync history (`/precise/offsets`).
+    pub precise: Option<Arc<super::precise::PreciseServe>>,
 }
 
 type Reply = Response<Body>;
@@ -158,6 +160,21 @@ impl App {
                 let (parts, body) = response.into_parts();
                 Response::from_parts(parts, body.holding((permit, document)))
             }
+            "/precise/offsets" => match &self.precise {
+                Some(precise) => {
+                    // As /offsets: a large document, within the same cap, built from the map
+                    // every reader shares.
+                    let Ok(_permit) = self.large.clone().try_acquire_owned() else {
+                        return unavailable("too many large responses in flight; retry later");
+                    };
+                    let shared = self.watcher.shared_snapshot().await;
+                    match precise.document(&shared.map) {
+                        Ok(body) => reply(StatusCode::OK, JSON, bytes::Bytes::from(body)),
+                        Err(e) => json_error(StatusCode::INTERNAL_SERVER_ERROR, &e),
+                    }
+                }
+                None => json_error(StatusCode::NOT_FOUND, "start watch with --precise"),
+            },
             _ => match path.strip_prefix("/offsets/") {
                 Some(segment) => match percent_decode(segment) {
                     Some(group) => {

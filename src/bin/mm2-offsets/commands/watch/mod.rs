@@ -7,6 +7,7 @@ mod body;
 mod documents;
 mod http;
 mod metrics;
+mod precise;
 mod reload;
 mod request;
 mod server;
@@ -142,6 +143,7 @@ pub async fn run(args: WatchArgs) -> Result<i32, String> {
             .collect::<Vec<_>>()
             .join(", ")
     );
+    let precise = precise::start(&args, &client, &watcher.options().sources).await?;
     let apply = args.apply_interval.map(|interval| {
         let mut options = ApplyLoopOptions::new(interval);
         options.plan_timeout = args.timeout;
@@ -165,6 +167,7 @@ pub async fn run(args: WatchArgs) -> Result<i32, String> {
         large: Arc::new(tokio::sync::Semaphore::new(args.max_large_responses)),
         offsets: documents::Cache::default(),
         metrics: documents::Cache::default(),
+        precise: precise.clone(),
     });
     let limits = server::Limits {
         max_connections: args.max_connections,
@@ -190,6 +193,9 @@ pub async fn run(args: WatchArgs) -> Result<i32, String> {
         }
     };
     tokio::join!(serving, applying);
+    if let Some(precise) = precise {
+        precise.stop().await;
+    }
     watcher.stop().await;
     eprintln!("stopped");
     Ok(crate::exit::EXIT_OK)

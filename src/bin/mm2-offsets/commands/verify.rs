@@ -1,0 +1,125 @@
+//! `mm2-offsets verify`: each selected group's committed offset on the target against its
+//! committed offset on the source, record by record (`MirrorClient::verify`): exact, behind
+//! (records re-read), ahead (records skipped) or unknown. Exit 0 when nothing is ahead or
+//! unknown, 1 when a partition is ahead (or on error), 3 when some are unknown.
+
+use std::io::Write;
+
+use mm2_offsets::client::{Deadline, IsolationLevel};
+use mm2_offsets::precise::Syncs;
+use mm2_offsets::precise::record_match::MatchOptions;
+use mm2_offsets::precise::verify::{Verdict, VerifyRow};
+use mm2_offsets::translate::TranslateRequest;
+
+use crate::args::{OutputFormat, VerifyArgs};
+use crate::exit::{EXIT_ERROR, EXIT_INCOMPLETE, EXIT_OK, Stop, output_failed};
+use crate::output::write_aligned;
+use crate::session;
+
+pub async fn run(args: VerifyArgs) -> Result<i32, Stop> {
+    let groups = match session::group_selection(&args.select) {
+        Ok(groups) => groups,
+        Err(code) => return Ok(code),
+    };
+    let budget = Deadline::after(args.timeout);
+    let settings = crate::connection::settings(&args.connection)?;
+    let client = session::connect(settings, budget.remaining()).await?;
+    let sources = if args.sources.is_empty() {
+        session::discover_sources(&client, budget.remaining()).await?
+    } else {
+        args.sources.clone()
+    };
+    let [source] = sources.as_slice() else {
+        return Err(Stop::Error(format!(
+            "verify checks one flow at a time; pass exactly one --source (found {})",
+            sources.join(", ")
+        )));
+    };
+    let syncs =
+        session::precise::syncs_cluster(&args.syncs, &args.connection, &client, source, &budget)
+            .await?;
+    let source_client =
+        session::precise::source_cluster(&args.syncs, Some(&syncs.client), &budget).await?;
+    let mut request = TranslateRequest::new(source.clone(), groups);
+    request.isolation = IsolationLevel::ReadUncommitted;
+    request.timeout = budget.remaining();
+    request.max_bytes_per_fetch = args.max_fetch_bytes;
+    let options = MatchOptions {
+        max_fetch_bytes: args.max_fetch_bytes,
+        ..MatchOptions::default()
+    };
+    let topic = syncs.topic.clone();
+    let rows = client
+        .verify(&request, Syncs::Topic(syncs), &source_client, options)
+        .await
+        .map_err(|e| format!("{} (offset-syncs topic {topic})", crate::hints::explain(&e)))?;
+    let mut out = std::io::stdout().lock();
+    let written = match args.output {
+        OutputFormat::Json => write_json(&mut out, &rows),
+        _ => write_table(&mut out, &rows),
+    };
+    written.and_then(|_| out.flush()).map_err(output_failed)?;
+    let count = |v: Verdict| rows.iter().filter(|r| r.verdict == v).count();
+    let (ahead, unknown) = (count(Verdict::Ahead), count(Verdict::Unknown));
+    eprintln!(
+        "verify: {} partition(s): {} exact, {} behind, {ahead} ahead, {unknown} unknown",
+        rows.len(),
+        count(Verdict::Exact),
+        count(Verdict::Behind),
+    );
+    Ok(if ahead > 0 {
+        eprintln!(
+            "error: {ahead} partition(s) ahead of the group's next record: resuming there skips records"
+        );
+        EXIT_ERROR
+    } else if unknown > 0 {
+        EXIT_INCOMPLETE
+    } else {
+        EXIT_OK
+    })
+}
+
+/// `{"schema_version":1,"rows":[{group, topic, partition, offset, source_offset, verdict,
+/// records, reason, at_least, exact_offset}]}`.
+fn write_json(out: &mut dyn Write, rows: &[VerifyRow]) -> std::io::Result<()> {
+    let doc = serde_json::json!({ "schema_version": 1, "rows": rows });
+    serde_json::to_writer(&mut *out, &doc).map_err(std::io::Error::other)?;
+    writeln!(out)
+}
+
+fn write_table(out: &mut dyn Write, rows: &[VerifyRow]) -> std::io::Result<()> {
+    let dash = |v: Option<i64>| v.map_or_else(|| "-".to_string(), |v| v.to_string());
+    let mut table = vec![
+        [
+            "GROUP",
+            "TOPIC",
+            "PARTITION",
+            "OFFSET",
+            "SOURCE_OFFSET",
+            "EXACT",
+            "VERDICT",
+            "RECORDS",
+            "REASON",
+        ]
+        .map(str::to_string)
+        .to_vec(),
+    ];
+    for r in rows {
+        table.push(vec![
+            // Names and reasons come from the cluster: escaped for the terminal.
+            r.group.escape_debug().to_string(),
+            r.topic.escape_debug().to_string(),
+            r.partition.to_string(),
+            dash(r.offset),
+            dash(r.source_offset),
+            dash(r.exact_offset),
+            r.verdict.name().to_string(),
+            match r.records {
+                Some(n) if r.at_least => format!(">={n}"),
+                other => dash(other),
+            },
+            r.reason.as_deref().unwrap_or("").escape_debug().to_string(),
+        ]);
+    }
+    write_aligned(out, &table)
+}

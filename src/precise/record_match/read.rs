@@ -1,0 +1,153 @@
+//! Reading one side of a partition for matching: the planned offset ranges, in order, as
+//! digests, within a byte budget. The upstream is read with the broker's read_committed
+//! answer, which still holds the aborted records (the client filters them) and lists the
+//! aborted transactions: every record is kept, marked committed or not.
+
+use super::digest::Digester;
+use super::side::{Side, SideBuilder};
+use crate::client::{Deadline, IsolationLevel, KafkaClient, ReadOptions, SharedTopic};
+use crate::records::{Batches, Scratch, TimestampType, Verdict};
+
+/// Smallest and largest Fetch for a window: a window is a few hundred records, so a 1 MiB
+/// Fetch would mostly bring records past its end.
+const MIN_FETCH: i64 = 16 * 1024;
+
+/// How one side is read.
+pub(crate) struct SideRead<'a> {
+    pub(crate) client: &'a KafkaClient,
+    pub(crate) topic: SharedTopic,
+    pub(crate) partition: i32,
+    pub(crate) isolation: IsolationLevel,
+    /// Largest Fetch, in bytes.
+    pub(crate) max_fetch: i32,
+    /// Record bytes this side may fetch in all.
+    pub(crate) budget: u64,
+    pub(crate) digester: &'a Digester,
+    pub(crate) deadline: Deadline,
+}
+
+/// Why reading a side stopped early; what was read stays usable as far as it got.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Stopped {
+    Budget,
+    Failed(String),
+}
+
+impl SideRead<'_> {
+    /// Reads `ranges` (sorted, disjoint) in order.
+    pub(crate) async fn read(&self, ranges: &[(i64, i64)]) -> (Side, Option<Stopped>) {
+        let mut builder = SideBuilder::default();
+        let mut scratch = Scratch::new();
+        // Bytes per offset, learned from what was read; 1 KiB until then.
+        let mut density = 1024.0f64;
+        let (mut bytes, mut offsets) = (0u64, 0i64);
+        for &(start, end) in ranges {
+            let expected = ((end - start) as f64 * density) as i64;
+            let max_bytes = (expected / 2)
+                .clamp(MIN_FETCH, i64::from(self.max_fetch).max(MIN_FETCH))
+                .min(i64::from(i32::MAX)) as i32;
+            let options = ReadOptions {
+                isolation: self.isolation,
+                max_bytes,
+                ..ReadOptions::default()
+            };
+            builder.start(start);
+            let mut stream = self.client.read_range(
+                self.topic.clone(),
+                self.partition,
+                start,
+                end,
+                options,
+                self.deadline,
+            );
+            let mut stopped = None;
+            while let Some(chunk) = stream.next_chunk().await {
+                let chunk = match chunk {
+                    Ok(chunk) => chunk,
+                    Err(e) => {
+                        stopped = Some(Stopped::Failed(e.to_string()));
+                        break;
+                    }
+                };
+                bytes += chunk.records.len() as u64;
+                offsets += chunk.next_offset - chunk.fetch_offset;
+                if let Err(e) = self.fold_chunk(&mut builder, &chunk, end, &mut scratch) {
+                    stopped = Some(Stopped::Failed(e));
+                    break;
+                }
+                if bytes > self.budget {
+                    stopped = Some(Stopped::Budget);
+                    break;
+                }
+            }
+            if offsets > 0 {
+                density = bytes as f64 / offsets as f64;
+            }
+            match stopped {
+                None if builder.position().is_some_and(|at| at >= end)
+                    || stream.position() >= end =>
+                {
+                    builder.finish_interval(end)
+                }
+                None => {
+                    builder.abandon_interval();
+                    return (
+                        builder.finish(),
+                        Some(Stopped::Failed("the read ended early".into())),
+                    );
+                }
+                Some(why) => {
+                    builder.abandon_interval();
+                    return (builder.finish(), Some(why));
+                }
+            }
+        }
+        (builder.finish(), None)
+    }
+
+    fn fold_chunk(
+        &self,
+        builder: &mut SideBuilder,
+        chunk: &crate::client::FetchedChunk,
+        end: i64,
+        scratch: &mut Scratch,
+    ) -> Result<(), String> {
+        let name = || format!("{}-{}", self.topic.name, self.partition);
+        let mut filter = chunk.aborted_filter(self.isolation);
+        for batch in Batches::new(&chunk.records) {
+            let batch = batch.map_err(|e| format!("{}: {e}", name()))?;
+            let verdict = filter
+                .check(&batch, scratch)
+                .map_err(|e| format!("{}: {e}", name()))?;
+            let header = *batch.header();
+            builder.saw_batch(
+                header.timestamp_type() == TimestampType::LogAppendTime,
+                batch.as_bytes().len(),
+            );
+            if header.base_offset >= end {
+                break;
+            }
+            if verdict == Verdict::SkipControl {
+                builder.marker(header.base_offset, header.last_offset().min(end - 1));
+                continue;
+            }
+            let committed = verdict != Verdict::SkipAborted;
+            for record in batch
+                .records(scratch)
+                .map_err(|e| format!("{}: {e}", name()))?
+            {
+                let record = record.map_err(|e| format!("{}: {e}", name()))?;
+                if record.offset >= end {
+                    break;
+                }
+                builder.record(
+                    record.offset,
+                    record.timestamp,
+                    self.digester.digest(&record),
+                    committed,
+                );
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,212 @@
+//! What was read of one side (the upstream partition, or its replica downstream): the data
+//! records as digests, which offset ranges were read completely, and which offsets inside them
+//! hold neither a data record nor a transaction marker (holes: records removed by compaction,
+//! or never there).
+
+use super::digest::Digest;
+
+/// `gap_before` of a record with no read predecessor: the first of its interval.
+pub(crate) const UNKNOWN_GAP: u32 = u32::MAX;
+
+/// One data record, as matching sees it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Rec {
+    pub(crate) offset: i64,
+    pub(crate) timestamp: i64,
+    pub(crate) digest: Digest,
+    /// Not part of an aborted transaction (upstream; downstream every record was written).
+    pub(crate) committed: bool,
+    /// Offsets between the previous data record of the same read interval and this one that
+    /// are neither data nor markers, or [`UNKNOWN_GAP`].
+    pub(crate) gap_before: u32,
+}
+
+/// One side's read.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Side {
+    /// Sorted by offset, each offset once.
+    pub(crate) records: Vec<Rec>,
+    /// `[start, end)` ranges read completely, sorted and disjoint.
+    pub(crate) covered: Vec<(i64, i64)>,
+    /// `[start, end)` holes inside `covered`, sorted and disjoint.
+    pub(crate) holes: Vec<(i64, i64)>,
+    /// A batch with LogAppendTime timestamps was seen: timestamps say nothing here.
+    pub(crate) log_append_time: bool,
+    /// Record bytes fetched.
+    pub(crate) bytes: u64,
+}
+
+impl Side {
+    /// Whether `[start, end)` was read completely.
+    pub(crate) fn covers(&self, start: i64, end: i64) -> bool {
+        if start >= end {
+            return true;
+        }
+        let at = self.covered.partition_point(|&(_, e)| e <= start);
+        self.covered
+            .get(at)
+            .is_some_and(|&(s, e)| s <= start && end <= e)
+    }
+
+    /// Whether a hole lies in `[start, end)`.
+    pub(crate) fn has_hole(&self, start: i64, end: i64) -> bool {
+        let at = self.holes.partition_point(|&(_, e)| e <= start);
+        self.holes.get(at).is_some_and(|&(s, _)| s < end)
+    }
+
+    /// The index of the first record at or after `offset`.
+    pub(crate) fn first_at(&self, offset: i64) -> usize {
+        self.records.partition_point(|r| r.offset < offset)
+    }
+
+    /// The record at `offset`, if one was read there.
+    pub(crate) fn at(&self, offset: i64) -> Option<&Rec> {
+        self.records
+            .get(self.first_at(offset))
+            .filter(|r| r.offset == offset)
+    }
+}
+
+/// Builds a [`Side`] from what a read delivers, interval by interval, in offset order.
+#[derive(Debug, Default)]
+pub(crate) struct SideBuilder {
+    side: Side,
+    /// The open interval: its start, the next offset not yet accounted for, and the
+    /// unexplained offsets since the last data record (or [`UNKNOWN_GAP`] before the first).
+    open: Option<(i64, i64, u32)>,
+}
+
+impl SideBuilder {
+    /// Opens an interval at `start` (at or after the end of the previous one).
+    pub(crate) fn start(&mut self, start: i64) {
+        debug_assert!(self.open.is_none());
+        self.open = Some((start, start, UNKNOWN_GAP));
+    }
+
+    /// Where the open interval has been read to (its next unaccounted offset).
+    pub(crate) fn position(&self) -> Option<i64> {
+        self.open.map(|(_, at, _)| at)
+    }
+
+    fn skip_to(&mut self, offset: i64) -> Option<u32> {
+        let (_, at, gap) = self.open.as_mut()?;
+        if offset < *at {
+            return None;
+        }
+        if offset > *at {
+            push_range(&mut self.side.holes, *at, offset);
+            if *gap != UNKNOWN_GAP {
+                *gap = gap.saturating_add(u32::try_from(offset - *at).unwrap_or(u32::MAX - 1));
+                *gap = (*gap).min(UNKNOWN_GAP - 1);
+            }
+        }
+        Some(*gap)
+    }
+
+    /// A data record at `offset` (past everything fed so far; others are ignored).
+    pub(crate) fn record(&mut self, offset: i64, timestamp: i64, digest: Digest, committed: bool) {
+        let Some(gap) = self.skip_to(offset) else {
+            return;
+        };
+        self.side.records.push(Rec {
+            offset,
+            timestamp,
+            digest,
+            committed,
+            gap_before: gap,
+        });
+        if let Some((_, at, gap)) = self.open.as_mut() {
+            *at = offset + 1;
+            *gap = 0;
+        }
+    }
+
+    /// A control batch covering `first..=last`: markers, not data, not holes.
+    pub(crate) fn marker(&mut self, first: i64, last: i64) {
+        let first = match self.open {
+            Some((_, at, _)) => first.max(at),
+            None => return,
+        };
+        if last < first || self.skip_to(first).is_none() {
+            return;
+        }
+        if let Some((_, at, _)) = self.open.as_mut() {
+            *at = last + 1;
+        }
+    }
+
+    /// Notes LogAppendTime timestamps and the bytes fetched.
+    pub(crate) fn saw_batch(&mut self, log_append_time: bool, bytes: usize) {
+        self.side.log_append_time |= log_append_time;
+        self.side.bytes += bytes as u64;
+    }
+
+    /// Closes the open interval as read completely up to `end` (exclusive).
+    pub(crate) fn finish_interval(&mut self, end: i64) {
+        if let Some((start, at, _)) = self.open {
+            if end > at {
+                push_range(&mut self.side.holes, at, end);
+            }
+            push_range(&mut self.side.covered, start, end.max(start));
+        }
+        self.open = None;
+    }
+
+    /// Abandons the open interval (read stopped): what was read of it stays, as covered up to
+    /// where the read got.
+    pub(crate) fn abandon_interval(&mut self) {
+        if let Some((start, at, _)) = self.open.take()
+            && at > start
+        {
+            push_range(&mut self.side.covered, start, at);
+        }
+    }
+
+    /// The side read.
+    pub(crate) fn finish(mut self) -> Side {
+        self.abandon_interval();
+        self.side
+    }
+}
+
+/// Appends `[start, end)` to sorted, disjoint ranges, joining it to the last when they touch.
+fn push_range(ranges: &mut Vec<(i64, i64)>, start: i64, end: i64) {
+    if start >= end {
+        return;
+    }
+    match ranges.last_mut() {
+        Some(last) if last.1 >= start => last.1 = last.1.max(end),
+        _ => ranges.push((start, end)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gaps_holes_and_coverage() {
+        let mut b = SideBuilder::default();
+        b.start(10);
+        b.record(10, 0, 1, true);
+        b.marker(11, 11);
+        b.record(12, 0, 2, true); // the marker is no hole
+        b.record(15, 0, 3, false); // 13, 14 are holes
+        b.record(14, 0, 9, true); // behind: ignored
+        b.finish_interval(18); // 16, 17 holes
+        b.start(30);
+        b.record(31, 0, 4, true);
+        b.abandon_interval();
+        let side = b.finish();
+        let gaps: Vec<u32> = side.records.iter().map(|r| r.gap_before).collect();
+        assert_eq!(gaps, [UNKNOWN_GAP, 0, 2, UNKNOWN_GAP]);
+        assert_eq!(side.holes, [(13, 15), (16, 18), (30, 31)]);
+        assert_eq!(side.covered, [(10, 18), (30, 32)]);
+        assert!(side.covers(10, 18) && side.covers(12, 13) && !side.covers(17, 19));
+        assert!(!side.covers(18, 31) && side.covers(31, 32));
+        assert!(side.has_hole(11, 14) && !side.has_hole(10, 13) && !side.has_hole(18, 30));
+        assert_eq!(side.at(15).map(|r| r.digest), Some(3));
+        assert!(side.at(13).is_none());
+        assert_eq!(side.first_at(13), 2);
+    }
+}

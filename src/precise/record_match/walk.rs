@@ -1,0 +1,397 @@
+//! The proof: for every downstream record read, bounds on the upstream record it copies, and
+//! from them each row's answer.
+//!
+//! Write the records MirrorMaker 2 appended downstream, in offset order, as `p1, p2, ...`, and
+//! `id(p)` for the upstream record `p` copies. For two consecutive ones `a`, `b`:
+//! `id(b) <= next(id(a))`, where `next` is the next record MM2's consumer delivered: one task
+//! lifetime reads in order with one request in flight (a retried batch re-sends an earlier
+//! one), and a new lifetime resumes at Connect's committed source offset, which never passes
+//! the last acknowledged record. Equivalently `id(a) >= prev(id(b))`. A sync `(u, d)` says
+//! `id(d) = u`.
+//!
+//! * **Upper bounds**, walking forward from a sync: `ub(b) = next^k(ub(a))`, `k` being 1 plus
+//!   the downstream offsets between `a` and `b` that are neither data nor markers (removed
+//!   copies). `next` runs over the upstream records read that are not in aborted
+//!   transactions: fewer records than MM2 delivered, so each step goes at least as far. Then
+//!   the content narrows it: `id(b)` is at most `x = next^k(ub(a))` and holds `b`'s content, so
+//!   it is at most the greatest upstream `j <= x` with that content, if every offset in
+//!   `[j, x]` was read and none above `j` is a hole (aborted records count here: a default
+//!   MirrorMaker 2 copies them). A hole may have held `id(b)`: the cleaner of a compacted
+//!   topic drops aborted records whatever follows them, so an earlier twin proves nothing.
+//! * **Lower bounds**, walking backward from a sync: `lb(a) = prev^k(lb(b))`, narrowed up to
+//!   the least `j >= y` with `a`'s content when `[y, j]` was read and holds no hole (a hole
+//!   may have held `id(a)`).
+//!
+//! When `lb(p) == ub(p)`, `p` is proven to copy that record. A bound that crosses the other,
+//! or a sync whose records differ, means the flow is not what this model describes (another
+//! writer, converters that change bytes, a recreated topic): the partition is not matched.
+//!
+//! **A row** with upstream offset `U`: `A` is the first upstream record at or after `U` (no
+//! hole between them, or `A` may not be the group's next record). The exact position is the
+//! last copy of `A`. The answer is the last window record `w` proven to copy `A` when no record
+//! after it in the window may copy `A` (each later record with `A`'s content has
+//! `lb > A`), and no later record proves an earlier record re-copied after `w` (which would
+//! put a later copy of `A` after it). The window ends where no copy of `A` can follow (see
+//! [`super::super::history`]) or at the log end.
+
+use rustc_hash::FxHashMap;
+
+use super::side::{Rec, Side, UNKNOWN_GAP};
+use crate::precise::history::LogOrder;
+
+/// An unknown upper bound.
+pub(crate) const HIGH: i64 = i64::MAX;
+/// An unknown lower bound.
+pub(crate) const LOW: i64 = i64::MIN;
+
+/// The upstream records read, indexed for the walk.
+pub(crate) struct Upstream<'a> {
+    pub(crate) side: &'a Side,
+    /// Offsets of the records not in aborted transactions, sorted.
+    committed: Vec<i64>,
+    /// Records by content, each list in offset order.
+    by_digest: FxHashMap<u128, Vec<u32>>,
+    /// Timestamps say nothing (a LogAppendTime replica): compare contents only.
+    ignore_timestamps: bool,
+}
+
+impl<'a> Upstream<'a> {
+    pub(crate) fn new(side: &'a Side, ignore_timestamps: bool) -> Self {
+        let committed = side
+            .records
+            .iter()
+            .filter(|r| r.committed)
+            .map(|r| r.offset)
+            .collect();
+        let mut by_digest: FxHashMap<u128, Vec<u32>> = FxHashMap::default();
+        for (i, r) in side.records.iter().enumerate() {
+            by_digest.entry(r.digest).or_default().push(i as u32);
+        }
+        Upstream {
+            side,
+            committed,
+            by_digest,
+            ignore_timestamps,
+        }
+    }
+
+    /// Whether downstream record `down` may be a copy of upstream record `up`. An upstream
+    /// record without a timestamp (-1) was stamped by MM2's producer.
+    pub(crate) fn same(&self, up: &Rec, down: &Rec) -> bool {
+        up.digest == down.digest
+            && (self.ignore_timestamps || up.timestamp < 0 || up.timestamp == down.timestamp)
+    }
+
+    /// The `n`-th committed record after `v`, or [`HIGH`] past what was read.
+    fn next_pow(&self, v: i64, n: i64) -> i64 {
+        if v == HIGH {
+            return HIGH;
+        }
+        let at = self.committed.partition_point(|&o| o <= v);
+        usize::try_from(n - 1)
+            .ok()
+            .and_then(|k| self.committed.get(at + k))
+            .copied()
+            .unwrap_or(HIGH)
+    }
+
+    /// The `n`-th committed record before `v`, or [`LOW`] before what was read.
+    fn prev_pow(&self, v: i64, n: i64) -> i64 {
+        if v == LOW {
+            return LOW;
+        }
+        let at = self.committed.partition_point(|&o| o < v);
+        usize::try_from(n)
+            .ok()
+            .and_then(|k| at.checked_sub(k))
+            .map_or(LOW, |i| self.committed[i])
+    }
+
+    /// The greatest upstream offset at or below `x` holding `down`'s content, if `[it, x]`
+    /// was read and holds no hole above it; else `x`.
+    fn snap_down(&self, x: i64, down: &Rec) -> i64 {
+        let Some(list) = self.by_digest.get(&down.digest) else {
+            return x;
+        };
+        let records = &self.side.records;
+        let end = list.partition_point(|&i| records[i as usize].offset <= x);
+        for &i in list[..end].iter().rev() {
+            let up = &records[i as usize];
+            if self.same(up, down) {
+                let (j, end) = (up.offset, x.saturating_add(1));
+                // A hole above j may have held id(b): the cleaner drops aborted records
+                // whatever came later, so the records below are no proof.
+                return if self.side.covers(j, end) && !self.side.has_hole(j + 1, end) {
+                    j
+                } else {
+                    x
+                };
+            }
+        }
+        x
+    }
+
+    /// The least upstream offset at or above `y` holding `down`'s content, if `[y, it]` was
+    /// read and holds no hole; else `y`.
+    fn snap_up(&self, y: i64, down: &Rec) -> i64 {
+        let Some(list) = self.by_digest.get(&down.digest) else {
+            return y;
+        };
+        let records = &self.side.records;
+        let start = list.partition_point(|&i| records[i as usize].offset < y);
+        for &i in &list[start..] {
+            let up = &records[i as usize];
+            if self.same(up, down) {
+                let j = up.offset;
+                return if self.side.covers(y, j + 1) && !self.side.has_hole(y, j + 1) {
+                    j
+                } else {
+                    y
+                };
+            }
+        }
+        y
+    }
+}
+
+/// Why the walk refused a partition.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Violation {
+    /// At a sync, the downstream record's content is not the upstream record's.
+    SyncContent { downstream: i64 },
+    /// A bound crossed the other, or a sync contradicts the propagated bound.
+    Bounds { downstream: i64 },
+}
+
+/// Bounds on `id(p)` for every downstream record read, in `down.records`' order.
+pub(crate) struct Bounds {
+    pub(crate) ub: Vec<i64>,
+    pub(crate) lb: Vec<i64>,
+}
+
+/// Both walks over the downstream records read. `upstream_end` is the upstream's end, read
+/// after the downstream's: every record copied downstream by then lies below it.
+pub(crate) fn bounds(
+    up: &Upstream<'_>,
+    down: &Side,
+    log: &LogOrder,
+    upstream_end: i64,
+) -> Result<Bounds, Violation> {
+    let records = &down.records;
+    let n = records.len();
+    let mut ub = vec![HIGH; n];
+    for k in 0..n {
+        let r = &records[k];
+        let mut x = HIGH;
+        if k > 0 && r.gap_before != UNKNOWN_GAP && ub[k - 1] != HIGH {
+            // Past the last committed record read, the next record can only be one of those
+            // after it (aborted, or not read): below the upstream end in any case.
+            x = up
+                .next_pow(ub[k - 1], i64::from(r.gap_before) + 1)
+                .min(upstream_end - 1);
+        }
+        if x != HIGH {
+            x = up.snap_down(x, r);
+        }
+        if let Some(u) = log.upstream_at(r.offset) {
+            check_sync(up, r, u)?;
+            if x < u {
+                return Err(Violation::Bounds {
+                    downstream: r.offset,
+                });
+            }
+            x = u;
+        }
+        ub[k] = x;
+    }
+    let mut lb = vec![LOW; n];
+    for k in (0..n).rev() {
+        let r = &records[k];
+        let mut y = LOW;
+        if let Some(next) = records.get(k + 1)
+            && next.gap_before != UNKNOWN_GAP
+        {
+            y = up.prev_pow(lb[k + 1], i64::from(next.gap_before) + 1);
+        }
+        if y != LOW {
+            y = up.snap_up(y, r);
+        }
+        if let Some(u) = log.upstream_at(r.offset) {
+            if y > u {
+                return Err(Violation::Bounds {
+                    downstream: r.offset,
+                });
+            }
+            y = u;
+        }
+        if y > ub[k] {
+            return Err(Violation::Bounds {
+                downstream: r.offset,
+            });
+        }
+        lb[k] = y;
+    }
+    Ok(Bounds { ub, lb })
+}
+
+/// A sync `(u, d)`: the record read at `d` must have the content of upstream `u`, when `u`
+/// was read.
+fn check_sync(up: &Upstream<'_>, down: &Rec, u: i64) -> Result<(), Violation> {
+    match up.side.at(u) {
+        Some(record) if !up.same(record, down) => Err(Violation::SyncContent {
+            downstream: down.offset,
+        }),
+        _ => Ok(()),
+    }
+}
+
+/// Why a row keeps the offset the syncs prove.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Unmatched {
+    /// No sync below the upstream offset: no window.
+    NoSync,
+    /// The window's records would exceed the byte budget.
+    Budget,
+    /// The upstream records at the offset are gone (retention).
+    PastRetention,
+    /// The window was not read (a read failed or the deadline passed).
+    NotRead,
+    /// Records between the upstream offset and the next record were removed (compaction):
+    /// the group's next record is not known.
+    UpstreamGap,
+    /// No record of the window is proven to copy the group's next record (not copied yet,
+    /// or the records differ).
+    NoMatch,
+    /// Several records may copy it and none is proven the last.
+    Ambiguous,
+    /// The partition's records contradict the sync history: a sync whose two records differ,
+    /// or bounds that cross.
+    Inconsistent,
+}
+
+impl Unmatched {
+    /// The reason's name in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Unmatched::NoSync => "no-sync",
+            Unmatched::Budget => "budget",
+            Unmatched::PastRetention => "past-retention",
+            Unmatched::NotRead => "not-read",
+            Unmatched::UpstreamGap => "upstream-gap",
+            Unmatched::NoMatch => "no-match",
+            Unmatched::Ambiguous => "ambiguous",
+            Unmatched::Inconsistent => "inconsistent",
+        }
+    }
+}
+
+/// One row's window: downstream `[start, end]` (`end` inclusive, or the log end).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Window {
+    pub(crate) start: i64,
+    /// Inclusive; [`Ends::downstream`] - 1 or less.
+    pub(crate) end: i64,
+}
+
+/// The partition's ends as read before matching: downstream first, so that every record
+/// copied by then existed upstream when the upstream end was read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Ends {
+    pub(crate) downstream: i64,
+    pub(crate) upstream: i64,
+    pub(crate) upstream_start: i64,
+}
+
+/// A partition's read, ready for rows.
+pub(crate) struct Matched<'a> {
+    pub(crate) up: Upstream<'a>,
+    pub(crate) down: &'a Side,
+    pub(crate) bounds: Bounds,
+    pub(crate) ends: Ends,
+}
+
+impl Matched<'_> {
+    /// The exact downstream offset for upstream offset `upstream`, or why there is none.
+    pub(crate) fn answer(&self, upstream: i64, window: Option<Window>) -> Result<i64, Unmatched> {
+        if window.is_none() && upstream < self.ends.upstream {
+            return Err(Unmatched::NoSync);
+        }
+        let up = &self.up;
+        let side = up.side;
+        // Where the group's next record is: the first record at or after U, with nothing
+        // but markers between them.
+        let next = side.records.get(side.first_at(upstream));
+        let read_from_u = |to: i64| side.covers(upstream, to) && !side.has_hole(upstream, to);
+        let a = match next {
+            Some(a) if read_from_u(a.offset + 1) => a,
+            _ if upstream >= self.ends.upstream || read_from_u(self.ends.upstream) => {
+                // No record at or after U existed when the downstream end was read (only
+                // markers, if anything): every copy there is of a record before U.
+                return Ok(self.ends.downstream);
+            }
+            _ if upstream < self.ends.upstream_start => return Err(Unmatched::PastRetention),
+            // A hole right after U: the group's next record may have been in it.
+            _ if side.covers(upstream, upstream + 1) && side.has_hole(upstream, upstream + 1) => {
+                return Err(Unmatched::UpstreamGap);
+            }
+            Some(a) if side.covers(upstream, a.offset + 1) => return Err(Unmatched::UpstreamGap),
+            _ => return Err(Unmatched::NotRead),
+        };
+        let window = window.ok_or(Unmatched::NoSync)?;
+        if !self.down.covers(window.start, window.end + 1) {
+            return Err(Unmatched::NotRead);
+        }
+        let records = &self.down.records;
+        let from = self.down.first_at(window.start);
+        let to = self.down.first_at(window.end + 1);
+        let (ub, lb) = (&self.bounds.ub, &self.bounds.lb);
+        let mut witness: Option<usize> = None;
+        let mut best: Option<i64> = None;
+        for k in from..to {
+            if ub[k] <= a.offset {
+                let candidate = records[k].offset + i64::from(ub[k] < a.offset);
+                best = Some(best.map_or(candidate, |b| b.max(candidate)));
+                if ub[k] == a.offset && lb[k] == a.offset {
+                    witness = Some(k);
+                }
+            }
+        }
+        let copies = || {
+            (from..to)
+                .filter(|&k| up.same(a, &records[k]))
+                .map(|k| (records[k].offset, lb[k], ub[k]))
+                .collect::<Vec<_>>()
+        };
+        let Some(w) = witness else {
+            let copies = copies();
+            tracing::debug!(
+                upstream,
+                next = a.offset,
+                ?window,
+                ?copies,
+                "no copy proven"
+            );
+            return Err(if copies.is_empty() {
+                Unmatched::NoMatch
+            } else {
+                Unmatched::Ambiguous
+            });
+        };
+        let at = records[w].offset;
+        if best.is_some_and(|b| b > at) {
+            tracing::debug!(
+                upstream,
+                at,
+                ?best,
+                "a later record proves an earlier one re-copied"
+            );
+            return Err(Unmatched::Ambiguous);
+        }
+        if (w + 1..to).any(|k| up.same(a, &records[k]) && lb[k] <= a.offset) {
+            tracing::debug!(upstream, at, copies = ?copies(), "a later copy is not ruled out");
+            return Err(Unmatched::Ambiguous);
+        }
+        Ok(at)
+    }
+}

@@ -1,0 +1,517 @@
+//! One precise translation, whatever it is asked for: the sync history from the offset-syncs
+//! topic or from a snapshot; the checkpoints' upstream offsets or the source's committed ones
+//! (and then every partition a group committed there); record matching on top; and for every
+//! row the bound on what a consumer resuming there re-reads.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use super::history::LogOrder;
+use super::provenance::SyncHistory;
+use super::record_match::{self, MatchOptions, MatchRow, MatchStats, Unmatched};
+use super::snapshot::SyncSnapshot;
+use super::source_offsets::{
+    fetch_committed_offsets, retranslate_from_source, source_groups, source_only_rows,
+};
+use super::{Input, PreciseTranslation, Provenance, RowInput, SyncsSource, UpstreamTopics};
+use crate::client::{ClientError, Deadline, KafkaClient};
+use crate::mm2::sync_index::{Interpolation, PreciseOffset, Rule, SyncIndex};
+use crate::translate::{
+    MirrorClient, ReadReport, TranslateError, TranslateRequest, TranslatedOffset, Translation,
+};
+
+/// Where the sync history comes from.
+#[derive(Clone, Debug)]
+pub enum Syncs {
+    /// Read the offset-syncs topic.
+    Topic(SyncsSource),
+    /// An index already read (and what reading it did): for callers that need it before the
+    /// translation too.
+    Read {
+        /// The index.
+        index: Arc<SyncIndex>,
+        /// What reading it did.
+        report: ReadReport,
+    },
+    /// A snapshot `watch --precise` wrote while the topic was readable (the source may be
+    /// gone), re-indexed with `interpolation`.
+    Snapshot {
+        /// The snapshot.
+        snapshot: Arc<SyncSnapshot>,
+        /// As [`SyncsSource::interpolation`].
+        interpolation: Interpolation,
+    },
+}
+
+impl Syncs {
+    /// The index and what reading it did (a snapshot reports its syncs as records read).
+    pub(crate) async fn index(
+        &self,
+        request: &TranslateRequest,
+        deadline: Deadline,
+    ) -> Result<(SyncIndex, ReadReport), TranslateError> {
+        self.index_with_history(request, deadline)
+            .await
+            .map(|(index, report, _)| (index, report))
+    }
+
+    /// [`index`](Self::index), with the raw history read from the topic (`None` for an index
+    /// already read or a snapshot), which the provenance check compares with MM2's checkpoints.
+    async fn index_with_history(
+        &self,
+        request: &TranslateRequest,
+        deadline: Deadline,
+    ) -> Result<(SyncIndex, ReadReport, Option<SyncHistory>), TranslateError> {
+        match self {
+            Syncs::Topic(syncs) => super::read_syncs(syncs, request, deadline)
+                .await
+                .map(|(index, report, history)| (index, report, Some(history))),
+            Syncs::Read { index, report } => Ok(((**index).clone(), report.clone(), None)),
+            Syncs::Snapshot {
+                snapshot,
+                interpolation,
+            } => Ok((snapshot.index(*interpolation), snapshot.report(), None)),
+        }
+    }
+}
+
+/// An upstream position to translate: `group` (empty for none), the topic on the source,
+/// the partition and the upstream offset.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct UpstreamPosition {
+    /// The consumer group, or `""`.
+    pub group: String,
+    /// The topic's name on the source.
+    pub topic: String,
+    /// The partition.
+    pub partition: i32,
+    /// The upstream offset (the next record to read).
+    pub offset: i64,
+}
+
+/// Record matching's connection and settings.
+#[derive(Clone, Debug)]
+pub struct MatchRecords {
+    /// The source cluster: the upstream topics are read there.
+    pub source: KafkaClient,
+    /// How to read.
+    pub options: MatchOptions,
+}
+
+/// What a precise translation uses beyond the checkpoints.
+#[derive(Clone, Debug)]
+pub struct PreciseRequest {
+    /// The sync history.
+    pub syncs: Syncs,
+    /// Translate from each group's offsets committed on this (source) cluster now, and
+    /// translate every partition a selected group committed there, checkpointed or not.
+    pub source_offsets: Option<KafkaClient>,
+    /// Prove exact offsets with the records (rule `record-match`).
+    pub match_records: Option<MatchRecords>,
+}
+
+impl PreciseRequest {
+    /// Re-translate the checkpoints from the history, nothing more.
+    pub fn new(syncs: Syncs) -> Self {
+        PreciseRequest {
+            syncs,
+            source_offsets: None,
+            match_records: None,
+        }
+    }
+}
+
+/// What record matching did for one row.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RowMatch {
+    /// The offset the syncs prove (what `--precise` alone answers).
+    pub syncs_offset: i64,
+    /// Its rule.
+    pub syncs_rule: Rule,
+    /// Why the row kept `syncs_offset`; `None` when matched (rule `record-match`).
+    pub unmatched: Option<Unmatched>,
+}
+
+/// Record matching's result.
+#[derive(Clone, Debug, Default)]
+pub struct Matching {
+    /// One per row of the translation.
+    pub rows: Vec<RowMatch>,
+    /// What it read.
+    pub stats: MatchStats,
+}
+
+impl MirrorClient {
+    /// A precise translation as `precise` asks: [`translate_precise`](Self::translate_precise)
+    /// and [`translate_from_source_offsets`](Self::translate_from_source_offsets) are the
+    /// simple cases. With `source_offsets`, every partition a selected group committed on the
+    /// source is translated, MM2-checkpointed or not (input `source-only`), and the groups are
+    /// those the selection picks among the checkpoints and on the source. With
+    /// `match_records`, each row whose group's next record is proven to be at a downstream
+    /// offset gets that offset (rule `record-match`); [`PreciseTranslation::matching`] says
+    /// per row what the syncs alone gave and why a row was not matched.
+    pub async fn translate_precise_with(
+        &self,
+        request: &TranslateRequest,
+        precise: &PreciseRequest,
+    ) -> Result<PreciseTranslation, TranslateError> {
+        let deadline = Deadline::after(request.timeout);
+        let (translation, (index, syncs_report, history)) = tokio::try_join!(
+            self.translate(request),
+            precise.syncs.index_with_history(request, deadline)
+        )?;
+        let policy = self.replication_policy();
+        // The history must be this flow's before any offset comes from it: rows whose
+        // checkpoint it cannot reproduce keep MM2's offset, and a history that reproduces none
+        // where it should is refused (see `provenance`).
+        let (provenance, keep) = match (&history, &precise.syncs) {
+            (Some(history), Syncs::Topic(syncs)) => {
+                super::check_provenance(&translation, history, policy, syncs).map_err(|e| *e)?
+            }
+            _ => (Provenance::default(), Vec::new()),
+        };
+        // By key: rows the source adds below (partitions never checkpointed) change the order.
+        let kept: std::collections::BTreeSet<(String, String, String, i32)> = translation
+            .iter()
+            .zip(&keep)
+            .filter(|(_, keep)| **keep)
+            .map(|(o, _)| {
+                let (source, group, topic) = (o.source, o.group, o.topic);
+                (
+                    source.to_string(),
+                    group.to_string(),
+                    topic.to_string(),
+                    o.partition,
+                )
+            })
+            .collect();
+        let mut out = match &precise.source_offsets {
+            None => PreciseTranslation::offline(translation, &index, policy, syncs_report),
+            Some(source) => {
+                let read = async {
+                    let mut groups: Vec<String> =
+                        translation.groups().iter().map(|g| g.to_string()).collect();
+                    groups.extend(source_groups(source, &request.groups, &deadline).await?);
+                    groups.sort_unstable();
+                    groups.dedup();
+                    fetch_committed_offsets(source, &groups, &deadline).await
+                };
+                let fetched = tokio::time::timeout(deadline.remaining(), read)
+                    .await
+                    .map_err(|_| ClientError::DeadlineExceeded {
+                        operation: "reading the groups' committed offsets on the source cluster"
+                            .to_string(),
+                        timeout: request.timeout,
+                        last: None,
+                    })??;
+                let alias = request.sources.first().map_or("", String::as_str);
+                let extra =
+                    source_only_rows(&translation, &index, policy, alias, &fetched, now_ms());
+                let translation = if extra.is_empty() {
+                    translation
+                } else {
+                    translation.with_rows(extra)
+                };
+                let (rows, inputs, source_groups) =
+                    retranslate_from_source(&translation, &index, policy, &fetched);
+                PreciseTranslation::assemble(
+                    translation,
+                    (rows, inputs, source_groups),
+                    syncs_report,
+                    &index,
+                )
+            }
+        };
+        // Rows translated from a checkpoint the history cannot reproduce keep MM2's offset; a
+        // row from the source's offset is translated by the surviving (genuine) history.
+        let keep: Vec<bool> = out
+            .translation
+            .iter()
+            .zip(&out.inputs)
+            .map(|(o, input)| {
+                input.input == Input::Checkpoint
+                    && !kept.is_empty()
+                    && kept.contains(&(
+                        o.source.to_string(),
+                        o.group.to_string(),
+                        o.topic.to_string(),
+                        o.partition,
+                    ))
+            })
+            .collect();
+        super::keep_mm2_offsets(&mut out.precise, &keep);
+        out.provenance = provenance;
+        self.finish_precise(&mut out, &index, precise, deadline)
+            .await;
+        Ok(out)
+    }
+
+    /// Translates upstream positions that are not MM2's checkpoints: a stream processor's own
+    /// checkpoint of its source positions (`translate --offsets-file`, `input` offsets-file,
+    /// group `""`), or groups' source offsets checked by [`verify`](Self::verify). Each
+    /// position of the flow from `source_alias` goes through the sync history, with its bound,
+    /// matched when `precise` asks; no MM2 offset (-1), no checkpoint is read. Positions on
+    /// topics without sync history are left out.
+    pub async fn translate_positions(
+        &self,
+        source_alias: &str,
+        positions: &[UpstreamPosition],
+        input: Input,
+        request: &TranslateRequest,
+        precise: &PreciseRequest,
+    ) -> Result<PreciseTranslation, TranslateError> {
+        let deadline = Deadline::after(request.timeout);
+        let (index, syncs_report) = precise.syncs.index(request, deadline).await?;
+        let policy = self.replication_policy();
+        let read_at = now_ms();
+        let rows: Vec<TranslatedOffset> = positions
+            .iter()
+            .filter(|p| index.topic(p.topic.as_bytes()).is_some())
+            .map(|p| TranslatedOffset {
+                source: source_alias.to_string(),
+                group: p.group.clone(),
+                topic: policy.format_remote_topic(source_alias, &p.topic),
+                partition: p.partition,
+                offset: 0,
+                metadata: String::new(),
+                upstream_offset: p.offset,
+                checkpoint_timestamp: read_at,
+                checkpoint_partition: -1,
+                checkpoint_offset: -1,
+            })
+            .collect();
+        let report = ReadReport {
+            complete: true,
+            ..ReadReport::default()
+        };
+        let translation = Translation::from_rows(rows, report);
+        let (rows, mut inputs, _) =
+            retranslate_from_source(&translation, &index, policy, &Default::default());
+        for row in &mut inputs {
+            row.input = input;
+        }
+        let mut out = PreciseTranslation::assemble(
+            translation,
+            (rows, inputs, BTreeMap::new()),
+            syncs_report,
+            &index,
+        );
+        self.finish_precise(&mut out, &index, precise, deadline)
+            .await;
+        Ok(out)
+    }
+
+    /// Record matching when asked, then every row's re-read bound.
+    async fn finish_precise(
+        &self,
+        out: &mut PreciseTranslation,
+        index: &SyncIndex,
+        precise: &PreciseRequest,
+        deadline: Deadline,
+    ) {
+        if let Some(matching) = &precise.match_records {
+            out.matching = Some(match_translation(self, out, index, matching, deadline).await);
+        }
+        out.max_rereads = match precise.syncs {
+            // Later syncs, which the bound rests on, are not in a snapshot (see `snapshot`).
+            Syncs::Snapshot { .. } => vec![None; out.precise.len()],
+            Syncs::Topic(_) | Syncs::Read { .. } => {
+                max_rereads(out, self.replication_policy(), index)
+            }
+        };
+        if let Some(matching) = &out.matching {
+            for (bound, row) in out.max_rereads.iter_mut().zip(&matching.rows) {
+                if row.unmatched.is_none() {
+                    *bound = Some(0);
+                }
+            }
+        }
+    }
+}
+
+impl PreciseTranslation {
+    /// `translation` re-translated with `index` and nothing else read (no matching): what
+    /// `watch --precise` serves from its live history.
+    pub fn offline(
+        translation: Translation,
+        index: &SyncIndex,
+        policy: &crate::mm2::ReplicationPolicy,
+        syncs_report: ReadReport,
+    ) -> PreciseTranslation {
+        let rows = super::retranslate(&translation, index, policy);
+        let inputs = translation
+            .iter()
+            .map(|o| RowInput {
+                input: Input::Checkpoint,
+                upstream_offset: o.upstream_offset,
+            })
+            .collect();
+        let mut out = PreciseTranslation::assemble(
+            translation,
+            (rows, inputs, BTreeMap::new()),
+            syncs_report,
+            index,
+        );
+        out.max_rereads = max_rereads(&out, policy, index);
+        out
+    }
+
+    /// The rows re-translated from `index`: (offsets, inputs, per-group account); no bounds
+    /// or matching yet.
+    fn assemble(
+        translation: Translation,
+        (precise, inputs, source_groups): (
+            Vec<PreciseOffset>,
+            Vec<RowInput>,
+            BTreeMap<String, super::GroupInputs>,
+        ),
+        syncs_report: ReadReport,
+        index: &SyncIndex,
+    ) -> PreciseTranslation {
+        PreciseTranslation {
+            translation,
+            precise,
+            inputs,
+            source_groups,
+            syncs_report,
+            synced_partitions: index.partitions(),
+            provenance: Provenance::default(),
+            max_rereads: Vec::new(),
+            matching: None,
+        }
+    }
+}
+
+/// Matches every row of `out` and takes the proven offsets.
+async fn match_translation(
+    client: &MirrorClient,
+    out: &mut PreciseTranslation,
+    index: &SyncIndex,
+    matching: &MatchRecords,
+    deadline: Deadline,
+) -> Matching {
+    let policy = client.replication_policy();
+    let upstream_names: Vec<&str> = out
+        .translation
+        .iter()
+        .map(|o| policy.upstream_topic(o.topic).unwrap_or(o.topic))
+        .collect();
+    let rows: Vec<MatchRow<'_>> = out
+        .translation
+        .iter()
+        .zip(&upstream_names)
+        .zip(&out.inputs)
+        .map(|((o, up), input)| MatchRow {
+            downstream_topic: o.topic,
+            upstream_topic: up,
+            partition: o.partition,
+            upstream: input.upstream_offset,
+        })
+        .collect();
+    let (answers, stats) = record_match::match_rows(
+        &matching.source,
+        client.kafka(),
+        &rows,
+        |topic, partition| {
+            index
+                .partition(topic.as_bytes(), partition)
+                .map(|p| p.log_order())
+        },
+        &matching.options,
+        deadline,
+    )
+    .await;
+    drop(rows);
+    let rows = out
+        .precise
+        .iter_mut()
+        .zip(answers)
+        .map(|(p, answer)| {
+            let before = RowMatch {
+                syncs_offset: p.offset,
+                syncs_rule: p.rule,
+                unmatched: None,
+            };
+            match answer {
+                // Proven, and never behind what the syncs (and MM2) prove: a proof below them
+                // means the model does not hold here.
+                Ok(offset) if offset >= p.offset => {
+                    *p = PreciseOffset {
+                        offset,
+                        mm2_offset: p.mm2_offset,
+                        rule: Rule::RecordMatch,
+                    };
+                    before
+                }
+                Ok(_) => RowMatch {
+                    unmatched: Some(Unmatched::Inconsistent),
+                    ..before
+                },
+                Err(why) => RowMatch {
+                    unmatched: Some(why),
+                    ..before
+                },
+            }
+        })
+        .collect();
+    Matching { rows, stats }
+}
+
+/// Each row's bound on re-reads: 0 when matched, else what the history bounds
+/// ([`LogOrder::max_rereads`]). The lookups go partition by partition in increasing upstream
+/// offset, as [`super::retranslate`]'s do: a row's search then starts where the previous one
+/// ended, in a history that stays in cache.
+fn max_rereads(
+    out: &PreciseTranslation,
+    policy: &crate::mm2::ReplicationPolicy,
+    index: &SyncIndex,
+) -> Vec<Option<i64>> {
+    let mut topics = UpstreamTopics::new(index, policy);
+    let mut bounds = vec![None; out.precise.len()];
+    let mut logs: Vec<Option<LogOrder>> = Vec::new();
+    logs.resize_with(index.partitions(), || None);
+    // (partition number, upstream offset, row)
+    let mut lookups: Vec<(u32, i64, u32)> = Vec::with_capacity(out.precise.len());
+    for (row, ((o, p), input)) in out
+        .translation
+        .iter()
+        .zip(&out.precise)
+        .zip(&out.inputs)
+        .enumerate()
+    {
+        if p.rule == Rule::RecordMatch {
+            bounds[row] = Some(0);
+            continue;
+        }
+        let Some((number, part)) = topics.get(o.topic).1.and_then(|t| t.numbered(o.partition))
+        else {
+            continue;
+        };
+        if logs[number].is_none() {
+            logs[number] = Some(LogOrder::new(part.log_order()));
+        }
+        lookups.push((number as u32, input.upstream_offset, row as u32));
+    }
+    lookups.sort_unstable();
+    for bucket in lookups.chunk_by(|a, b| a.0 == b.0) {
+        let Some(log) = &logs[bucket[0].0 as usize] else {
+            continue;
+        };
+        let mut from = 0;
+        for &(_, upstream, row) in bucket {
+            let (at, bound) = log.bound_from(from, upstream);
+            from = at;
+            let offset = out.precise[row as usize].offset;
+            bounds[row as usize] = bound.and_then(|(_, dm)| (dm >= offset).then_some(dm - offset));
+        }
+    }
+    bounds
+}
+
+/// Milliseconds since the epoch, now.
+fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis().min(i64::MAX as u128) as i64)
+}
