@@ -356,6 +356,25 @@ fn use_declarations(lines: &[(usize, &str)]) -> Vec<(usize, bool, String)> {
     out
 }
 
+/// The numbers of the lines that belong to a `use` declaration, its continuation lines
+/// included: a re-export spread over lines does not name its own items.
+fn use_declaration_lines(lines: &[(usize, &str)]) -> BTreeSet<usize> {
+    let starts: BTreeSet<usize> = use_declarations(lines)
+        .into_iter()
+        .map(|(number, _, _)| number)
+        .collect();
+    let mut inside = BTreeSet::new();
+    let mut open = false;
+    for &(number, line) in lines {
+        open |= starts.contains(&number);
+        if open {
+            inside.insert(number);
+            open = !without_comment(line).trim().ends_with(';');
+        }
+    }
+    inside
+}
+
 /// The paths named in a line of code: `crate::…`, `super::…`, `self::…` and `child::…` for a
 /// child module of `module`, as written (segments up to the first non-identifier).
 fn code_paths(line: &str, krate: &Crate, module: &[String]) -> Vec<Vec<String>> {
@@ -487,6 +506,7 @@ fn file_dependencies(root: &Path) -> BTreeMap<(PathBuf, PathBuf), usize> {
     for (module, text) in &texts {
         let file = &krate.files[*module];
         let lines = library_lines(text);
+        let in_uses = use_declaration_lines(&lines);
         for (number, public, tree) in use_declarations(&lines) {
             for (path, name) in use_paths(&tree) {
                 let Some(path) = absolute(&path, &krate, module) else {
@@ -497,7 +517,7 @@ fn file_dependencies(root: &Path) -> BTreeMap<(PathBuf, PathBuf), usize> {
                     || name.as_ref().is_some_and(|name| {
                         lines
                             .iter()
-                            .any(|(n, l)| *n != number && names_word(l, name))
+                            .any(|(n, l)| !in_uses.contains(n) && names_word(l, name))
                     });
                 if let Some(name) = name {
                     bindings
@@ -627,6 +647,16 @@ fn the_cycle_check_reads_uses_and_paths() {
     let declared = use_declarations(&lines);
     assert_eq!(declared[0], (3, true, "x::{ A, B, }".to_string()));
     assert_eq!(declared[1], (6, false, "y::C".to_string()));
+    // The continuation lines of a re-export are part of it, not code that names its items.
+    assert_eq!(
+        use_declaration_lines(&[
+            (1, "pub use x::{"),
+            (2, "    A, B,"),
+            (3, "};"),
+            (4, "f(A);")
+        ]),
+        BTreeSet::from([1, 2, 3])
+    );
     assert_eq!(
         without_comment("let a = \"x//y\"; // crate::z"),
         "let a = \"x//y\"; "

@@ -27,6 +27,8 @@ mod oauthbearer;
 mod oidc;
 mod parity_mm2;
 mod precise_live_match;
+// Alone in a CI step of its own: it starts its own MirrorMaker 2 (and a broker, for flow P) and
+// kills and restarts that MM2 mid-flow.
 mod precise_live_mm2;
 mod precise_mm2;
 mod security;

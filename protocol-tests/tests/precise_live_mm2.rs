@@ -223,13 +223,16 @@ fn write(
 
 /// For each upstream offset `U` in `0..=end`: the greatest downstream offset from which every
 /// record at or after `U` still has a copy (the minimum of their last copies), or the
-/// downstream end when none was copied.
+/// downstream end when none was copied. Also the records copied more than once, and, for each
+/// record compaction has removed upstream since it was copied, its last copy's downstream offset
+/// and its upstream offset (from its value, see [`removed_upstream_offset`]): a group before
+/// such a record never read it, so reading its copy is no re-read.
 fn truth(
     upstream: &[crate::support::mm2::LogRecord],
     up_end: i64,
     downstream: &[crate::support::mm2::LogRecord],
     down_end: i64,
-) -> (Vec<i64>, usize) {
+) -> (Vec<i64>, usize, Vec<(i64, i64)>) {
     // A record is its key and value: keys repeat on a compacted topic, values never.
     type Identity = (Option<Vec<u8>>, Option<Vec<u8>>);
     let identity =
@@ -251,7 +254,35 @@ fn truth(
         }
         out[u as usize] = best;
     }
-    (out, duplicates)
+    // The upstream offset a surviving record's value names must be its offset: that is what
+    // makes the value a removed record's upstream offset.
+    for r in upstream {
+        if let Some(named) = removed_upstream_offset(r) {
+            assert_eq!(
+                named, r.offset,
+                "a compacted record's value is its upstream offset"
+            );
+        }
+    }
+    let surviving: std::collections::HashSet<Identity> = upstream.iter().map(identity).collect();
+    let mut removed: Vec<(i64, i64)> = downstream
+        .iter()
+        .filter(|r| !surviving.contains(&identity(r)) && last_copy[&identity(r)] == r.offset)
+        .filter_map(|r| removed_upstream_offset(r).map(|u| (r.offset, u)))
+        .collect();
+    removed.sort_unstable();
+    (out, duplicates, removed)
+}
+
+/// The upstream offset of a record of the compacted topic, named by its value (`v<seq>`, see
+/// [`compacted_lines`]): one plain producer writes that partition, one record per offset, so
+/// `seq` is its offset (checked on the records that survive). `None` for other topics' records.
+fn removed_upstream_offset(r: &crate::support::mm2::LogRecord) -> Option<i64> {
+    let value = std::str::from_utf8(r.value.as_deref()?).ok()?;
+    let seq = value.strip_prefix('v')?;
+    (!seq.is_empty() && seq.bytes().all(|b| b.is_ascii_digit()))
+        .then(|| seq.parse().ok())
+        .flatten()
 }
 
 /// The truth of every partition of `topic` (upstream on `up`) and its replica `remote` (on
@@ -268,7 +299,7 @@ async fn truths_of(
     for p in 0..partitions {
         let (up_records, up_end, up_gaps) = read_log(up, topic, p).await;
         let (down_records, down_end, down_gaps) = read_log(down, remote, p).await;
-        let (t, duplicates) = truth(&up_records, up_end, &down_records, down_end);
+        let (t, duplicates, removed) = truth(&up_records, up_end, &down_records, down_end);
         println!(
             "{topic}-{p}: upstream {} records to offset {up_end} (gaps: {up_gaps}), downstream {} records to {down_end} (gaps: {down_gaps}), {duplicates} copied more than once",
             up_records.len(),
@@ -280,6 +311,7 @@ async fn truths_of(
             (topic.to_string(), p),
             down_records.iter().map(|r| r.offset).collect(),
         );
+        out.removed.insert((topic.to_string(), p), removed);
     }
     gaps
 }
@@ -331,7 +363,7 @@ async fn truths(k4: &KafkaClient, flow: &FlowUnderTest) -> (BTreeMap<i32, Vec<i6
     for p in 0..flow.partitions as i32 {
         let (up, up_end, up_gaps) = read_log(k4, &flow.topic, p).await;
         let (down, down_end, down_gaps) = read_log(k4, &flow.remote_topic(), p).await;
-        let (t, duplicates) = truth(&up, up_end, &down, down_end);
+        let (t, duplicates, _) = truth(&up, up_end, &down, down_end);
         println!(
             "{} {}-{p}: upstream {} records to offset {up_end} (gaps: {up_gaps}), downstream {} records to {down_end} (gaps: {down_gaps}), {duplicates} records copied more than once",
             flow.label,

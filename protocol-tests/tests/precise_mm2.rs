@@ -326,7 +326,7 @@ async fn cli_precise_json_rows_match_the_library() {
 /// `--from-source-offsets` on a frozen flow: the source's groups committed nothing since MM2's
 /// last checkpoint, so every row reads the source's offset, equal to the checkpoint's, and the
 /// precise offsets equal `--precise`'s. `-o csv` keeps the usual columns (`offset` the precise
-/// one) and adds `mm2_offset,rule,input,checkpoint_upstream_offset`.
+/// one) and adds `mm2_offset,rule,input,checkpoint_upstream_offset,max_rereads`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cli_from_source_offsets_csv_reads_the_source_and_matches_the_library() {
     let FlowA {
@@ -348,8 +348,11 @@ async fn cli_from_source_offsets_csv_reads_the_source_and_matches_the_library() 
             .iter()
             .all(|i| i.input == mm2_offsets::precise::Input::SourceOffset)
     );
-    // app-mixed also committed on "unmirrored", which has no checkpoint.
-    assert_eq!(live.source_groups["app-mixed"].source_only, 1);
+    // app-mixed also committed on "unmirrored", which MM2 does not mirror (no checkpoint and
+    // no offset-sync history): counted as not mirrored, not translated. `source_only` counts
+    // the partitions of mirrored topics that MM2 never checkpointed, and are translated.
+    let mixed = &live.source_groups["app-mixed"];
+    assert_eq!((mixed.not_mirrored, mixed.source_only), (1, 0));
 
     let output = std::process::Command::new(env!("CARGO_BIN_EXE_mm2-offsets"))
         .args(["translate", "--bootstrap-server", &f.target])
@@ -384,17 +387,20 @@ async fn cli_from_source_offsets_csv_reads_the_source_and_matches_the_library() 
             "mm2_offset",
             "rule",
             "input",
-            "checkpoint_upstream_offset"
+            "checkpoint_upstream_offset",
+            "max_rereads"
         ]
     );
     assert_eq!(rows.len() - 1, expected.precise.len());
-    for (row, (o, p)) in rows[1..].iter().zip(expected.iter()) {
+    for ((row, (o, p)), bound) in rows[1..].iter().zip(expected.iter()).zip(&live.max_rereads) {
         assert_eq!(row[1], o.group);
         assert_eq!(row[4], p.offset.to_string());
         assert_eq!(row[8], p.mm2_offset.to_string());
         assert_eq!(row[9], p.rule.name());
         assert_eq!(row[10], "source-offset");
         assert_eq!(row[5], row[11]);
+        // The bound on re-reads, empty when unknown, as the library computes it.
+        assert_eq!(row[12], bound.map_or(String::new(), |b| b.to_string()));
     }
 }
 

@@ -12,7 +12,7 @@
 //! `/healthz` fails or takes more than [`HEALTHZ_LIMIT`]. `MM2O_WATCH_BIN=PATH` runs another build
 //! (main's, for the "before" figures of the issue): it prints the same figures and fails.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufReader, Read, Write};
 use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -79,14 +79,7 @@ fn start_watch(bootstrap: &str, source: &str) -> WatchProcess {
         .spawn()
         .expect("start mm2-offsets watch");
     let mut stderr = BufReader::new(child.stderr.take().unwrap());
-    let mut line = String::new();
-    stderr.read_line(&mut line).unwrap();
-    let address = line
-        .split("://")
-        .nth(1)
-        .and_then(|rest| rest.split('/').next())
-        .unwrap_or_else(|| panic!("watch did not say where it listens: {line:?}"))
-        .to_string();
+    let (address, _) = crate::support::watch_process::listen_address(&mut stderr, "http");
     std::thread::spawn(move || {
         let mut rest = String::new();
         let _ = stderr.read_to_string(&mut rest);

@@ -2,8 +2,9 @@
 //! and openssl as the clients (independent TLS and HTTP stacks):
 //!
 //! 1. TLS and basic auth: no credentials, a wrong password and an unknown user get 401 with
-//!    `WWW-Authenticate: Basic` and the configured headers; the right ones get the documents
-//!    (gzip equal to identity); health checks answer without credentials; plain HTTP to the TLS
+//!    `WWW-Authenticate: Basic` and the configured headers on every document route (`/precise/offsets`
+//!    of `--precise` included); the right ones get the documents (gzip equal to identity);
+//!    health checks answer without credentials; plain HTTP to the TLS
 //!    port gets a TLS alert and no HTTP; the /metrics exposition (with --apply-interval and
 //!    --partition-metrics) holds every metric deploy/'s dashboard and alert rules use
 //!    (deploy/check-observability.py);
@@ -49,7 +50,7 @@ impl WatchProcess {
     }
 }
 
-fn start_watch(bootstrap: &str, source: &str, web_config: &Path) -> WatchProcess {
+fn start_watch(bootstrap: &str, source: &str, web_config: &Path, extra: &[&str]) -> WatchProcess {
     let mut child = Command::new(env!("CARGO_BIN_EXE_mm2-offsets"))
         .args([
             "watch",
@@ -68,19 +69,15 @@ fn start_watch(bootstrap: &str, source: &str, web_config: &Path) -> WatchProcess
         ])
         .args(["--apply-interval", "1s", "--web-config-file"])
         .arg(web_config)
+        .args(extra)
         .stderr(Stdio::piped())
         .spawn()
         .expect("start mm2-offsets watch");
     let mut stderr = BufReader::new(child.stderr.take().unwrap());
-    let mut line = String::new();
-    stderr.read_line(&mut line).unwrap();
-    let address = line
-        .split("https://")
-        .nth(1)
-        .and_then(|rest| rest.split('/').next())
-        .unwrap_or_else(|| panic!("watch did not say it serves https: {line:?}"))
-        .to_string();
-    let lines = Arc::new(Mutex::new(vec![line.trim_end().to_string()]));
+    let (address, read) = crate::support::watch_process::listen_address(&mut stderr, "https");
+    let lines = Arc::new(Mutex::new(
+        read.lines().map(str::to_string).collect::<Vec<_>>(),
+    ));
     let collected = lines.clone();
     std::thread::spawn(move || {
         for line in stderr.lines().map_while(Result::ok) {
@@ -201,6 +198,27 @@ fn watch_secure_tls_auth_rotation_and_dashboards() {
         &lines,
         &[],
     );
+    // An offset-syncs history for `watch --precise` (its /precise/offsets is behind the same
+    // authentication): one sync of the upstream `orders` at the groups' first checkpoint.
+    let syncs_topic = format!("{alias}.offset-syncs");
+    let sync = {
+        use mm2_offsets::mm2::offset_sync::{self, OffsetSyncKey, OffsetSyncValue};
+        let key = offset_sync::encode_key(&OffsetSyncKey {
+            topic: b"orders",
+            partition: 0,
+        })
+        .unwrap();
+        let value = offset_sync::encode_value(&OffsetSyncValue {
+            upstream_offset: 1003,
+            downstream_offset: 3,
+        });
+        format!(
+            "0 {} {}",
+            crate::support::hex_or_dash(Some(&key)),
+            crate::support::hex_or_dash(Some(&value))
+        )
+    };
+    crate::support::write_raw(&k4, &syncs_topic, 1, "none", &[sync], &[]);
 
     let dir = tempfile::tempdir().unwrap();
     let (a, b) = (dir.path().join("a"), dir.path().join("b"));
@@ -233,7 +251,14 @@ fn watch_secure_tls_auth_rotation_and_dashboards() {
              basic_auth_users:\n  alice: {hash}\n"
         ),
     );
-    let watch = start_watch(k4.var("PLAINTEXT"), &alias, &conf);
+    let precise = [
+        "--precise",
+        "--syncs-bootstrap-server",
+        k4.var("PLAINTEXT"),
+        "--syncs-topic",
+        &syncs_topic,
+    ];
+    let watch = start_watch(k4.var("PLAINTEXT"), &alias, &conf, &precise);
     let base = format!("https://{}", watch.address);
     let tls = ["--cacert", both.as_str()];
     let user = format!("alice:{PASSWORD}");
@@ -254,7 +279,12 @@ fn watch_secure_tls_auth_rotation_and_dashboards() {
         ),
     ];
     for (case, args) in &matrix {
-        for path in ["/metrics", "/offsets", &format!("/offsets/{alias}-group-0")] {
+        for path in [
+            "/metrics",
+            "/offsets",
+            &format!("/offsets/{alias}-group-0"),
+            "/precise/offsets",
+        ] {
             let r = curl(args, &format!("{base}{path}"));
             assert_eq!(r.status, 401, "{case} {path}: {}", r.stderr);
             assert!(
@@ -270,7 +300,7 @@ fn watch_secure_tls_auth_rotation_and_dashboards() {
             assert_eq!(r.body, b"Unauthorized\n");
         }
         log(&format!(
-            "{case}: 401 on /metrics, /offsets, /offsets/GROUP"
+            "{case}: 401 on /metrics, /offsets, /offsets/GROUP, /precise/offsets"
         ));
     }
     // Health checks need no credentials (probes), and /readyz then shows no error details.
@@ -300,6 +330,26 @@ fn watch_secure_tls_auth_rotation_and_dashboards() {
     let gzipped: serde_json::Value = serde_json::from_slice(&r.body).unwrap();
     assert_eq!(gzipped["offsets"], plain["offsets"]);
     log("right credentials: 200, gzip equal to identity");
+    // The precise document, once the history watch has read the one sync.
+    wait_for("/precise/offsets", Duration::from_secs(30), || {
+        let r = curl(&authed, &format!("{base}/precise/offsets"));
+        assert_eq!(r.status, 200, "{}", r.stderr);
+        let doc: serde_json::Value = serde_json::from_slice(&r.body).unwrap();
+        doc["syncs_status"]["records"] == 1
+    });
+    let r = curl(&authed, &format!("{base}/precise/offsets"));
+    let doc: serde_json::Value = serde_json::from_slice(&r.body).unwrap();
+    let rows = doc["offsets"].as_array().unwrap();
+    assert_eq!(rows.len(), 5, "{doc}");
+    // The precise document: every row re-translated (a rule), never before MM2's offset.
+    for row in rows {
+        assert!(row["rule"].is_string(), "{doc}");
+        assert!(
+            row["offset"].as_i64() >= row["mm2_offset"].as_i64(),
+            "{doc}"
+        );
+    }
+    log("right credentials: /precise/offsets 200");
 
     // Plain HTTP to the TLS port: a TLS alert record (content type 21), no HTTP.
     let mut raw = std::net::TcpStream::connect(&watch.address).unwrap();
@@ -457,7 +507,7 @@ fn watch_secure_tls_auth_rotation_and_dashboards() {
             ca_a.display()
         ),
     );
-    let watch = start_watch(k4.var("PLAINTEXT"), &alias, &conf);
+    let watch = start_watch(k4.var("PLAINTEXT"), &alias, &conf, &[]);
     let base = format!("https://{}", watch.address);
     let path = |dir: &Path, f: &str| dir.join(f).to_str().unwrap().to_string();
     let (cert, key) = (path(&a, "client-cert.pem"), path(&a, "client-key.pem"));

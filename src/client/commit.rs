@@ -96,7 +96,7 @@ impl KafkaClient {
     ///
     /// let commits = BTreeMap::from([(
     ///     "orders-app".to_string(),
-    ///     vec![OffsetToCommit { topic: "orders".into(), partition: 0, offset: 42, metadata: None }],
+    ///     vec![OffsetToCommit::new("orders", 0, 42)],
     /// )]);
     /// let deadline = Deadline::after(Duration::from_secs(30));
     /// let results = client

@@ -75,13 +75,13 @@ impl KafkaClient {
     /// ```no_run
     /// # async fn example(client: mm2_offsets::client::KafkaClient) -> Result<(), mm2_offsets::client::ClientError> {
     /// use std::time::Duration;
-    /// use mm2_offsets::client::{Deadline, NOT_CONSUMER_GROUP_TYPES, found_coordinators};
+    /// use mm2_offsets::client::{Deadline, found_coordinators};
     ///
     /// let deadline = Deadline::after(Duration::from_secs(30));
     /// let groups = vec!["orders-app".to_string()];
     /// let known = found_coordinators(&client.find_group_coordinators(&groups, &deadline).await?);
     /// let listed = client
-    ///     .list_groups_on(known.values(), &NOT_CONSUMER_GROUP_TYPES, &deadline)
+    ///     .list_groups_on(known.values(), &["share", "streams"], &deadline)
     ///     .await;
     /// for (coordinator, answer) in listed {
     ///     println!("{}: {:?}", coordinator.node_id, answer.map(|l| l.map(|l| l.len())));

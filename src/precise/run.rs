@@ -4,145 +4,62 @@
 //! row the bound on what a consumer resuming there re-reads.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use super::history::LogOrder;
-use super::provenance::SyncHistory;
-use super::record_match::{self, MatchOptions, MatchRow, MatchStats, Unmatched};
-use super::snapshot::SyncSnapshot;
+use super::provenance::{self, Provenance, SyncHistory};
+use super::record_match::{self, MatchRow, Unmatched};
+use super::request::{MatchRecords, PreciseRequest, Syncs, UpstreamPosition};
+use super::retranslate::{UpstreamTopics, retranslate};
+use super::source::SyncsSource;
 use super::source_offsets::{
     fetch_committed_offsets, retranslate_from_source, source_groups, source_only_rows,
 };
-use super::{Input, PreciseTranslation, Provenance, RowInput, SyncsSource, UpstreamTopics};
+use super::translation::{GroupInputs, Input, Matching, PreciseTranslation, RowInput, RowMatch};
 use crate::client::{ClientError, Deadline, KafkaClient};
-use crate::mm2::sync_index::{Interpolation, PreciseOffset, Rule, SyncIndex};
+use crate::mm2::ReplicationPolicy;
+use crate::mm2::sync_index::{PreciseOffset, Rule, SyncIndex};
 use crate::translate::{
     MirrorClient, ReadReport, TranslateError, TranslateRequest, TranslatedOffset, Translation,
 };
 
-/// Where the sync history comes from.
-#[derive(Clone, Debug)]
-pub enum Syncs {
-    /// Read the offset-syncs topic.
-    Topic(SyncsSource),
-    /// An index already read (and what reading it did): for callers that need it before the
-    /// translation too.
-    Read {
-        /// The index.
-        index: Arc<SyncIndex>,
-        /// What reading it did.
-        report: ReadReport,
-    },
-    /// A snapshot `watch --precise` wrote while the topic was readable (the source may be
-    /// gone), re-indexed with `interpolation`.
-    Snapshot {
-        /// The snapshot.
-        snapshot: Arc<SyncSnapshot>,
-        /// As [`SyncsSource::interpolation`].
-        interpolation: Interpolation,
-    },
-}
-
-impl Syncs {
-    /// The index and what reading it did (a snapshot reports its syncs as records read).
-    pub(crate) async fn index(
-        &self,
-        request: &TranslateRequest,
-        deadline: Deadline,
-    ) -> Result<(SyncIndex, ReadReport), TranslateError> {
-        self.index_with_history(request, deadline)
-            .await
-            .map(|(index, report, _)| (index, report))
-    }
-
-    /// [`index`](Self::index), with the raw history read from the topic (`None` for an index
-    /// already read or a snapshot), which the provenance check compares with MM2's checkpoints.
-    async fn index_with_history(
-        &self,
-        request: &TranslateRequest,
-        deadline: Deadline,
-    ) -> Result<(SyncIndex, ReadReport, Option<SyncHistory>), TranslateError> {
-        match self {
-            Syncs::Topic(syncs) => super::read_syncs(syncs, request, deadline)
-                .await
-                .map(|(index, report, history)| (index, report, Some(history))),
-            Syncs::Read { index, report } => Ok(((**index).clone(), report.clone(), None)),
-            Syncs::Snapshot {
-                snapshot,
-                interpolation,
-            } => Ok((snapshot.index(*interpolation), snapshot.report(), None)),
-        }
-    }
-}
-
-/// An upstream position to translate: `group` (empty for none), the topic on the source,
-/// the partition and the upstream offset.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub struct UpstreamPosition {
-    /// The consumer group, or `""`.
-    pub group: String,
-    /// The topic's name on the source.
-    pub topic: String,
-    /// The partition.
-    pub partition: i32,
-    /// The upstream offset (the next record to read).
-    pub offset: i64,
-}
-
-/// Record matching's connection and settings.
-#[derive(Clone, Debug)]
-pub struct MatchRecords {
-    /// The source cluster: the upstream topics are read there.
-    pub source: KafkaClient,
-    /// How to read.
-    pub options: MatchOptions,
-}
-
-/// What a precise translation uses beyond the checkpoints.
-#[derive(Clone, Debug)]
-pub struct PreciseRequest {
-    /// The sync history.
-    pub syncs: Syncs,
-    /// Translate from each group's offsets committed on this (source) cluster now, and
-    /// translate every partition a selected group committed there, checkpointed or not.
-    pub source_offsets: Option<KafkaClient>,
-    /// Prove exact offsets with the records (rule `record-match`).
-    pub match_records: Option<MatchRecords>,
-}
-
-impl PreciseRequest {
-    /// Re-translate the checkpoints from the history, nothing more.
-    pub fn new(syncs: Syncs) -> Self {
-        PreciseRequest {
-            syncs,
-            source_offsets: None,
-            match_records: None,
-        }
-    }
-}
-
-/// What record matching did for one row.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct RowMatch {
-    /// The offset the syncs prove (what `--precise` alone answers).
-    pub syncs_offset: i64,
-    /// Its rule.
-    pub syncs_rule: Rule,
-    /// Why the row kept `syncs_offset`; `None` when matched (rule `record-match`).
-    pub unmatched: Option<Unmatched>,
-}
-
-/// Record matching's result.
-#[derive(Clone, Debug, Default)]
-pub struct Matching {
-    /// One per row of the translation.
-    pub rows: Vec<RowMatch>,
-    /// What it read.
-    pub stats: MatchStats,
-}
-
 impl MirrorClient {
+    /// [`translate`](MirrorClient::translate), then every offset re-translated from the full
+    /// offset-sync history: never before MM2's offset, never past the group's next record (see
+    /// [`crate::mm2::sync_index`] for the argument). Both topics are read in parallel within
+    /// `request.timeout`; an incomplete read of the syncs fails like one of the checkpoints
+    /// (or, with `allow_partial`, is marked in `syncs_report`).
+    pub async fn translate_precise(
+        &self,
+        request: &TranslateRequest,
+        syncs: &SyncsSource,
+    ) -> Result<PreciseTranslation, TranslateError> {
+        let precise = PreciseRequest::new(Syncs::Topic(syncs.clone()));
+        self.translate_precise_with(request, &precise).await
+    }
+
+    /// [`translate_precise`](MirrorClient::translate_precise), but each checkpointed
+    /// (group, partition) is translated from the group's offset committed on the `source`
+    /// cluster now (OffsetFetch) instead of the checkpoint's, where the source has one.
+    /// [`PreciseTranslation::inputs`] says per row which input was used,
+    /// [`PreciseTranslation::source_groups`] per group. Group-level failures on the source fall
+    /// back to the checkpoints and are named there; failing to reach the source is an error.
+    ///
+    /// `rereads_saved` may be negative on a source-offset row: the group moved back on the
+    /// source since the checkpoint.
+    pub async fn translate_from_source_offsets(
+        &self,
+        request: &TranslateRequest,
+        syncs: &SyncsSource,
+        source: &KafkaClient,
+    ) -> Result<PreciseTranslation, TranslateError> {
+        let precise = PreciseRequest {
+            source_offsets: Some(source.clone()),
+            ..PreciseRequest::new(Syncs::Topic(syncs.clone()))
+        };
+        self.translate_precise_with(request, &precise).await
+    }
+
     /// A precise translation as `precise` asks: [`translate_precise`](Self::translate_precise)
     /// and [`translate_from_source_offsets`](Self::translate_from_source_offsets) are the
     /// simple cases. With `source_offsets`, every partition a selected group committed on the
@@ -167,7 +84,7 @@ impl MirrorClient {
         // where it should is refused (see `provenance`).
         let (provenance, keep) = match (&history, &precise.syncs) {
             (Some(history), Syncs::Topic(syncs)) => {
-                super::check_provenance(&translation, history, policy, syncs).map_err(|e| *e)?
+                check_provenance(&translation, history, policy, syncs).map_err(|e| *e)?
             }
             _ => (Provenance::default(), Vec::new()),
         };
@@ -240,7 +157,7 @@ impl MirrorClient {
                     ))
             })
             .collect();
-        super::keep_mm2_offsets(&mut out.precise, &keep);
+        keep_mm2_offsets(&mut out.precise, &keep);
         out.provenance = provenance;
         self.finish_precise(&mut out, &index, precise, deadline)
             .await;
@@ -336,10 +253,10 @@ impl PreciseTranslation {
     pub fn offline(
         translation: Translation,
         index: &SyncIndex,
-        policy: &crate::mm2::ReplicationPolicy,
+        policy: &ReplicationPolicy,
         syncs_report: ReadReport,
     ) -> PreciseTranslation {
-        let rows = super::retranslate(&translation, index, policy);
+        let rows = retranslate(&translation, index, policy);
         let inputs = translation
             .iter()
             .map(|o| RowInput {
@@ -364,7 +281,7 @@ impl PreciseTranslation {
         (precise, inputs, source_groups): (
             Vec<PreciseOffset>,
             Vec<RowInput>,
-            BTreeMap<String, super::GroupInputs>,
+            BTreeMap<String, GroupInputs>,
         ),
         syncs_report: ReadReport,
         index: &SyncIndex,
@@ -460,11 +377,11 @@ async fn match_translation(
 
 /// Each row's bound on re-reads: 0 when matched, else what the history bounds
 /// ([`LogOrder::max_rereads`]). The lookups go partition by partition in increasing upstream
-/// offset, as [`super::retranslate`]'s do: a row's search then starts where the previous one
+/// offset, as [`retranslate`]'s do: a row's search then starts where the previous one
 /// ended, in a history that stays in cache.
 fn max_rereads(
     out: &PreciseTranslation,
-    policy: &crate::mm2::ReplicationPolicy,
+    policy: &ReplicationPolicy,
     index: &SyncIndex,
 ) -> Vec<Option<i64>> {
     let mut topics = UpstreamTopics::new(index, policy);
@@ -514,4 +431,30 @@ fn now_ms() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_millis().min(i64::MAX as u128) as i64)
+}
+
+/// The provenance check of `history` against the checkpoints of `translation` (see
+/// [`provenance`]): the counts and, per row, whether it must keep MM2's offset; or the refusal
+/// (an [`TranslateError::UntrustedSyncHistory`]).
+fn check_provenance(
+    translation: &Translation,
+    history: &SyncHistory,
+    policy: &ReplicationPolicy,
+    syncs: &SyncsSource,
+) -> Result<(Provenance, Vec<bool>), Box<TranslateError>> {
+    provenance::check(translation, history, policy).map_err(|refusal| {
+        Box::new(TranslateError::UntrustedSyncHistory {
+            topic: syncs.topic.clone(),
+            reason: refusal.to_string(),
+        })
+    })
+}
+
+/// Sets MM2's offset back on the rows the provenance check says must keep it.
+fn keep_mm2_offsets(precise: &mut [PreciseOffset], keep: &[bool]) {
+    for (row, &keep) in precise.iter_mut().zip(keep) {
+        if keep {
+            *row = PreciseOffset::no_sync(row.mm2_offset);
+        }
+    }
 }

@@ -11,41 +11,15 @@
 
 use std::collections::{BTreeMap, HashSet};
 
-use super::UpstreamTopics;
-use super::translation::{GroupInputs, Input, PreciseTranslation, RowInput};
+use super::retranslate::UpstreamTopics;
+use super::translation::{GroupInputs, Input, RowInput};
 use crate::client::{
     ClientError, CommittedOffset, Deadline, GroupCoordinator, GroupOffsets, KafkaClient,
 };
 use crate::mm2::ReplicationPolicy;
 use crate::mm2::sync_index::{PreciseOffset, Rule, SyncIndex, TopicSyncs};
 use crate::select::GroupSelector;
-use crate::translate::{
-    MirrorClient, OffsetRef, TranslateError, TranslateRequest, TranslatedOffset,
-};
-
-impl MirrorClient {
-    /// [`translate_precise`](MirrorClient::translate_precise), but each checkpointed
-    /// (group, partition) is translated from the group's offset committed on the `source`
-    /// cluster now (OffsetFetch) instead of the checkpoint's, where the source has one.
-    /// [`PreciseTranslation::inputs`] says per row which input was used,
-    /// [`PreciseTranslation::source_groups`] per group. Group-level failures on the source fall
-    /// back to the checkpoints and are named there; failing to reach the source is an error.
-    ///
-    /// `rereads_saved` may be negative on a source-offset row: the group moved back on the
-    /// source since the checkpoint.
-    pub async fn translate_from_source_offsets(
-        &self,
-        request: &TranslateRequest,
-        syncs: &super::SyncsSource,
-        source: &KafkaClient,
-    ) -> Result<PreciseTranslation, TranslateError> {
-        let precise = super::PreciseRequest {
-            source_offsets: Some(source.clone()),
-            ..super::PreciseRequest::new(super::Syncs::Topic(syncs.clone()))
-        };
-        self.translate_precise_with(request, &precise).await
-    }
-}
+use crate::translate::{OffsetRef, TranslatedOffset};
 
 /// Each group's committed offsets on the source, or why they could not be read.
 pub(crate) type SourceOffsets = BTreeMap<String, Result<GroupOffsets, String>>;

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use super::provenance::Provenance;
+use super::record_match::{MatchStats, Unmatched};
 use crate::mm2::sync_index::{PreciseOffset, Rule};
 use crate::translate::{OffsetRef, ReadReport, Translation};
 
@@ -35,7 +36,7 @@ pub struct PreciseTranslation {
     pub max_rereads: Vec<Option<i64>>,
     /// With record matching: per row what the syncs alone gave and why a row was not matched,
     /// and what the reads cost.
-    pub matching: Option<super::Matching>,
+    pub matching: Option<Matching>,
 }
 
 impl PreciseTranslation {
@@ -156,4 +157,24 @@ pub struct GroupInputs {
     pub not_mirrored: usize,
     /// Why the group's offsets could not be read on the source, if they could not.
     pub error: Option<String>,
+}
+
+/// What record matching did for one row.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RowMatch {
+    /// The offset the syncs prove (what `--precise` alone answers).
+    pub syncs_offset: i64,
+    /// Its rule.
+    pub syncs_rule: Rule,
+    /// Why the row kept `syncs_offset`; `None` when matched (rule `record-match`).
+    pub unmatched: Option<Unmatched>,
+}
+
+/// Record matching's result.
+#[derive(Clone, Debug, Default)]
+pub struct Matching {
+    /// One per row of the translation.
+    pub rows: Vec<RowMatch>,
+    /// What it read.
+    pub stats: MatchStats,
 }

@@ -20,9 +20,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::Serialize;
 
 use super::record_match::MatchOptions;
-use super::run::{MatchRecords, PreciseRequest, Syncs, UpstreamPosition};
+use super::request::{MatchRecords, PreciseRequest, Syncs, UpstreamPosition};
 use super::source_offsets::{fetch_committed_offsets, source_groups};
-use super::{Input, PreciseTranslation};
+use super::translation::{Input, PreciseTranslation};
 use crate::client::{ClientError, Deadline, IsolationLevel, KafkaClient, ReadOptions};
 use crate::records::Batches;
 use crate::translate::{MirrorClient, TranslateError, TranslateRequest};

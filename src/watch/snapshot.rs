@@ -32,7 +32,7 @@ pub struct GroupAge {
 #[non_exhaustive]
 pub struct Snapshot {
     /// Everything written to the checkpoints topics before this moment is in the map; `None`
-    /// until the first full read is done. See the [module docs](self#freshness).
+    /// until the first full read is done. See the [module docs](crate::watch#freshness).
     pub as_of: Option<SystemTime>,
     /// When the snapshot was taken.
     pub taken_at: SystemTime,

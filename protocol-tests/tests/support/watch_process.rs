@@ -43,24 +43,8 @@ pub fn start(args: &[&str]) -> WatchProcess {
         .spawn()
         .expect("start mm2-offsets watch");
     let mut stderr = BufReader::new(child.stderr.take().expect("piped stderr"));
-    // The line that says where it listens (a warning may come first: no heartbeats topic).
-    let mut line = String::new();
-    let mut before = String::new();
-    while !line.contains("http://") {
-        before.push_str(&line);
-        line.clear();
-        let n = stderr
-            .read_line(&mut line)
-            .expect("read the watcher's stderr");
-        assert!(n > 0, "watch exited before listening:\n{before}");
-    }
-    let address = line
-        .split("http://")
-        .nth(1)
-        .and_then(|rest| rest.split('/').next())
-        .unwrap_or_else(|| panic!("watch did not say where it listens: {line:?}"))
-        .to_string();
-    let log = Arc::new(Mutex::new(before + &line));
+    let (address, read) = listen_address(&mut stderr, "http");
+    let log = Arc::new(Mutex::new(read));
     // Drained on a thread of its own, so the watcher never blocks on a full pipe.
     let sink = log.clone();
     let drain = std::thread::spawn(move || {
@@ -79,5 +63,28 @@ pub fn start(args: &[&str]) -> WatchProcess {
         address,
         log,
         drain: Some(drain),
+    }
+}
+
+/// Reads a starting watcher's stderr up to the line that says it listens on `scheme://ADDRESS/`:
+/// `ADDRESS`, and every line read (warnings may come first, e.g. when the target has no
+/// heartbeats topic, as on a freshly started broker). Fails when stderr ends first.
+pub fn listen_address(stderr: &mut impl BufRead, scheme: &str) -> (String, String) {
+    let marker = format!("{scheme}://");
+    let mut read = String::new();
+    loop {
+        let mut line = String::new();
+        let n = stderr
+            .read_line(&mut line)
+            .expect("read the watcher's stderr");
+        assert!(
+            n > 0,
+            "watch exited before saying it listens on {marker}:\n{read}"
+        );
+        read.push_str(&line);
+        if let Some(rest) = line.split(&marker).nth(1) {
+            let address = rest.split('/').next().unwrap_or_default().to_string();
+            return (address, read);
+        }
     }
 }

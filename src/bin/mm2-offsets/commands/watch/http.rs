@@ -194,7 +194,7 @@ impl App {
                 },
                 None => json_error(
                     StatusCode::NOT_FOUND,
-                    "not found: /metrics, /offsets, /offsets/GROUP, /healthz, /readyz",
+                    "not found: /metrics, /offsets, /offsets/GROUP, /precise/offsets, /healthz, /readyz",
                 ),
             },
         }
