@@ -50,11 +50,22 @@ async fn run(
     regex: &str,
 ) -> Result<bool, Box<dyn std::error::Error>> {
     let deadline = Deadline::after(Duration::from_secs(600));
-    let client = MirrorClient::connect(
-        ClientConfig::plaintext([bootstrap]),
-        ReplicationPolicy::default(),
-    )
-    .await?;
+    let knob = |name: &str, default: usize| -> Result<usize, Box<dyn std::error::Error>> {
+        match std::env::var(name) {
+            Ok(v) => Ok(v.parse::<usize>().map_err(|e| format!("{name}={v}: {e}"))?),
+            Err(_) => Ok(default),
+        }
+    };
+    let mut config = ClientConfig::plaintext([bootstrap]);
+    config.connections_per_broker = knob("MM2O_BENCH_LANES", config.connections_per_broker)?;
+    let commit_options = CommitOptions {
+        in_flight_per_coordinator: knob(
+            "MM2O_BENCH_IN_FLIGHT",
+            CommitOptions::default().in_flight_per_coordinator,
+        )?,
+        ..CommitOptions::default()
+    };
+    let client = MirrorClient::connect(config, ReplicationPolicy::default()).await?;
     let started = Instant::now();
     let mut request = TranslateRequest::new(source.to_string(), GroupSelector::patterns([regex])?);
     request.timeout = deadline.remaining();
@@ -76,12 +87,7 @@ async fn run(
     let committing = Instant::now();
     let results = client
         .kafka()
-        .commit_offsets(
-            &commits,
-            &Coordinators::new(),
-            &CommitOptions::default(),
-            &deadline,
-        )
+        .commit_offsets(&commits, &Coordinators::new(), &commit_options, &deadline)
         .await;
     let committed = committing.elapsed();
     let failed: usize = results

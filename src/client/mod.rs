@@ -72,6 +72,7 @@ mod pool;
 pub(crate) mod retry;
 
 pub use crate::wire::error_name;
+pub(crate) use batch::common_failure;
 pub use batch::{Coordinators, GroupResults, found_coordinators};
 pub use cluster::{IsolationLevel, KafkaClient, OffsetSpec};
 pub use commit::{CommitCodes, CommitOptions};

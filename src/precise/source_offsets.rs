@@ -15,7 +15,8 @@ use serde::Serialize;
 
 use super::{PreciseTranslation, UpstreamTopics};
 use crate::client::{
-    ClientError, CommittedOffset, Deadline, GroupCoordinator, GroupOffsets, KafkaClient,
+    ClientError, CommittedOffset, Deadline, GroupOffsets, KafkaClient, PartitionsWanted,
+    common_failure, found_coordinators,
 };
 use crate::mm2::ReplicationPolicy;
 use crate::mm2::sync_index::{PreciseOffset, Rule, SyncIndex, TopicSyncs};
@@ -131,7 +132,9 @@ impl MirrorClient {
 /// Each group's committed offsets on the source, or why they could not be read.
 pub(crate) type SourceOffsets = BTreeMap<String, Result<GroupOffsets, String>>;
 
-/// OffsetFetch for every group, batched per coordinator.
+/// OffsetFetch for every group, batched per coordinator, every coordinator at once (groups that
+/// moved or are loading are asked again alone). `Err` when the cluster could not be asked at all:
+/// no coordinator lookup, or one failure no group could get past (authentication, TLS).
 pub(crate) async fn fetch_source_offsets(
     client: &KafkaClient,
     groups: &[String],
@@ -139,29 +142,24 @@ pub(crate) async fn fetch_source_offsets(
 ) -> Result<SourceOffsets, ClientError> {
     let mut out = SourceOffsets::new();
     let coordinators = client.find_group_coordinators(groups, deadline).await?;
-    let mut by_coordinator: BTreeMap<(i32, String), (GroupCoordinator, Vec<String>)> =
-        BTreeMap::new();
+    let known = found_coordinators(&coordinators);
+    let mut wanted: BTreeMap<String, PartitionsWanted> = BTreeMap::new();
     for (group, answer) in coordinators {
         match answer {
-            Ok(c) => {
-                by_coordinator
-                    .entry((c.node_id, c.address.clone()))
-                    .or_insert_with(|| (c, Vec::new()))
-                    .1
-                    .push(group);
+            Ok(_) => {
+                wanted.insert(group, PartitionsWanted::All);
             }
             Err(e) => {
                 out.insert(group, Err(e.to_string()));
             }
         }
     }
-    for (coordinator, groups) in by_coordinator.into_values() {
-        for (group, answer) in client
-            .fetch_group_offsets(&coordinator, &groups, deadline)
-            .await?
-        {
-            out.insert(group, answer.map_err(|e| e.to_string()));
-        }
+    let fetched = client.fetch_offsets(&wanted, &known, deadline).await;
+    if let Some(failure) = common_failure(&fetched) {
+        return Err(failure);
+    }
+    for (group, answer) in fetched {
+        out.insert(group, answer.map_err(|e| e.to_string()));
     }
     Ok(out)
 }
