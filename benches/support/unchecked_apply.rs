@@ -11,8 +11,9 @@
 //! target/release/examples/bench_unchecked_apply BOOTSTRAP SOURCE_ALIAS GROUP_REGEX
 //! ```
 //!
-//! `MM2O_BENCH_LANES` (connections per broker, 4) and `MM2O_BENCH_IN_FLIGHT` (commits in flight
-//! per coordinator, 8) change the commit pipeline, to explore it.
+//! The commits go as `apply --execute` sends them: `MM2O_BENCH_IN_FLIGHT` (commits in flight per
+//! coordinator, default apply's 16) and `MM2O_BENCH_LANES` (connections per broker, default one
+//! per commit in flight plus the reads' one) change the pipeline, to explore it.
 //!
 //! Prints one JSON line: `{"groups":N,"partitions":P,"translate_ms":..,"commit_ms":..,"failed":F}`;
 //! exits 1 when any partition was not committed.
@@ -56,13 +57,16 @@ async fn run(
             Err(_) => Ok(default),
         }
     };
+    // By default the commit pipeline of `apply --execute`: its window per coordinator, one
+    // connection per commit in flight besides the reads' (the checks are what this row drops).
+    let in_flight = knob(
+        "MM2O_BENCH_IN_FLIGHT",
+        mm2_offsets::apply::ApplyOptions::default().concurrency,
+    )?;
     let mut config = ClientConfig::plaintext([bootstrap]);
-    config.connections_per_broker = knob("MM2O_BENCH_LANES", config.connections_per_broker)?;
+    config.connections_per_broker = knob("MM2O_BENCH_LANES", in_flight + 1)?;
     let commit_options = CommitOptions {
-        in_flight_per_coordinator: knob(
-            "MM2O_BENCH_IN_FLIGHT",
-            CommitOptions::default().in_flight_per_coordinator,
-        )?,
+        in_flight_per_coordinator: in_flight,
         ..CommitOptions::default()
     };
     let client = MirrorClient::connect(config, ReplicationPolicy::default()).await?;
