@@ -549,7 +549,7 @@ async fn undo_wave(
     }
     // The deletes: a group whose commit went out (or that had none to send) finishes its
     // writes; one with nothing sent yet is not written once an outcome is unknown.
-    let deletes: Vec<(&str, Vec<(String, i32)>)> = results
+    let deletes: Vec<(String, Vec<(String, i32)>)> = results
         .iter_mut()
         .filter(|r| r.skipped.is_none())
         .filter_map(|r| {
@@ -567,17 +567,17 @@ async fn undo_wave(
                 r.partitions.clear();
                 return None;
             }
-            Some((r.group.as_str(), delete))
+            Some((r.group.clone(), delete))
         })
         .collect();
     let deleted: Vec<(String, Codes)> = futures::stream::iter(deletes)
         .map(|(group, delete)| async move {
             let mut out = Codes::new();
-            let Some(coordinator) = known.get(group) else {
-                return (group.to_string(), out);
+            let Some(coordinator) = known.get(&group) else {
+                return (group, out);
             };
             match client
-                .delete_group_offsets(coordinator, group, &delete, deadline)
+                .delete_group_offsets(coordinator, &group, &delete, deadline)
                 .await
             {
                 Ok(answer) => out.extend(answer.into_iter().map(|(k, c)| (k, Ok(c)))),
@@ -590,7 +590,7 @@ async fn undo_wave(
                     out.extend(delete.iter().map(|k| (k.clone(), Err(why.clone()))));
                 }
             }
-            (group.to_string(), out)
+            (group, out)
         })
         .buffer_unordered(options.concurrency.max(1))
         .collect()

@@ -343,3 +343,22 @@ async fn an_undo_reads_and_writes_in_batches_and_restores_every_group() {
     assert_eq!(cluster.asked(ApiKey::OffsetFetch).len() - fetches, 2);
     assert_eq!(cluster.served(ApiKey::OffsetCommit) - commits, 5);
 }
+
+/// Every future of `apply` is `Send`: an embedder can spawn it. Checked when this compiles.
+#[allow(dead_code)]
+fn every_apply_future_is_send(
+    client: &KafkaClient,
+    planned: &ApplyPlan,
+    translation: &Translation,
+    undo: &super::undo::UndoPlan,
+) {
+    fn send<T: Send>(_: T) {}
+    let d = deadline();
+    let o = ApplyOptions::default();
+    send(plan(client, translation, &BTreeMap::new(), &o, 0, &d));
+    send(execute(client, planned, &o));
+    send(execute_with(client, planned, None, &o, &d));
+    send(recheck(client, planned, None, &o, &d));
+    send(read_before(client, planned, &d));
+    send(execute_undo(client, undo, &o, true, &d));
+}

@@ -410,10 +410,8 @@ impl ApplyLoop {
     /// resolves is finished first (it is bounded by the plan and commit budgets), so that its
     /// report says what it wrote. No error ends the loop.
     ///
-    /// Like [`apply::plan`] and [`apply::execute`], whose concurrent group streams rustc cannot
-    /// prove `Send` (a limitation of its higher-ranked lifetime checks), the future is not
-    /// `Send`: run it beside other work in one task (`tokio::join!`, `select!`, a `LocalSet`)
-    /// rather than with `tokio::spawn`.
+    /// The future is `Send` (as [`apply::plan`]'s and [`apply::execute_with`]'s are, now that
+    /// they batch instead of streaming one task per group): it may be spawned.
     pub async fn run(
         &self,
         watcher: &Watcher,

@@ -412,3 +412,12 @@ fn skips_are_counted_by_the_executors_typed_reason() {
         SkipReason::ChangedSincePlan
     );
 }
+
+/// The loop's futures are `Send` (apply's are): an embedder can spawn them. Checked when this
+/// compiles.
+#[allow(dead_code)]
+fn the_loop_is_send(apply: &ApplyLoop, watcher: &crate::watch::Watcher) {
+    fn send<T: Send>(_: T) {}
+    send(apply.tick(watcher));
+    send(apply.run(watcher, std::future::pending::<()>(), |_| {}));
+}

@@ -125,10 +125,28 @@ pub(crate) async fn run(args: ApplyArgs) -> Result<i32, Stop> {
     Ok(code)
 }
 
-/// Logs (`-v`) that a phase of the run is done, with the time spent since the run started.
+/// Logs (`-v`) that a phase of the run is done, with the time spent since the run started and,
+/// where the system says it, the process's peak memory so far.
 fn phase(done: &'static str, deadline: &Deadline) {
     let spent = deadline.budget().saturating_sub(deadline.remaining());
-    tracing::info!(elapsed_ms = spent.as_secs_f64() * 1000.0, "apply: {done}");
+    tracing::info!(
+        elapsed_ms = spent.as_secs_f64() * 1000.0,
+        peak_rss_kib = peak_rss_kib(),
+        "apply: {done}"
+    );
+}
+
+/// The process's peak resident memory so far (Linux's `VmHWM`), in KiB; 0 where unknown.
+fn peak_rss_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|status| {
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix("VmHWM:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        })
+        .unwrap_or(0)
 }
 
 /// Names the groups asked for by id that have no checkpoint; with --fail-on-missing-groups,
