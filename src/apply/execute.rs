@@ -286,22 +286,30 @@ pub(crate) async fn execute_in_waves(
         let started = std::time::Instant::now();
         let rechecked = match next.take() {
             Some(rechecked) => rechecked,
-            None => recheck_wave(client, wave, &context, &known, deadline).await,
+            None => Box::pin(recheck_wave(client, wave, &context, &known, deadline)).await,
         };
         let recheck_took = rechecked.took;
         // The next wave is re-read while this one commits (reads on their own connection, the
         // commits on theirs): still just before its own commits, one wave's commits earlier.
         let ahead = async {
             match waves.get(i + 1) {
-                Some(following) => {
-                    Some(recheck_wave(client, following, &context, &known, deadline).await)
-                }
+                Some(following) => Some(
+                    Box::pin(recheck_wave(client, following, &context, &known, deadline)).await,
+                ),
                 None => None,
             }
         };
+        // Boxed, as every concurrent pair of calls here: their states stay off the stack
+        // (a debug build's nested polls otherwise outgrow a 2 MiB thread stack).
         let (done, ahead) = futures::join!(
-            commit_wave(client, rechecked, &known, &commit_options, deadline),
-            ahead
+            Box::pin(commit_wave(
+                client,
+                rechecked,
+                &known,
+                &commit_options,
+                deadline
+            )),
+            Box::pin(ahead)
         );
         next = ahead;
         unknown |= done.unknown;

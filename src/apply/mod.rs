@@ -336,11 +336,12 @@ pub async fn plan(
         Ok::<_, ClientError>(ages)
     };
     let started = std::time::Instant::now();
+    // Boxed: their states stay off the stack (see `execute`).
     let (cluster_id, logs, coordinators, heartbeat_age_ms) = futures::try_join!(
-        client.cluster_id(deadline),
-        read::target_logs(client, &topics, deadline),
-        client.find_group_coordinators(&groups, deadline),
-        heartbeats,
+        Box::pin(client.cluster_id(deadline)),
+        Box::pin(read::target_logs(client, &topics, deadline)),
+        Box::pin(client.find_group_coordinators(&groups, deadline)),
+        Box::pin(heartbeats),
     )?;
     let kinds = read::non_consumer_groups(client, &coordinators, deadline).await;
     // A share or streams group is refused before anything else is asked of it.

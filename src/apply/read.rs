@@ -166,9 +166,10 @@ pub(crate) async fn read_groups(
     deadline: &Deadline,
 ) -> BTreeMap<String, GroupRead> {
     let ids: Vec<String> = wanted.keys().cloned().collect();
+    // Boxed: their states stay off the stack (see `execute`).
     let (mut described, mut fetched) = futures::join!(
-        client.describe_groups(&ids, known, deadline),
-        client.fetch_offsets(wanted, known, deadline),
+        Box::pin(client.describe_groups(&ids, known, deadline)),
+        Box::pin(client.fetch_offsets(wanted, known, deadline)),
     );
     ids.into_iter()
         .map(|group| {

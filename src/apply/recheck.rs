@@ -276,10 +276,11 @@ pub(crate) async fn fresh_groups(
             (g.group.clone(), partitions_of(partitions))
         })
         .collect();
+    // Boxed: their states stay off the stack (see `execute`).
     let (logs, reads) = futures::join!(
-        target_logs(client, &topics, deadline),
+        Box::pin(target_logs(client, &topics, deadline)),
         // Which topics Metadata denies is known once both answered: the reads are checked below.
-        read_groups(client, &wanted, known, deadline),
+        Box::pin(read_groups(client, &wanted, known, deadline)),
     );
     let logs = match logs {
         Ok(logs) => logs,
