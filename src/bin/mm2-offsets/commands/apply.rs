@@ -108,10 +108,7 @@ pub(crate) async fn run(args: ApplyArgs) -> Result<i32, Stop> {
     let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
     let written = match args.translate.output {
         OutputFormat::Json => {
-            let doc = serde_json::json!({ "schema_version": apply::PLAN_SCHEMA_VERSION, "executed": args.execute, "plan": &plan, "result": &report });
-            serde_json::to_writer_pretty(&mut out, &doc)
-                .map_err(std::io::Error::other)
-                .and_then(|_| writeln!(out))
+            crate::answer_json::write_answer(&mut out, args.execute, &plan, report.as_ref())
         }
         _ => write_table(&mut out, &plan, report.as_ref()),
     };
