@@ -26,7 +26,7 @@
 #
 # Environment (defaults in brackets):
 #   BOOTSTRAP      host:port of the broker's PLAINTEXT listener (required), e.g. k4's
-#   SIZES          shapes, GROUPSxPARTITIONS ["500x20 5000x4 20000x2"]
+#   SIZES          shapes, GROUPSxPARTITIONS ["500x20 5000x4 10000x4 20000x2"]
 #   RUNS           timed runs per reader; the median is reported [3]
 #   LOOP_SAMPLE    groups timed through kafka-consumer-groups.sh per shape [10]
 #   TIMEOUT        --timeout of apply, and the Java calls' timeout [600s]
@@ -40,7 +40,7 @@
 # Needs: bash, python3, java 17+ with javac, GNU /usr/bin/time, the harness (protocol-tests/harness).
 # RUN IT ON A BROKER OF ITS OWN (MM2O_KAFKA_JVM_OPTS=-Xmx2g protocol-tests/harness/kafka.sh start
 # bench 4.4.0; stop it with kafka.sh stop bench), never on the
-# shared harness: it creates 3 x RUNS x GROUPS consumer groups per shape (about 230,000 with the
+# shared harness: it creates 3 x RUNS x GROUPS consumer groups per shape (about 320,000 with the
 # defaults), which the group coordinator keeps in the broker's heap; on 2026-12-01 the shared k4
 # (512 MiB heap) died of OutOfMemoryError during these runs.
 # Example (one command, all shapes):
@@ -51,7 +51,7 @@ set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo="$(cd "$here/.." && pwd)"
 : "${BOOTSTRAP:?set BOOTSTRAP to the broker PLAINTEXT address, e.g. 127.0.0.1:9092}"
-read -r -a SHAPES <<<"${SIZES:-500x20 5000x4 20000x2}"
+read -r -a SHAPES <<<"${SIZES:-500x20 5000x4 10000x4 20000x2}"
 RUNS="${RUNS:-3}"
 LOOP_SAMPLE="${LOOP_SAMPLE:-10}"
 TIMEOUT="${TIMEOUT:-600s}"

@@ -141,9 +141,15 @@ fn futures_are_send(
         deadline,
     ));
     send(apply::execute(kafka, plan, options));
-    send(apply::execute_with(kafka, plan, Some(translation), options));
+    send(apply::execute_with(
+        kafka,
+        plan,
+        Some(translation),
+        options,
+        deadline,
+    ));
     send(mirror.plan_apply(translation, options, deadline));
-    send(undo::read_before(kafka, plan, options));
+    send(undo::read_before(kafka, plan, deadline));
 
     // client
     send(KafkaClient::connect(ClientConfig::default()));
@@ -240,12 +246,8 @@ fn futures_are_send(
     send(syncs_watcher.stop());
 }
 
-/// Not `Send` yet: each maps the plan's groups to futures lazily inside `stream::iter` before
-/// `.buffered()`, whose closure the compiler cannot prove general over lifetimes
-/// (rust-lang/rust#102211). The fix is in `src/apply/` (collect the futures into a `Vec` first,
-/// as `execute` does; one line in `recheck.rs` and one in `undo.rs`), which another branch is
-/// rewriting: turn this check on (remove the `cfg`) when that branch lands.
-#[cfg(any())]
+/// The batched re-check and undo: each holds its waves' calls across awaits, and must stay `Send`
+/// so that an embedder can run a failover in a task of its own.
 fn apply_futures_are_send(
     kafka: &KafkaClient,
     translation: &Translation,
@@ -261,7 +263,9 @@ fn apply_futures_are_send(
         options,
         deadline,
     ));
-    send(undo::execute_undo(kafka, undo_plan, options, false));
+    send(undo::execute_undo(
+        kafka, undo_plan, options, false, deadline,
+    ));
 }
 
 /// The wire layer's, an unstable surface public only with the `unstable-wire` feature.

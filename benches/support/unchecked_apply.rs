@@ -11,8 +11,9 @@
 //! target/release/examples/bench_unchecked_apply BOOTSTRAP SOURCE_ALIAS GROUP_REGEX
 //! ```
 //!
-//! `MM2O_BENCH_LANES` (connections per broker, 4) and `MM2O_BENCH_IN_FLIGHT` (commits in flight
-//! per coordinator, 8) change the commit pipeline, to explore it.
+//! The commits go as `apply --execute` sends them: `MM2O_BENCH_IN_FLIGHT` (commits in flight per
+//! coordinator, default apply's 16) and `MM2O_BENCH_LANES` (connections per broker, default one
+//! per commit in flight plus the reads' one) change the pipeline, to explore it.
 //!
 //! Prints one JSON line: `{"groups":N,"partitions":P,"translate_ms":..,"commit_ms":..,"failed":F}`;
 //! exits 1 when any partition was not committed.
@@ -50,11 +51,25 @@ async fn run(
     regex: &str,
 ) -> Result<bool, Box<dyn std::error::Error>> {
     let deadline = Deadline::after(Duration::from_secs(600));
-    let client = MirrorClient::connect(
-        ClientConfig::plaintext([bootstrap]),
-        ReplicationPolicy::default(),
-    )
-    .await?;
+    let knob = |name: &str, default: usize| -> Result<usize, Box<dyn std::error::Error>> {
+        match std::env::var(name) {
+            Ok(v) => Ok(v.parse::<usize>().map_err(|e| format!("{name}={v}: {e}"))?),
+            Err(_) => Ok(default),
+        }
+    };
+    // By default the commit pipeline of `apply --execute`: its window per coordinator, one
+    // connection per commit in flight besides the reads' (the checks are what this row drops).
+    let in_flight = knob(
+        "MM2O_BENCH_IN_FLIGHT",
+        mm2_offsets::apply::ApplyOptions::default().concurrency,
+    )?;
+    let mut config = ClientConfig::plaintext([bootstrap]);
+    config.connections_per_broker = knob("MM2O_BENCH_LANES", in_flight + 1)?;
+    let commit_options = CommitOptions {
+        in_flight_per_coordinator: in_flight,
+        ..CommitOptions::default()
+    };
+    let client = MirrorClient::connect(config, ReplicationPolicy::default()).await?;
     let started = Instant::now();
     let mut request = TranslateRequest::new(source.to_string(), GroupSelector::patterns([regex])?);
     request.timeout = deadline.remaining();
@@ -72,12 +87,7 @@ async fn run(
     let committing = Instant::now();
     let results = client
         .kafka()
-        .commit_offsets(
-            &commits,
-            &Coordinators::new(),
-            &CommitOptions::default(),
-            &deadline,
-        )
+        .commit_offsets(&commits, &Coordinators::new(), &commit_options, &deadline)
         .await;
     let committed = committing.elapsed();
     let failed: usize = results

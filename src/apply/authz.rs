@@ -52,20 +52,30 @@ pub(crate) fn topic_denied(request: &str, topic: &str) -> String {
 }
 
 /// A group call's failure for the operator: the missing permission when the authorizer
-/// refused it, else the error itself.
+/// refused it, else the error itself. The refusal may come straight from the broker, through a
+/// batched request shared by many groups ([`ClientError::Shared`]), or as the last failure
+/// before a deadline: [`ClientError::broker_code`] sees through both.
 pub(crate) fn explain(error: &GroupCallError) -> String {
-    match error.source.as_ref() {
-        ClientError::Broker { request, code, .. } if *code == GROUP_AUTHORIZATION_FAILED => {
-            group_denied(request, &error.group)
-        }
-        ClientError::Broker { request, code, .. } if *code == TOPIC_AUTHORIZATION_FAILED => {
-            format!(
-                "TOPIC_AUTHORIZATION_FAILED: the principal lacks DESCRIBE on a topic of group {:?} \
-                 ({request} needs it); grant DESCRIBE and READ on the group's topics, then run apply again",
-                error.group
-            )
-        }
+    match (error.source.broker_code(), request_of(&error.source)) {
+        (Some(GROUP_AUTHORIZATION_FAILED), Some(request)) => group_denied(request, &error.group),
+        (Some(TOPIC_AUTHORIZATION_FAILED), Some(request)) => format!(
+            "TOPIC_AUTHORIZATION_FAILED: the principal lacks DESCRIBE on a topic of group {:?} \
+             ({request} needs it); grant DESCRIBE and READ on the group's topics, then run apply again",
+            error.group
+        ),
         _ => error.to_string(),
+    }
+}
+
+/// The request a broker's error code answered, wherever [`ClientError::broker_code`] found it.
+fn request_of(error: &ClientError) -> Option<&'static str> {
+    match error {
+        ClientError::Broker { request, .. } => Some(request),
+        ClientError::Shared(inner) => request_of(inner),
+        ClientError::DeadlineExceeded {
+            last: Some(last), ..
+        } => request_of(last),
+        _ => None,
     }
 }
 
@@ -94,6 +104,20 @@ mod tests {
         );
         assert!(topic_denied("OffsetCommit", "t").contains("lacks READ on Topic \"t\""));
         assert!(topic_denied("Metadata", "t").contains("lacks DESCRIBE on Topic \"t\""));
+    }
+
+    #[test]
+    fn a_refusal_shared_by_a_batched_request_is_explained_too() {
+        let inner = ClientError::broker("OffsetFetch", "group", "b:9092", 30);
+        let shared = GroupCallError {
+            group: "payments".into(),
+            source: Box::new(ClientError::Shared(std::sync::Arc::new(inner))),
+        };
+        let words = explain(&shared);
+        assert!(
+            words.contains("lacks DESCRIBE on Group \"payments\" (OffsetFetch needs it)"),
+            "{words}"
+        );
     }
 
     #[test]

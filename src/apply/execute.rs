@@ -1,18 +1,21 @@
-//! Executing a plan: re-derive, commit what both the plan and the target allow, read back, one
-//! group at a time per task.
+//! Executing a plan: re-derive, commit what both the plan and the target allow, read back, in
+//! waves of groups, each step one batched call.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::collections::BTreeMap;
 
-use futures::StreamExt;
 use serde::Serialize;
 
 use super::authz::{self, GROUP_AUTHORIZATION_FAILED, TOPIC_AUTHORIZATION_FAILED};
-use super::recheck::{Context, fresh_group, moved_offsets, other_cluster};
+use super::read::{non_consumer_groups, partitions_of};
+use super::recheck::{Context, Fresh, fresh_groups, moved_offsets, other_cluster};
 use super::{
     ApplyOptions, ApplyPlan, Change, GroupError, GroupPlan, GroupRefusal, GroupStatus,
-    PartitionPlan, SkipReason, Verdict, non_consumer_groups, refusal,
+    PartitionPlan, SkipReason, Verdict, refusal,
 };
-use crate::client::{Deadline, ErrorCode, GroupCoordinator, KafkaClient, OffsetToCommit};
+use crate::client::{
+    CommitCodes, CommitOptions, Coordinators, Deadline, ErrorCode, GroupCallError, GroupOffsets,
+    GroupResults, KafkaClient, OffsetToCommit, PartitionsWanted, found_coordinators,
+};
 use crate::translate::Translation;
 
 /// UNKNOWN_MEMBER_ID: on an admin commit, the group has (gained) members.
@@ -138,36 +141,62 @@ impl ApplyReport {
 
 /// Commits `plan`'s `commit` partitions of its ready groups, where the target still allows it.
 ///
-/// [`execute_with`] without checkpoints read again: each partition's offset and checkpoint age
-/// are the plan's claims, everything else is read from the target just before the commit.
+/// [`execute_with`] without checkpoints read again, within `options.timeout`: each partition's
+/// offset and checkpoint age are the plan's claims, everything else is read from the target just
+/// before the commit.
 pub async fn execute(
     client: &KafkaClient,
     plan: &ApplyPlan,
     options: &ApplyOptions,
 ) -> ApplyReport {
-    execute_with(client, plan, None, options).await
+    let deadline = Deadline::after(options.timeout);
+    execute_with(client, plan, None, options, &deadline).await
 }
 
-/// Commits `plan`'s `commit` partitions of its ready groups, where the target still allows it.
+/// Groups re-checked, then committed, then read back together. The re-check reads a wave's
+/// groups and topics in a few batched requests just before the wave's commits, so that what it
+/// saw is at most one wave's commits old (a fraction of a second on one broker), never the
+/// run's; and it keeps each batched request far below the request size limits.
+pub(crate) const WAVE: usize = 500;
+
+/// Commits `plan`'s `commit` partitions of its ready groups, where the target still allows it,
+/// all within `deadline`.
 ///
-/// First the cluster: a plan made for another cluster (or naming none) is refused whole. Then,
-/// for each group, just before its commit: a fresh coordinator lookup; a re-read of the group
-/// (still without members, committed offsets those the plan saw, else the group is skipped and
-/// named), of its topics' logs and ids, and of `checkpoints` when given (the checkpoints read
-/// again from the plan's sources); every partition's verdict derived again with the stricter of
-/// the plan's rules and `options.rules` (see [`recheck`](super::recheck)); one admin
-/// OffsetCommit for the partitions both the plan and the fresh derivation commit, at the same
-/// offset; an OffsetFetch to read them back. A partition the re-check refuses is not sent and
-/// its row names both views. Groups run concurrently up to `options.concurrency`. Once a
-/// commit's answer is lost (its state unknown), no further commit is started.
+/// First the cluster: a plan made for another cluster (or naming none) is refused whole. Then
+/// one batched coordinator lookup and one ListGroups per coordinator (a group that became a
+/// share or streams group is not written). Then, wave after wave of 500 groups, just
+/// before the wave's commits: a re-read of its groups (still without members, committed offsets
+/// those the plan saw, else the group is skipped and named), of its topics' logs and ids, and of
+/// `checkpoints` when given (the checkpoints read again from the plan's sources); every
+/// partition's verdict derived again with the stricter of the plan's rules and `options.rules`
+/// (see [`recheck`](super::recheck)); one admin OffsetCommit per group for the partitions both
+/// the plan and the fresh derivation commit, at the same offset, `options.concurrency` in
+/// flight per coordinator; one batched OffsetFetch to read them back. A partition the re-check
+/// refuses is not sent and its row names both views. Once a commit's outcome is unknown (its
+/// answer lost, or a partition's), no further commit is started: groups already sent finish,
+/// the others are reported not written.
+///
+/// Reads stop at `deadline` (those groups are errors, nothing written); no commit starts after
+/// it, and a commit already sent waits for its answer.
 pub async fn execute_with(
     client: &KafkaClient,
     plan: &ApplyPlan,
     checkpoints: Option<&Translation>,
     options: &ApplyOptions,
+    deadline: &Deadline,
 ) -> ApplyReport {
-    let unknown = AtomicBool::new(false);
-    let deadline = Deadline::after(options.timeout);
+    execute_in_waves(client, plan, checkpoints, options, deadline, WAVE).await
+}
+
+/// [`execute_with`] in waves of `wave` groups.
+pub(crate) async fn execute_in_waves(
+    client: &KafkaClient,
+    plan: &ApplyPlan,
+    checkpoints: Option<&Translation>,
+    options: &ApplyOptions,
+    deadline: &Deadline,
+    wave: usize,
+) -> ApplyReport {
     let context = Context::new(plan, checkpoints, options);
     let writable: Vec<String> = plan
         .groups
@@ -179,21 +208,21 @@ pub async fn execute_with(
     let cluster = if writable.is_empty() {
         Ok(None)
     } else {
-        match client.cluster_id(&deadline).await {
+        match client.cluster_id(deadline).await {
             Ok(found) => Ok(other_cluster(plan, &found)),
             Err(e) => Err(e.to_string()),
         }
     };
     let coordinators = match &cluster {
         Ok(None) if !writable.is_empty() => {
-            client.find_group_coordinators(&writable, &deadline).await
+            client.find_group_coordinators(&writable, deadline).await
         }
         _ => Ok(Default::default()),
     };
     // Re-checked like members and offsets: a group that became a share or streams group since
     // the plan is not written.
     let kinds = match &coordinators {
-        Ok(map) => non_consumer_groups(client, map, &deadline).await,
+        Ok(map) => non_consumer_groups(client, map, deadline).await,
         Err(_) => Default::default(),
     };
     // What every writable group gets when the cluster is not the plan's (or cannot be asked).
@@ -205,125 +234,353 @@ pub async fn execute_with(
             false,
         )),
     };
-    let context = &context;
-    let groups = futures::stream::iter(
-        plan.groups
-            .iter()
-            .map(|g| {
-                let unknown = &unknown;
-                let coordinator = match &coordinators {
-                    Ok(map) => map
-                        .get(&g.group)
-                        .map(|r| r.as_ref().map_err(authz::explain)),
-                    Err(e) => Some(Err(e.to_string())),
-                };
-                let kind = kinds.get(&g.group);
-                let blocked = blocked.as_ref();
-                let deadline = &deadline;
-                async move {
-                    let (outcome, partitions) =
-                        match (&g.status, g.to_commit().next(), kind, coordinator) {
-                            (GroupStatus::Refused { reason }, _, _, _) => {
-                                (skipped(SkipReason::Refused(reason.clone())), vec![])
-                            }
-                            // The target could not be asked about the group when planned: an error, not a
-                            // refusal (authorization, coordinator), and nothing is written.
-                            (GroupStatus::Error { message }, _, _, _) => {
-                                (error(message.clone(), false), vec![])
-                            }
-                            (GroupStatus::Ready, None, _, _) => (GroupOutcome::NothingToDo, vec![]),
-                            // Another cluster, or one whose id could not be read: nothing is written.
-                            (GroupStatus::Ready, Some(_), _, _) if blocked.is_some() => (
-                                blocked.cloned().unwrap_or(GroupOutcome::NothingToDo),
-                                vec![],
-                            ),
-                            (GroupStatus::Ready, Some(_), Some(Ok(group_type)), _) => (
-                                changed(Change::Refused(GroupRefusal::NotConsumerGroup {
-                                    group_type: group_type.clone(),
-                                })),
-                                vec![],
-                            ),
-                            (GroupStatus::Ready, Some(_), Some(Err(message)), _) => (
-                                error(GroupError::KindUnknown(message.clone()), false),
-                                vec![],
-                            ),
-                            (GroupStatus::Ready, Some(_), None, Some(Ok(c))) => {
-                                apply_group(client, c, g, context, unknown, deadline).await
-                            }
-                            (GroupStatus::Ready, Some(_), None, Some(Err(message))) => {
-                                (error(GroupError::Unreadable(message), false), vec![])
-                            }
-                            (GroupStatus::Ready, Some(_), None, None) => (
-                                error(
-                                    GroupError::NoCoordinator(
-                                        "no coordinator answer for the group".into(),
-                                    ),
-                                    false,
-                                ),
-                                vec![],
-                            ),
-                        };
-                    GroupResult {
-                        group: g.group.clone(),
-                        outcome,
-                        partitions,
-                    }
-                }
-            })
-            // Collected first (rust-lang/rust#102211): see `plan`.
-            .collect::<Vec<_>>(),
-    )
-    .buffered(options.concurrency.max(1))
-    .collect()
-    .await;
+    let known = match &coordinators {
+        Ok(map) => found_coordinators(map),
+        Err(_) => Coordinators::new(),
+    };
+    let listed = plan.groups.iter().fold(BTreeMap::new(), |mut n, g| {
+        *n.entry(g.group.as_str()).or_insert(0usize) += 1;
+        n
+    });
+    // Each group's outcome decided before any re-read, or the group to write.
+    let mut decided: Vec<Option<Outcome>> = Vec::with_capacity(plan.groups.len());
+    let mut ready: Vec<&GroupPlan> = Vec::new();
+    for g in &plan.groups {
+        let coordinator = match &coordinators {
+            Ok(map) => map
+                .get(&g.group)
+                .map(|r| r.as_ref().map(|_| ()).map_err(authz::explain)),
+            Err(e) => Some(Err(e.to_string())),
+        };
+        let outcome = before_reading(g, blocked.as_ref(), kinds.get(&g.group), coordinator);
+        let outcome = match outcome {
+            None if listed.get(g.group.as_str()).copied().unwrap_or(0) > 1 => Some((
+                error(
+                    GroupError::NotWritten(format!(
+                        "the plan lists group {:?} more than once; plan again",
+                        g.group
+                    )),
+                    false,
+                ),
+                vec![],
+            )),
+            other => other,
+        };
+        if outcome.is_none() {
+            ready.push(g);
+        }
+        decided.push(outcome);
+    }
+    let commit_options = options.commit_options();
+    let mut written: BTreeMap<String, Outcome> = BTreeMap::new();
+    let mut unknown = false;
+    let waves: Vec<&[&GroupPlan]> = ready.chunks(wave.max(1)).collect();
+    let mut next: Option<Rechecked> = None;
+    for (i, wave) in waves.iter().enumerate() {
+        if unknown {
+            for g in *wave {
+                written.insert(g.group.clone(), halted());
+            }
+            continue;
+        }
+        let started = std::time::Instant::now();
+        let rechecked = match next.take() {
+            Some(rechecked) => rechecked,
+            None => Box::pin(recheck_wave(client, wave, &context, &known, deadline)).await,
+        };
+        let recheck_took = rechecked.took;
+        // The next wave is re-read while this one commits (reads on their own connection, the
+        // commits on theirs): still just before its own commits, one wave's commits earlier.
+        let ahead = async {
+            match waves.get(i + 1) {
+                Some(following) => Some(
+                    Box::pin(recheck_wave(client, following, &context, &known, deadline)).await,
+                ),
+                None => None,
+            }
+        };
+        // Boxed, as every concurrent pair of calls here: their states stay off the stack
+        // (a debug build's nested polls otherwise outgrow a 2 MiB thread stack).
+        let (done, ahead) = futures::join!(
+            Box::pin(commit_wave(
+                client,
+                rechecked,
+                &known,
+                &commit_options,
+                deadline
+            )),
+            Box::pin(ahead)
+        );
+        next = ahead;
+        unknown |= done.unknown;
+        tracing::debug!(
+            groups = wave.len(),
+            recheck = ?recheck_took,
+            commits = ?done.timings[0],
+            read_back = ?done.timings[1],
+            elapsed = ?started.elapsed(),
+            "apply execute: wave"
+        );
+        written.extend(done.outcomes);
+    }
+    let groups = plan
+        .groups
+        .iter()
+        .zip(decided)
+        .map(|(g, outcome)| {
+            let (outcome, partitions) = outcome
+                .or_else(|| written.remove(&g.group))
+                .unwrap_or_else(|| {
+                    (
+                        error(
+                            GroupError::NotWritten("the executor reached no outcome".into()),
+                            false,
+                        ),
+                        vec![],
+                    )
+                });
+            GroupResult {
+                group: g.group.clone(),
+                outcome,
+                partitions,
+            }
+        })
+        .collect();
     ApplyReport { groups }
 }
 
-fn skipped(reason: SkipReason) -> GroupOutcome {
-    GroupOutcome::Skipped { reason }
+/// A group's outcome and its partitions' rows.
+type Outcome = (GroupOutcome, Vec<PartitionResult>);
+
+/// The outcome of a group decided without reading it again: refused or failed when planned,
+/// nothing to write, another cluster, another kind of group, no coordinator. `None`: the group
+/// is to be re-checked and written.
+fn before_reading(
+    g: &GroupPlan,
+    blocked: Option<&GroupOutcome>,
+    kind: Option<&Result<String, String>>,
+    coordinator: Option<Result<(), String>>,
+) -> Option<Outcome> {
+    let outcome = match (&g.status, g.to_commit().next(), kind, coordinator) {
+        (GroupStatus::Refused { reason }, _, _, _) => skipped(SkipReason::Refused(reason.clone())),
+        // The target could not be asked about the group when planned: an error, not a
+        // refusal (authorization, coordinator), and nothing is written.
+        (GroupStatus::Error { message }, _, _, _) => error(message.clone(), false),
+        (GroupStatus::Ready, None, _, _) => GroupOutcome::NothingToDo,
+        // Another cluster, or one whose id could not be read: nothing is written.
+        (GroupStatus::Ready, Some(_), _, _) if blocked.is_some() => {
+            blocked.cloned().unwrap_or(GroupOutcome::NothingToDo)
+        }
+        (GroupStatus::Ready, Some(_), Some(Ok(group_type)), _) => {
+            changed(Change::Refused(GroupRefusal::NotConsumerGroup {
+                group_type: group_type.clone(),
+            }))
+        }
+        (GroupStatus::Ready, Some(_), Some(Err(message)), _) => {
+            error(GroupError::KindUnknown(message.clone()), false)
+        }
+        (GroupStatus::Ready, Some(_), None, Some(Ok(()))) => return None,
+        (GroupStatus::Ready, Some(_), None, Some(Err(message))) => {
+            error(GroupError::Unreadable(message), false)
+        }
+        (GroupStatus::Ready, Some(_), None, None) => error(
+            GroupError::NoCoordinator("no coordinator answer for the group".into()),
+            false,
+        ),
+    };
+    Some((outcome, vec![]))
 }
 
-fn changed(change: Change) -> GroupOutcome {
-    skipped(SkipReason::ChangedSincePlan(change))
+/// One wave re-checked: the outcomes of the groups that will not be written, and the groups
+/// that passed.
+struct Rechecked<'a> {
+    outcomes: BTreeMap<String, Outcome>,
+    passed: BTreeMap<&'a str, Passed<'a>>,
+    took: std::time::Duration,
 }
 
-fn error(message: GroupError, state_unknown: bool) -> GroupOutcome {
-    GroupOutcome::Error {
-        message,
-        state_unknown,
-    }
+/// What one wave did.
+struct Wave {
+    outcomes: BTreeMap<String, Outcome>,
+    /// Whether a commit's outcome is unknown: no later wave is written.
+    unknown: bool,
+    /// Commits, read-back.
+    timings: [std::time::Duration; 2],
 }
 
-async fn apply_group(
+/// One group of a wave that passed its re-check: the plan's partitions to commit, each with the
+/// committed offset the re-check saw, and the rows of the partitions the re-check refused.
+struct Passed<'a> {
+    to_commit: Vec<(&'a PartitionPlan, Option<i64>)>,
+    refused: Vec<PartitionResult>,
+}
+
+/// Re-checks `wave` in one batched read (members, offsets unchanged since the plan, then every
+/// partition derived again from the target as it is now).
+async fn recheck_wave<'a>(
     client: &KafkaClient,
-    coordinator: &GroupCoordinator,
-    plan: &GroupPlan,
+    wave: &[&'a GroupPlan],
     context: &Context,
-    unknown: &AtomicBool,
+    known: &Coordinators,
     deadline: &Deadline,
-) -> (GroupOutcome, Vec<PartitionResult>) {
-    if let Some(halted) = halted(unknown) {
-        return halted;
+) -> Rechecked<'a> {
+    let clock = std::time::Instant::now();
+    let mut outcomes: BTreeMap<String, Outcome> = BTreeMap::new();
+    let mut fresh = fresh_groups(client, wave, context, known, deadline).await;
+    let mut passed: BTreeMap<&str, Passed> = BTreeMap::new();
+    for plan in wave {
+        let read = fresh
+            .remove(&plan.group)
+            .unwrap_or_else(|| Err(GroupError::Unreadable("no answer for the group".into())));
+        match recheck_group(plan, read) {
+            Ok(p) => {
+                passed.insert(&plan.group, p);
+            }
+            Err(outcome) => {
+                outcomes.insert(plan.group.clone(), outcome);
+            }
+        }
     }
-    // Re-check just before writing: members, offsets unchanged since the plan, then every
-    // partition derived again from the target as it is now.
-    let (description, current, fresh) =
-        match fresh_group(client, coordinator, plan, context, deadline).await {
-            Ok(found) => found,
-            Err(message) => return (error(message, false), vec![]),
+    Rechecked {
+        outcomes,
+        passed,
+        took: clock.elapsed(),
+    }
+}
+
+/// Commits the groups of a re-checked wave and reads them back.
+async fn commit_wave(
+    client: &KafkaClient,
+    rechecked: Rechecked<'_>,
+    known: &Coordinators,
+    commit_options: &CommitOptions,
+    deadline: &Deadline,
+) -> Wave {
+    let clock = std::time::Instant::now();
+    let Rechecked {
+        mut outcomes,
+        passed,
+        ..
+    } = rechecked;
+    let commits: BTreeMap<String, Vec<OffsetToCommit>> = passed
+        .iter()
+        .map(|(group, p)| {
+            let offsets = p
+                .to_commit
+                .iter()
+                .map(|(p, _)| OffsetToCommit {
+                    topic: p.topic.clone(),
+                    partition: p.partition,
+                    offset: p.offset,
+                    metadata: Some(p.metadata.clone()),
+                })
+                .collect();
+            (group.to_string(), offsets)
+        })
+        .collect();
+    let mut answers = client
+        .commit_offsets(&commits, known, commit_options, deadline)
+        .await;
+    let committed = clock.elapsed();
+    let mut unknown = false;
+    // The groups whose commit the coordinator answered, read back below.
+    let mut answered: BTreeMap<&str, (Passed, CommitCodes)> = BTreeMap::new();
+    for (group, p) in passed {
+        let answer = answers.remove(group).unwrap_or_else(|| {
+            Err(GroupCallError {
+                group: group.to_string(),
+                source: Box::new(crate::client::ClientError::Protocol {
+                    broker: "the coordinator".into(),
+                    request: "OffsetCommit",
+                    problem: format!("no outcome for group {group:?}"),
+                }),
+            })
+        });
+        let outcome = match answer {
+            Ok(codes) if codes.values().any(|&c| c == UNKNOWN_MEMBER_ID) => {
+                (skipped(SkipReason::GainedMembers), vec![])
+            }
+            Ok(codes) => {
+                answered.insert(group, (p, codes));
+                continue;
+            }
+            // Only a commit whose answer was lost may have written; every other failure (a
+            // coordinator that kept refusing until the deadline, no connection) wrote nothing.
+            Err(e) if e.is_outcome_unknown() => {
+                unknown = true;
+                let why = format!("no answer from the coordinator ({e})");
+                let mut partitions: Vec<PartitionResult> = p
+                    .to_commit
+                    .iter()
+                    .map(|(p, before)| unknown_result(p, *before, &why))
+                    .collect();
+                partitions.extend(p.refused);
+                (
+                    error(GroupError::OutcomeUnknown(e.to_string()), true),
+                    partitions,
+                )
+            }
+            Err(e) if e.is_halted() => halted(),
+            Err(e) => (
+                error(GroupError::NotWritten(e.to_string()), false),
+                p.refused,
+            ),
         };
+        outcomes.insert(group.to_string(), outcome);
+    }
+    // Read back what the coordinator answered, in one batched OffsetFetch of those partitions.
+    let wanted: BTreeMap<String, PartitionsWanted> = answered
+        .iter()
+        .map(|(group, (p, _))| {
+            let partitions = p
+                .to_commit
+                .iter()
+                .map(|(p, _)| (p.topic.as_str(), p.partition));
+            (group.to_string(), partitions_of(partitions))
+        })
+        .collect();
+    let mut read_back = if wanted.is_empty() {
+        GroupResults::new()
+    } else {
+        client.fetch_offsets(&wanted, known, deadline).await
+    };
+    for (group, (p, codes)) in answered {
+        let read_back = read_back
+            .remove(group)
+            .and_then(Result::ok)
+            .unwrap_or_default();
+        let (outcome, partitions) = committed_rows(group, p, &codes, &read_back);
+        unknown |= matches!(
+            outcome,
+            GroupOutcome::Error {
+                state_unknown: true,
+                ..
+            }
+        );
+        outcomes.insert(group.to_string(), (outcome, partitions));
+    }
+    Wave {
+        outcomes,
+        unknown,
+        timings: [committed, clock.elapsed() - committed],
+    }
+}
+
+/// A group's re-check: the partitions to commit, or the outcome that writes nothing.
+fn recheck_group(plan: &GroupPlan, read: Result<Fresh, GroupError>) -> Result<Passed<'_>, Outcome> {
+    let (description, current, fresh) = read.map_err(|message| (error(message, false), vec![]))?;
     if let Some(reason) = refusal(&description) {
-        return (changed(Change::Refused(reason)), vec![]);
+        return Err((changed(Change::Refused(reason)), vec![]));
     }
     let moved = moved_offsets(plan, &current);
     if !moved.is_empty() {
-        return (changed(Change::OffsetsMoved(moved)), vec![]);
+        return Err((changed(Change::OffsetsMoved(moved)), vec![]));
     }
     // The plan's partitions to commit, each with its fresh derivation.
-    let planned: Vec<(&PartitionPlan, &PartitionPlan)> = plan
+    let planned: Vec<(&PartitionPlan, PartitionPlan)> = plan
         .partitions
         .iter()
-        .zip(&fresh)
+        .zip(fresh)
         .filter(|(p, _)| p.verdict.writes())
         .collect();
     let refused: Vec<PartitionResult> = planned
@@ -344,69 +601,38 @@ async fn apply_group(
             verdict: f.verdict,
         })
         .collect();
-    let to_commit: Vec<(&PartitionPlan, &PartitionPlan)> = planned
+    let to_commit: Vec<(&PartitionPlan, Option<i64>)> = planned
         .iter()
-        .copied()
         .filter(|(_, f)| f.verdict == Verdict::Commit)
+        .map(|(p, f)| (*p, f.current))
         .collect();
     if to_commit.is_empty() {
-        return (
+        return Err((
             changed(Change::EveryPartitionRefused(refused.len())),
             refused,
-        );
+        ));
     }
-    // The re-check took round trips: another group's commit may have been lost meanwhile.
-    if let Some(halted) = halted(unknown) {
-        return halted;
-    }
-    let offsets: Vec<OffsetToCommit> = to_commit
+    Ok(Passed { to_commit, refused })
+}
+
+/// The rows of a group whose commit the coordinator answered (`codes`), with what was read back.
+fn committed_rows(
+    group: &str,
+    p: Passed,
+    codes: &CommitCodes,
+    read_back: &GroupOffsets,
+) -> Outcome {
+    let mut partitions: Vec<PartitionResult> = p
+        .to_commit
         .iter()
-        .map(|(p, _)| OffsetToCommit {
-            topic: p.topic.clone(),
-            partition: p.partition,
-            offset: p.offset,
-            metadata: Some(p.metadata.clone()),
-        })
-        .collect();
-    let codes = match client
-        .commit_group_offsets(coordinator, &plan.group, &offsets, deadline)
-        .await
-    {
-        Ok(codes) => codes,
-        Err(e) => {
-            // Only a commit whose answer was lost may have written; every other failure
-            // (a coordinator that kept refusing until the deadline, no connection) wrote nothing.
-            if !e.is_outcome_unknown() {
-                return (error(GroupError::NotWritten(e.to_string()), false), refused);
-            }
-            unknown.store(true, Ordering::SeqCst);
-            let why = format!("no answer from the coordinator ({e})");
-            let mut partitions: Vec<PartitionResult> = to_commit
-                .iter()
-                .map(|(p, f)| unknown_result(p, f.current, &why))
-                .collect();
-            partitions.extend(refused);
-            return (
-                error(GroupError::OutcomeUnknown(e.to_string()), true),
-                partitions,
-            );
-        }
-    };
-    if codes.values().any(|&c| c == UNKNOWN_MEMBER_ID) {
-        return (skipped(SkipReason::GainedMembers), vec![]);
-    }
-    let read_back = client
-        .fetch_group_offsets(coordinator, std::slice::from_ref(&plan.group), deadline)
-        .await
-        .ok()
-        .and_then(|mut m| m.remove(&plan.group))
-        .and_then(Result::ok)
-        .unwrap_or_default();
-    let mut partitions: Vec<PartitionResult> = to_commit
-        .iter()
-        .map(|(p, f)| {
+        .map(|(p, before)| {
             let key = (p.topic.clone(), p.partition);
-            let read_back = read_back.get(&key).map(|c| c.offset).filter(|&c| c >= 0);
+            // A partition read back with an error code was not read back.
+            let read_back = read_back
+                .get(&key)
+                .filter(|c| c.error_code == 0)
+                .map(|c| c.offset)
+                .filter(|&c| c >= 0);
             let (state, error) = match codes.get(&key).copied() {
                 None => (
                     CommitState::Unknown,
@@ -418,7 +644,7 @@ async fn apply_group(
                 }
                 Some(GROUP_AUTHORIZATION_FAILED) => (
                     CommitState::Failed,
-                    Some(authz::group_denied("OffsetCommit", &plan.group)),
+                    Some(authz::group_denied("OffsetCommit", group)),
                 ),
                 Some(TOPIC_AUTHORIZATION_FAILED) => (
                     CommitState::Failed,
@@ -433,23 +659,29 @@ async fn apply_group(
                 state,
                 error,
                 read_back,
-                committed_before: f.current,
+                committed_before: *before,
                 verdict: Verdict::Commit,
             }
         })
         .collect();
     let outcome = group_outcome(&partitions);
-    if matches!(
-        outcome,
-        GroupOutcome::Error {
-            state_unknown: true,
-            ..
-        }
-    ) {
-        unknown.store(true, Ordering::SeqCst);
-    }
-    partitions.extend(refused);
+    partitions.extend(p.refused);
     (outcome, partitions)
+}
+
+fn skipped(reason: SkipReason) -> GroupOutcome {
+    GroupOutcome::Skipped { reason }
+}
+
+fn changed(change: Change) -> GroupOutcome {
+    skipped(SkipReason::ChangedSincePlan(change))
+}
+
+fn error(message: GroupError, state_unknown: bool) -> GroupOutcome {
+    GroupOutcome::Error {
+        message,
+        state_unknown,
+    }
 }
 
 /// A partition whose commit was sent but whose answer never came.
@@ -495,9 +727,7 @@ fn group_outcome(partitions: &[PartitionResult]) -> GroupOutcome {
     }
 }
 
-/// Set once a commit's outcome is unknown: no group is written after it.
-fn halted(unknown: &AtomicBool) -> Option<(GroupOutcome, Vec<PartitionResult>)> {
-    unknown
-        .load(Ordering::SeqCst)
-        .then(|| (error(GroupError::Halted, false), vec![]))
+/// A group not written because an earlier commit's outcome is unknown.
+fn halted() -> Outcome {
+    (error(GroupError::Halted, false), vec![])
 }

@@ -20,6 +20,8 @@
 
 mod authz;
 mod execute;
+mod logs;
+mod read;
 mod reason;
 mod recheck;
 pub mod undo;
@@ -28,19 +30,17 @@ mod verdict;
 pub use execute::{
     ApplyReport, CommitState, GroupOutcome, GroupResult, PartitionResult, execute, execute_with,
 };
+pub(crate) use logs::{TargetLogs, TopicLogs, target_partition, topic_id};
 pub use reason::{Change, GroupError, GroupRefusal, SkipReason};
 pub use recheck::recheck;
 pub use verdict::{Decision, TargetPartition, Verdict, VerdictRules, decide};
 
-use std::collections::{BTreeMap, BTreeSet};
-use std::sync::Arc;
-
-use futures::StreamExt;
 use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet};
 
 use crate::client::{
-    ClientError, Deadline, GroupCallError, GroupCoordinator, GroupDescription, GroupOffsets,
-    GroupProtocol, IsolationLevel, KafkaClient, NOT_CONSUMER_GROUP_TYPES, OffsetSpec, ReadOptions,
+    ClientError, Coordinators, Deadline, GroupDescription, GroupOffsets, GroupProtocol,
+    IsolationLevel, KafkaClient, OffsetSpec, PartitionsWanted, ReadOptions, found_coordinators,
 };
 use crate::records::Batches;
 use crate::translate::Translation;
@@ -73,9 +73,14 @@ pub struct ApplyOptions {
     pub rules: VerdictRules,
     /// Where the offsets planned come from (saved in the plan).
     pub input: PlanInput,
-    /// Groups planned or committed at once.
+    /// OffsetCommits in flight per coordinator (at least 1), each worker on a connection lane
+    /// after the first (see [`CommitOptions`](crate::client::CommitOptions)): give the client
+    /// `connections_per_broker` of at least `concurrency + 1` for one commit per connection, so
+    /// that a connection that breaks makes only its own commit's outcome unknown. The reads
+    /// (plan, re-check, read-back) are batched per coordinator and need no window.
     pub concurrency: usize,
-    /// Budget for an execute's coordinator lookups (a plan takes its deadline as an argument).
+    /// Budget of [`execute`]. The other entry points ([`plan`], [`execute_with`], [`recheck`],
+    /// [`undo::read_before`], [`undo::execute_undo`]) take the run's one deadline instead.
     pub timeout: std::time::Duration,
 }
 
@@ -86,6 +91,17 @@ impl Default for ApplyOptions {
             input: PlanInput::Checkpoints,
             concurrency: 16,
             timeout: std::time::Duration::from_secs(60),
+        }
+    }
+}
+
+impl ApplyOptions {
+    /// How the executor and the undo pace their commits: `concurrency` in flight per
+    /// coordinator, and no commit started once one's outcome is unknown.
+    pub(crate) fn commit_options(&self) -> crate::client::CommitOptions {
+        crate::client::CommitOptions {
+            in_flight_per_coordinator: self.concurrency.max(1),
+            stop_after_unknown: true,
         }
     }
 }
@@ -298,6 +314,11 @@ pub(crate) fn now_ms() -> i64 {
 /// `primary.heartbeats`; [`MirrorClient::plan_apply`](crate::translate::MirrorClient::plan_apply)
 /// derives them). A failure to reach the cluster is an `Err`; a group-level failure
 /// (authorization, coordinator) is that group's [`GroupStatus::Error`].
+///
+/// Every read is batched (see `read.rs`): one Metadata for all topics and ListOffsets once per
+/// leader, FindCoordinator for up to 1,000 groups a request, one ListGroups per coordinator,
+/// then ConsumerGroupDescribe / DescribeGroups and OffsetFetch for many groups a request, every
+/// coordinator at once; no read is left in the per-group decisions.
 pub async fn plan(
     client: &KafkaClient,
     translation: &Translation,
@@ -306,63 +327,85 @@ pub async fn plan(
     now_ms: i64,
     deadline: &Deadline,
 ) -> Result<ApplyPlan, ClientError> {
-    let cluster_id = client.cluster_id(deadline).await?;
     let topics: BTreeSet<&str> = translation.iter().map(|o| o.topic).collect();
-    let logs = Arc::new(target_logs(client, &topics, deadline).await?);
     let groups: Vec<String> = translation.groups().iter().map(|g| g.to_string()).collect();
-    let coordinators = client.find_group_coordinators(&groups, deadline).await?;
-    let mut heartbeat_age_ms = BTreeMap::new();
-    for (source, topic) in heartbeat_topics {
-        let newest = newest_timestamp(client, topic, deadline).await?;
-        heartbeat_age_ms.insert(source.clone(), newest.map(|t| now_ms - t));
-    }
-    let kinds = non_consumer_groups(client, &coordinators, deadline).await;
-    let planned: Vec<GroupPlan> = futures::stream::iter(
-        groups
-            .iter()
-            .map(|group| {
-                let coordinator = coordinators.get(group);
-                let logs = logs.clone();
-                let kind = kinds.get(group);
-                async move {
-                    let target = match (kind, coordinator) {
-                        // A share or streams group is refused before anything else is asked of it.
-                        (Some(_), _) => Err(GroupError::Other(String::new())),
-                        (None, Some(Ok(c))) => read_group(client, c, group, deadline).await,
-                        (None, Some(Err(e))) => Err(GroupError::Unreadable(authz::explain(e))),
-                        (None, None) => Err(GroupError::NoCoordinator(format!(
-                            "no coordinator answer for group {group:?}"
-                        ))),
+    let heartbeats = async {
+        let mut ages = BTreeMap::new();
+        for (source, topic) in heartbeat_topics {
+            let newest = newest_timestamp(client, topic, deadline).await?;
+            ages.insert(source.clone(), newest.map(|t| now_ms - t));
+        }
+        Ok::<_, ClientError>(ages)
+    };
+    let started = std::time::Instant::now();
+    // Boxed: their states stay off the stack (see `execute`).
+    let (cluster_id, logs, coordinators, heartbeat_age_ms) = futures::try_join!(
+        Box::pin(client.cluster_id(deadline)),
+        Box::pin(read::target_logs(client, &topics, deadline)),
+        Box::pin(client.find_group_coordinators(&groups, deadline)),
+        Box::pin(heartbeats),
+    )?;
+    let kinds = read::non_consumer_groups(client, &coordinators, deadline).await;
+    // A share or streams group is refused before anything else is asked of it.
+    let known: Coordinators = found_coordinators(&coordinators)
+        .into_iter()
+        .filter(|(g, _)| !kinds.contains_key(g))
+        .collect();
+    let denied = read::denied_topics(&logs);
+    let wanted: BTreeMap<String, PartitionsWanted> = known
+        .keys()
+        .map(|g| {
+            let partitions = translation
+                .group(g)
+                .filter(|o| !denied.contains(o.topic))
+                .map(|o| (o.topic, o.partition));
+            (g.clone(), read::partitions_of(partitions))
+        })
+        .collect();
+    let mut reads = read::read_groups(client, &wanted, &known, deadline).await;
+    tracing::debug!(
+        groups = groups.len(),
+        topics = topics.len(),
+        elapsed = ?started.elapsed(),
+        "apply plan: target read"
+    );
+    let planned: Vec<GroupPlan> = groups
+        .iter()
+        .map(|group| {
+            let kind = kinds.get(group);
+            let target = match (kind, coordinators.get(group)) {
+                (Some(_), _) => Err(GroupError::Other(String::new())),
+                (None, Some(Ok(_))) => match reads.remove(group) {
+                    Some(read) => read::checked(read, &denied),
+                    None => Err(GroupError::Unreadable(format!(
+                        "no answer for group {group:?}"
+                    ))),
+                },
+                (None, Some(Err(e))) => Err(GroupError::Unreadable(authz::explain(e))),
+                (None, None) => Err(GroupError::NoCoordinator(format!(
+                    "no coordinator answer for group {group:?}"
+                ))),
+            };
+            let mut planned = plan_group(translation, group, target, &logs, options.rules, now_ms);
+            match kind {
+                Some(Ok(group_type)) => {
+                    planned.state = Some(group_type.clone());
+                    planned.status = GroupStatus::Refused {
+                        reason: GroupRefusal::NotConsumerGroup {
+                            group_type: group_type.clone(),
+                        },
                     };
-                    let mut planned =
-                        plan_group(translation, group, target, &logs, options.rules, now_ms);
-                    match kind {
-                        Some(Ok(group_type)) => {
-                            planned.state = Some(group_type.clone());
-                            planned.status = GroupStatus::Refused {
-                                reason: GroupRefusal::NotConsumerGroup {
-                                    group_type: group_type.clone(),
-                                },
-                            };
-                        }
-                        Some(Err(message)) => {
-                            planned.status = GroupStatus::Error {
-                                message: GroupError::KindUnknown(message.clone()),
-                            }
-                        }
-                        None => {}
-                    }
-                    planned
                 }
-            })
-            // Collected first: a stream that holds the closure across awaits makes rustc fail to
-            // prove the whole future `Send` (rust-lang/rust#102211), and `tokio::spawn` refuse it
-            // (tests/send_futures.rs). The futures are lazy; collecting them starts nothing.
-            .collect::<Vec<_>>(),
-    )
-    .buffered(options.concurrency.max(1))
-    .collect()
-    .await;
+                Some(Err(message)) => {
+                    planned.status = GroupStatus::Error {
+                        message: GroupError::KindUnknown(message.clone()),
+                    }
+                }
+                None => {}
+            }
+            planned
+        })
+        .collect();
     let sources: BTreeSet<&str> = translation.iter().map(|o| o.source).collect();
     Ok(ApplyPlan {
         schema_version: PLAN_SCHEMA_VERSION,
@@ -374,92 +417,6 @@ pub async fn plan(
         rules: Some(options.rules),
         input: Some(options.input),
     })
-}
-
-/// The groups among `coordinators`' keys that their coordinator lists as share or streams
-/// groups (with that type), or, for every group of a coordinator that could not be asked, why:
-/// without the answer such a group cannot be told from one the target does not know yet.
-/// One ListGroups per coordinator, filtered by type where the coordinator offers v5+ (a
-/// coordinator without v5 has neither kind).
-pub(crate) async fn non_consumer_groups(
-    client: &KafkaClient,
-    coordinators: &BTreeMap<String, Result<GroupCoordinator, GroupCallError>>,
-    deadline: &Deadline,
-) -> BTreeMap<String, Result<String, String>> {
-    let mut by_coordinator: BTreeMap<&str, (&GroupCoordinator, Vec<&str>)> = BTreeMap::new();
-    for (group, coordinator) in coordinators {
-        if let Ok(c) = coordinator {
-            by_coordinator
-                .entry(c.address.as_str())
-                .or_insert_with(|| (c, Vec::new()))
-                .1
-                .push(group);
-        }
-    }
-    let mut out = BTreeMap::new();
-    for (coordinator, groups) in by_coordinator.values() {
-        match client
-            .list_groups(coordinator, &NOT_CONSUMER_GROUP_TYPES, deadline)
-            .await
-        {
-            Ok(None) => {}
-            Ok(Some(listed)) => {
-                let ours: BTreeSet<&str> = groups.iter().copied().collect();
-                for g in listed {
-                    let group_type = g.group_type.unwrap_or_default();
-                    // The filter already asked for these types; a broker that ignored it still
-                    // has its consumer groups pass.
-                    if ours.contains(g.group_id.as_str())
-                        && NOT_CONSUMER_GROUP_TYPES.contains(&group_type.as_str())
-                    {
-                        out.insert(g.group_id, Ok(group_type));
-                    }
-                }
-            }
-            Err(e) => {
-                for group in groups {
-                    out.insert(
-                        group.to_string(),
-                        Err(format!(
-                            "cannot list the coordinator's share and streams groups, so the group's kind is unknown: {e}"
-                        )),
-                    );
-                }
-            }
-        }
-    }
-    out
-}
-
-/// A group's description and committed offsets, or why they could not be read.
-pub(crate) async fn read_group(
-    client: &KafkaClient,
-    coordinator: &GroupCoordinator,
-    group: &str,
-    deadline: &Deadline,
-) -> Result<(GroupDescription, GroupOffsets), GroupError> {
-    let description = client
-        .describe_group(coordinator, group, deadline)
-        .await
-        .map_err(|e| GroupError::Unreadable(authz::explain(&e)))?;
-    let mut fetched = client
-        .fetch_group_offsets(coordinator, &[group.to_string()], deadline)
-        .await
-        .map_err(|e| GroupError::Unreadable(e.to_string()))?;
-    let offsets = fetched
-        .remove(group)
-        .unwrap_or_else(|| {
-            Err(crate::client::GroupCallError {
-                group: group.to_string(),
-                source: Box::new(ClientError::Protocol {
-                    broker: coordinator.address.clone(),
-                    request: "OffsetFetch",
-                    problem: "no answer for the group".into(),
-                }),
-            })
-        })
-        .map_err(|e| GroupError::Unreadable(authz::explain(&e)))?;
-    Ok((description, offsets))
 }
 
 /// Why a group with this description must not be written, if it must not.
@@ -550,43 +507,6 @@ fn plan_group(
     }
 }
 
-/// What the target says about one topic.
-pub(crate) enum TopicLogs {
-    /// The topic does not exist.
-    Missing,
-    /// The principal may not describe it: why, for the operator.
-    Denied(String),
-    /// Each partition's (log start, log end), and the topic's id (`None`: the broker has none).
-    Present(BTreeMap<i32, (i64, i64)>, Option<String>),
-}
-
-/// Each target topic, as the target describes it.
-pub(crate) type TargetLogs = BTreeMap<String, TopicLogs>;
-
-/// What the target knows of `topic`-`partition`, and its (log start, log end) if it has it.
-pub(crate) fn target_partition(
-    logs: &TargetLogs,
-    topic: &str,
-    partition: i32,
-) -> (TargetPartition, Option<(i64, i64)>) {
-    match logs.get(topic) {
-        Some(TopicLogs::Present(parts, _)) => match parts.get(&partition) {
-            Some(&(start, end)) => (TargetPartition::Log { start, end }, Some((start, end))),
-            None => (TargetPartition::NoPartition, None),
-        },
-        Some(TopicLogs::Denied(_)) => (TargetPartition::NotAuthorized, None),
-        _ => (TargetPartition::NoTopic, None),
-    }
-}
-
-/// The topic's id on the target, if it exists and has one.
-pub(crate) fn topic_id(logs: &TargetLogs, topic: &str) -> Option<String> {
-    match logs.get(topic) {
-        Some(TopicLogs::Present(_, id)) => id.clone(),
-        _ => None,
-    }
-}
-
 /// The group's committed offset of `topic`-`partition` (`None`: none; a negative stored offset
 /// counts as none, as OffsetFetch's -1).
 pub(crate) fn committed_offset(offsets: &GroupOffsets, topic: &str, partition: i32) -> Option<i64> {
@@ -594,66 +514,6 @@ pub(crate) fn committed_offset(offsets: &GroupOffsets, topic: &str, partition: i
         .get(&(topic.to_string(), partition))
         .map(|c| c.offset)
         .filter(|&c| c >= 0)
-}
-
-/// INVALID_TOPIC_EXCEPTION: the broker does not accept the name as a topic name.
-const INVALID_TOPIC_EXCEPTION: i16 = 17;
-
-/// Each topic's partitions' (log start, log end) on the target; `None` for a missing topic.
-pub(crate) async fn target_logs(
-    client: &KafkaClient,
-    topics: &BTreeSet<&str>,
-    deadline: &Deadline,
-) -> Result<TargetLogs, ClientError> {
-    let mut out = BTreeMap::new();
-    for &topic in topics {
-        let info = match client.describe_topic(topic, deadline).await {
-            Ok(info) => info,
-            Err(ClientError::UnknownTopic { .. }) => {
-                out.insert(topic.to_string(), TopicLogs::Missing);
-                continue;
-            }
-            // A name the target refuses as a topic name (INVALID_TOPIC_EXCEPTION: a checkpoint
-            // from a source with other naming rules, or a hostile one) cannot exist there:
-            // its partitions are `no-such-topic`, and the plan carries on for the others.
-            Err(ClientError::Broker { code, .. }) if code == INVALID_TOPIC_EXCEPTION => {
-                out.insert(topic.to_string(), TopicLogs::Missing);
-                continue;
-            }
-            // Only the groups on this topic are refused; the others carry on.
-            Err(ClientError::Broker { request, code, .. })
-                if code == authz::TOPIC_AUTHORIZATION_FAILED =>
-            {
-                let why = authz::topic_denied(request, topic);
-                out.insert(topic.to_string(), TopicLogs::Denied(why));
-                continue;
-            }
-            Err(e) => return Err(e),
-        };
-        let partitions: Vec<i32> = info.partitions.iter().map(|p| p.partition).collect();
-        let isolation = IsolationLevel::ReadUncommitted;
-        let starts = client
-            .list_offsets(
-                &info,
-                &partitions,
-                OffsetSpec::Earliest,
-                isolation,
-                deadline,
-            )
-            .await?;
-        let ends = client
-            .list_offsets(&info, &partitions, OffsetSpec::Latest, isolation, deadline)
-            .await?;
-        let logs = starts
-            .iter()
-            .filter_map(|(p, &start)| ends.get(p).map(|&end| (*p, (start, end))))
-            .collect();
-        out.insert(
-            topic.to_string(),
-            TopicLogs::Present(logs, info.topic_id_text()),
-        );
-    }
-    Ok(out)
 }
 
 /// The newest batch timestamp among the last records of `topic`'s partitions; `None` when the
@@ -703,3 +563,5 @@ async fn newest_timestamp(
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod wave_tests;

@@ -12,15 +12,17 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use futures::StreamExt;
-
+use super::read::{
+    checked, denied_topics, non_consumer_groups, partitions_of, read_groups, target_logs,
+};
 use super::{
     ApplyOptions, ApplyPlan, GroupError, GroupPlan, GroupRefusal, GroupStatus, PartitionPlan,
-    PlanInput, TargetLogs, Verdict, VerdictRules, committed_offset, decide, non_consumer_groups,
-    now_ms, read_group, refusal, target_logs, target_partition, topic_id,
+    PlanInput, TargetLogs, Verdict, VerdictRules, committed_offset, decide, now_ms, refusal,
+    target_partition, topic_id,
 };
 use crate::client::{
-    ClientError, Deadline, GroupCoordinator, GroupDescription, GroupOffsets, KafkaClient,
+    ClientError, Coordinators, Deadline, GroupDescription, GroupOffsets, KafkaClient,
+    PartitionsWanted, found_coordinators,
 };
 use crate::translate::Translation;
 
@@ -246,27 +248,73 @@ pub(crate) fn moved_offsets(plan: &GroupPlan, current: &GroupOffsets) -> Vec<Str
         .collect()
 }
 
-/// The group read again and every partition re-derived ([`check_partition`]); `Err` when the
-/// group or its topics could not be read.
-pub(crate) async fn fresh_group(
+/// A group read again: its description, its committed offsets, and every partition of its plan
+/// re-derived ([`check_partition`]).
+pub(crate) type Fresh = (GroupDescription, GroupOffsets, Vec<PartitionPlan>);
+
+/// The groups of `plans` read again and every partition re-derived ([`check_partition`]), in a
+/// few batched requests: their topics' logs and ids (one Metadata, ListOffsets once per leader)
+/// and the groups' states and committed offsets (the plan's partitions, many groups a request),
+/// all at once, on the coordinators `known` gives. A group is `Err` when it or its topics could
+/// not be read.
+pub(crate) async fn fresh_groups(
     client: &KafkaClient,
-    coordinator: &GroupCoordinator,
-    plan: &GroupPlan,
+    plans: &[&GroupPlan],
     context: &Context,
+    known: &Coordinators,
     deadline: &Deadline,
-) -> Result<(GroupDescription, GroupOffsets, Vec<PartitionPlan>), GroupError> {
-    let (description, offsets) = read_group(client, coordinator, &plan.group, deadline).await?;
-    let topics: BTreeSet<&str> = plan.partitions.iter().map(|p| p.topic.as_str()).collect();
-    let logs = target_logs(client, &topics, deadline)
-        .await
-        .map_err(|e| GroupError::Unreadable(format!("re-reading the group's topics: {e}")))?;
-    let now = now_ms();
-    let partitions = plan
-        .partitions
+) -> BTreeMap<String, Result<Fresh, GroupError>> {
+    let topics: BTreeSet<&str> = plans
         .iter()
-        .map(|p| check_partition(context, &plan.group, p, &logs, &offsets, now))
+        .flat_map(|g| &g.partitions)
+        .map(|p| p.topic.as_str())
         .collect();
-    Ok((description, offsets, partitions))
+    let wanted: BTreeMap<String, PartitionsWanted> = plans
+        .iter()
+        .map(|g| {
+            let partitions = g.partitions.iter().map(|p| (p.topic.as_str(), p.partition));
+            (g.group.clone(), partitions_of(partitions))
+        })
+        .collect();
+    // Boxed: their states stay off the stack (see `execute`).
+    let (logs, reads) = futures::join!(
+        Box::pin(target_logs(client, &topics, deadline)),
+        // Which topics Metadata denies is known once both answered: the reads are checked below.
+        Box::pin(read_groups(client, &wanted, known, deadline)),
+    );
+    let logs = match logs {
+        Ok(logs) => logs,
+        Err(e) => {
+            let why = GroupError::Unreadable(format!("re-reading the group's topics: {e}"));
+            return plans
+                .iter()
+                .map(|g| (g.group.clone(), Err(why.clone())))
+                .collect();
+        }
+    };
+    let denied = denied_topics(&logs);
+    let now = now_ms();
+    let mut reads = reads;
+    plans
+        .iter()
+        .map(|plan| {
+            let read = reads.remove(&plan.group).unwrap_or_else(|| {
+                Err(GroupError::Unreadable(format!(
+                    "no answer for group {:?}",
+                    plan.group
+                )))
+            });
+            let fresh = checked(read, &denied).map(|(description, offsets)| {
+                let partitions = plan
+                    .partitions
+                    .iter()
+                    .map(|p| check_partition(context, &plan.group, p, &logs, &offsets, now))
+                    .collect();
+                (description, offsets, partitions)
+            });
+            (plan.group.clone(), fresh)
+        })
+        .collect()
 }
 
 /// Whether the target is the cluster `plan` was made for; the refusal of every group if not.
@@ -336,33 +384,36 @@ pub async fn recheck(
     let names: Vec<String> = plan.groups.iter().map(|g| g.group.clone()).collect();
     let coordinators = client.find_group_coordinators(&names, deadline).await?;
     let kinds = non_consumer_groups(client, &coordinators, deadline).await;
-    let context = &context;
-    let groups: Vec<GroupPlan> = futures::stream::iter(plan.groups.iter().map(|g| {
-        let coordinator = coordinators.get(&g.group);
-        let kind = kinds.get(&g.group);
-        async move {
+    let known = found_coordinators(&coordinators);
+    // The groups the target can be asked about again, read in one batched pass.
+    let readable: Vec<&GroupPlan> = plan
+        .groups
+        .iter()
+        .filter(|g| !kinds.contains_key(&g.group) && known.contains_key(&g.group))
+        .collect();
+    let mut fresh_reads = fresh_groups(client, &readable, &context, &known, deadline).await;
+    fresh.groups = plan
+        .groups
+        .iter()
+        .map(|g| {
             let mut out = g.clone();
-            let coordinator = match (kind, coordinator) {
+            match (kinds.get(&g.group), coordinators.get(&g.group)) {
                 (Some(Ok(group_type)), _) => {
                     out.status = GroupStatus::Refused {
                         reason: GroupRefusal::NotConsumerGroup {
                             group_type: group_type.clone(),
                         },
                     };
-                    return out;
                 }
                 (Some(Err(why)), _) => {
                     out.status = GroupStatus::Error {
                         message: GroupError::KindUnknown(why.clone()),
                     };
-                    return out;
                 }
-                (None, Some(Ok(c))) => c,
                 (None, Some(Err(e))) => {
                     out.status = GroupStatus::Error {
                         message: GroupError::Unreadable(super::authz::explain(e)),
                     };
-                    return out;
                 }
                 (None, None) => {
                     out.status = GroupStatus::Error {
@@ -371,54 +422,62 @@ pub async fn recheck(
                             g.group
                         )),
                     };
-                    return out;
                 }
-            };
-            match fresh_group(client, coordinator, g, context, deadline).await {
-                Err(message) => out.status = GroupStatus::Error { message },
-                Ok((description, offsets, partitions)) => {
-                    out.protocol = Some(description.protocol);
-                    out.state = Some(description.state.clone());
-                    out.members = description.members;
-                    let moved = moved_offsets(g, &offsets);
-                    out.partitions = partitions;
-                    if !moved.is_empty() {
-                        // An execute skips the whole group: so does the re-check's view.
-                        let why = format!(
-                            "committed offsets moved since the plan ({}); plan again",
-                            moved.join(", ")
-                        );
-                        for p in out
-                            .partitions
-                            .iter_mut()
-                            .filter(|p| !p.verdict.is_refusal())
-                        {
-                            p.verdict = Verdict::ChangedSincePlan;
-                            p.difference = Some(why.clone());
+                (None, Some(Ok(_))) => match fresh_reads.remove(&g.group) {
+                    Some(Ok(read)) => rechecked(g, read, &mut out),
+                    Some(Err(message)) => out.status = GroupStatus::Error { message },
+                    None => {
+                        out.status = GroupStatus::Error {
+                            message: GroupError::Unreadable(format!(
+                                "no answer for group {:?}",
+                                g.group
+                            )),
                         }
                     }
-                    out.status = match (&g.status, refusal(&description)) {
-                        (GroupStatus::Ready, None) => GroupStatus::Ready,
-                        (GroupStatus::Ready, Some(reason)) => GroupStatus::Refused { reason },
-                        // Refused or failed when planned: never written, whatever it is now.
-                        (planned, _) => planned.clone(),
-                    };
-                    out.oldest_checkpoint_age_ms = out
-                        .partitions
-                        .iter()
-                        .map(|p| p.checkpoint_age_ms)
-                        .max()
-                        .unwrap_or(0);
-                }
+                },
             }
             out
-        }
-    }))
-    .buffered(options.concurrency.max(1))
-    .collect()
-    .await;
-    fresh.groups = groups;
+        })
+        .collect();
     Ok(fresh)
+}
+
+/// `out` (a copy of `planned`) as the re-check `read` sees it: what an execute started now
+/// would do with the group.
+fn rechecked(planned: &GroupPlan, read: Fresh, out: &mut GroupPlan) {
+    let (description, offsets, partitions) = read;
+    out.protocol = Some(description.protocol);
+    out.state = Some(description.state.clone());
+    out.members = description.members;
+    let moved = moved_offsets(planned, &offsets);
+    out.partitions = partitions;
+    if !moved.is_empty() {
+        // An execute skips the whole group: so does the re-check's view.
+        let why = format!(
+            "committed offsets moved since the plan ({}); plan again",
+            moved.join(", ")
+        );
+        for p in out
+            .partitions
+            .iter_mut()
+            .filter(|p| !p.verdict.is_refusal())
+        {
+            p.verdict = Verdict::ChangedSincePlan;
+            p.difference = Some(why.clone());
+        }
+    }
+    out.status = match (&planned.status, refusal(&description)) {
+        (GroupStatus::Ready, None) => GroupStatus::Ready,
+        (GroupStatus::Ready, Some(reason)) => GroupStatus::Refused { reason },
+        // Refused or failed when planned: never written, whatever it is now.
+        (status, _) => status.clone(),
+    };
+    out.oldest_checkpoint_age_ms = out
+        .partitions
+        .iter()
+        .map(|p| p.checkpoint_age_ms)
+        .max()
+        .unwrap_or(0);
 }
 
 #[cfg(test)]

@@ -157,16 +157,19 @@ async fn serve(fake: Arc<Fake>, mut stream: tokio::net::TcpStream) {
                 );
                 response_frame(id, &response, v)
             }
+            // Every group of the request is Empty.
             ApiKey::DescribeGroups => {
-                let group = kafka_protocol::messages::DescribeGroupsRequest::decode(&mut body, v)
+                let groups = kafka_protocol::messages::DescribeGroupsRequest::decode(&mut body, v)
                     .unwrap()
                     .groups
-                    .remove(0);
-                let response = DescribeGroupsResponse::default().with_groups(vec![
-                    DescribedGroup::default()
-                        .with_group_id(group)
-                        .with_group_state(StrBytes::from_static_str("Empty")),
-                ]);
+                    .into_iter()
+                    .map(|group| {
+                        DescribedGroup::default()
+                            .with_group_id(group)
+                            .with_group_state(StrBytes::from_static_str("Empty"))
+                    })
+                    .collect();
+                let response = DescribeGroupsResponse::default().with_groups(groups);
                 response_frame(id, &response, v)
             }
             ApiKey::OffsetFetch => {
@@ -505,7 +508,7 @@ async fn a_group_refused_by_the_authorizer_names_the_missing_permission_and_othe
 }
 
 /// Checkpoints of (group, topic, partition, offset), stamped now.
-fn translation(rows: &[(&str, &str, i32, i64)]) -> Translation {
+pub(super) fn translation(rows: &[(&str, &str, i32, i64)]) -> Translation {
     use crate::mm2::checkpoint::{self, CheckpointKey, CheckpointValue};
     use crate::records::builder::BatchBuilder;
     use crate::select::GroupSelector;

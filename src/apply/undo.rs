@@ -22,20 +22,19 @@
 //! assert!(undo.groups[0].partitions[1].before.is_none()); // deleted by the undo
 //! ```
 
-use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::collections::{BTreeMap, BTreeSet};
 
 use futures::StreamExt;
 use serde::{Deserialize, Serialize};
 
-use super::execute::{ApplyReport, CommitState};
+use super::execute::{ApplyReport, CommitState, WAVE};
+use super::read::{GroupRead, checked, non_consumer_groups, partitions_of, read_groups};
 use super::{
-    ApplyOptions, ApplyPlan, PLAN_SCHEMA_VERSION, PlanSchemaError, non_consumer_groups, read_group,
-    refusal,
+    ApplyOptions, ApplyPlan, GroupError, GroupPlan, PLAN_SCHEMA_VERSION, PlanSchemaError, refusal,
 };
 use crate::client::{
-    ClientError, Deadline, ErrorCode, GroupCoordinator, GroupOffsets, KafkaClient, OffsetToCommit,
-    not_a_consumer_group,
+    ClientError, CommitOptions, Coordinators, Deadline, ErrorCode, GroupOffsets, KafkaClient,
+    OffsetToCommit, PartitionsWanted, common_failure, found_coordinators, not_a_consumer_group,
 };
 
 /// The `kind` of an undo document, which tells it from an apply plan.
@@ -126,60 +125,66 @@ pub struct Before {
 type Held = BTreeMap<(String, i32), Option<Committed>>;
 
 /// Reads, for every group of `plan` that has partitions to commit, what is committed on them
-/// now: the "before" an undo restores. A group that cannot be read gets no undo entry (its
-/// error is kept); reaching the cluster at all is an `Err`.
+/// now: the "before" an undo restores. One batched coordinator lookup and one batched OffsetFetch
+/// of exactly those partitions. A group that cannot be read (or whose coordinator would not say
+/// a partition's offset) gets no undo entry (its error is kept); reaching the cluster at all is
+/// an `Err`.
 pub async fn read_before(
     client: &KafkaClient,
     plan: &ApplyPlan,
-    options: &ApplyOptions,
+    deadline: &Deadline,
 ) -> Result<Before, ClientError> {
-    let deadline = Deadline::after(options.timeout);
-    let writable: Vec<String> = plan
+    let writable: Vec<&GroupPlan> = plan
         .groups
         .iter()
         .filter(|g| g.to_commit().next().is_some())
-        .map(|g| g.group.clone())
         .collect();
-    let coordinators = client.find_group_coordinators(&writable, &deadline).await?;
-    let mut by_coordinator: BTreeMap<String, (GroupCoordinator, Vec<String>)> = BTreeMap::new();
+    let ids: Vec<String> = writable.iter().map(|g| g.group.clone()).collect();
+    let coordinators = client.find_group_coordinators(&ids, deadline).await?;
     let mut before = Before::default();
-    for (group, c) in coordinators {
-        match c {
-            Ok(c) => by_coordinator
-                .entry(c.address.clone())
-                .or_insert_with(|| (c, Vec::new()))
-                .1
-                .push(group),
-            Err(e) => {
-                before.groups.insert(group, Err(e.to_string()));
-            }
+    for (group, c) in &coordinators {
+        if let Err(e) = c {
+            before.groups.insert(group.clone(), Err(e.to_string()));
         }
     }
-    let mut fetched: BTreeMap<String, Result<GroupOffsets, String>> = BTreeMap::new();
-    for (coordinator, groups) in by_coordinator.into_values() {
-        for (group, answer) in client
-            .fetch_group_offsets(&coordinator, &groups, &deadline)
-            .await?
-        {
-            fetched.insert(group, answer.map_err(|e| e.to_string()));
-        }
+    let known = found_coordinators(&coordinators);
+    let wanted: BTreeMap<String, PartitionsWanted> = writable
+        .iter()
+        .filter(|g| known.contains_key(&g.group))
+        .map(|g| {
+            let partitions = g.to_commit().map(|p| (p.topic.as_str(), p.partition));
+            (g.group.clone(), partitions_of(partitions))
+        })
+        .collect();
+    let mut fetched = client.fetch_offsets(&wanted, &known, deadline).await;
+    if let Some(failure) = common_failure(&fetched) {
+        // One failure no group got past (authentication, a broker that does not speak
+        // OffsetFetch): the cluster could not be read.
+        return Err(failure);
     }
-    for g in &plan.groups {
+    for g in writable {
         let Some(answer) = fetched.remove(&g.group) else {
             continue;
         };
-        let state = answer.map(|offsets| {
+        let state = answer.map_err(|e| e.to_string()).and_then(|offsets| {
             g.to_commit()
                 .map(|p| {
                     let key = (p.topic.clone(), p.partition);
-                    let now = offsets
-                        .get(&key)
-                        .filter(|c| c.error_code == 0 && c.offset >= 0)
-                        .map(|c| Committed {
-                            offset: c.offset,
-                            metadata: c.metadata.clone().unwrap_or_default(),
-                        });
-                    (key, now)
+                    match offsets.get(&key) {
+                        Some(c) if c.error_code != 0 => Err(format!(
+                            "the coordinator did not give the committed offset of {}-{}: {}",
+                            p.topic,
+                            p.partition,
+                            ErrorCode::new(c.error_code)
+                        )),
+                        now => Ok((
+                            key,
+                            now.filter(|c| c.offset >= 0).map(|c| Committed {
+                                offset: c.offset,
+                                metadata: c.metadata.clone().unwrap_or_default(),
+                            }),
+                        )),
+                    }
                 })
                 .collect()
         });
@@ -333,79 +338,298 @@ impl UndoReport {
     }
 }
 
-/// Puts back what `undo` lists (`execute`), or only says what it would do (dry run). Each
-/// group is re-checked just before it is written: no members, a consumer group, and per
-/// partition the offset the execute wrote still there (else `changed-since`, untouched). The
-/// offsets before are committed in one admin OffsetCommit (with their metadata), those that had
-/// none are deleted in one OffsetDelete, and everything is read back. Once an answer is lost,
-/// no further group is written.
+/// Puts back what `undo` lists (`execute`), or only says what it would do (dry run), within
+/// `deadline`. Each wave of groups is re-checked just before it is written, in one batched read:
+/// no members, a consumer group, and per partition the offset the execute wrote still there
+/// (else `changed-since`, untouched). The offsets before are committed in one admin OffsetCommit
+/// per group (with their metadata, `options.concurrency` in flight per coordinator), those that
+/// had none are deleted in one OffsetDelete per group, and everything is read back in one
+/// batched OffsetFetch. Once an answer is lost, no further group is written.
 pub async fn execute_undo(
     client: &KafkaClient,
     undo: &UndoPlan,
     options: &ApplyOptions,
     execute: bool,
+    deadline: &Deadline,
 ) -> UndoReport {
-    let deadline = Deadline::after(options.timeout);
-    let unknown = AtomicBool::new(false);
     let ids: Vec<String> = undo.groups.iter().map(|g| g.group.clone()).collect();
-    let coordinators = client.find_group_coordinators(&ids, &deadline).await;
+    let coordinators = client.find_group_coordinators(&ids, deadline).await;
     let kinds = match &coordinators {
-        Ok(map) => non_consumer_groups(client, map, &deadline).await,
+        Ok(map) => non_consumer_groups(client, map, deadline).await,
         Err(_) => BTreeMap::new(),
     };
-    let groups = futures::stream::iter(undo.groups.iter().map(|g| {
+    let known = match &coordinators {
+        Ok(map) => found_coordinators(map),
+        Err(_) => Coordinators::new(),
+    };
+    let mut decided: Vec<Option<UndoGroupResult>> = Vec::with_capacity(undo.groups.len());
+    let mut ready: Vec<&UndoGroup> = Vec::new();
+    for g in &undo.groups {
         let coordinator = match &coordinators {
             Ok(map) => map
                 .get(&g.group)
-                .map(|r| r.as_ref().map_err(|e| e.to_string())),
+                .map(|r| r.as_ref().map(|_| ()).map_err(|e| e.to_string())),
             Err(e) => Some(Err(e.to_string())),
         };
-        let kind = kinds.get(&g.group).cloned();
-        let (unknown, deadline) = (&unknown, &deadline);
-        async move {
-            let skip = |why: String| UndoGroupResult {
-                group: g.group.clone(),
-                skipped: Some(why),
-                partitions: Vec::new(),
-            };
-            match (kind, coordinator) {
-                (Some(Ok(group_type)), _) => skip(
-                    not_a_consumer_group(&group_type)
-                        .unwrap_or_else(|| format!("group is a {group_type} group")),
-                ),
-                (Some(Err(why)), _) | (None, Some(Err(why))) => skip(why),
-                (None, None) => skip("no coordinator answer for the group".into()),
-                (None, Some(Ok(_))) if execute && unknown.load(Ordering::SeqCst) => {
-                    skip("not written: an earlier write's outcome is unknown".into())
-                }
-                (None, Some(Ok(c))) => undo_group(client, c, g, execute, unknown, deadline).await,
+        let why = match (kinds.get(&g.group), coordinator) {
+            (Some(Ok(group_type)), _) => Some(
+                not_a_consumer_group(group_type)
+                    .unwrap_or_else(|| format!("group is a {group_type} group")),
+            ),
+            (Some(Err(why)), _) => Some(why.clone()),
+            (None, Some(Err(why))) => Some(why),
+            (None, None) => Some("no coordinator answer for the group".into()),
+            (None, Some(Ok(()))) => None,
+        };
+        match why {
+            Some(why) => decided.push(Some(skip(g, why))),
+            None => {
+                ready.push(g);
+                decided.push(None);
             }
         }
-    }))
-    .buffered(options.concurrency.max(1))
-    .collect()
-    .await;
+    }
+    let commit_options = options.commit_options();
+    let mut done: BTreeMap<String, UndoGroupResult> = BTreeMap::new();
+    let mut unknown = false;
+    for wave in ready.chunks(WAVE) {
+        if execute && unknown {
+            for g in wave {
+                done.insert(g.group.clone(), skip(g, HALTED.into()));
+            }
+            continue;
+        }
+        let (results, lost) = undo_wave(
+            client,
+            wave,
+            &known,
+            execute,
+            &commit_options,
+            options,
+            deadline,
+        )
+        .await;
+        unknown |= lost;
+        done.extend(results.into_iter().map(|r| (r.group.clone(), r)));
+    }
+    let groups = undo
+        .groups
+        .iter()
+        .zip(decided)
+        .map(|(g, result)| {
+            result
+                .or_else(|| done.remove(&g.group))
+                .unwrap_or_else(|| skip(g, "no outcome for the group".into()))
+        })
+        .collect();
     UndoReport {
         executed: execute,
         groups,
     }
 }
 
-async fn undo_group(
+/// Why a group is not written once an earlier write's outcome is unknown.
+const HALTED: &str = "not written: an earlier write's outcome is unknown";
+
+fn skip(g: &UndoGroup, why: String) -> UndoGroupResult {
+    UndoGroupResult {
+        group: g.group.clone(),
+        skipped: Some(why),
+        partitions: Vec::new(),
+    }
+}
+
+/// Each partition's write in an undo: the commit's or the delete's code, or why it has none.
+type Codes = BTreeMap<(String, i32), Result<i16, String>>;
+
+/// One wave of an undo: re-read in one batched read, the restores committed (one OffsetCommit
+/// per group, pipelined), the deletes sent (one OffsetDelete per group), and what was written
+/// read back in one batched OffsetFetch. True when a write's outcome became unknown.
+async fn undo_wave(
     client: &KafkaClient,
-    coordinator: &GroupCoordinator,
-    undo: &UndoGroup,
+    wave: &[&UndoGroup],
+    known: &Coordinators,
     execute: bool,
-    unknown: &AtomicBool,
+    commit_options: &CommitOptions,
+    options: &ApplyOptions,
     deadline: &Deadline,
-) -> UndoGroupResult {
+) -> (Vec<UndoGroupResult>, bool) {
+    let wanted: BTreeMap<String, PartitionsWanted> = wave
+        .iter()
+        .map(|g| {
+            let partitions = g.partitions.iter().map(|p| (p.topic.as_str(), p.partition));
+            (g.group.clone(), partitions_of(partitions))
+        })
+        .collect();
+    let mut reads = read_groups(client, &wanted, known, deadline).await;
+    let mut results: Vec<UndoGroupResult> = wave
+        .iter()
+        .map(|g| {
+            let read = reads
+                .remove(&g.group)
+                .unwrap_or_else(|| Err(GroupError::Unreadable("no answer for the group".into())));
+            // No topic is known to be denied here: a partition whose offset the coordinator
+            // would not give makes the group unreadable, never "nothing committed".
+            let read = checked(read, &BTreeSet::new());
+            recheck_undo(g, read)
+        })
+        .collect();
+    if !execute {
+        return (results, false);
+    }
+    // The restores, all groups at once.
+    let commits: BTreeMap<String, Vec<OffsetToCommit>> = wave
+        .iter()
+        .zip(&results)
+        .filter(|(_, r)| r.skipped.is_none())
+        .filter_map(|(g, r)| {
+            let restore: Vec<OffsetToCommit> = g
+                .partitions
+                .iter()
+                .zip(&r.partitions)
+                .filter(|(_, r)| r.state == UndoState::WouldRestore)
+                .filter_map(|(p, _)| {
+                    p.before.as_ref().map(|b| OffsetToCommit {
+                        topic: p.topic.clone(),
+                        partition: p.partition,
+                        offset: b.offset,
+                        metadata: Some(b.metadata.clone()),
+                    })
+                })
+                .collect();
+            (!restore.is_empty()).then(|| (g.group.clone(), restore))
+        })
+        .collect();
+    let mut answers = if commits.is_empty() {
+        Default::default()
+    } else {
+        client
+            .commit_offsets(&commits, known, commit_options, deadline)
+            .await
+    };
+    let mut unknown = false;
+    let mut codes: BTreeMap<String, Codes> = BTreeMap::new();
+    for r in &mut results {
+        let (Some(restore), Some(answer)) = (commits.get(&r.group), answers.remove(&r.group))
+        else {
+            continue;
+        };
+        let group_codes = codes.entry(r.group.clone()).or_default();
+        match answer {
+            Ok(answer) if answer.values().any(|&c| c == UNKNOWN_MEMBER_ID) => {
+                r.skipped = Some(
+                    "the group gained members since the re-check (UNKNOWN_MEMBER_ID): not written"
+                        .into(),
+                );
+                r.partitions.clear();
+            }
+            Ok(answer) => {
+                // A partition timed out on the coordinator, or left out of its answer, is as
+                // unknown as a lost answer.
+                unknown |= restore.iter().any(|o| {
+                    answer
+                        .get(&(o.topic.clone(), o.partition))
+                        .is_none_or(|c| matches!(c, 7 | -1))
+                });
+                group_codes.extend(answer.into_iter().map(|(k, c)| (k, Ok(c))));
+            }
+            Err(e) if e.is_halted() => {
+                r.skipped = Some(HALTED.into());
+                r.partitions.clear();
+            }
+            Err(e) => {
+                unknown |= e.is_outcome_unknown();
+                let why = e.to_string();
+                for o in restore {
+                    group_codes.insert((o.topic.clone(), o.partition), Err(why.clone()));
+                }
+            }
+        }
+    }
+    // The deletes: a group whose commit went out (or that had none to send) finishes its
+    // writes; one with nothing sent yet is not written once an outcome is unknown.
+    let deletes: Vec<(String, Vec<(String, i32)>)> = results
+        .iter_mut()
+        .filter(|r| r.skipped.is_none())
+        .filter_map(|r| {
+            let delete: Vec<(String, i32)> = r
+                .partitions
+                .iter()
+                .filter(|p| p.state == UndoState::WouldDelete)
+                .map(|p| (p.topic.clone(), p.partition))
+                .collect();
+            if delete.is_empty() {
+                return None;
+            }
+            if unknown && !commits.contains_key(&r.group) {
+                r.skipped = Some(HALTED.into());
+                r.partitions.clear();
+                return None;
+            }
+            Some((r.group.clone(), delete))
+        })
+        .collect();
+    let deleted: Vec<(String, Codes)> = futures::stream::iter(deletes)
+        .map(|(group, delete)| async move {
+            let mut out = Codes::new();
+            let Some(coordinator) = known.get(&group) else {
+                return (group, out);
+            };
+            match client
+                .delete_group_offsets(coordinator, &group, &delete, deadline)
+                .await
+            {
+                Ok(answer) => out.extend(answer.into_iter().map(|(k, c)| (k, Ok(c)))),
+                // The coordinator does not know the group: it holds no offsets at all.
+                Err(e) if e.code() == Some(GROUP_ID_NOT_FOUND) => {
+                    out.extend(delete.iter().map(|k| (k.clone(), Ok(0))));
+                }
+                Err(e) => {
+                    let why = e.to_string();
+                    out.extend(delete.iter().map(|k| (k.clone(), Err(why.clone()))));
+                }
+            }
+            (group, out)
+        })
+        .buffer_unordered(options.concurrency.max(1))
+        .collect()
+        .await;
+    for (group, group_codes) in deleted {
+        codes.entry(group).or_default().extend(group_codes);
+    }
+    // Read back every group that wrote something, in one batched OffsetFetch.
+    let wanted: BTreeMap<String, PartitionsWanted> = results
+        .iter()
+        .filter(|r| r.skipped.is_none() && codes.contains_key(&r.group))
+        .map(|r| {
+            let partitions = r.partitions.iter().map(|p| (p.topic.as_str(), p.partition));
+            (r.group.clone(), partitions_of(partitions))
+        })
+        .collect();
+    let mut read_back = if wanted.is_empty() {
+        Default::default()
+    } else {
+        client.fetch_offsets(&wanted, known, deadline).await
+    };
+    for r in &mut results {
+        let Some(group_codes) = codes.get(&r.group) else {
+            continue;
+        };
+        let offsets = read_back.remove(&r.group).and_then(Result::ok);
+        settle_undo(r, group_codes, offsets.as_ref());
+    }
+    (results, unknown)
+}
+
+/// A group's undo as the re-read shows it: skipped (unreadable, members), or each partition's
+/// state (`changed-since`, `already-restored`, or what the undo would write).
+fn recheck_undo(undo: &UndoGroup, read: GroupRead) -> UndoGroupResult {
     let mut result = UndoGroupResult {
         group: undo.group.clone(),
         skipped: None,
         partitions: Vec::new(),
     };
-    let (description, current) = match read_group(client, coordinator, &undo.group, deadline).await
-    {
+    let (description, current) = match read {
         Ok(found) => found,
         Err(message) => {
             result.skipped = Some(message.to_string());
@@ -442,82 +666,17 @@ async fn undo_group(
             read_back: found,
         });
     }
-    if !execute {
-        return result;
-    }
-    let restore: Vec<OffsetToCommit> = undo
-        .partitions
-        .iter()
-        .zip(&result.partitions)
-        .filter(|(_, r)| r.state == UndoState::WouldRestore)
-        .filter_map(|(p, _)| {
-            p.before.as_ref().map(|b| OffsetToCommit {
-                topic: p.topic.clone(),
-                partition: p.partition,
-                offset: b.offset,
-                metadata: Some(b.metadata.clone()),
-            })
-        })
-        .collect();
-    let delete: Vec<(String, i32)> = result
-        .partitions
-        .iter()
-        .filter(|r| r.state == UndoState::WouldDelete)
-        .map(|r| (r.topic.clone(), r.partition))
-        .collect();
-    let mut codes: BTreeMap<(String, i32), Result<i16, String>> = BTreeMap::new();
-    if !restore.is_empty() {
-        match client
-            .commit_group_offsets(coordinator, &undo.group, &restore, deadline)
-            .await
-        {
-            Ok(answer) if answer.values().any(|&c| c == UNKNOWN_MEMBER_ID) => {
-                result.skipped = Some(
-                    "the group gained members since the re-check (UNKNOWN_MEMBER_ID): not written"
-                        .into(),
-                );
-                result.partitions.clear();
-                return result;
-            }
-            Ok(answer) => codes.extend(answer.into_iter().map(|(k, c)| (k, Ok(c)))),
-            Err(e) => {
-                if e.is_outcome_unknown() {
-                    unknown.store(true, Ordering::SeqCst);
-                }
-                let why = e.to_string();
-                for o in &restore {
-                    codes.insert((o.topic.clone(), o.partition), Err(why.clone()));
-                }
-            }
-        }
-    }
-    if !delete.is_empty() {
-        match client
-            .delete_group_offsets(coordinator, &undo.group, &delete, deadline)
-            .await
-        {
-            Ok(answer) => codes.extend(answer.into_iter().map(|(k, c)| (k, Ok(c)))),
-            // The coordinator does not know the group: it holds no offsets at all.
-            Err(e) if e.code() == Some(GROUP_ID_NOT_FOUND) => {
-                codes.extend(delete.iter().map(|k| (k.clone(), Ok(0))));
-            }
-            Err(e) => {
-                let why = e.to_string();
-                codes.extend(delete.iter().map(|k| (k.clone(), Err(why.clone()))));
-            }
-        }
-    }
-    let read_back = client
-        .fetch_group_offsets(coordinator, std::slice::from_ref(&undo.group), deadline)
-        .await
-        .ok()
-        .and_then(|mut m| m.remove(&undo.group))
-        .and_then(Result::ok);
+    result
+}
+
+/// Each written partition's final state: its code and what was read back (`None`: the read-back
+/// failed).
+fn settle_undo(result: &mut UndoGroupResult, codes: &Codes, read_back: Option<&GroupOffsets>) {
     for r in &mut result.partitions {
         let Some(code) = codes.get(&(r.topic.clone(), r.partition)) else {
             continue;
         };
-        r.read_back = read_back.as_ref().and_then(|offsets| {
+        r.read_back = read_back.and_then(|offsets| {
             offsets
                 .get(&(r.topic.clone(), r.partition))
                 .filter(|c| c.error_code == 0 && c.offset >= 0)
@@ -539,7 +698,6 @@ async fn undo_group(
             Err(why) => (UndoState::Unknown, Some(why.clone())),
         };
     }
-    result
 }
 
 #[cfg(test)]

@@ -57,6 +57,23 @@ pub fn found_coordinators(found: &GroupResults<GroupCoordinator>) -> Coordinator
         .collect()
 }
 
+/// The one failure every group of `answers` got from a request no retry could help
+/// (authentication, TLS, a broker that does not speak the request), if that is what they all
+/// got: the call failed as a whole, not group by group.
+pub(crate) fn common_failure<T>(answers: &GroupResults<T>) -> Option<ClientError> {
+    let mut shared = answers.values().map(|a| match a {
+        Err(e) => match e.source.as_ref() {
+            ClientError::Shared(inner) if !inner.action().is_retriable() => Some(inner),
+            _ => None,
+        },
+        Ok(_) => None,
+    });
+    let first = shared.next()??;
+    shared
+        .all(|s| s.is_some_and(|s| Arc::ptr_eq(s, first)))
+        .then(|| ClientError::Shared(first.clone()))
+}
+
 /// What happens to an attempt still running when the deadline passes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum AtDeadline {

@@ -40,6 +40,9 @@ use crate::wire::responses::{self, offset_commit::OffsetCommitResponse};
 const COORDINATOR_LOAD_IN_PROGRESS: i16 = 14;
 const COORDINATOR_NOT_AVAILABLE: i16 = 15;
 const NOT_COORDINATOR: i16 = 16;
+/// Partition codes after which the commit may or may not have been written: REQUEST_TIMED_OUT
+/// (after the append, which may still complete) and UNKNOWN_SERVER_ERROR.
+const OUTCOME_UNKNOWN: [i16; 2] = [7, -1];
 
 /// Each partition's error code in a commit's answer (0 = committed).
 pub type CommitCodes = BTreeMap<(String, i32), i16>;
@@ -49,8 +52,9 @@ pub type CommitCodes = BTreeMap<(String, i32), i16>;
 pub struct CommitOptions {
     /// OffsetCommits in flight per coordinator (at least 1).
     pub in_flight_per_coordinator: usize,
-    /// Once a commit's answer is lost, start no further commit: those groups get
-    /// [`ClientError::Halted`]. Commits already in flight finish.
+    /// Once a commit's outcome is unknown (its answer lost, or a partition answered
+    /// REQUEST_TIMED_OUT or UNKNOWN_SERVER_ERROR, or left out of the answer), start no further
+    /// commit: those groups get [`ClientError::Halted`]. Commits already in flight finish.
     pub stop_after_unknown: bool,
 }
 
@@ -261,6 +265,16 @@ impl KafkaClient {
                 });
             }
         };
+        // A partition answered REQUEST_TIMED_OUT or UNKNOWN_SERVER_ERROR, or left out of the
+        // answer, may or may not have been written: as unknown as a lost answer.
+        let unknown = remaining.iter().any(|o| {
+            codes
+                .get(&(o.topic.clone(), o.partition))
+                .is_none_or(|c| OUTCOME_UNKNOWN.contains(c))
+        });
+        if unknown && options.stop_after_unknown {
+            stop.store(true, Ordering::SeqCst);
+        }
         let mut guard = lock();
         let p = guard.entry(group.to_string()).or_default();
         let mut refused = Vec::new();

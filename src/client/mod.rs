@@ -74,6 +74,7 @@ pub(crate) mod retry;
 
 /// The transport errors a [`ClientError`] carries (connection, TLS, SASL, framing).
 pub use crate::wire::WireError;
+pub(crate) use batch::common_failure;
 pub use batch::{Coordinators, found_coordinators};
 pub use cluster::{IsolationLevel, KafkaClient, OffsetSpec};
 pub use code::{Action, ErrorCode, classify};

@@ -159,19 +159,10 @@ impl KafkaClient {
         let answers = self.fetch_offsets(&wanted, &known, deadline).await;
         // One request-level failure that no retry could help, shared by every group: the
         // call failed, as it did before it was batched.
-        let mut shared = answers.values().map(|a| match a {
-            Err(e) => match e.source.as_ref() {
-                ClientError::Shared(inner) if !inner.action().is_retriable() => Some(inner),
-                _ => None,
-            },
-            Ok(_) => None,
-        });
-        if let Some(Some(first)) = shared.next()
-            && shared.all(|s| s.is_some_and(|s| std::sync::Arc::ptr_eq(s, first)))
-        {
-            return Err(ClientError::Shared(first.clone()));
+        match super::batch::common_failure(&answers) {
+            Some(failure) => Err(failure),
+            None => Ok(answers),
         }
-        Ok(answers)
     }
 
     async fn fetch_on(

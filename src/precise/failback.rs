@@ -345,12 +345,17 @@ async fn backup_groups(
     deadline: &Deadline,
 ) -> Result<Vec<String>, ClientError> {
     let mut found: BTreeSet<String> = selector.ids_requested().map(str::to_string).collect();
-    for broker in backup.brokers() {
-        let coordinator = GroupCoordinator {
+    let brokers: Vec<GroupCoordinator> = backup
+        .brokers()
+        .iter()
+        .map(|broker| GroupCoordinator {
             node_id: broker.node_id,
             address: broker.address(),
-        };
-        let Some(listed) = backup.list_groups(&coordinator, &[], deadline).await? else {
+        })
+        .collect();
+    // Every broker at once, each asked once.
+    for (_, listed) in backup.list_groups_on(&brokers, &[], deadline).await {
+        let Some(listed) = listed? else {
             continue;
         };
         for g in listed {

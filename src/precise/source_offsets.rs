@@ -15,6 +15,7 @@ use super::retranslate::UpstreamTopics;
 use super::translation::{GroupInputs, Input, RowInput};
 use crate::client::{
     ClientError, CommittedOffset, Deadline, GroupCoordinator, GroupOffsets, KafkaClient,
+    PartitionsWanted, common_failure, found_coordinators,
 };
 use crate::mm2::ReplicationPolicy;
 use crate::mm2::sync_index::{PreciseOffset, Rule, SyncIndex, TopicSyncs};
@@ -24,7 +25,9 @@ use crate::translate::{OffsetRef, TranslatedOffset};
 /// Each group's committed offsets on the source, or why they could not be read.
 pub(crate) type SourceOffsets = BTreeMap<String, Result<GroupOffsets, String>>;
 
-/// OffsetFetch for every group, batched per coordinator.
+/// OffsetFetch for every group, batched per coordinator, every coordinator at once (groups that
+/// moved or are loading are asked again alone). `Err` when the cluster could not be asked at all:
+/// no coordinator lookup, or one failure no group could get past (authentication, TLS).
 pub(crate) async fn fetch_committed_offsets(
     client: &KafkaClient,
     groups: &[String],
@@ -32,29 +35,24 @@ pub(crate) async fn fetch_committed_offsets(
 ) -> Result<SourceOffsets, ClientError> {
     let mut out = SourceOffsets::new();
     let coordinators = client.find_group_coordinators(groups, deadline).await?;
-    let mut by_coordinator: BTreeMap<(i32, String), (GroupCoordinator, Vec<String>)> =
-        BTreeMap::new();
+    let known = found_coordinators(&coordinators);
+    let mut wanted: BTreeMap<String, PartitionsWanted> = BTreeMap::new();
     for (group, answer) in coordinators {
         match answer {
-            Ok(c) => {
-                by_coordinator
-                    .entry((c.node_id, c.address.clone()))
-                    .or_insert_with(|| (c, Vec::new()))
-                    .1
-                    .push(group);
+            Ok(_) => {
+                wanted.insert(group, PartitionsWanted::All);
             }
             Err(e) => {
                 out.insert(group, Err(e.to_string()));
             }
         }
     }
-    for (coordinator, groups) in by_coordinator.into_values() {
-        for (group, answer) in client
-            .fetch_group_offsets(&coordinator, &groups, deadline)
-            .await?
-        {
-            out.insert(group, answer.map_err(|e| e.to_string()));
-        }
+    let fetched = client.fetch_offsets(&wanted, &known, deadline).await;
+    if let Some(failure) = common_failure(&fetched) {
+        return Err(failure);
+    }
+    for (group, answer) in fetched {
+        out.insert(group, answer.map_err(|e| e.to_string()));
     }
     Ok(out)
 }

@@ -23,24 +23,25 @@ pub struct ApplyLoopOptions {
     /// From the start of one run to the start of the next. Runs never overlap: one that takes
     /// longer delays the next.
     pub interval: Duration,
-    /// The rules, concurrency and commit budget of each run, as for `apply`. The defaults are
-    /// those of `apply --execute` without force flags.
+    /// The rules and commit window of each run, as for `apply`. The defaults are those of
+    /// `apply --execute` without force flags. (Its `timeout` is not used: see `tick_timeout`.)
     pub apply: ApplyOptions,
-    /// Budget for planning one run.
-    pub plan_timeout: Duration,
+    /// Budget for one whole run: the plan, the re-checks, the commits and the read-back share
+    /// it, as `apply --timeout` does.
+    pub tick_timeout: Duration,
     /// The map is applied only when it was caught up at most this long ago (now minus
     /// [`Snapshot::as_of`]).
     pub max_map_age: Duration,
 }
 
 impl ApplyLoopOptions {
-    /// Options for runs every `interval`: `apply`'s default rules, 60 s to plan, and a map at
+    /// Options for runs every `interval`: `apply`'s default rules, 60 s a run, and a map at
     /// most 15 s old.
     pub fn new(interval: Duration) -> Self {
         ApplyLoopOptions {
             interval,
             apply: ApplyOptions::default(),
-            plan_timeout: Duration::from_secs(60),
+            tick_timeout: Duration::from_secs(60),
             max_map_age: Duration::from_secs(15),
         }
     }
@@ -330,12 +331,13 @@ impl MapSource for Watcher {
 ///    done, tail live, read complete) and was caught up at most
 ///    [`ApplyLoopOptions::max_map_age`] ago: a map that cannot prove it is current is never
 ///    applied, the whole run is skipped and says why;
-/// 2. plans with [`apply::plan`] (the target's group states, committed offsets and logs; the
-///    per-partition [`Verdict`]s of `apply`), writing nothing;
+/// 2. plans with [`apply::plan`] (the target's group states, committed offsets and logs, read
+///    in batched calls; the per-partition [`Verdict`]s of `apply`), writing nothing;
 /// 3. checks the map's readiness again (the plan took round trips: a target restart meanwhile
 ///    stops the run before any write);
-/// 4. commits with [`apply::execute`], which re-checks each group just before its commit (still
-///    without members, committed offsets unchanged) and reads the commit back.
+/// 4. commits with [`apply::execute_with`], which re-checks each wave of groups just before its
+///    commits (still without members, committed offsets unchanged) and reads the commits back,
+///    within the same budget as the plan ([`ApplyLoopOptions::tick_timeout`]).
 ///
 /// There is no other commit path: what a run writes is exactly what `apply --execute` would
 /// write with the same rules. With the default [`VerdictRules`](crate::apply::VerdictRules)
@@ -478,7 +480,8 @@ impl ApplyLoop {
         translation: &Translation,
         report: &mut TickReport,
     ) {
-        let deadline = Deadline::after(self.options.plan_timeout);
+        // One budget for the run: planning, the re-checks, the commits and the read-back.
+        let deadline = Deadline::after(self.options.tick_timeout);
         // The watcher follows the heartbeats itself: the plan need not read them again.
         let heartbeats = BTreeMap::new();
         let planned = apply::plan(
@@ -506,7 +509,8 @@ impl ApplyLoop {
             report.skip_all(reason, format!("after planning: {why}"));
             return;
         }
-        let executed = apply::execute(&self.client, &plan, &self.options.apply).await;
+        let executed =
+            apply::execute_with(&self.client, &plan, None, &self.options.apply, &deadline).await;
         report.account(plan, executed);
     }
 }

@@ -26,6 +26,19 @@ pub(crate) struct Settings {
     pub(crate) policy: ReplicationPolicy,
 }
 
+impl Settings {
+    /// These settings for a command that commits `in_flight` OffsetCommits at once per
+    /// coordinator: one connection per commit in flight besides the one the reads share (lane
+    /// 0), so that commits never wait behind each other on a connection (a broker serves a
+    /// connection one request at a time) nor behind a read, and a connection that breaks makes
+    /// only its own commit's outcome unknown. More connections than configured, never fewer.
+    pub(crate) fn for_commits(mut self, in_flight: usize) -> Self {
+        let lanes = in_flight.saturating_add(1);
+        self.client.connections_per_broker = self.client.connections_per_broker.max(lanes);
+        self
+    }
+}
+
 /// Where a layer of settings came from.
 enum Origin<'a> {
     Mm2Config(&'a Path, &'a str),

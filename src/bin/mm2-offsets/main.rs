@@ -4,6 +4,7 @@
 //! It lives in the binary, not in the library: it is one user of the `mm2_offsets` crate, and
 //! nothing here is a promise to programs that embed the crate.
 
+mod answer_json;
 mod args;
 mod chunked;
 mod commands;

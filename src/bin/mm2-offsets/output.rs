@@ -11,7 +11,11 @@ use mm2_offsets::translate::{JSON_SCHEMA_VERSION, OffsetRef, Translation};
 /// by offset: the same bytes serde_json writes for the library's `Serialize` of [`Translation`]
 /// (the one definition of the document), without a call per piece.
 pub fn write_json(out: &mut dyn Write, translation: &Translation) -> io::Result<()> {
-    let mut w = ChunkedWriter::new(out);
+    write_json_to(ChunkedWriter::new(out), translation)
+}
+
+/// [`write_json`] into `w` (e.g. a [`ChunkedWriter::background`] writer).
+pub fn write_json_to(mut w: ChunkedWriter<'_>, translation: &Translation) -> io::Result<()> {
     w.text("{\"schema_version\":");
     w.number(JSON_SCHEMA_VERSION);
     w.text(",\"complete\":");
@@ -78,10 +82,35 @@ pub fn write_csv(out: &mut dyn Write, translation: &Translation, terminal: bool)
     write_csv_with(out, translation, terminal, "", |_, _| {})
 }
 
+/// [`write_csv`] into `w` (e.g. a [`ChunkedWriter::background`] writer).
+pub fn write_csv_to(
+    w: ChunkedWriter<'_>,
+    translation: &Translation,
+    terminal: bool,
+) -> io::Result<()> {
+    write_csv_rows(w, translation, terminal, "", |_, _| {})
+}
+
 /// [`write_csv`] with more columns after the usual ones: `extra_header` (starting with a comma)
 /// and, per row (by index in iteration order), `extra` writing its cells (each after a comma).
 pub fn write_csv_with(
     out: &mut dyn Write,
+    translation: &Translation,
+    terminal: bool,
+    extra_header: &str,
+    extra: impl FnMut(usize, &mut ChunkedWriter<'_>),
+) -> io::Result<()> {
+    write_csv_rows(
+        ChunkedWriter::new(out),
+        translation,
+        terminal,
+        extra_header,
+        extra,
+    )
+}
+
+fn write_csv_rows(
+    mut w: ChunkedWriter<'_>,
     translation: &Translation,
     terminal: bool,
     extra_header: &str,
@@ -94,7 +123,6 @@ pub fn write_csv_with(
             w.csv_field(text);
         }
     };
-    let mut w = ChunkedWriter::new(out);
     w.text("source,group,topic,partition,offset,upstream_offset,metadata,checkpoint_timestamp");
     w.text(extra_header);
     w.byte(b'\n');
@@ -281,12 +309,24 @@ pub fn write_listing(
 /// whose writers already hand over 64 KiB at a time. A duplicate of descriptor 1 writes to the
 /// same place without it; when duplicating fails, the buffered handle does the job.
 pub fn unbuffered_stdout() -> Box<dyn Write> {
-    use std::os::fd::AsFd;
-    let stdout = std::io::stdout();
-    match stdout.as_fd().try_clone_to_owned() {
-        Ok(fd) => Box::new(std::fs::File::from(fd)),
-        Err(_) => Box::new(std::io::BufWriter::new(stdout.lock())),
+    match stdout_file() {
+        Some(file) => Box::new(file),
+        None => Box::new(std::io::BufWriter::new(std::io::stdout().lock())),
     }
+}
+
+/// A duplicate of descriptor 1 (see [`unbuffered_stdout`]), if one can be made.
+fn stdout_file() -> Option<std::fs::File> {
+    use std::os::fd::AsFd;
+    let fd = std::io::stdout().as_fd().try_clone_to_owned().ok()?;
+    Some(std::fs::File::from(fd))
+}
+
+/// A writer of standard output for a large answer: formatted here, written by a thread of its
+/// own ([`ChunkedWriter::background`]), without Rust's line buffering. `None` when descriptor 1
+/// cannot be duplicated: use [`unbuffered_stdout`] then.
+pub fn background_stdout() -> Option<ChunkedWriter<'static>> {
+    stdout_file().map(ChunkedWriter::background)
 }
 
 #[cfg(test)]

@@ -16,14 +16,16 @@ use crate::config::ClientConfig;
 
 const TOPIC: &str = "orders";
 
-async fn client_for(cluster: &FakeCluster) -> KafkaClient {
+/// A client of `cluster` with 2 s requests (shared with `apply`'s tests on the fake).
+pub(crate) async fn client_for(cluster: &FakeCluster) -> KafkaClient {
     let mut config = ClientConfig::plaintext([cluster.address(0)]);
     config.request_timeout = Duration::from_secs(2);
     config.connection_setup_timeout = Duration::from_millis(500);
     KafkaClient::connect(config).await.expect("connect")
 }
 
-fn deadline() -> Deadline {
+/// A deadline no test about other things reaches.
+pub(crate) fn deadline() -> Deadline {
     Deadline::after(Duration::from_secs(20))
 }
 

@@ -392,7 +392,10 @@ fn plan_for(cluster: &FakeCluster, groups: &[String]) -> ApplyPlan {
 
 /// Every group the report calls applied holds exactly its planned offsets on the coordinator,
 /// every other group holds nothing: the report is an exact account.
-fn assert_report_matches_the_cluster(report: &apply::ApplyReport, cluster: &FakeCluster) {
+pub(crate) fn assert_report_matches_the_cluster(
+    report: &apply::ApplyReport,
+    cluster: &FakeCluster,
+) {
     for g in &report.groups {
         let on_cluster = cluster.committed(&g.group);
         match &g.outcome {

@@ -39,9 +39,9 @@ use crate::records::builder::BatchBuilder;
 use crate::wire::testing::{api_versions_response, read_request, response_frame};
 
 #[cfg(test)]
-mod batch_tests;
+pub(crate) mod batch_tests;
 #[cfg(test)]
-mod coordinator_tests;
+pub(crate) mod coordinator_tests;
 mod groups;
 #[cfg(test)]
 mod tests;
@@ -137,6 +137,9 @@ struct State {
     /// ConsumerGroupDescribe answers each group twice, a GROUP_ID_NOT_FOUND first, as Kafka
     /// 3.7-3.9 can (KAFKA-14509's shards each get every group id).
     describe_twice: bool,
+    /// Coordinator moves due once a number of requests of an API arrived: (API key, requests,
+    /// group, new coordinator).
+    moves: Vec<(i16, usize, String, i32)>,
 }
 
 impl Default for State {
@@ -152,6 +155,7 @@ impl Default for State {
             asked: Vec::new(),
             listed: Vec::new(),
             describe_twice: false,
+            moves: Vec::new(),
         }
     }
 }
@@ -328,6 +332,21 @@ impl FakeCluster {
             .coordinator = node;
     }
 
+    /// Makes `node` the coordinator of `group` once `requests` requests of `api` have arrived
+    /// (from the next one on), as a leadership move in the middle of a run would.
+    pub(crate) fn move_coordinator_after(
+        &self,
+        api: ApiKey,
+        requests: usize,
+        group: &str,
+        node: i32,
+    ) {
+        self.shared
+            .lock()
+            .moves
+            .push((api as i16, requests, group.to_string(), node));
+    }
+
     /// Gives `group` one more member (admin commits are then refused with UNKNOWN_MEMBER_ID).
     pub(crate) fn add_member(&self, group: &str) {
         self.shared
@@ -423,6 +442,20 @@ impl FakeCluster {
             .iter()
             .filter(|(key, _, _)| *key == api as i16)
             .map(|(_, node, groups)| (*node, groups.clone()))
+            .collect()
+    }
+
+    /// Every group request, in arrival order: its API, the broker that got it, its group ids.
+    pub(crate) fn group_requests(&self) -> Vec<(ApiKey, i32, Vec<String>)> {
+        self.shared
+            .lock()
+            .asked
+            .iter()
+            .filter_map(|(key, node, groups)| {
+                ApiKey::try_from(*key)
+                    .ok()
+                    .map(|api| (api, *node, groups.clone()))
+            })
             .collect()
     }
 
@@ -604,7 +637,23 @@ fn frame<R: Encodable + HeaderVersion>(id: i32, response: &R, version: i16) -> V
 
 fn take_fault(shared: &Shared, api: i16, node: i32) -> Option<Fault> {
     let mut state = shared.lock();
-    *state.served.entry(api).or_default() += 1;
+    let served = {
+        let count = state.served.entry(api).or_default();
+        *count += 1;
+        *count
+    };
+    let due: Vec<(String, i32)> = state
+        .moves
+        .iter()
+        .filter(|(key, after, _, _)| *key == api && served > *after)
+        .map(|(_, _, group, node)| (group.clone(), *node))
+        .collect();
+    state
+        .moves
+        .retain(|(key, after, _, _)| !(*key == api && served > *after));
+    for (group, to) in due {
+        state.groups.entry(group).or_default().coordinator = to;
+    }
     let hit = state
         .injections
         .iter_mut()

@@ -108,8 +108,7 @@ async fn target() -> (FakeCluster, KafkaClient, ApplyLoop) {
     config.request_timeout = Duration::from_millis(500);
     let client = KafkaClient::connect(config).await.expect("connect");
     let mut options = ApplyLoopOptions::new(Duration::from_millis(20));
-    options.plan_timeout = Duration::from_secs(5);
-    options.apply.timeout = Duration::from_secs(5);
+    options.tick_timeout = Duration::from_secs(5);
     let apply = ApplyLoop::new(client.clone(), options);
     (cluster, client, apply)
 }
@@ -337,7 +336,7 @@ async fn an_unreachable_target_is_an_error_not_a_panic() {
     let (cluster, _client, apply) = target().await;
     let source = map(&[("idle", 0, 10)], true, Duration::ZERO);
     let mut options = apply.options().clone();
-    options.plan_timeout = Duration::from_millis(300);
+    options.tick_timeout = Duration::from_millis(300);
     let apply = ApplyLoop::new(apply.client.clone(), options);
     for api in [
         ApiKey::Metadata,
@@ -413,4 +412,13 @@ fn skips_are_counted_by_the_executors_typed_reason() {
         skip_reason(&Skip::GainedMembers),
         SkipReason::ChangedSincePlan
     );
+}
+
+/// The loop's futures are `Send` (apply's are): an embedder can spawn them. Checked when this
+/// compiles.
+#[allow(dead_code)]
+fn the_loop_is_send(apply: &ApplyLoop, watcher: &crate::watch::Watcher) {
+    fn send<T: Send>(_: T) {}
+    send(apply.tick(watcher));
+    send(apply.run(watcher, std::future::pending::<()>(), |_| {}));
 }

@@ -22,6 +22,9 @@ const MAX_PLAN_BYTES: u64 = 256 << 20;
 /// Runs `apply` and returns the exit code. A closed stdout (`| head`) stops quietly with the
 /// broken-pipe exit code, as translate does, after the summary on stderr.
 pub(crate) async fn run(args: ApplyArgs) -> Result<i32, Stop> {
+    // --timeout is the budget of the whole run: connecting, reading the checkpoints, planning,
+    // the re-checks, the commits and the read-back all spend from this one deadline.
+    let deadline = Deadline::after(args.translate.timeout);
     if !matches!(
         args.translate.output,
         OutputFormat::Table | OutputFormat::Json
@@ -43,11 +46,10 @@ pub(crate) async fn run(args: ApplyArgs) -> Result<i32, Stop> {
             (true, false) => PlanInput::Precise,
             _ => PlanInput::Checkpoints,
         },
-        timeout: args.translate.timeout,
         ..ApplyOptions::default()
     };
     let (client, plan, report) = match &args.plan {
-        Some(path) => match saved_plan(&args, path, &options).await? {
+        Some(path) => match saved_plan(&args, path, &options, &deadline).await? {
             Ok(done) => done,
             Err(code) => return Ok(code),
         },
@@ -56,22 +58,25 @@ pub(crate) async fn run(args: ApplyArgs) -> Result<i32, Stop> {
                 Ok(groups) => groups,
                 Err(code) => return Ok(code),
             };
+            let commits = args.execute.then_some(options.concurrency);
             // With --precise the plan's input is the precise translation: each row's offset is
             // the precise one (from the checkpoint or, with --from-source-offsets, the source).
             let (mirror, translation, _) = if args.translate.precise.precise {
-                session::precise::read_for_apply(&args.translate, groups).await?
+                session::precise::read_for_apply(&args.translate, groups, &deadline, commits)
+                    .await?
             } else {
-                session::read_translation(&args.translate, groups).await?
+                session::read_translation(&args.translate, groups, &deadline, commits).await?
             };
             if let Some(code) = missing_groups(&translation, args.translate.fail_on_missing_groups)
             {
                 return Ok(code);
             }
-            let deadline = Deadline::after(args.translate.timeout);
+            phase("checkpoints read", &deadline);
             let plan = mirror
                 .plan_apply(&translation, &options, &deadline)
                 .await
                 .map_err(|e| e.to_string())?;
+            phase("planned", &deadline);
             if let Some(path) = &args.plan_out {
                 let json = serde_json::to_string_pretty(&plan).map_err(|e| e.to_string())?;
                 std::fs::write(path, json + "\n")
@@ -80,23 +85,30 @@ pub(crate) async fn run(args: ApplyArgs) -> Result<i32, Stop> {
             let report = if args.execute {
                 let undo_out = args.undo_out.as_deref();
                 Some(
-                    super::undo::execute_with_undo(mirror.kafka(), &plan, None, &options, undo_out)
-                        .await?,
+                    super::undo::execute_with_undo(
+                        mirror.kafka(),
+                        &plan,
+                        None,
+                        &options,
+                        undo_out,
+                        &deadline,
+                    )
+                    .await?,
                 )
             } else {
                 None
             };
+            phase("executed", &deadline);
             (mirror.kafka().clone(), plan, report)
         }
     };
     drop(client);
-    let mut out = std::io::stdout().lock();
+    // Buffered: stdout is line-buffered, and a pretty plan of thousands of groups has hundreds
+    // of thousands of lines (one write each).
+    let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
     let written = match args.translate.output {
         OutputFormat::Json => {
-            let doc = serde_json::json!({ "schema_version": apply::PLAN_SCHEMA_VERSION, "executed": args.execute, "plan": &plan, "result": &report });
-            serde_json::to_writer_pretty(&mut out, &doc)
-                .map_err(std::io::Error::other)
-                .and_then(|_| writeln!(out))
+            crate::answer_json::write_answer(&mut out, args.execute, &plan, report.as_ref())
         }
         _ => write_table(&mut out, &plan, report.as_ref()),
     };
@@ -104,9 +116,34 @@ pub(crate) async fn run(args: ApplyArgs) -> Result<i32, Stop> {
     // the commits happened whatever became of the table.
     let printed = written.and_then(|_| out.flush());
     drop(out);
+    phase("answer written", &deadline);
     let code = summarize(&plan, report.as_ref(), args.execute);
     printed.map_err(output_failed)?;
     Ok(code)
+}
+
+/// Logs (`-v`) that a phase of the run is done, with the time spent since the run started and,
+/// where the system says it, the process's peak memory so far.
+fn phase(done: &'static str, deadline: &Deadline) {
+    let spent = deadline.budget().saturating_sub(deadline.remaining());
+    tracing::info!(
+        elapsed_ms = spent.as_secs_f64() * 1000.0,
+        peak_rss_kib = peak_rss_kib(),
+        "apply: {done}"
+    );
+}
+
+/// The process's peak resident memory so far (Linux's `VmHWM`), in KiB; 0 where unknown.
+fn peak_rss_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|status| {
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix("VmHWM:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        })
+        .unwrap_or(0)
 }
 
 /// Names the groups asked for by id that have no checkpoint; with --fail-on-missing-groups,
@@ -138,6 +175,7 @@ async fn saved_plan(
     args: &ApplyArgs,
     path: &std::path::Path,
     options: &ApplyOptions,
+    budget: &Deadline,
 ) -> Result<Result<(KafkaClient, ApplyPlan, Option<ApplyReport>), i32>, Stop> {
     let shown = crate::escape::for_terminal(&path.display().to_string()).to_string();
     let text = session::read_bounded(
@@ -152,7 +190,7 @@ async fn saved_plan(
         let flags = (args.execute, args.undo_out.is_some());
         let code = super::undo::run_file(
             &t.connection,
-            t.timeout,
+            budget,
             (&text, path),
             flags,
             t.output,
@@ -171,9 +209,13 @@ async fn saved_plan(
         );
         return Ok(Err(EXIT_INCOMPLETE));
     }
-    // One budget for the run: connecting, re-reading the checkpoints, re-checking.
-    let budget = Deadline::after(args.translate.timeout);
+    // One budget for the run: connecting, re-reading the checkpoints, re-checking, committing.
     let settings = crate::connection::settings(&args.translate.connection)?;
+    let settings = if args.execute {
+        settings.for_commits(options.concurrency)
+    } else {
+        settings
+    };
     let mirror = session::connect(settings, budget.remaining()).await?;
     // The checkpoints the plan was made from, read again from its sources for its groups: each
     // partition's offset and checkpoint age are checked against them, not taken from the file.
@@ -185,22 +227,26 @@ async fn saved_plan(
         &mirror,
         plan.sources.clone(),
         selector,
-        &budget,
+        budget,
     )
     .await
     .map_err(|e| format!("re-reading the checkpoints --plan {shown} was made from: {e}"))?;
-    let mut options = options.clone();
-    options.timeout = budget.remaining();
     let client = mirror.kafka().clone();
     if args.execute {
         let undo_out = args.undo_out.as_deref();
-        let report =
-            super::undo::execute_with_undo(&client, &plan, Some(&translation), &options, undo_out)
-                .await?;
+        let report = super::undo::execute_with_undo(
+            &client,
+            &plan,
+            Some(&translation),
+            options,
+            undo_out,
+            budget,
+        )
+        .await?;
         return Ok(Ok((client, plan, Some(report))));
     }
     // The dry run shows what an execute started now would do, never the plan's old view.
-    let fresh = apply::recheck(&client, &plan, Some(&translation), &options, &budget)
+    let fresh = apply::recheck(&client, &plan, Some(&translation), options, budget)
         .await
         .map_err(|e| format!("re-checking --plan {shown}: {e}"))?;
     let changed = fresh

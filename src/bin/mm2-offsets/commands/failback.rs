@@ -42,12 +42,14 @@ pub(crate) async fn run(args: FailbackArgs) -> Result<i32, Stop> {
             clamp: args.clamp,
             max_checkpoint_age_ms: None,
         },
-        timeout: args.timeout,
         ..ApplyOptions::default()
     };
+    // --timeout is the budget of the whole run: connecting to both clusters, the reverse
+    // translation, the plan, the re-checks, the commits and the read-back.
     let budget = Deadline::after(args.timeout);
     let primary_settings = connection::settings(&primary_connection(&args))
-        .map_err(|e| format!("primary cluster: {e}"))?;
+        .map_err(|e| format!("primary cluster: {e}"))?
+        .for_commits(options.concurrency);
     let primary = session::connect(primary_settings, budget.remaining())
         .await
         .map_err(|e| format!("primary cluster: {e}"))?;
@@ -93,8 +95,15 @@ pub(crate) async fn run(args: FailbackArgs) -> Result<i32, Stop> {
     let report = if args.execute {
         let undo_out = args.undo_out.as_deref();
         Some(
-            super::undo::execute_with_undo(primary.kafka(), &plan, None, &options, undo_out)
-                .await?,
+            super::undo::execute_with_undo(
+                primary.kafka(),
+                &plan,
+                None,
+                &options,
+                undo_out,
+                &budget,
+            )
+            .await?,
         )
     } else {
         None
@@ -186,14 +195,13 @@ async fn plan_failback(
         target.clone(),
         policy.format_remote_topic(&target, policy.heartbeats_topic()),
     )]);
-    let deadline = Deadline::after(budget.remaining());
     let plan = apply::plan(
         primary.kafka(),
         &translation,
         &heartbeats,
         options,
         now_ms(),
-        &deadline,
+        budget,
     )
     .await
     .map_err(|e| format!("planning on the primary: {e}"))?;

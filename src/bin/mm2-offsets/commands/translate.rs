@@ -3,6 +3,7 @@
 
 use std::io::{IsTerminal, Write};
 
+use mm2_offsets::client::Deadline;
 use mm2_offsets::select::GroupSelector;
 use mm2_offsets::translate::Translation;
 
@@ -12,6 +13,8 @@ use crate::output::unbuffered_stdout;
 use crate::{escape, output, progress, reset_files, session};
 
 pub async fn run(args: TranslateArgs) -> Result<i32, Stop> {
+    // --timeout is the budget of the whole run.
+    let budget = Deadline::after(args.timeout);
     let groups = if args.precise.offsets_file.is_some() {
         // The file's positions are translated, no group's.
         GroupSelector::ids(Vec::<String>::new())
@@ -22,14 +25,16 @@ pub async fn run(args: TranslateArgs) -> Result<i32, Stop> {
         }
     };
     if args.precise.precise {
-        let (client, request, progress) = session::prepare_read(&args, groups).await?;
+        let (client, request, progress) =
+            session::prepare_read(&args, groups, &budget, None).await?;
         let complete = {
             let _line = progress::ProgressLine::start(progress, !args.no_progress);
             session::precise::run(&args, &client, &request).await?
         };
         return Ok(if complete { EXIT_OK } else { EXIT_INCOMPLETE });
     }
-    let (_client, translation, _sources) = session::read_translation(&args, groups).await?;
+    let (_client, translation, _sources) =
+        session::read_translation(&args, groups, &budget, None).await?;
     print_translation(&args, &translation)?;
     let missing = translation.missing_groups();
     summarize(&translation);
@@ -64,6 +69,19 @@ fn print_translation(args: &TranslateArgs, translation: &Translation) -> Result<
 }
 
 fn print_answer(args: &TranslateArgs, translation: &Translation) -> Result<(), Stop> {
+    // The large answers are formatted here and written by a thread of their own, so that the
+    // copy into a pipe and the formatting of the next chunk overlap.
+    let background = match args.output {
+        OutputFormat::Json | OutputFormat::Csv => output::background_stdout(),
+        _ => None,
+    };
+    if let Some(w) = background {
+        let written = match args.output {
+            OutputFormat::Json => output::write_json_to(w, translation),
+            _ => output::write_csv_to(w, translation, std::io::stdout().is_terminal()),
+        };
+        return written.map_err(output_failed);
+    }
     let mut out = unbuffered_stdout();
     let written = match args.output {
         OutputFormat::Table => output::write_table(&mut out, translation),

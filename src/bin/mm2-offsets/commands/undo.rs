@@ -7,7 +7,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use mm2_offsets::apply::undo::{self, UndoPlan, UndoReport, UndoState};
 use mm2_offsets::apply::{self, ApplyOptions, ApplyPlan, ApplyReport};
-use mm2_offsets::client::KafkaClient;
+use mm2_offsets::client::{Deadline, KafkaClient};
 use mm2_offsets::translate::Translation;
 
 use crate::args::{ConnectionArgs, OutputFormat};
@@ -31,11 +31,12 @@ pub(crate) async fn execute_with_undo(
     checkpoints: Option<&Translation>,
     options: &ApplyOptions,
     undo_out: Option<&Path>,
+    deadline: &Deadline,
 ) -> Result<ApplyReport, Stop> {
     let Some(path) = undo_out else {
-        return Ok(apply::execute_with(client, plan, checkpoints, options).await);
+        return Ok(apply::execute_with(client, plan, checkpoints, options, deadline).await);
     };
-    let before = undo::read_before(client, plan, options)
+    let before = undo::read_before(client, plan, deadline)
         .await
         .map_err(|e| {
             format!(
@@ -43,7 +44,7 @@ pub(crate) async fn execute_with_undo(
              nothing was committed: {e}"
             )
         })?;
-    let report = apply::execute_with(client, plan, checkpoints, options).await;
+    let report = apply::execute_with(client, plan, checkpoints, options, deadline).await;
     let undo = undo::undo_plan(plan, &report, &before, now_ms());
     let json = serde_json::to_string_pretty(&undo).map_err(|e| e.to_string())?;
     std::fs::write(path, json + "\n").map_err(|e| {
@@ -68,7 +69,7 @@ pub(crate) async fn execute_with_undo(
 /// skipped, 1 on an error, 2 when `--undo-out` was given too (an undo is not undone in turn).
 pub(crate) async fn run_file(
     connection: &ConnectionArgs,
-    timeout: std::time::Duration,
+    budget: &Deadline,
     (text, path): (&str, &Path),
     (execute, undo_out): (bool, bool),
     output: OutputFormat,
@@ -85,9 +86,9 @@ pub(crate) async fn run_file(
         .map_err(|e| format!("--plan {shown} is not an undo plan: {e}"))?;
     undo.check_schema()
         .map_err(|e| format!("--plan {shown}: {e}"))?;
-    let settings = crate::connection::settings(connection)?;
-    let client = session::connect(settings, timeout).await?;
-    let report = undo::execute_undo(client.kafka(), &undo, options, execute).await;
+    let settings = crate::connection::settings(connection)?.for_commits(options.concurrency);
+    let client = session::connect(settings, budget.remaining()).await?;
+    let report = undo::execute_undo(client.kafka(), &undo, options, execute, budget).await;
     let mut out = std::io::stdout().lock();
     let written = match output {
         OutputFormat::Json => {

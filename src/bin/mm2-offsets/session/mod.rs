@@ -142,15 +142,22 @@ async fn within<T>(
 }
 
 /// Connects as the translate options say and builds their request for the groups `groups`
-/// selects: the client, the request, and the counters its progress line follows.
+/// selects: the client, the request, and the counters its progress line follows. `budget` is
+/// the run's one deadline (`--timeout`, started by the command): connecting and finding the
+/// sources spend from it, and the read gets what is left, so that a slow bootstrap cannot
+/// triple the wait, nor a read leave a later step (apply's plan and commits) a fresh budget.
+/// `commits`: the OffsetCommits the command will have in flight per coordinator, if it commits
+/// (see [`connection::Settings::for_commits`]).
 pub async fn prepare_read(
     args: &TranslateArgs,
     groups: GroupSelector,
+    budget: &Deadline,
+    commits: Option<usize>,
 ) -> Result<(MirrorClient, TranslateRequest, Arc<ReadProgress>), String> {
-    // --timeout is the budget of the whole run: connecting and finding the sources spend from
-    // it, and the read gets what is left (so a slow bootstrap cannot triple the wait).
-    let budget = Deadline::after(args.timeout);
-    let settings = connection::settings(&args.connection)?;
+    let mut settings = connection::settings(&args.connection)?;
+    if let Some(in_flight) = commits {
+        settings = settings.for_commits(in_flight);
+    }
     let client = connect(settings, budget.remaining()).await?;
     let sources = if args.sources.is_empty() {
         discover_sources(&client, budget.remaining()).await?
@@ -171,13 +178,16 @@ pub async fn prepare_read(
     Ok((client, request, progress))
 }
 
-/// Reads the checkpoints of the groups `groups` selects, with the translate options: the
-/// client, the translation, the sources read.
+/// Reads the checkpoints of the groups `groups` selects, with the translate options, within
+/// `budget` (see [`prepare_read`], and for `commits`): the client, the translation, the sources
+/// read.
 pub async fn read_translation(
     args: &TranslateArgs,
     groups: GroupSelector,
+    budget: &Deadline,
+    commits: Option<usize>,
 ) -> Result<(MirrorClient, Translation, Vec<String>), String> {
-    let (client, request, progress) = prepare_read(args, groups).await?;
+    let (client, request, progress) = prepare_read(args, groups, budget, commits).await?;
     let translation = {
         let _line = progress::ProgressLine::start(progress, !args.no_progress);
         client.translate(&request).await

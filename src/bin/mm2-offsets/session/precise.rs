@@ -158,8 +158,10 @@ pub async fn run(
 pub async fn read_for_apply(
     args: &TranslateArgs,
     groups: GroupSelector,
+    budget: &Deadline,
+    commits: Option<usize>,
 ) -> Result<(MirrorClient, Translation, Vec<String>), String> {
-    let (client, request, progress) = super::prepare_read(args, groups).await?;
+    let (client, request, progress) = super::prepare_read(args, groups, budget, commits).await?;
     let precise = {
         let _line = crate::progress::ProgressLine::start(progress, !args.no_progress);
         read(args, &client, &request).await?

@@ -68,6 +68,11 @@ fn log_run(run: &TickReport) {
 pub async fn run(args: WatchArgs) -> Result<i32, String> {
     let groups = session::selector(&args.select)?;
     let settings = crate::connection::settings(&args.connection)?;
+    // The periodic apply commits on connections of its own (see `Settings::for_commits`).
+    let settings = match args.apply_interval {
+        Some(_) => settings.for_commits(mm2_offsets::apply::ApplyOptions::default().concurrency),
+        None => settings,
+    };
     let client = session::connect(settings, args.timeout).await?;
     let sources = if args.sources.is_empty() {
         session::discover_sources(&client, args.timeout).await?
@@ -146,8 +151,8 @@ pub async fn run(args: WatchArgs) -> Result<i32, String> {
     let precise = precise::start(&args, &client, &watcher.options().sources).await?;
     let apply = args.apply_interval.map(|interval| {
         let mut options = ApplyLoopOptions::new(interval);
-        options.plan_timeout = args.timeout;
-        options.apply.timeout = args.timeout;
+        // One budget for each run: plan, re-checks, commits and read-back.
+        options.tick_timeout = args.timeout;
         // Applied only from a map caught up within the readiness window: as fresh as /readyz
         // demands of a live tail.
         options.max_map_age = live_window;
