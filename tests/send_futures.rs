@@ -45,6 +45,7 @@ const LISTED: &[&str] = &[
     "src/client/list_groups.rs:list_groups",
     "src/precise/mod.rs:read_sync_index",
     "src/precise/mod.rs:translate_precise",
+    "src/precise/record_match/reverse.rs:match_reverse",
     "src/precise/source_offsets.rs:translate_from_source_offsets",
     "src/translate/mirror_client.rs:connect",
     "src/translate/mirror_client.rs:list_topics",
@@ -129,6 +130,14 @@ fn futures_are_send(
     send(mirror.translate_precise(request, syncs));
     send(mirror.translate_from_source_offsets(request, syncs, kafka));
     send(precise::read_sync_index(syncs, request, *deadline));
+    send(precise::record_match::reverse::match_reverse(
+        kafka,
+        kafka,
+        &[],
+        |_: &str, _: i32| None,
+        &precise::record_match::MatchOptions::default(),
+        *deadline,
+    ));
 
     // watch
     send(Watcher::start(
