@@ -171,7 +171,9 @@ where
     A: Clone + Send,
     F: Fn(&str, i32) -> Option<Vec<(i64, i64)>>,
 {
-    let mut by_partition: BTreeMap<(&str, &str, i32), Vec<(usize, i64)>> = BTreeMap::new();
+    // (downstream topic, upstream topic, partition) -> its rows: (position, offset).
+    type Rows = Vec<(usize, i64)>;
+    let mut by_partition: BTreeMap<(&str, &str, i32), Rows> = BTreeMap::new();
     let mut count = 0;
     for (i, ((down, up, partition), offset)) in rows.enumerate() {
         by_partition

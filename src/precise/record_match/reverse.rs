@@ -2,9 +2,10 @@
 //! backup's `primary.orders`) to the first record of the original topic (the primary's
 //! `orders`) that the group has not read, proven by the records.
 //!
-//! MirrorMaker 2 copied the primary's records *to* the backup, so the walk of [`super::walk`]
-//! runs unchanged: the upstream is the primary, the downstream the backup, and for every backup
-//! record read it bounds the primary record it copies (`lb <= id <= ub`). A group at `D` has read
+//! MirrorMaker 2 copied the primary's records *to* the backup, so the walk of record matching
+//! ([`super`], `walk.rs`) runs unchanged: the upstream is the primary, the downstream the
+//! backup, and for every backup record read it bounds the primary record it copies
+//! (`lb <= id <= ub`). A group at `D` has read
 //! every backup record below `D`; the no-skip property (`walk.rs`) makes the primary records
 //! copied below `D` every record MM2 delivered up to the greatest of them, `M`. The group's first
 //! unread record is the first record after `M`.
