@@ -936,14 +936,23 @@ async fn failback_round_trip_on_real_mirrormaker2() {
     // the group keeps what it had on the primary, or reads from the start), or one MM2 did not
     // checkpoint on the reverse flow (below the oldest sync its store keeps). Nothing was lost
     // (checked above); a caught-up partition is always failed back.
+    // (MM2 loses a partition's first syncs when more than 10 are in flight, as when O's two
+    // partitions and X are written at once on a loaded machine: its history then starts later,
+    // and a group below it is `no-sync`.)
     for u in untranslated {
-        assert!(
-            u["reason"] == "no-sync" || u["reason"] == "no-reverse-checkpoint",
-            "{u}"
-        );
         let from_offset = u["from_offset"].as_i64().unwrap();
+        let end = match u["reason"].as_str() {
+            Some("no-sync") => {
+                b_ends[&(
+                    u["from_topic"].as_str().unwrap().to_string(),
+                    u["partition"].as_i64().unwrap() as i32,
+                )]
+            }
+            Some("no-reverse-checkpoint") => N_PER_PARTITION,
+            _ => panic!("not failed back for another reason: {u}"),
+        };
         assert!(
-            from_offset < N_PER_PARTITION && from_offset < b_ends.values().copied().min().unwrap(),
+            from_offset < end,
             "a caught-up partition not failed back: {u}"
         );
     }

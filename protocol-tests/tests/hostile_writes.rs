@@ -1063,13 +1063,22 @@ async fn hostile_failback_writes_on_kafka_4() {
         assert_eq!(run.code, Some(0), "plan {group}: {}", run.stderr);
         file
     };
+    // A build before issue 20's failback rules took no backup with --plan (a usage error then):
+    // run against one (MM2O_APPLY_BIN), its --plan runs leave it out, to record what it did.
+    let older_build = std::env::var_os("MM2O_APPLY_BIN").is_some();
+    let with_plan = |mut a: Vec<String>| {
+        if older_build && let Some(at) = a.iter().position(|x| x == "--from-bootstrap-server") {
+            a.drain(at..at + 2);
+        }
+        a
+    };
     let run_plan = |file: &str| {
-        failback(
+        with_plan(failback(
             &k4_server,
             &k39_server,
             &primary_alias,
             &["--plan", file, "--execute"],
-        )
+        ))
     };
 
     // The plans, then what changes after them: a hand edit (60 raised to 75), the group moving
@@ -1181,6 +1190,7 @@ async fn hostile_failback_writes_on_kafka_4() {
         if c.execute {
             a.push("--execute".to_string());
         }
+        let a = with_plan(a);
         let run = table.run(&a);
         table.check(
             c.case,
