@@ -14,6 +14,12 @@
 //!   instead (the `precise` rule of `translate --precise --from-source-offsets`), never past
 //!   what MM2's checkpoint proves less of.
 //!
+//! The history must be the forward flow's before any offset comes from it: every record of
+//! the offset-syncs topic must be an offset sync, and where the backup holds the forward
+//! flow's checkpoints of the selected groups (`<source>.checkpoints.internal`, which MM2
+//! computed from this very topic), the history must reproduce them or compaction must explain
+//! it, as for `--precise` ([`TranslateError::UntrustedFailbackHistory`] otherwise).
+//!
 //! The result turns into a [`Translation`] of the primary's topics that `apply::plan` plans
 //! and `apply::execute` commits, with every rule of `apply` (no members, no rewind, nothing
 //! outside the log, dry run first).
