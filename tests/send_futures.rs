@@ -69,6 +69,7 @@ const LISTED: &[&str] = &[
     "src/precise/failback.rs:translate_failback",
     "src/precise/read.rs:read_sync_index",
     "src/precise/record_match/mod.rs:match_rows",
+    "src/precise/record_match/reverse.rs:match_reverse",
     "src/precise/run.rs:translate_from_source_offsets",
     "src/precise/run.rs:translate_positions",
     "src/precise/run.rs:translate_precise",
@@ -229,6 +230,14 @@ fn futures_are_send(
         reverse,
         failback_rows,
         failback_request,
+        *deadline,
+    ));
+    send(precise::record_match::reverse::match_reverse(
+        kafka,
+        kafka,
+        &[],
+        |_: &str, _: i32| None,
+        &precise::record_match::MatchOptions::default(),
         *deadline,
     ));
 

@@ -901,17 +901,24 @@ fn cases() -> Vec<Case> {
         &["--source"],
     );
     push(
-        "failback --match-records is not there yet",
+        "failback --plan with --match-records (the plan says how it was made)",
         fb(&[
             "--from-bootstrap-server",
             &plain,
             "--source",
             "p",
-            "--all-groups",
+            "--plan",
+            "plan.json",
             "--match-records",
         ]),
         Usage,
-        &["not available yet"],
+        &["--match-records cannot be used with --plan"],
+    );
+    push(
+        "failback --plan without the backup (its rows are derived again there)",
+        fb(&["--source", "p", "--plan", "plan.json"]),
+        Usage,
+        &["derives every row of the plan again"],
     );
     push(
         "failback without a backup",

@@ -39,6 +39,17 @@ struct Table {
 }
 
 impl Table {
+    /// The build under test: this one, or `MM2O_APPLY_BIN`.
+    fn new() -> Table {
+        let bin = std::env::var_os("MM2O_APPLY_BIN")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_mm2-offsets")));
+        Table {
+            bin,
+            rows: Vec::new(),
+        }
+    }
+
     fn run(&self, args: &[String]) -> Run {
         run_bounded(&self.bin, args, Duration::from_secs(30))
     }
@@ -85,6 +96,51 @@ impl Table {
     }
 }
 
+impl Table {
+    /// Prints the table of outcomes, then fails with every case that failed.
+    fn finish(&self, name: &str, setup: Duration, started: Instant) {
+        eprintln!("\n{:<72} | exit | cluster after | words", "case");
+        for row in &self.rows {
+            eprintln!(
+                "{:<72} | {:>4} | {:<13} | {}{}",
+                row.case,
+                row.code.map_or("-".to_string(), |c| c.to_string()),
+                row.held,
+                row.words,
+                if row.failure.is_some() {
+                    "  <-- FAILED"
+                } else {
+                    ""
+                }
+            );
+        }
+        eprintln!(
+            "{name}: {} cases, setup {setup:?}, total {:?}",
+            self.rows.len(),
+            started.elapsed()
+        );
+        let failures: Vec<String> = self
+            .rows
+            .iter()
+            .filter_map(|r| r.failure.as_ref().map(|f| format!("== {}: {f}", r.case)))
+            .collect();
+        assert!(
+            failures.is_empty(),
+            "{} case(s) failed:\n{}",
+            failures.len(),
+            failures.join("\n\n")
+        );
+    }
+}
+
+/// Waits until `cluster` has a group coordinator (its offsets topic is ready).
+async fn coordinator_ready(cluster: &crate::support::Cluster) {
+    let client = mm2_offsets::client::KafkaClient::connect(cluster.plaintext())
+        .await
+        .unwrap();
+    crate::support::wait_for_group_coordinator(&client, Duration::from_secs(60)).await;
+}
+
 fn first_line_with<'a>(text: &'a str, needle: &str) -> Option<&'a str> {
     text.lines().find(|l| l.contains(needle)).map(str::trim)
 }
@@ -104,6 +160,16 @@ fn checkpoint_record(
     topic: &str,
     downstream: i64,
 ) -> (Option<Vec<u8>>, Option<Vec<u8>>) {
+    checkpoint_of(group, topic, (downstream + 1000, downstream), b"hostile")
+}
+
+/// A checkpoint of `group` on partition 0 of `topic`: (upstream, downstream) offsets.
+fn checkpoint_of(
+    group: &str,
+    topic: &str,
+    (upstream, downstream): (i64, i64),
+    metadata: &[u8],
+) -> (Option<Vec<u8>>, Option<Vec<u8>>) {
     let key = checkpoint::encode_key(&CheckpointKey {
         group: group.as_bytes(),
         topic: topic.as_bytes(),
@@ -112,9 +178,9 @@ fn checkpoint_record(
     .unwrap();
     let value = checkpoint::encode_value(&CheckpointValue {
         version: 0,
-        upstream_offset: downstream + 1000,
+        upstream_offset: upstream,
         downstream_offset: downstream,
-        metadata: b"hostile",
+        metadata,
     })
     .unwrap();
     (Some(key), Some(value))
@@ -177,13 +243,7 @@ async fn hostile_writes_on_kafka_4() {
     let k39 = cluster("k39");
     let raw = Raw::connect(&k4).await;
     let raw39 = Raw::connect(&k39).await;
-    let bin = std::env::var_os("MM2O_APPLY_BIN")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_mm2-offsets")));
-    let mut table = Table {
-        bin,
-        rows: Vec::new(),
-    };
+    let mut table = Table::new();
     let dir = tempfile::tempdir().unwrap();
     let unique = crate::support::unique_topic("hw").replace('-', "");
     let alias = format!("{unique}a");
@@ -237,13 +297,7 @@ async fn hostile_writes_on_kafka_4() {
     rows.retain(|(n, _)| *n != g("rewind"));
     rows.push((g("rewind"), 50));
     rows.push((g("negative"), -5));
-    crate::support::wait_for_group_coordinator(
-        &mm2_offsets::client::KafkaClient::connect(k4.plaintext())
-            .await
-            .unwrap(),
-        Duration::from_secs(60),
-    )
-    .await;
+    coordinator_ready(&k4).await;
     flow(&raw, &alias, &rows).await;
     raw.commit(&g("rewind"), &topic, 0, 80).await;
     // Another source alias on the same target, whose checkpoint of the alias group says 40.
@@ -879,36 +933,357 @@ async fn hostile_writes_on_kafka_4() {
     }
     drop(blackhole);
 
-    // ---- The table.
-    eprintln!("\n{:<72} | exit | cluster after | words", "case");
-    for row in &table.rows {
-        eprintln!(
-            "{:<72} | {:>4} | {:<13} | {}{}",
-            row.case,
-            row.code.map_or("-".to_string(), |c| c.to_string()),
-            row.held,
-            row.words,
-            if row.failure.is_some() {
-                "  <-- FAILED"
-            } else {
-                ""
-            }
+    table.finish("hostile_writes on k4", setup, started);
+}
+
+/// A saved failback plan run as a user would: what it is called, the plan, the clusters and
+/// the source alias given, whether `--execute`, and what must come of it.
+struct PlanCase<'a> {
+    case: &'a str,
+    plan: &'a str,
+    primary: &'a str,
+    backup: &'a str,
+    source: &'a str,
+    execute: bool,
+    exit: i32,
+    words: &'a str,
+    group: &'a str,
+    want: Want<'a>,
+}
+
+/// A checkpoint MirrorMaker 2 would write for `group` from a sync `(u, d)` with `u == upstream`.
+fn forward_checkpoint(group: &str, topic: &str, upstream: i64, downstream: i64) -> Record {
+    checkpoint_of(group, topic, (upstream, downstream), b"")
+}
+
+type Record = (Option<Vec<u8>>, Option<Vec<u8>>);
+
+/// Hostile failback writes (issue 20's rules for `failback`): k4 is the primary, k39 the backup.
+/// The flow is written by hand, as MirrorMaker 2 would have left it: `orders` (100 records) on
+/// the primary, its replica `<p>.orders` on the backup (10 older records, then the 100), the
+/// forward flow's offset syncs `(0,10) (50,60) (99,109)` on the primary and its checkpoints of
+/// each group (50 -> 60) on the backup. Each group committed 70 on the replica: failing back
+/// gives 60 (`interpolated`).
+/// A saved plan is derived again from the backup and the history before anything is written.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hostile_failback_writes_on_kafka_4() {
+    let started = Instant::now();
+    let (k4, k39) = (cluster("k4"), cluster("k39"));
+    let (raw, raw39) = (Raw::connect(&k4).await, Raw::connect(&k39).await);
+    let mut table = Table::new();
+    let dir = tempfile::tempdir().unwrap();
+    let unique = crate::support::unique_topic("hf").replace('-', "");
+    let (primary_alias, backup_alias) = (format!("{unique}p"), format!("{unique}b"));
+    let topic = format!("{unique}.orders");
+    let replica = format!("{primary_alias}.{topic}");
+    let g = |name: &str| format!("{unique}-{name}");
+    let (k4_server, k39_server) = (
+        k4.var("PLAINTEXT").to_string(),
+        k39.var("PLAINTEXT").to_string(),
+    );
+    let names = [
+        "control",
+        "edited",
+        "moved",
+        "cluster",
+        "backup",
+        "alias",
+        "apply",
+        "kind",
+        "zero",
+        "garbage",
+        "checkpoints",
+        "decoy",
+    ];
+    raw.create_topic(&topic, 1).await;
+    raw.fill(&topic, 1, 100).await;
+    // The replica holds 10 records of an earlier incarnation first: downstream offsets are the
+    // upstream ones plus 10, so no checkpoint reads as MM2's oldest rule (D = U).
+    raw39.create_topic(&replica, 1).await;
+    raw39.fill(&replica, 1, 110).await;
+    let syncs_topic = format!("mm2-offset-syncs.{backup_alias}.internal");
+    raw.create_topic(&syncs_topic, 1).await;
+    let genuine = vec![
+        sync_record(&topic, 0, 10),
+        sync_record(&topic, 50, 60),
+        sync_record(&topic, 99, 109),
+    ];
+    raw.produce(&syncs_topic, 0, &genuine).await;
+    let checkpoints = format!("{primary_alias}.checkpoints.internal");
+    raw39.create_topic(&checkpoints, 1).await;
+    let forward: Vec<Record> = names
+        .iter()
+        .map(|n| forward_checkpoint(&g(n), &replica, 50, 60))
+        .collect();
+    raw39.produce(&checkpoints, 0, &forward).await;
+    for n in names {
+        raw39.commit(&g(n), &replica, 0, 70).await;
+    }
+    coordinator_ready(&k4).await;
+    let setup = started.elapsed();
+    // What the primary holds for a group after a case.
+    let held = |group: String, want: &[(&str, i64)]| {
+        let raw = &raw;
+        let want: Held = want.iter().map(|(t, o)| ((t.to_string(), 0), *o)).collect();
+        async move { (raw.committed(&group).await, want) }
+    };
+    let failback = |primary: &str, backup: &str, source: &str, extra: &[&str]| {
+        let mut a = args(&[
+            "failback",
+            "--bootstrap-server",
+            primary,
+            "--from-bootstrap-server",
+            backup,
+            "--source",
+            source,
+            "--target",
+            &backup_alias,
+        ]);
+        a.extend(args(extra));
+        a
+    };
+    let bin = table.bin.clone();
+    let plan_of = |group: &str| {
+        let file = dir
+            .path()
+            .join(format!("{group}.json"))
+            .display()
+            .to_string();
+        let limit = Duration::from_secs(30);
+        let run = run_bounded(
+            &bin,
+            &failback(
+                &k4_server,
+                &k39_server,
+                &primary_alias,
+                &["--group", group, "--plan-out", &file],
+            ),
+            limit,
+        );
+        assert_eq!(run.code, Some(0), "plan {group}: {}", run.stderr);
+        file
+    };
+    // A build before issue 20's failback rules took no backup with --plan (a usage error then):
+    // run against one (MM2O_APPLY_BIN), its --plan runs leave it out, to record what it did.
+    let older_build = std::env::var_os("MM2O_APPLY_BIN").is_some();
+    let with_plan = |mut a: Vec<String>| {
+        if older_build && let Some(at) = a.iter().position(|x| x == "--from-bootstrap-server") {
+            a.drain(at..at + 2);
+        }
+        a
+    };
+    let run_plan = |file: &str| {
+        with_plan(failback(
+            &k4_server,
+            &k39_server,
+            &primary_alias,
+            &["--plan", file, "--execute"],
+        ))
+    };
+
+    // The plans, then what changes after them: a hand edit (60 raised to 75), the group moving
+    // on the backup (70 -> 90 there).
+    let control = plan_of(&g("control"));
+    let edited = plan_of(&g("edited"));
+    let mut doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&edited).unwrap()).unwrap();
+    let row = &mut doc["groups"][0]["partitions"][0];
+    row["offset"] = 75.into();
+    row["translated"] = 75.into();
+    std::fs::write(&edited, serde_json::to_string_pretty(&doc).unwrap()).unwrap();
+    let moved = plan_of(&g("moved"));
+    raw39.commit(&g("moved"), &replica, 0, 90).await;
+    let other = plan_of(&g("cluster"));
+    let (p4, p39, alias) = (
+        k4_server.as_str(),
+        k39_server.as_str(),
+        primary_alias.as_str(),
+    );
+    let cases = vec![
+        PlanCase {
+            case: "a failback plan saved and run later (control: written)",
+            plan: &control,
+            primary: p4,
+            backup: p39,
+            source: alias,
+            execute: true,
+            exit: 0,
+            words: "committed on the primary and read back",
+            group: "control",
+            want: vec![(topic.as_str(), 60)],
+        },
+        PlanCase {
+            case: "dry run of a hand-edited failback plan (60 raised to 75)",
+            plan: &edited,
+            primary: p4,
+            backup: p39,
+            source: alias,
+            execute: false,
+            exit: 3,
+            words: "failing back now gives offset 60",
+            group: "edited",
+            want: vec![],
+        },
+        PlanCase {
+            case: "hand-edited failback plan (60 raised to 75)",
+            plan: &edited,
+            primary: p4,
+            backup: p39,
+            source: alias,
+            execute: true,
+            exit: 3,
+            words: "the plan fails back to offset 75",
+            group: "edited",
+            want: vec![],
+        },
+        PlanCase {
+            case: "failback plan run after the group moved on the backup (70 -> 90)",
+            plan: &moved,
+            primary: p4,
+            backup: p39,
+            source: alias,
+            execute: true,
+            exit: 3,
+            words: "failing back now gives offset 80 (from offset 90)",
+            group: "moved",
+            want: vec![],
+        },
+        PlanCase {
+            case: "failback plan made for primary k4 run against k39 (as primary and backup)",
+            plan: &other,
+            primary: p39,
+            backup: p39,
+            source: alias,
+            execute: true,
+            exit: 3,
+            words: "the plan was made for primary cluster",
+            group: "cluster",
+            want: vec![],
+        },
+        PlanCase {
+            case: "failback plan run with another backup (k4 instead of k39)",
+            plan: &other,
+            primary: p4,
+            backup: p4,
+            source: alias,
+            execute: true,
+            exit: 3,
+            words: "the plan was made from backup cluster",
+            group: "cluster",
+            want: vec![],
+        },
+        PlanCase {
+            case: "failback plan run with another --source alias",
+            plan: &other,
+            primary: p4,
+            backup: p39,
+            source: "other",
+            execute: true,
+            exit: 3,
+            words: "it fails back from source alias",
+            group: "cluster",
+            want: vec![],
+        },
+    ];
+    for c in cases {
+        let mut a = failback(c.primary, c.backup, c.source, &["--plan", c.plan]);
+        if c.execute {
+            a.push("--execute".to_string());
+        }
+        let a = with_plan(a);
+        let run = table.run(&a);
+        table.check(
+            c.case,
+            &run,
+            c.exit,
+            c.words,
+            held(g(c.group), &c.want).await,
         );
     }
-    eprintln!(
-        "hostile_writes on k4: {} cases, setup {setup:?}, total {:?}",
-        table.rows.len(),
-        started.elapsed()
+    // Nothing was written on k39 by the plan run against it (the group's backup offset stays).
+    let mut replica_70 = Held::new();
+    replica_70.insert((replica.clone(), 0), 70);
+    assert_eq!(raw39.committed(&g("cluster")).await, replica_70);
+
+    // The wrong kind of plan, either way.
+    let f = plan_of(&g("apply"));
+    let run = table.run(&args(&[
+        "apply",
+        "--bootstrap-server",
+        &k4_server,
+        "--plan",
+        &f,
+        "--execute",
+        "--no-progress",
+    ]));
+    table.check(
+        "a failback plan given to apply --plan",
+        &run,
+        1,
+        "is a failback plan",
+        held(g("apply"), &[]).await,
     );
-    let failures: Vec<String> = table
-        .rows
-        .iter()
-        .filter_map(|r| r.failure.as_ref().map(|f| format!("== {}: {f}", r.case)))
-        .collect();
-    assert!(
-        failures.is_empty(),
-        "{} case(s) failed:\n{}",
-        failures.len(),
-        failures.join("\n\n")
+    let f = plan_of(&g("kind"));
+    let mut doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&f).unwrap()).unwrap();
+    doc.as_object_mut().unwrap().remove("failback");
+    std::fs::write(&f, serde_json::to_string_pretty(&doc).unwrap()).unwrap();
+    let run = table.run(&run_plan(&f));
+    table.check(
+        "failback --plan with the plan's failback section removed",
+        &run,
+        1,
+        "is not a failback plan",
+        held(g("kind"), &[]).await,
     );
+    if std::env::var_os("MM2O_APPLY_BIN").is_none() {
+        let run = table.run(&run_plan("/dev/zero"));
+        table.check(
+            "failback --plan /dev/zero",
+            &run,
+            1,
+            "character device",
+            held(g("zero"), &[]).await,
+        );
+    }
+
+    // Histories that are not this flow's, named with --syncs-topic.
+    let decoys: [(&str, &str, Vec<Record>, &str); 3] = [
+        (
+            "garbage",
+            "failback with a syncs topic of garbage",
+            vec![(Some(b"garbage".to_vec()), Some(b"x".to_vec())); 3],
+            "3 record(s) of the topic are not offset syncs",
+        ),
+        (
+            "checkpoints",
+            "failback with a checkpoints topic as syncs topic",
+            vec![forward_checkpoint("g", &replica, 50, 60); 2],
+            "2 checkpoint record(s)",
+        ),
+        (
+            "decoy",
+            "failback with another flow's syncs under the same topic names",
+            vec![
+                sync_record(&topic, 0, 0),
+                sync_record(&topic, 50, 20),
+                sync_record(&topic, 99, 69),
+            ],
+            "do not reproduce",
+        ),
+    ];
+    for (name, case, records, needle) in decoys {
+        let decoy = format!("{unique}.{name}.syncs");
+        raw.create_topic(&decoy, 1).await;
+        raw.produce(&decoy, 0, &records).await;
+        let run = table.run(&failback(
+            &k4_server,
+            &k39_server,
+            &primary_alias,
+            &["--group", &g(name), "--syncs-topic", &decoy, "--execute"],
+        ));
+        table.check(case, &run, 1, needle, held(g(name), &[]).await);
+    }
+
+    table.finish("hostile failback writes on k4/k39", setup, started);
 }

@@ -64,6 +64,10 @@ pub enum PlanInput {
     /// Translated from the source's committed offsets (`--from-source-offsets`): a checkpoint
     /// of the plan's source must still exist for the partition.
     SourceOffsets,
+    /// Failed back from the groups' offsets on the backup (`failback`): the caller derives
+    /// every row again from the backup and the offset-sync history now, and the fresh row must
+    /// give the same offset from the same backup offset.
+    Failback,
 }
 
 /// How to plan and execute.

@@ -87,25 +87,46 @@ impl Context {
             return (None, planned_age);
         };
         let key = (group.to_string(), p.topic.clone(), p.partition);
+        let failback = self.input == PlanInput::Failback;
         let Some(&(offset, upstream, timestamp)) = checkpoints.get(&key) else {
-            return (
-                Some(format!(
+            let why = if failback {
+                format!(
+                    "the plan commits {} failed back from the backup; failing back now gives no offset (the group's offset on the backup is gone or not failed back)",
+                    p.offset
+                )
+            } else {
+                format!(
                     "the plan commits {} from a checkpoint of {}; no such checkpoint exists now",
                     p.offset,
                     sources_words(&self.sources)
-                )),
-                planned_age,
-            );
+                )
+            };
+            return (Some(why), planned_age);
         };
         let age = now_ms.saturating_sub(timestamp);
-        let planned = format!(
-            "the plan's checkpoint gives offset {} (upstream {})",
-            p.translated,
-            show(p.upstream_offset)
-        );
-        let now = format!("the checkpoint now gives offset {offset} (upstream {upstream})");
+        let (planned, now) = if failback {
+            (
+                format!(
+                    "the plan fails back to offset {} (from offset {} on the backup)",
+                    p.translated,
+                    show(p.upstream_offset)
+                ),
+                format!("failing back now gives offset {offset} (from offset {upstream})"),
+            )
+        } else {
+            (
+                format!(
+                    "the plan's checkpoint gives offset {} (upstream {})",
+                    p.translated,
+                    show(p.upstream_offset)
+                ),
+                format!("the checkpoint now gives offset {offset} (upstream {upstream})"),
+            )
+        };
         let differs = match self.input {
-            PlanInput::Checkpoints => {
+            // Derived again as a fresh failback would: any other offset, or another offset on
+            // the backup, refuses the row.
+            PlanInput::Checkpoints | PlanInput::Failback => {
                 offset != p.translated || p.upstream_offset.is_some_and(|u| u != upstream)
             }
             // A precise offset is never before MM2's, and comes from the same checkpoint.

@@ -14,6 +14,12 @@
 //!   instead (the `precise` rule of `translate --precise --from-source-offsets`), never past
 //!   what MM2's checkpoint proves less of.
 //!
+//! The history must be the forward flow's before any offset comes from it: every record of
+//! the offset-syncs topic must be an offset sync, and where the backup holds the forward
+//! flow's checkpoints of the selected groups (`<source>.checkpoints.internal`, which MM2
+//! computed from this very topic), the history must reproduce them or compaction must explain
+//! it, as for `--precise` ([`TranslateError::UntrustedFailbackHistory`] otherwise).
+//!
 //! The result turns into a [`Translation`] of the primary's topics that `apply::plan` plans
 //! and `apply::execute` commits, with every rule of `apply` (no members, no rewind, nothing
 //! outside the log, dry run first).
@@ -48,11 +54,14 @@
 //!
 //! # Record matching (`--match-records`)
 //!
-//! Not built yet. It plugs in after [`sharpen_with_records`]: a row that is not exact after the
-//! stretch proofs has its sync `(u0, d0)` below `D`; matching the backup's records in
-//! `[d0, D)` against the primary's from `u0` on, walking back from the record just below `D`
-//! (the reverse walk of the research notes, section 5.4), gives the record the group read last,
-//! and the answer is the one after it.
+//! With [`FailbackRequest::match_records`], after [`sharpen_with_records`], each row still not
+//! exact (`reverse-rule`, `counted`) is matched backwards
+//! ([`super::record_match::reverse`]): MM2 copied the primary's records to the backup, so the
+//! backup's records from the rule's sync `(u0, d0)` on are matched against the primary's, the
+//! record just below the group's offset `D` is proven to copy `L`, nothing below `D` is proven
+//! to copy anything past `L`, and the answer is the primary's first record after `L` (rule
+//! `record-match`). A row short of that proof keeps its answer and says why
+//! ([`FailbackRow::unmatched`]).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -60,11 +69,14 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use rustc_hash::FxHashMap;
 use serde::Serialize;
 
+use super::provenance::{self, SyncHistory};
+use super::record_match::reverse::{self as matching, ReverseUnmatched, match_reverse};
+use super::record_match::{MatchOptions, MatchStats};
 use super::reverse::{FailbackRule, ReverseIndex, Stretch};
 use super::source_offsets::{SourceOffsets, fetch_committed_offsets};
 use super::stretch_proof::{ProofReport, Ranges, read_record_offsets};
 use super::syncs::build_reverse_index;
-use super::{SyncsSource, read_sync_runs};
+use super::{Provenance, SyncsSource, read_sync_runs};
 use crate::client::{
     ClientError, DEFAULT_FETCH_MAX_BYTES, Deadline, GroupCoordinator, IsolationLevel, KafkaClient,
     NOT_CONSUMER_GROUP_TYPES,
@@ -96,6 +108,8 @@ pub struct FailbackRequest {
     pub parallelism: usize,
     /// Upper bound on one Fetch's bytes per partition.
     pub max_bytes_per_fetch: i32,
+    /// Prove exact offsets with the records of both clusters (rule `record-match`).
+    pub match_records: Option<MatchOptions>,
 }
 
 impl FailbackRequest {
@@ -113,6 +127,7 @@ impl FailbackRequest {
             timeout: Duration::from_secs(60),
             parallelism: 4,
             max_bytes_per_fetch: DEFAULT_FETCH_MAX_BYTES,
+            match_records: None,
         }
     }
 }
@@ -144,6 +159,12 @@ pub struct FailbackRow {
     /// The reverse flow's checkpoint record timestamp (reverse-checkpoint rows), else when the
     /// backup's offsets were read; ms since the epoch.
     pub timestamp: i64,
+    /// With record matching: why this row kept its answer (`None`: matched, or not a row
+    /// matching could sharpen).
+    pub unmatched: Option<ReverseUnmatched>,
+    /// A `record-match` answer that rests on the residual assumption (the backup's records
+    /// below the oldest kept sync were not read: see [`super::record_match::reverse`]).
+    pub assumes_history: bool,
 }
 
 /// Why a committed offset on the backup has no failback offset.
@@ -198,6 +219,12 @@ pub struct FailbackTranslation {
     pub checkpoints_report: Option<ReadReport>,
     /// The reads of the primary's records that proved stretches.
     pub proof: ProofReport,
+    /// What record matching read, when asked.
+    pub matching: Option<MatchStats>,
+    /// How the forward flow's checkpoints on the backup compared with the offset-sync history
+    /// (`None`: the backup holds no checkpoints of the forward flow for these groups, so only
+    /// the records' shape was checked).
+    pub provenance: Option<Provenance>,
     /// When the backup's offsets were read (ms since the epoch).
     pub read_at_ms: i64,
 }
@@ -303,13 +330,17 @@ pub async fn translate_failback(
     let index = async {
         let started = Instant::now();
         let (outcomes, report) = read_sync_runs(&syncs, &read, deadline).await?;
-        let index = build_reverse_index(outcomes);
+        let (index, history) = build_reverse_index(outcomes);
         tracing::debug!(syncs = report.records, elapsed = ?started.elapsed(), "offset syncs read");
-        Ok::<_, TranslateError>((index, report))
+        Ok::<_, TranslateError>((index, history, report))
     };
     let checkpoints = reverse_flow(primary, backup, request, &read, &deadline);
-    let ((read_at_ms, offsets), (index, syncs_report), checkpoints) =
-        tokio::try_join!(backup_offsets, index, checkpoints)?;
+    let forward = forward_checkpoints(backup, policy, request, &read);
+    let ((read_at_ms, offsets), (index, history, syncs_report), checkpoints, forward) =
+        tokio::try_join!(backup_offsets, index, checkpoints, forward)?;
+    // The history must be the forward flow's before any offset comes from it.
+    let provenance =
+        check_history(&history, forward.as_ref(), policy, &syncs.topic).map_err(|e| *e)?;
     let mut joined = join(
         &offsets,
         &index,
@@ -322,7 +353,22 @@ pub async fn translate_failback(
     joined.proof =
         sharpen_with_records(primary.kafka(), &index, &mut joined.rows, request, deadline).await?;
     tracing::debug!(records = joined.proof.records, elapsed = ?started.elapsed(), "stretches proven");
+    if let Some(options) = &request.match_records {
+        let started = Instant::now();
+        let stats = match_records(
+            primary.kafka(),
+            backup,
+            &index,
+            &mut joined.rows,
+            options,
+            deadline,
+        )
+        .await;
+        tracing::debug!(elapsed = ?started.elapsed(), "records matched");
+        joined.matching = Some(stats);
+    }
     joined.syncs_report = syncs_report;
+    joined.provenance = provenance;
     joined.checkpoints_report = checkpoints.map(|c| c.report);
     joined
         .rows
@@ -366,6 +412,52 @@ async fn backup_groups(
         }
     }
     Ok(found.into_iter().collect())
+}
+
+/// The forward flow's checkpoints of the selected groups on the backup
+/// (`<source>.checkpoints.internal`), as MM2 wrote them; `None` when the backup holds no such
+/// topic (or the groups have none).
+async fn forward_checkpoints(
+    backup: &KafkaClient,
+    policy: &ReplicationPolicy,
+    request: &FailbackRequest,
+    read: &TranslateRequest,
+) -> Result<Option<Translation>, TranslateError> {
+    let mirror = MirrorClient::new(backup.clone(), policy.clone());
+    let read = TranslateRequest {
+        sources: vec![request.source.clone()],
+        ..read.clone()
+    };
+    match mirror.translate(&read).await {
+        Ok(translation) if translation.is_empty() => Ok(None),
+        Ok(translation) => Ok(Some(translation)),
+        Err(TranslateError::MissingCheckpointsTopic { .. }) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// The provenance check of the history failback reverses (see `provenance`): every record
+/// must be an offset sync, and where the backup holds the forward flow's checkpoints of the
+/// selected groups, the history must reproduce them (MM2 computed them from this very topic)
+/// or compaction must explain it. Refused otherwise, with counts.
+fn check_history(
+    history: &SyncHistory,
+    forward: Option<&Translation>,
+    policy: &ReplicationPolicy,
+    topic: &str,
+) -> Result<Option<Provenance>, Box<TranslateError>> {
+    let refuse = |refusal: provenance::Refusal| {
+        Box::new(TranslateError::UntrustedFailbackHistory {
+            topic: topic.to_string(),
+            reason: refusal.to_string(),
+        })
+    };
+    provenance::check_shape(history).map_err(refuse)?;
+    let Some(checkpoints) = forward else {
+        return Ok(None);
+    };
+    let (counts, _) = provenance::check(checkpoints, history, policy).map_err(refuse)?;
+    Ok(Some(counts))
 }
 
 /// A reverse flow's translation of one (group, replica topic on the primary, partition).
@@ -483,6 +575,8 @@ fn join(
         syncs_report: ReadReport::default(),
         checkpoints_report: None,
         proof: ProofReport::default(),
+        matching: None,
+        provenance: None,
         read_at_ms,
     };
     let requested: BTreeSet<&str> = request.groups.ids_requested().collect();
@@ -528,6 +622,8 @@ fn join(
                         metadata,
                         sync: Some(a.sync),
                         timestamp: read_at_ms,
+                        unmatched: None,
+                        assumes_history: false,
                     }),
                     None => out.untranslated.push(untranslated(Untranslated::NoSync)),
                 }
@@ -567,6 +663,8 @@ fn join(
                     metadata,
                     sync: None,
                     timestamp: r.timestamp,
+                    unmatched: None,
+                    assumes_history: false,
                 }),
             }
         }
@@ -575,9 +673,8 @@ fn join(
 }
 
 /// Sharpens the reverse-rule rows that lie strictly inside a stretch between two syncs, with
-/// the primary's committed records there ([`super::reverse::ReverseAnswer::refine`]).
-///
-/// Record matching (`--match-records`) would follow here, for the rows still not exact.
+/// the primary's committed records there ([`super::reverse::ReverseAnswer::refine`]). Record
+/// matching follows, for the rows still not exact.
 pub async fn sharpen_with_records(
     primary: &KafkaClient,
     index: &ReverseIndex,
@@ -633,4 +730,66 @@ pub async fn sharpen_with_records(
         row.rule = sharp.rule;
     }
     Ok(report)
+}
+
+/// Record matching for the rows on the primary's topics still not exact (`reverse-rule`,
+/// `counted`): each one proven takes the primary offset of the group's first unread record
+/// (rule `record-match`); the others keep their answer and say why.
+async fn match_records(
+    primary: &KafkaClient,
+    backup: &KafkaClient,
+    index: &ReverseIndex,
+    rows: &mut [FailbackRow],
+    options: &MatchOptions,
+    deadline: Deadline,
+) -> MatchStats {
+    let wanted: Vec<usize> = rows
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| {
+            r.sync.is_some() && matches!(r.rule, FailbackRule::ReverseRule | FailbackRule::Counted)
+        })
+        .map(|(i, _)| i)
+        .collect();
+    if wanted.is_empty() {
+        return MatchStats::default();
+    }
+    let asked: Vec<matching::ReverseRow<'_>> = wanted
+        .iter()
+        .map(|&i| matching::ReverseRow {
+            downstream_topic: &rows[i].from_topic,
+            upstream_topic: &rows[i].topic,
+            partition: rows[i].partition,
+            downstream: rows[i].from_offset,
+        })
+        .collect();
+    let (answers, stats) = match_reverse(
+        primary,
+        backup,
+        &asked,
+        |topic, partition| {
+            index
+                .partition(topic.as_bytes(), partition)
+                .map(|p| p.log_order())
+        },
+        options,
+        deadline,
+    )
+    .await;
+    drop(asked);
+    for (i, answer) in wanted.into_iter().zip(answers) {
+        let row = &mut rows[i];
+        match answer {
+            // Proven, and never behind what the syncs and the stretch proofs prove: a proof
+            // below them means the model does not hold here.
+            Ok(m) if m.offset >= row.offset => {
+                row.offset = m.offset;
+                row.rule = FailbackRule::RecordMatch;
+                row.assumes_history = m.assumes_history;
+            }
+            Ok(_) => row.unmatched = Some(ReverseUnmatched::Inconsistent),
+            Err(why) => row.unmatched = Some(why),
+        }
+    }
+    stats
 }

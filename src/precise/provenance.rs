@@ -281,6 +281,15 @@ fn judge(
     }
 }
 
+/// Part 1 alone: every record of the topic is an offset sync (failback checks it even where no
+/// checkpoints can be compared).
+pub(crate) fn check_shape(history: &SyncHistory) -> Result<(), Refusal> {
+    if history.not_syncs.total() > 0 {
+        return Err(Refusal::NotSyncs(history.not_syncs));
+    }
+    Ok(())
+}
+
 /// Checks `history` against the checkpoints of `translation` (MM2's offsets, before any
 /// re-translation). Returns the counts and the rows (in `translation`'s order) that must keep
 /// MM2's offset, or why the history is refused.
@@ -289,9 +298,7 @@ pub(crate) fn check(
     history: &SyncHistory,
     policy: &ReplicationPolicy,
 ) -> Result<(Provenance, Vec<bool>), Refusal> {
-    if history.not_syncs.total() > 0 {
-        return Err(Refusal::NotSyncs(history.not_syncs));
-    }
+    check_shape(history)?;
     let mut out = Provenance::default();
     let mut keep = Vec::with_capacity(translation.len());
     if !history.complete {

@@ -91,11 +91,14 @@ pub enum FailbackRule {
     /// A topic local to the backup: the group's offset there now, translated with the reverse
     /// flow's offset-sync history (more than its checkpoint proves; never less).
     ReverseFlowSync,
+    /// Proven by the records of both clusters (`--match-records`): the primary offset of the
+    /// first record the group has not read on the backup (exact).
+    RecordMatch,
 }
 
 impl FailbackRule {
     /// The name used in reports (`exact-sync`, `interpolated`, `counted`, `reverse-rule`,
-    /// `reverse-checkpoint`, `reverse-flow-sync`).
+    /// `reverse-checkpoint`, `reverse-flow-sync`, `record-match`).
     pub fn name(self) -> &'static str {
         match self {
             FailbackRule::ExactSync => "exact-sync",
@@ -104,15 +107,20 @@ impl FailbackRule {
             FailbackRule::ReverseRule => "reverse-rule",
             FailbackRule::ReverseCheckpoint => "reverse-checkpoint",
             FailbackRule::ReverseFlowSync => "reverse-flow-sync",
+            FailbackRule::RecordMatch => "record-match",
         }
     }
 
     /// Whether the answer is proven to be the record the group meets next on the backup (a copy
     /// of it is at the group's offset there), not only a position at or before its next one.
-    /// It is the group's first unread record unless an earlier copy of it lies below that
-    /// offset too (a retry, or a restart of MM2 that had copied further before).
+    /// For `exact-sync` and `interpolated` it is the group's first unread record unless an
+    /// earlier copy of it lies below that offset too (a retry, or a restart of MM2 that had
+    /// copied further before); `record-match` rules that out too.
     pub fn is_exact(self) -> bool {
-        matches!(self, FailbackRule::ExactSync | FailbackRule::Interpolated)
+        matches!(
+            self,
+            FailbackRule::ExactSync | FailbackRule::Interpolated | FailbackRule::RecordMatch
+        )
     }
 }
 
@@ -256,6 +264,15 @@ impl ReversePartition {
     /// What the history showed.
     pub fn stats(&self) -> HistoryStats {
         self.stats
+    }
+
+    /// The kept syncs `(upstream, downstream)` in log order (downstream offsets increasing):
+    /// what record matching walks.
+    pub fn log_order(&self) -> Vec<(i64, i64)> {
+        self.syncs
+            .iter()
+            .map(|s| (s.upstream, s.downstream))
+            .collect()
     }
 
     /// The number of the greatest kept sync at or below `downstream`, if any.

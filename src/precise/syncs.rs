@@ -40,8 +40,10 @@ impl SyncRun {
         }
     }
 
-    /// Hands each partition's syncs, in log order, to `add`.
-    fn for_each(self, mut add: impl FnMut(&[u8], i32, SyncChunks)) {
+    /// Hands each partition's syncs, in log order, to `add`, and what the provenance check
+    /// needs of this range to `history`.
+    fn for_each(self, history: &mut SyncHistory, mut add: impl FnMut(&[u8], i32, SyncChunks)) {
+        history.append(self.history, &self.topics);
         for run in self.partitions {
             add(&self.topics[run.topic as usize], run.partition, run.syncs);
         }
@@ -164,15 +166,21 @@ pub(crate) fn build_index(
     (builder.finish(interpolation), history)
 }
 
-/// Builds the reverse (failback) index from the ranges' outputs, in plan order.
-pub(crate) fn build_reverse_index(outcomes: Vec<RangeOutcome<SyncRun>>) -> ReverseIndex {
+/// Builds the reverse (failback) index from the ranges' outputs, in plan order, with the raw
+/// history the provenance check reads.
+pub(crate) fn build_reverse_index(
+    outcomes: Vec<RangeOutcome<SyncRun>>,
+) -> (ReverseIndex, SyncHistory) {
     let mut builder = ReverseIndexBuilder::new();
+    let mut history = SyncHistory::new();
     for outcome in outcomes {
         outcome
             .folded
-            .for_each(|topic, partition, syncs| builder.append(topic, partition, syncs));
+            .for_each(&mut history, |topic, partition, syncs| {
+                builder.append(topic, partition, syncs)
+            });
     }
-    builder.finish()
+    (builder.finish(), history)
 }
 
 /// Builds the index from record batches already in memory (a dump of the offset-syncs topic),

@@ -132,6 +132,16 @@ pub enum TranslateError {
         /// Why, with counts.
         reason: String,
     },
+    /// The offset-syncs topic failback would reverse does not belong to the flow: records that
+    /// are not offset syncs, or syncs that cannot have produced the forward flow's own
+    /// checkpoints on the backup. A failback from it could skip records, so none is made.
+    #[error("failback refuses offset-syncs topic {topic:?}: {reason}")]
+    UntrustedFailbackHistory {
+        /// The topic read as the offset-syncs topic.
+        topic: String,
+        /// Why, with counts.
+        reason: String,
+    },
     /// The client failed (connection, authentication, broker error).
     #[error(transparent)]
     Client(#[from] ClientError),

@@ -347,7 +347,8 @@ pub struct FailbackArgs {
     /// The offset-syncs topic on the primary. Default: mm2-offset-syncs.<--target>.internal.
     #[arg(long, value_name = "TOPIC")]
     pub syncs_topic: Option<String>,
-    /// Exact offsets from the records themselves (record matching). Not available yet.
+    /// Exact offsets proven by both clusters' records (record matching) where the syncs leave
+    /// a row inexact; each row not proven says why.
     #[arg(long)]
     pub match_records: bool,
     /// Which groups (on the backup).
@@ -366,7 +367,8 @@ pub struct FailbackArgs {
     /// Save the plan as JSON to FILE.
     #[arg(long, value_name = "FILE")]
     pub plan_out: Option<PathBuf>,
-    /// Use the plan saved in FILE instead of planning again (re-checked before each commit).
+    /// Use the plan saved in FILE: every row is derived again from the backup (give its
+    /// connection) and only what both allow is written.
     #[arg(long, value_name = "FILE", conflicts_with_all = ["groups", "group_regexes", "groups_file", "all_groups"])]
     pub plan: Option<PathBuf>,
     /// With --execute: write to FILE the plan that undoes this run; run it with apply --plan.

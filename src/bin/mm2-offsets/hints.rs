@@ -36,6 +36,9 @@ fn own_hint(error: &(dyn Error + 'static)) -> Option<&'static str> {
             TranslateError::MissingCheckpointsTopic { .. } => {
                 Some("check --source and the replication policy settings")
             }
+            TranslateError::UntrustedFailbackHistory { .. } => Some(
+                "failback reverses the offset-sync history of the flow from this primary to this backup: check --target, --syncs-topic and --from-bootstrap-server",
+            ),
             _ => None,
         };
     }

@@ -115,8 +115,9 @@ fn precise_usage(p: &super::args::PreciseArgs, args: &TranslateArgs) -> Result<(
     Ok(())
 }
 
-/// The checks of `failback`: both connections, the aliases, a selection unless a plan is
-/// given, table or JSON output, and record matching, which is not built yet.
+/// The checks of `failback`: both connections (the backup's too with `--plan`: the plan's rows
+/// are derived again from it), the aliases, a selection unless a plan is given, table or JSON
+/// output.
 fn failback_usage(args: &FailbackArgs) -> Result<(), String> {
     connection(&args.connection)?;
     source_alias(&args.source)?;
@@ -129,14 +130,6 @@ fn failback_usage(args: &FailbackArgs) -> Result<(), String> {
             format_name(args.output)
         ));
     }
-    if args.match_records {
-        return Err(
-            "--match-records is not available yet (record matching is being built); without \
-             it failback is exact where the primary's records prove a one-for-one stretch, \
-             and safe everywhere"
-                .to_string(),
-        );
-    }
     if args.plan.is_none() && !args.select.selects_anything() {
         return Err(
             "no groups selected: pass --group, --group-regex, --groups-file or --all-groups (or --plan FILE)"
@@ -146,26 +139,26 @@ fn failback_usage(args: &FailbackArgs) -> Result<(), String> {
     let backup_named = args.from_bootstrap_server.is_some()
         || args.from_command_config.is_some()
         || args.connection.mm2_config.is_some();
-    if args.plan.is_none() && !backup_named {
-        return Err(
+    if !backup_named {
+        return Err(if args.plan.is_some() {
+            "failback --plan derives every row of the plan again from the backup before \
+             anything is written: pass --from-bootstrap-server or --from-command-config (or \
+             --mm2-config with --target)"
+        } else {
             "failback reads the groups on the backup: pass --from-bootstrap-server or \
              --from-command-config (or --mm2-config with --target)"
-                .to_string(),
-        );
+        }
+        .to_string());
     }
     if args.connection.mm2_config.is_some() && args.connection.target.is_none() {
         return Err("--mm2-config needs --target, the backup's alias in it".to_string());
     }
     if args.plan.is_some() {
-        // As for apply: the plan names its groups and offsets; what would read them again is
-        // ignored, so it is refused.
+        // As for apply: the plan names its groups, its history and how it was made; an option
+        // that would choose them otherwise is refused rather than ignored.
         let given: Vec<&str> = [
-            (
-                args.from_bootstrap_server.is_some(),
-                "--from-bootstrap-server",
-            ),
-            (args.from_command_config.is_some(), "--from-command-config"),
             (args.syncs_topic.is_some(), "--syncs-topic"),
+            (args.match_records, "--match-records"),
             (args.plan_out.is_some(), "--plan-out"),
         ]
         .into_iter()
@@ -173,7 +166,7 @@ fn failback_usage(args: &FailbackArgs) -> Result<(), String> {
         .collect();
         if !given.is_empty() {
             return Err(format!(
-                "{} cannot be used with --plan: the plan names its groups and offsets",
+                "{} cannot be used with --plan: the plan names its groups, its offset-syncs topic and whether it matched records",
                 given.join(", ")
             ));
         }

@@ -28,6 +28,7 @@
 mod digest;
 mod plan;
 mod read;
+pub mod reverse;
 mod side;
 mod walk;
 
@@ -115,14 +116,73 @@ pub async fn match_rows<'a, F>(
 where
     F: Fn(&str, i32) -> Option<Vec<(i64, i64)>>,
 {
-    let mut by_partition: BTreeMap<(&str, &str, i32), Vec<usize>> = BTreeMap::new();
-    for (i, row) in rows.iter().enumerate() {
+    let forward = Direction {
+        not_read: Err(Unmatched::NotRead),
+        partition: |c, job, pair, d| Box::pin(match_partition(c, job, pair, d)),
+    };
+    let keys = rows
+        .iter()
+        .map(|r| (r.downstream_topic, r.upstream_topic, r.partition));
+    let offsets = rows.iter().map(|r| r.upstream);
+    let clusters = Clusters {
+        source,
+        target,
+        options,
+        deadline,
+    };
+    by_partition(forward, clusters, keys.zip(offsets), histories).await
+}
+
+/// The clusters and settings of one matching run.
+#[derive(Clone, Copy)]
+struct Clusters<'a> {
+    source: &'a KafkaClient,
+    target: &'a KafkaClient,
+    options: &'a MatchOptions,
+    deadline: Deadline,
+}
+
+/// Plans, reads and answers one partition's rows.
+type PartitionFn<A> = for<'a> fn(
+    Clusters<'a>,
+    &'a PartitionJob,
+    &'a PairEnds,
+    &'a Digester,
+) -> futures::future::BoxFuture<'a, PartitionOutcome<A>>;
+
+/// One direction of matching: the answer of a row whose partition could not be read, and what
+/// is done with a partition.
+struct Direction<A> {
+    not_read: A,
+    partition: PartitionFn<A>,
+}
+
+/// Each row's (downstream topic, upstream topic, partition, offset), grouped by partition: each
+/// topic pair's ends read in a few requests for all its partitions, then each partition
+/// planned, read and answered by `direction` (`options.parallelism` at once), the answers put
+/// back in row order with what was read.
+async fn by_partition<'r, A, F>(
+    direction: Direction<A>,
+    clusters: Clusters<'_>,
+    rows: impl Iterator<Item = ((&'r str, &'r str, i32), i64)>,
+    histories: F,
+) -> (Vec<A>, MatchStats)
+where
+    A: Clone + Send,
+    F: Fn(&str, i32) -> Option<Vec<(i64, i64)>>,
+{
+    // (downstream topic, upstream topic, partition) -> its rows: (position, offset).
+    type Rows = Vec<(usize, i64)>;
+    let mut by_partition: BTreeMap<(&str, &str, i32), Rows> = BTreeMap::new();
+    let mut count = 0;
+    for (i, ((down, up, partition), offset)) in rows.enumerate() {
         by_partition
-            .entry((row.downstream_topic, row.upstream_topic, row.partition))
+            .entry((down, up, partition))
             .or_default()
-            .push(i);
+            .push((i, offset));
+        count = i + 1;
     }
-    let mut out = vec![Err(Unmatched::NotRead); rows.len()];
+    let mut out = vec![direction.not_read.clone(); count];
     let mut stats = MatchStats::default();
     let digester = Digester::default();
     let jobs: Vec<PartitionJob> = by_partition
@@ -131,13 +191,12 @@ where
             downstream_topic: down.to_string(),
             upstream_topic: up.to_string(),
             partition,
-            upstream_offsets: members.iter().map(|&i| rows[i].upstream).collect(),
+            offsets: members.iter().map(|&(_, o)| o).collect(),
             history: LogOrder::new(histories(up, partition).unwrap_or_default()),
-            members,
+            members: members.into_iter().map(|(i, _)| i).collect(),
         })
         .collect();
     stats.partitions = jobs.len();
-    // Each topic pair's metadata and partition ends, in a few requests for all its partitions.
     let mut pairs: BTreeMap<(String, String), Vec<i32>> = BTreeMap::new();
     for job in &jobs {
         pairs
@@ -147,25 +206,25 @@ where
     }
     let mut ends: BTreeMap<(String, String), Result<PairEnds, String>> = BTreeMap::new();
     for ((down, up), partitions) in pairs {
-        let found = pair_ends(source, target, &down, &up, &partitions, deadline).await;
+        let found = pair_ends(clusters, &down, &up, &partitions).await;
         ends.insert((down, up), found.map_err(|e| e.to_string()));
     }
-    let results: Vec<(PartitionJob, PartitionOutcome)> = futures::stream::iter(jobs)
+    let direction = &direction;
+    let results: Vec<(PartitionJob, PartitionOutcome<A>)> = futures::stream::iter(jobs)
         .map(|job| {
             let digester = &digester;
             let pair = &ends[&(job.downstream_topic.clone(), job.upstream_topic.clone())];
             async move {
                 let outcome = match pair {
-                    Ok(pair) => {
-                        match_partition(source, target, &job, pair, digester, options, deadline)
-                            .await
+                    Ok(pair) => (direction.partition)(clusters, &job, pair, digester).await,
+                    Err(why) => {
+                        PartitionOutcome::failed(&job, direction.not_read.clone(), why.clone())
                     }
-                    Err(why) => PartitionOutcome::failed(&job, why.clone()),
                 };
                 (job, outcome)
             }
         })
-        .buffer_unordered(options.parallelism.max(1))
+        .buffer_unordered(clusters.options.parallelism.max(1))
         .collect()
         .await;
     for (job, outcome) in results {
@@ -194,13 +253,59 @@ struct PartitionJob {
     upstream_topic: String,
     partition: i32,
     members: Vec<usize>,
-    upstream_offsets: Vec<i64>,
+    /// Each row's offset: upstream (forward) or downstream (backwards).
+    offsets: Vec<i64>,
     history: LogOrder,
 }
 
-#[derive(Default)]
-struct PartitionOutcome {
-    answers: Vec<Result<i64, Unmatched>>,
+impl PartitionJob {
+    /// Reads both sides of `plan` at once: the sides as far as they got, the ranges read, and
+    /// why a read stopped early (`Some(true)`: the byte budget; `Some(false)`: a failure).
+    async fn read(
+        &self,
+        clusters: Clusters<'_>,
+        pair: &PairEnds,
+        plan: &plan::ReadPlan,
+        digester: &Digester,
+    ) -> (side::Side, side::Side, Option<bool>) {
+        let side = |client, topic, isolation| SideRead {
+            client,
+            topic,
+            partition: self.partition,
+            isolation,
+            max_fetch: clusters.options.max_fetch_bytes,
+            budget: clusters.options.budget_bytes,
+            digester,
+            deadline: clusters.deadline,
+        };
+        let up_read = side(
+            clusters.source,
+            pair.up.clone(),
+            IsolationLevel::ReadCommitted,
+        );
+        let down_read = side(
+            clusters.target,
+            pair.down.clone(),
+            IsolationLevel::ReadUncommitted,
+        );
+        let ((up, up_stop), (down, down_stop)) = tokio::join!(
+            up_read.read(&plan.upstream),
+            down_read.read(&plan.downstream)
+        );
+        let stopped =
+            [up_stop, down_stop]
+                .into_iter()
+                .flatten()
+                .fold(None, |why, stop| match stop {
+                    Stopped::Budget => Some(true),
+                    Stopped::Failed(_) => why.or(Some(false)),
+                });
+        (up, down, stopped)
+    }
+}
+
+struct PartitionOutcome<A> {
+    answers: Vec<A>,
     upstream_bytes: u64,
     downstream_bytes: u64,
     ranges: usize,
@@ -208,14 +313,36 @@ struct PartitionOutcome {
     unread: Option<String>,
 }
 
-impl PartitionOutcome {
-    /// Every row not read, and why.
-    fn failed(job: &PartitionJob, why: String) -> Self {
+impl<A: Clone> PartitionOutcome<A> {
+    /// Nothing answered yet, for what was read.
+    fn read(up: &side::Side, down: &side::Side, plan: &plan::ReadPlan) -> Self {
         PartitionOutcome {
-            answers: vec![Err(Unmatched::NotRead); job.members.len()],
-            unread: Some(why),
-            ..PartitionOutcome::default()
+            answers: Vec::new(),
+            upstream_bytes: up.bytes,
+            downstream_bytes: down.bytes,
+            ranges: plan.upstream.len() + plan.downstream.len(),
+            inconsistent: None,
+            unread: None,
         }
+    }
+
+    /// Every row answered `answer` (not read, and why).
+    fn failed(job: &PartitionJob, answer: A, why: String) -> Self {
+        PartitionOutcome {
+            answers: vec![answer; job.members.len()],
+            upstream_bytes: 0,
+            downstream_bytes: 0,
+            ranges: 0,
+            inconsistent: None,
+            unread: Some(why),
+        }
+    }
+
+    /// Every row answered `answer`: the records contradict the history at `downstream`.
+    fn inconsistent(mut self, job: &PartitionJob, answer: A, downstream: i64) -> Self {
+        self.inconsistent = Some(downstream);
+        self.answers = vec![answer; job.members.len()];
+        self
     }
 }
 
@@ -227,18 +354,34 @@ struct PairEnds {
     /// Per partition: the ends and the upstream's last stable offset (where a read_committed
     /// read stops).
     ends: BTreeMap<i32, (Ends, i64)>,
+    /// Per partition: the replica's log start (whether its first records can still be read).
+    downstream_start: BTreeMap<i32, i64>,
+}
+
+/// The walk's bounds over what was read, or the downstream offset that shows the records
+/// contradict the history.
+fn walk_bounds(
+    up: &Upstream<'_>,
+    down: &side::Side,
+    history: &LogOrder,
+    upstream_end: i64,
+) -> Result<walk::Bounds, i64> {
+    walk::bounds(up, down, history, upstream_end).map_err(|v| match v {
+        walk::Violation::SyncContent { downstream } | walk::Violation::Bounds { downstream } => {
+            downstream
+        }
+    })
 }
 
 async fn pair_ends(
-    source: &KafkaClient,
-    target: &KafkaClient,
+    clusters: Clusters<'_>,
     down_name: &str,
     up_name: &str,
     partitions: &[i32],
-    deadline: Deadline,
 ) -> Result<PairEnds, ClientError> {
     use IsolationLevel::{ReadCommitted, ReadUncommitted};
     use OffsetSpec::{Earliest, Latest};
+    let (source, target, deadline) = (clusters.source, clusters.target, clusters.deadline);
     let down = target.describe_topic(down_name, &deadline).await?;
     let up = source.describe_topic(up_name, &deadline).await?;
     let down_end = target
@@ -253,6 +396,9 @@ async fn pair_ends(
     let up_start = source
         .list_offsets(&up, partitions, Earliest, ReadUncommitted, &deadline)
         .await?;
+    let downstream_start = target
+        .list_offsets(&down, partitions, Earliest, ReadUncommitted, &deadline)
+        .await?;
     let ends = partitions
         .iter()
         .filter_map(|p| {
@@ -264,63 +410,41 @@ async fn pair_ends(
             Some((*p, (ends, *up_stable.get(p)?)))
         })
         .collect();
-    Ok(PairEnds { down, up, ends })
+    Ok(PairEnds {
+        down,
+        up,
+        ends,
+        downstream_start,
+    })
 }
 
 async fn match_partition(
-    source: &KafkaClient,
-    target: &KafkaClient,
+    clusters: Clusters<'_>,
     job: &PartitionJob,
     pair: &PairEnds,
     digester: &Digester,
-    options: &MatchOptions,
-    deadline: Deadline,
-) -> PartitionOutcome {
+) -> PartitionOutcome<Result<i64, Unmatched>> {
     let Some(&(ends, stable)) = pair.ends.get(&job.partition) else {
-        return PartitionOutcome::failed(job, "a partition missing from the ends".to_string());
+        return PartitionOutcome::failed(
+            job,
+            Err(Unmatched::NotRead),
+            "a partition missing from the ends".to_string(),
+        );
     };
-    let (down_topic, up_topic) = (pair.down.clone(), pair.up.clone());
-    let (windows, plan) = plan::plan(&job.history, &job.upstream_offsets, ends, stable);
-    let side = |client, topic, isolation| SideRead {
-        client,
-        topic,
-        partition: job.partition,
-        isolation,
-        max_fetch: options.max_fetch_bytes,
-        budget: options.budget_bytes,
-        digester,
-        deadline,
-    };
-    let up_read = side(source, up_topic, IsolationLevel::ReadCommitted);
-    let down_read = side(target, down_topic, IsolationLevel::ReadUncommitted);
-    let ((up, up_stop), (down, down_stop)) = tokio::join!(
-        up_read.read(&plan.upstream),
-        down_read.read(&plan.downstream)
-    );
-    let unread = [up_stop, down_stop]
-        .into_iter()
-        .flatten()
-        .fold(None, |why, stop| match stop {
-            Stopped::Budget => Some(Unmatched::Budget),
-            Stopped::Failed(_) => why.or(Some(Unmatched::NotRead)),
-        });
-    let mut outcome = PartitionOutcome {
-        upstream_bytes: up.bytes,
-        downstream_bytes: down.bytes,
-        ranges: plan.upstream.len() + plan.downstream.len(),
-        ..PartitionOutcome::default()
-    };
-    let upstream = Upstream::new(&up, down.log_append_time);
-    let bounds = match walk::bounds(&upstream, &down, &job.history, ends.upstream) {
-        Ok(bounds) => bounds,
-        Err(violation) => {
-            outcome.inconsistent = Some(match violation {
-                walk::Violation::SyncContent { downstream } => downstream,
-                walk::Violation::Bounds { downstream } => downstream,
-            });
-            outcome.answers = vec![Err(Unmatched::Inconsistent); job.members.len()];
-            return outcome;
+    let (windows, plan) = plan::plan(&job.history, &job.offsets, ends, stable);
+    let (up, down, stopped) = job.read(clusters, pair, &plan, digester).await;
+    let unread = stopped.map(|budget| {
+        if budget {
+            Unmatched::Budget
+        } else {
+            Unmatched::NotRead
         }
+    });
+    let mut outcome = PartitionOutcome::read(&up, &down, &plan);
+    let upstream = Upstream::new(&up, down.log_append_time);
+    let bounds = match walk_bounds(&upstream, &down, &job.history, ends.upstream) {
+        Ok(bounds) => bounds,
+        Err(at) => return outcome.inconsistent(job, Err(Unmatched::Inconsistent), at),
     };
     let matched = Matched {
         up: upstream,
@@ -329,7 +453,7 @@ async fn match_partition(
         ends,
     };
     outcome.answers = job
-        .upstream_offsets
+        .offsets
         .iter()
         .zip(&windows)
         .map(|(&u, &window)| match matched.answer(u, window) {

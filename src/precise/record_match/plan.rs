@@ -92,7 +92,7 @@ pub(crate) fn plan(
 }
 
 /// Sorted, with ranges that overlap or lie within [`JOIN_WITHIN`] of each other joined.
-fn merged(mut ranges: Vec<(i64, i64)>) -> Vec<(i64, i64)> {
+pub(crate) fn merged(mut ranges: Vec<(i64, i64)>) -> Vec<(i64, i64)> {
     ranges.sort_unstable();
     let mut out: Vec<(i64, i64)> = Vec::with_capacity(ranges.len());
     for (s, e) in ranges {

@@ -18,13 +18,13 @@ use crate::precise::history::LogOrder;
 
 /// An upstream offset: a data record (content, aborted) or a transaction marker.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Slot {
+pub(super) enum Slot {
     Data { content: u8, aborted: bool },
     Marker,
 }
 
 #[derive(Clone, Copy, Debug)]
-enum Event {
+pub(super) enum Event {
     /// The next `len` delivered records as one producer batch; `retried`: the first attempt
     /// landed but its answer was lost, so the batch is written twice and the syncs name the
     /// second copy; `fire`: a sync send slot is free.
@@ -50,32 +50,32 @@ fn sync_state(max_lag: i64) -> SyncState {
 
 /// A flow after the copy.
 #[derive(Debug)]
-struct Flow {
-    upstream: Vec<Slot>,
+pub(super) struct Flow {
+    pub(super) upstream: Vec<Slot>,
     /// Downstream as written: `Some(upstream offset)` or a marker.
-    downstream: Vec<Option<i64>>,
-    syncs: Vec<(i64, i64)>,
-    delivered: Vec<i64>,
+    pub(super) downstream: Vec<Option<i64>>,
+    pub(super) syncs: Vec<(i64, i64)>,
+    pub(super) delivered: Vec<i64>,
     /// What is left now (compaction, retention): present offsets of each side.
-    up_present: Vec<bool>,
-    down_present: Vec<bool>,
-    up_start: i64,
+    pub(super) up_present: Vec<bool>,
+    pub(super) down_present: Vec<bool>,
+    pub(super) up_start: i64,
 }
 
 #[derive(Clone, Debug)]
-struct Scenario {
-    upstream: Vec<Slot>,
-    events: Vec<Event>,
-    max_lag: i64,
-    mm2_read_committed: bool,
+pub(super) struct Scenario {
+    pub(super) upstream: Vec<Slot>,
+    pub(super) events: Vec<Event>,
+    pub(super) max_lag: i64,
+    pub(super) mm2_read_committed: bool,
     /// Compact the first fraction (0..=4 quarters) of each side after the copy.
-    compact_up: u8,
-    compact_down: u8,
+    pub(super) compact_up: u8,
+    pub(super) compact_down: u8,
     /// Offsets removed by retention upstream, in quarters of the log.
-    retention: u8,
+    pub(super) retention: u8,
 }
 
-fn copy(s: &Scenario) -> Flow {
+pub(super) fn copy(s: &Scenario) -> Flow {
     let delivered: Vec<i64> = s
         .upstream
         .iter()
@@ -230,7 +230,16 @@ impl Flow {
 
     /// The ranges read, each side fed as the network reader feeds it; each side stops after
     /// `cut` records when given (the byte budget).
-    fn read(&self, ranges: &[(i64, i64)], upstream: bool, cut: Option<usize>) -> Side {
+    /// Both sides' ends as matching reads them.
+    pub(super) fn ends(&self) -> Ends {
+        Ends {
+            downstream: self.downstream.len() as i64,
+            upstream: self.upstream.len() as i64,
+            upstream_start: self.up_start,
+        }
+    }
+
+    pub(super) fn read(&self, ranges: &[(i64, i64)], upstream: bool, cut: Option<usize>) -> Side {
         let mut b = SideBuilder::default();
         let mut fed = 0;
         for &(start, end) in ranges {
@@ -278,12 +287,7 @@ fn run(s: &Scenario, cut: Option<usize>) -> Vec<Answer> {
     let index = builder.finish(Interpolation::Disabled);
     let part = index.partition(b"t", 0);
     let log = LogOrder::new(part.map(|p| p.log_order()).unwrap_or_default());
-    let n = flow.upstream.len() as i64;
-    let ends = Ends {
-        downstream: flow.downstream.len() as i64,
-        upstream: n,
-        upstream_start: flow.up_start,
-    };
+    let (n, ends) = (flow.upstream.len() as i64, flow.ends());
     let rows: Vec<i64> = (0..=n).collect();
     let (windows, read) = plan(&log, &rows, ends, n);
     let up = flow.read(&read.upstream, true, cut);
@@ -354,7 +358,7 @@ fn event() -> impl Strategy<Value = Event> {
     ]
 }
 
-fn scenario() -> impl Strategy<Value = Scenario> {
+pub(super) fn scenario() -> impl Strategy<Value = Scenario> {
     (prop_oneof![2 => Just(200u8), 1 => 2u8..6], 0u32..3, 0u32..3)
         .prop_flat_map(|(alphabet, markers, aborts)| {
             (
@@ -413,7 +417,49 @@ fn assert_every_offset_matched(s: &Scenario) {
     }
 }
 
-fn distinct(n: usize) -> Vec<Slot> {
+/// 60 distinct records with markers at 10, 25 and 40, and 30..35 aborted.
+pub(super) fn marked_and_aborted() -> Vec<Slot> {
+    let mut upstream = distinct(60);
+    for o in [10, 25, 40] {
+        upstream[o] = Slot::Marker;
+    }
+    for (o, slot) in upstream.iter_mut().enumerate().take(35).skip(30) {
+        *slot = Slot::Data {
+            content: o as u8,
+            aborted: true,
+        };
+    }
+    upstream
+}
+
+/// `n` random flows, the same on every run.
+pub(super) fn sample_scenarios(n: usize) -> Vec<Scenario> {
+    use proptest::strategy::ValueTree;
+    use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
+    let rng = TestRng::deterministic_rng(RngAlgorithm::ChaCha);
+    let mut runner = TestRunner::new_with_rng(Config::default(), rng);
+    (0..n)
+        .map(|_| scenario().new_tree(&mut runner).unwrap().current())
+        .collect()
+}
+
+/// Ten batches of 3 with a commit after the fourth, then a restart: 30 written, committed at
+/// 12, so 12..30 are copied twice.
+pub(super) fn restart_after_commit() -> Vec<Event> {
+    let mut events = vec![
+        Event::Batch {
+            len: 3,
+            retried: false,
+            fire: true,
+        };
+        10
+    ];
+    events.insert(4, Event::Commit { fire: true });
+    events.push(Event::Restart);
+    events
+}
+
+pub(super) fn distinct(n: usize) -> Vec<Slot> {
     (0..n)
         .map(|i| Slot::Data {
             content: i as u8,
@@ -422,7 +468,7 @@ fn distinct(n: usize) -> Vec<Slot> {
         .collect()
 }
 
-fn plain(upstream: Vec<Slot>, events: Vec<Event>, max_lag: i64) -> Scenario {
+pub(super) fn plain(upstream: Vec<Slot>, events: Vec<Event>, max_lag: i64) -> Scenario {
     Scenario {
         upstream,
         events,
@@ -449,17 +495,7 @@ fn distinct_records_match_everywhere() {
 /// syncs alone give the first copy's neighbourhood.
 #[test]
 fn a_restart_block_answers_the_copy_after_it() {
-    let mut events = vec![
-        Event::Batch {
-            len: 3,
-            retried: false,
-            fire: true,
-        };
-        10
-    ];
-    events.insert(4, Event::Commit { fire: true });
-    events.push(Event::Restart);
-    let s = plain(distinct(60), events, 100);
+    let s = plain(distinct(60), restart_after_commit(), 100);
     let flow = copy(&s);
     // 30 written, committed at 12, so 12..30 are copied twice.
     assert_eq!(flow.downstream.len(), 60 + 18);
@@ -483,16 +519,7 @@ fn twins_in_a_row_are_told_apart() {
 /// commit markers downstream.
 #[test]
 fn markers_and_aborted_records_match() {
-    let mut upstream = distinct(60);
-    for o in [10, 25, 40] {
-        upstream[o] = Slot::Marker;
-    }
-    for (o, slot) in upstream.iter_mut().enumerate().take(35).skip(30) {
-        *slot = Slot::Data {
-            content: o as u8,
-            aborted: true,
-        };
-    }
+    let upstream = marked_and_aborted();
     let events: Vec<Event> = (0..30)
         .flat_map(|_| {
             [
@@ -584,15 +611,8 @@ fn holes_upstream_are_not_guessed_over() {
 /// many past what the syncs alone prove.
 #[test]
 fn random_flows_are_mostly_matched() {
-    use proptest::strategy::ValueTree;
-    use proptest::test_runner::{Config, TestRng, TestRunner};
-    let mut runner = TestRunner::new_with_rng(
-        Config::default(),
-        TestRng::deterministic_rng(proptest::test_runner::RngAlgorithm::ChaCha),
-    );
     let (mut rows, mut exact, mut improved) = (0usize, 0usize, 0usize);
-    for _ in 0..300 {
-        let s = scenario().new_tree(&mut runner).unwrap().current();
+    for s in sample_scenarios(300) {
         for (_, safe, truth, answer) in run(&s, None) {
             rows += 1;
             if let Ok(offset) = answer {

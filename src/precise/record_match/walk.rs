@@ -83,7 +83,7 @@ impl<'a> Upstream<'a> {
     }
 
     /// The `n`-th committed record after `v`, or [`HIGH`] past what was read.
-    fn next_pow(&self, v: i64, n: i64) -> i64 {
+    pub(crate) fn next_pow(&self, v: i64, n: i64) -> i64 {
         if v == HIGH {
             return HIGH;
         }

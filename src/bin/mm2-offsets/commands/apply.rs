@@ -203,6 +203,13 @@ async fn saved_plan(
         .map_err(|e| format!("--plan {shown} is not an apply plan: {e}"))?;
     plan.check_schema()
         .map_err(|e| format!("--plan {shown}: {e}"))?;
+    if plan.input == Some(PlanInput::Failback) {
+        // Its rows are re-derived from the backup, which apply does not read.
+        return Err(format!(
+            "--plan {shown} is a failback plan: run it with mm2-offsets failback --plan {shown}"
+        )
+        .into());
+    }
     if plan.sources.is_empty() {
         eprintln!(
             "error: --plan {shown} names no source cluster (made by an older mm2-offsets?): its checkpoints cannot be read again to check it; plan again. Nothing written"
@@ -249,18 +256,23 @@ async fn saved_plan(
     let fresh = apply::recheck(&client, &plan, Some(&translation), options, budget)
         .await
         .map_err(|e| format!("re-checking --plan {shown}: {e}"))?;
-    let changed = fresh
-        .groups
-        .iter()
-        .flat_map(|g| &g.partitions)
-        .filter(|p| p.difference.is_some())
-        .count();
+    let changed = changed_rows(&fresh);
     if changed > 0 {
         eprintln!(
             "--plan {shown}: {changed} partition(s) differ from the plan on the target now (rows marked changed); only what both allow would be committed"
         );
     }
     Ok(Ok((client, fresh, None)))
+}
+
+/// The partitions of a re-checked plan whose fresh view differs from the plan's.
+pub(crate) fn changed_rows(rechecked: &ApplyPlan) -> usize {
+    rechecked
+        .groups
+        .iter()
+        .flat_map(|g| &g.partitions)
+        .filter(|p| p.difference.is_some())
+        .count()
 }
 
 /// Escapes a broker-supplied string for the terminal: no control character reaches it.

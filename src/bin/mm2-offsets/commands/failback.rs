@@ -1,18 +1,27 @@
 //! `mm2-offsets failback`: the groups' offsets on the backup, translated back to the primary
 //! (the offset syncs reversed, and a reverse flow's checkpoints), planned and committed on the
 //! primary with `apply`'s planner and executor. Dry run by default.
+//!
+//! A saved plan (`--plan FILE`) is a claim, not an authority: its rows are derived again from
+//! the backup and the offset-sync history as a fresh failback would (the plan file says with
+//! which aliases, topic and matching), and only what both the plan and that fresh derivation
+//! allow is written; the dry run shows the fresh verdicts.
 
 use std::collections::BTreeMap;
 use std::io::Write;
+use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use mm2_offsets::apply::{
-    self, ApplyOptions, ApplyPlan, ApplyReport, VerdictRules, undo::UndoPlan,
+    self, ApplyOptions, ApplyPlan, ApplyReport, PlanInput, VerdictRules, undo::UndoPlan,
 };
-use mm2_offsets::client::Deadline;
+use mm2_offsets::client::{Deadline, KafkaClient};
 use mm2_offsets::precise::failback::{FailbackRequest, FailbackTranslation, translate_failback};
+use mm2_offsets::precise::record_match::MatchOptions;
+use mm2_offsets::precise::reverse::FailbackRule;
 use mm2_offsets::select::GroupSelector;
 use mm2_offsets::translate::MirrorClient;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::args::{ConnectionArgs, FailbackArgs, OutputFormat};
@@ -21,18 +30,42 @@ use crate::exit::{EXIT_ERROR, EXIT_INCOMPLETE, EXIT_OK, Stop, output_failed};
 use crate::session::precise::{offset_syncs_alias, offset_syncs_topics};
 use crate::{connection, hints, session};
 
+/// The largest plan file read (as for `apply --plan`).
+const MAX_PLAN_BYTES: u64 = 256 << 20;
+
+/// What a failback plan was made from, saved in the plan file (`"failback"`): `--plan` derives
+/// its rows again with exactly these, and refuses to run against another backup.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+struct Binding {
+    /// The primary's alias (`--source`).
+    source: String,
+    /// The backup's alias (`--target`, or found).
+    target: String,
+    /// The offset-syncs topic on the primary that was reversed.
+    syncs_topic: String,
+    /// Whether rows were matched with the records (`--match-records`).
+    match_records: bool,
+    /// The backup cluster's id when planned (`None` from a broker without one).
+    backup_cluster_id: Option<String>,
+}
+
 /// What the plan cannot say about a row: where it comes from on the backup, what the syncs
-/// alone prove, and the rule.
+/// alone prove, the rule, and why record matching left it as it is.
 #[derive(Clone, Debug)]
 struct Note {
     from_topic: String,
     from_offset: i64,
     safe_offset: i64,
     rule: String,
+    unmatched: Option<String>,
+    assumes_history: bool,
 }
 
 /// (group, topic on the primary, partition) -> its note.
 type Notes = BTreeMap<(String, String, i32), Note>;
+
+/// A plan, the failback it came from (fresh with `--plan`), and what an execute wrote.
+type Outcome = (ApplyPlan, FailbackTranslation, Binding, Option<ApplyReport>);
 
 /// Runs `failback` and returns the exit code.
 pub(crate) async fn run(args: FailbackArgs) -> Result<i32, Stop> {
@@ -42,72 +75,78 @@ pub(crate) async fn run(args: FailbackArgs) -> Result<i32, Stop> {
             clamp: args.clamp,
             max_checkpoint_age_ms: None,
         },
+        input: PlanInput::Failback,
+        timeout: args.timeout,
         ..ApplyOptions::default()
     };
     // --timeout is the budget of the whole run: connecting to both clusters, the reverse
     // translation, the plan, the re-checks, the commits and the read-back.
     let budget = Deadline::after(args.timeout);
-    let primary_settings = connection::settings(&primary_connection(&args))
-        .map_err(|e| format!("primary cluster: {e}"))?
-        .for_commits(options.concurrency);
-    let primary = session::connect(primary_settings, budget.remaining())
-        .await
-        .map_err(|e| format!("primary cluster: {e}"))?;
-    let (plan, mut doc, failback) = match &args.plan {
-        Some(path) => {
-            let shown = for_terminal(&path.display().to_string()).into_owned();
-            let text = std::fs::read_to_string(path)
-                .map_err(|e| format!("cannot read --plan {shown}: {e}"))?;
-            if UndoPlan::is_undo_document(&text) {
-                return Err(format!(
-                    "--plan {shown} is an undo file: run it with mm2-offsets apply --plan {shown}"
-                )
-                .into());
-            }
-            let plan: ApplyPlan = serde_json::from_str(&text)
-                .map_err(|e| format!("--plan {shown} is not a plan: {e}"))?;
-            plan.check_schema()
-                .map_err(|e| format!("--plan {shown}: {e}"))?;
-            let doc: Value = serde_json::from_str(&text).map_err(|e| e.to_string())?;
-            (plan, doc, None)
-        }
+    let (plan, failback, binding, report) = match &args.plan {
+        Some(path) => match saved_plan(&args, path, &budget, &options).await? {
+            Ok(done) => done,
+            Err(code) => return Ok(code),
+        },
         None => {
             let groups = match session::group_selection(&args.select) {
                 Ok(groups) => groups,
                 Err(code) => return Ok(code),
             };
-            let (plan, failback) =
-                plan_failback(&args, groups, &primary, &budget, &options).await?;
-            let mut doc = serde_json::to_value(&plan).map_err(|e| e.to_string())?;
-            annotate(&mut doc, &notes_of(&failback));
-            (plan, doc, Some(failback))
+            let primary = connect_primary(&args, &budget).await?;
+            let backup = connect_backup(&args, &budget).await?;
+            let target = backup_alias(&args, &primary, &budget).await?;
+            let binding = Binding {
+                source: args.source.clone(),
+                syncs_topic: args
+                    .syncs_topic
+                    .clone()
+                    .unwrap_or_else(|| primary.replication_policy().offset_syncs_topic(&target)),
+                target,
+                match_records: args.match_records,
+                backup_cluster_id: backup
+                    .kafka()
+                    .cluster_id(&budget)
+                    .await
+                    .map_err(|e| format!("backup cluster: {e}"))?,
+            };
+            let (plan, failback) = plan_failback(
+                &binding,
+                groups,
+                (&primary, backup.kafka()),
+                &budget,
+                &options,
+            )
+            .await?;
+            if let Some(path) = &args.plan_out {
+                let doc = document(&plan, &failback, &binding)?;
+                let json = serde_json::to_string_pretty(&doc).map_err(|e| e.to_string())?;
+                std::fs::write(path, json + "\n").map_err(|e| {
+                    format!(
+                        "cannot write --plan-out {}: {e}",
+                        for_terminal(&path.display().to_string())
+                    )
+                })?;
+            }
+            let report = if args.execute {
+                let undo_out = args.undo_out.as_deref();
+                Some(
+                    super::undo::execute_with_undo(
+                        primary.kafka(),
+                        &plan,
+                        None,
+                        &options,
+                        undo_out,
+                        &budget,
+                    )
+                    .await?,
+                )
+            } else {
+                None
+            };
+            (plan, failback, binding, report)
         }
     };
-    if let Some(path) = &args.plan_out {
-        let json = serde_json::to_string_pretty(&doc).map_err(|e| e.to_string())?;
-        std::fs::write(path, json + "\n").map_err(|e| {
-            format!(
-                "cannot write --plan-out {}: {e}",
-                for_terminal(&path.display().to_string())
-            )
-        })?;
-    }
-    let report = if args.execute {
-        let undo_out = args.undo_out.as_deref();
-        Some(
-            super::undo::execute_with_undo(
-                primary.kafka(),
-                &plan,
-                None,
-                &options,
-                undo_out,
-                &budget,
-            )
-            .await?,
-        )
-    } else {
-        None
-    };
+    let mut doc = document(&plan, &failback, &binding)?;
     let notes = notes_in(&doc);
     let mut out = std::io::stdout().lock();
     let written = match args.output {
@@ -118,23 +157,179 @@ pub(crate) async fn run(args: FailbackArgs) -> Result<i32, Stop> {
                 "plan": &mut doc,
                 "result": &report,
             });
-            if let Some(f) = &failback {
-                full["untranslated"] = serde_json::to_value(&f.untranslated).unwrap_or_default();
-                full["group_errors"] = serde_json::to_value(&f.group_errors).unwrap_or_default();
-                full["missing_groups"] =
-                    serde_json::to_value(&f.missing_groups).unwrap_or_default();
+            full["untranslated"] = serde_json::to_value(&failback.untranslated).unwrap_or_default();
+            full["group_errors"] = serde_json::to_value(&failback.group_errors).unwrap_or_default();
+            full["missing_groups"] =
+                serde_json::to_value(&failback.missing_groups).unwrap_or_default();
+            if let Some(stats) = &failback.matching {
+                full["matching"] = serde_json::to_value(stats).unwrap_or_default();
             }
             serde_json::to_writer(&mut out, &full)
                 .map_err(std::io::Error::other)
                 .and_then(|_| writeln!(out))
         }
-        _ => write_table(&mut out, &plan, &notes, report.as_ref(), failback.as_ref()),
+        _ => write_table(&mut out, &plan, &notes, report.as_ref(), &failback),
     };
     let printed = written.and_then(|_| out.flush());
     drop(out);
-    let code = summarize(&plan, report.as_ref(), failback.as_ref());
+    let code = summarize(&plan, report.as_ref(), &failback);
     printed.map_err(output_failed)?;
     Ok(code)
+}
+
+/// The plan's JSON: `apply`'s plan with each partition's failback notes, and the binding.
+fn document(
+    plan: &ApplyPlan,
+    failback: &FailbackTranslation,
+    binding: &Binding,
+) -> Result<Value, Stop> {
+    let mut doc = serde_json::to_value(plan).map_err(|e| e.to_string())?;
+    annotate(&mut doc, &notes_of(failback));
+    doc["failback"] = serde_json::to_value(binding).map_err(|e| e.to_string())?;
+    Ok(doc)
+}
+
+/// The primary, where the commits go: its connections sized for `apply`'s commits in flight.
+async fn connect_primary(args: &FailbackArgs, budget: &Deadline) -> Result<MirrorClient, Stop> {
+    let settings = connection::settings(&primary_connection(args))
+        .map_err(|e| format!("primary cluster: {e}"))?
+        .for_commits(ApplyOptions::default().concurrency);
+    Ok(session::connect(settings, budget.remaining())
+        .await
+        .map_err(|e| format!("primary cluster: {e}"))?)
+}
+
+async fn connect_backup(args: &FailbackArgs, budget: &Deadline) -> Result<MirrorClient, Stop> {
+    let settings = connection::settings(&backup_connection(args))
+        .map_err(|e| format!("backup cluster (--from-*): {e}"))?;
+    Ok(session::connect(settings, budget.remaining())
+        .await
+        .map_err(|e| format!("backup cluster: {e}"))?)
+}
+
+/// A plan saved with `--plan-out`, read (bounded) and checked against what it was made for,
+/// its rows derived again from the backup and the history now: the re-checked plan (dry run)
+/// or the plan and what its execute wrote; or the exit code of a refusal already printed.
+async fn saved_plan(
+    args: &FailbackArgs,
+    path: &Path,
+    budget: &Deadline,
+    options: &ApplyOptions,
+) -> Result<Result<Outcome, i32>, Stop> {
+    let shown = for_terminal(&path.display().to_string()).into_owned();
+    let text = session::read_bounded(
+        path,
+        "--plan",
+        MAX_PLAN_BYTES,
+        "a failback plan is the JSON that failback --plan-out writes; this is probably the wrong file",
+    )?;
+    if UndoPlan::is_undo_document(&text) {
+        return Err(format!(
+            "--plan {shown} is an undo file: run it with mm2-offsets apply --plan {shown}"
+        )
+        .into());
+    }
+    let plan: ApplyPlan =
+        serde_json::from_str(&text).map_err(|e| format!("--plan {shown} is not a plan: {e}"))?;
+    plan.check_schema()
+        .map_err(|e| format!("--plan {shown}: {e}"))?;
+    let doc: Value = serde_json::from_str(&text).map_err(|e| e.to_string())?;
+    let binding = match (
+        plan.input,
+        serde_json::from_value::<Binding>(doc["failback"].clone()),
+    ) {
+        (Some(PlanInput::Failback), Ok(binding)) => binding,
+        _ => {
+            return Err(format!(
+                "--plan {shown} is not a failback plan (an apply plan runs with mm2-offsets apply --plan; a failback plan of an older build has no \"failback\" section: plan again)"
+            )
+            .into());
+        }
+    };
+    let refuse = |why: String| {
+        eprintln!("error: --plan {shown}: {why}; nothing written");
+        Ok(Err(EXIT_INCOMPLETE))
+    };
+    if args.source != binding.source {
+        return refuse(format!(
+            "it fails back from source alias {:?}, not --source {:?}",
+            binding.source, args.source
+        ));
+    }
+    if let Some(target) = args
+        .connection
+        .target
+        .as_ref()
+        .filter(|t| **t != binding.target)
+    {
+        return refuse(format!(
+            "it was made for backup alias {:?}, not --target {target:?}",
+            binding.target
+        ));
+    }
+    let primary = connect_primary(args, budget).await?;
+    let found = primary
+        .kafka()
+        .cluster_id(budget)
+        .await
+        .map_err(|e| format!("primary cluster: {e}"))?;
+    if found != plan.cluster_id {
+        return refuse(format!(
+            "the plan was made for primary cluster {}; --bootstrap-server reaches cluster {}",
+            show_id(&plan.cluster_id),
+            show_id(&found)
+        ));
+    }
+    let backup = connect_backup(args, budget).await?;
+    let found = backup
+        .kafka()
+        .cluster_id(budget)
+        .await
+        .map_err(|e| format!("backup cluster: {e}"))?;
+    if found != binding.backup_cluster_id {
+        return refuse(format!(
+            "the plan was made from backup cluster {}; --from-bootstrap-server reaches cluster {}",
+            show_id(&binding.backup_cluster_id),
+            show_id(&found)
+        ));
+    }
+    // Every row derived again, as a fresh failback of the plan's groups would.
+    let ids: Vec<&str> = plan.groups.iter().map(|g| g.group.as_str()).collect();
+    let selector = GroupSelector::new(ids, std::iter::empty::<&str>())
+        .map_err(|e| format!("--plan {shown}: {e}"))?;
+    let fresh = derive(&binding, selector, (&primary, backup.kafka()), budget).await?;
+    let translation = fresh.to_translation(&binding.target);
+    let mut options = options.clone();
+    options.timeout = budget.remaining();
+    if args.execute {
+        let undo_out = args.undo_out.as_deref();
+        let report = super::undo::execute_with_undo(
+            primary.kafka(),
+            &plan,
+            Some(&translation),
+            &options,
+            undo_out,
+            budget,
+        )
+        .await?;
+        return Ok(Ok((plan, fresh, binding, Some(report))));
+    }
+    // The dry run shows what an execute started now would do, never the plan's old view.
+    let rechecked = apply::recheck(primary.kafka(), &plan, Some(&translation), &options, budget)
+        .await
+        .map_err(|e| format!("re-checking --plan {shown}: {e}"))?;
+    let changed = super::apply::changed_rows(&rechecked);
+    if changed > 0 {
+        eprintln!(
+            "--plan {shown}: {changed} partition(s) differ from what failing back gives now (rows marked changed); only what both allow would be committed"
+        );
+    }
+    Ok(Ok((rechecked, fresh, binding, None)))
+}
+
+fn show_id(id: &Option<String>) -> String {
+    id.as_deref()
+        .map_or_else(|| "(none)".to_string(), |id| format!("{id:?}"))
 }
 
 /// The primary's connection: the flags, or with `--mm2-config` the `--source` alias's settings
@@ -165,35 +360,43 @@ fn backup_connection(args: &FailbackArgs) -> ConnectionArgs {
     }
 }
 
+/// The failback of `groups` as `binding` says: the backup's groups read and translated back,
+/// with the report on stderr.
+async fn derive(
+    binding: &Binding,
+    groups: GroupSelector,
+    (primary, backup): (&MirrorClient, &KafkaClient),
+    budget: &Deadline,
+) -> Result<FailbackTranslation, Stop> {
+    let request = FailbackRequest {
+        syncs_topic: Some(binding.syncs_topic.clone()),
+        timeout: budget.remaining(),
+        match_records: binding.match_records.then(MatchOptions::default),
+        ..FailbackRequest::new(&binding.source, &binding.target, groups)
+    };
+    let failback = translate_failback(primary, backup, &request)
+        .await
+        .map_err(|e| hints::explain(&e))?;
+    report_translation(&failback, &request, primary.replication_policy());
+    Ok(failback)
+}
+
 /// Reads the backup's groups, translates them back and plans the commits on the primary.
 async fn plan_failback(
-    args: &FailbackArgs,
+    binding: &Binding,
     groups: GroupSelector,
-    primary: &MirrorClient,
+    (primary, backup): (&MirrorClient, &KafkaClient),
     budget: &Deadline,
     options: &ApplyOptions,
 ) -> Result<(ApplyPlan, FailbackTranslation), Stop> {
-    let backup_settings = connection::settings(&backup_connection(args))
-        .map_err(|e| format!("backup cluster (--from-*): {e}"))?;
-    let backup = session::connect(backup_settings, budget.remaining())
-        .await
-        .map_err(|e| format!("backup cluster: {e}"))?;
-    let target = backup_alias(args, primary, budget).await?;
+    let failback = derive(binding, groups, (primary, backup), budget).await?;
     let policy = primary.replication_policy();
-    let request = FailbackRequest {
-        syncs_topic: args.syncs_topic.clone(),
-        timeout: budget.remaining(),
-        ..FailbackRequest::new(&args.source, &target, groups)
-    };
-    let failback = translate_failback(primary, backup.kafka(), &request)
-        .await
-        .map_err(|e| hints::explain(&e))?;
-    report_translation(&failback, &request, policy);
-    let translation = failback.to_translation(&target);
+    let target = &binding.target;
+    let translation = failback.to_translation(target);
     // The reverse flow's heartbeats on the primary, if it runs: its liveness next to the plan.
     let heartbeats = BTreeMap::from([(
         target.clone(),
-        policy.format_remote_topic(&target, policy.heartbeats_topic()),
+        policy.format_remote_topic(target, policy.heartbeats_topic()),
     )]);
     let plan = apply::plan(
         primary.kafka(),
@@ -298,6 +501,68 @@ fn report_translation(
         },
         failback.proof.records,
     );
+    match &failback.provenance {
+        Some(p) => eprintln!(
+            "failback: the offset-sync history reproduces {} of the forward flow's checkpoints on the backup{}{}",
+            p.reproduced,
+            if p.compaction_explained > 0 {
+                format!(
+                    "; compaction removed the syncs of {}",
+                    p.compaction_explained
+                )
+            } else {
+                String::new()
+            },
+            if p.legacy > 0 {
+                format!(
+                    "; {} follow the rules of MirrorMaker 2 before 3.5",
+                    p.legacy
+                )
+            } else {
+                String::new()
+            },
+        ),
+        None => eprintln!(
+            "failback: no checkpoints of these groups in {} on the backup: the offset-sync history was checked for its records' shape only",
+            for_terminal(&policy.checkpoints_topic(&request.source))
+        ),
+    }
+    if let Some(stats) = &failback.matching {
+        let mut reasons: BTreeMap<&str, usize> = BTreeMap::new();
+        for why in failback.rows.iter().filter_map(|r| r.unmatched) {
+            *reasons.entry(why.name()).or_default() += 1;
+        }
+        let matched = failback
+            .rows
+            .iter()
+            .filter(|r| r.rule == FailbackRule::RecordMatch)
+            .count();
+        let assumed = failback.rows.iter().filter(|r| r.assumes_history).count();
+        let reasons: Vec<String> = reasons.iter().map(|(w, n)| format!("{w}={n}")).collect();
+        eprintln!(
+            "failback: record matching: {matched} row(s) proven (record-match){}; {} kept their answer{}; read {} B on the primary and {} B on the backup in {} range(s) of {} partition(s)",
+            if assumed > 0 {
+                format!(
+                    ", {assumed} of them assuming no copy below the oldest kept sync (the backup's records there were not read)"
+                )
+            } else {
+                String::new()
+            },
+            reasons.len(),
+            if reasons.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", reasons.join(" "))
+            },
+            stats.upstream_bytes,
+            stats.downstream_bytes,
+            stats.ranges,
+            stats.partitions,
+        );
+        for p in stats.inconsistent.iter().chain(&stats.unread) {
+            eprintln!("failback: record matching: {}", for_terminal(p));
+        }
+    }
     if !failback.untranslated.is_empty() {
         eprintln!(
             "failback: {} committed offset(s) on the backup not failed back (listed with the plan)",
@@ -331,14 +596,17 @@ fn notes_of(failback: &FailbackTranslation) -> Notes {
                     from_offset: r.from_offset,
                     safe_offset: r.safe_offset,
                     rule: r.rule.name().to_string(),
+                    unmatched: r.unmatched.map(|w| w.name().to_string()),
+                    assumes_history: r.assumes_history,
                 },
             )
         })
         .collect()
 }
 
-/// Adds `from_topic`, `from_offset`, `safe_offset` and `rule` to each partition of the plan's
-/// JSON (the plan file keeps them; `--plan` reads them back, apply ignores them).
+/// Adds `from_topic`, `from_offset`, `safe_offset`, `rule` and, with record matching,
+/// `unmatched` (a row it left as it was) or `assumes_history` (a `record-match` resting on the
+/// residual assumption) to each partition of the plan's JSON.
 fn annotate(plan: &mut Value, notes: &Notes) {
     let Some(groups) = plan["groups"].as_array_mut() else {
         return;
@@ -359,6 +627,12 @@ fn annotate(plan: &mut Value, notes: &Notes) {
                 p["from_offset"] = note.from_offset.into();
                 p["safe_offset"] = note.safe_offset.into();
                 p["rule"] = note.rule.clone().into();
+                if let Some(why) = &note.unmatched {
+                    p["unmatched"] = why.clone().into();
+                }
+                if note.assumes_history {
+                    p["assumes_history"] = true.into();
+                }
             }
         }
     }
@@ -385,6 +659,8 @@ fn notes_in(plan: &Value) -> Notes {
                     from_offset,
                     safe_offset: p["safe_offset"].as_i64().unwrap_or(from_offset),
                     rule: p["rule"].as_str().unwrap_or_default().to_string(),
+                    unmatched: p["unmatched"].as_str().map(str::to_string),
+                    assumes_history: p["assumes_history"] == true,
                 },
             );
         }
@@ -400,7 +676,7 @@ fn write_table(
     plan: &ApplyPlan,
     notes: &Notes,
     report: Option<&ApplyReport>,
-    failback: Option<&FailbackTranslation>,
+    failback: &FailbackTranslation,
 ) -> std::io::Result<()> {
     let header = [
         "GROUP",
@@ -428,14 +704,14 @@ fn write_table(
                         .find(|p| &p.topic == topic && p.partition == *partition)
                 })
                 .map_or_else(|| "-".to_string(), |p| p.translated.to_string()),
-            n.rule.clone(),
+            match &n.unmatched {
+                Some(why) => format!("{} ({why})", n.rule),
+                None => n.rule.clone(),
+            },
         ]);
     }
     crate::output::write_aligned(out, &rows)?;
-    for u in failback
-        .map(|f| f.untranslated.as_slice())
-        .unwrap_or_default()
-    {
+    for u in &failback.untranslated {
         writeln!(
             out,
             "not failed back: group {} {}-{} at {}: {}",
@@ -464,11 +740,11 @@ fn reason(why: &mm2_offsets::precise::failback::Untranslated) -> String {
 fn summarize(
     plan: &ApplyPlan,
     report: Option<&ApplyReport>,
-    failback: Option<&FailbackTranslation>,
+    failback: &FailbackTranslation,
 ) -> i32 {
     let planned: usize = plan.groups.iter().map(|g| g.to_commit().count()).sum();
-    let left_out = failback.map_or(0, |f| f.untranslated.len());
-    let read_errors = failback.is_some_and(|f| !f.group_errors.is_empty());
+    let left_out = failback.untranslated.len();
+    let read_errors = !failback.group_errors.is_empty();
     let incomplete = plan.has_refusals() || left_out > 0;
     let tail = if incomplete {
         format!("; {left_out} offset(s) not failed back, or refused (named above)")
@@ -483,11 +759,18 @@ fn summarize(
             plan.has_errors()
         }
         Some(report) => {
+            let skipped = if report.has_skips() && !incomplete {
+                "; some groups or partitions were refused by the re-check just before the commit (named above)"
+            } else {
+                ""
+            };
             eprintln!(
-                "failback: {} partition(s) committed on the primary and read back{tail}",
+                "failback: {} partition(s) committed on the primary and read back{tail}{skipped}",
                 report.committed()
             );
-            report.has_errors() || report.has_skips() && !incomplete
+            // As for apply: a refusal (a group skipped, a partition refused by the re-check)
+            // is exit 3, a failure exit 1.
+            report.has_errors()
         }
     };
     if errors || read_errors {

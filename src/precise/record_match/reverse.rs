@@ -1,0 +1,466 @@
+//! Record matching backwards, for failback: from a group's offset `D` on a replica (the
+//! backup's `primary.orders`) to the first record of the original topic (the primary's
+//! `orders`) that the group has not read, proven by the records.
+//!
+//! MirrorMaker 2 copied the primary's records *to* the backup, so the walk of record matching
+//! ([`super`], `walk.rs`) runs unchanged: the upstream is the primary, the downstream the
+//! backup, and for every backup record read it bounds the primary record it copies
+//! (`lb <= id <= ub`). A group at `D` has read
+//! every backup record below `D`; the no-skip property (`walk.rs`) makes the primary records
+//! copied below `D` every record MM2 delivered up to the greatest of them, `M`. The group's first
+//! unread record is the first record after `M`.
+//!
+//! **The answer.** Let `(u0, d0)` be the greatest sync with `d0 < D` (the reverse rule's), and
+//! `a` the last data record below `D` (at or after `d0`). When the walk proves `a` copies
+//! exactly one record (`lb(a) == ub(a) == L`), then `M >= L`, and `X`, the first data record of
+//! the primary after `L` (nothing but markers between them, no record removed), is never past
+//! the group's first unread record: the safety of every answer.
+//!
+//! **Exact** means `M == L`: no record below `D` copies a record past `L`. By no-skip the
+//! records copied below `D` are every record MM2 delivered from the replica's first one
+//! (`r0 <= L`) up to `M`, so if `M > L` then `X` itself (delivered: a committed record, or an
+//! aborted one a later record is proven to copy) has a copy below `D`. So it is enough that no
+//! record below `D` copies `X`, checked in three parts of the replica:
+//! * `[s, D)`, read, from a sync `s` up to [`LOOKBACK`] offsets below `d0`: every record either
+//!   differs from `X` in content or has bounds that exclude `X`, and no offset lacks both a
+//!   record and a marker (a record removed since could have been a copy);
+//! * below `s`, between two kept syncs `(u_j, d_j)` and `(u_k, d_k)` (consecutive in the
+//!   history): by no-skip, the record at `d_j + i` copies at most the `i`-th record MM2
+//!   delivered after `u_j`, and the `i`-th committed record read after `u_j` is at or past that
+//!   (a subset of what MM2 delivered only goes further), so every record of the stretch copies
+//!   at most `R_j`, the `(d_k - d_j - 1)`-th committed record read after `u_j`; every `R_j`
+//!   below `s` must lie below `X`. This holds across MM2's restarts (no-skip does), and is what
+//!   catches a restart that had copied further before MM2 went back: its stretch holds more
+//!   offsets than records up to `X`;
+//! * below the oldest kept sync `d1`, where no stretch bounds anything: when the replica still
+//!   starts at offset 0 and `d1` is near ([`BOTTOM_MAX`] offsets), `[0, d1)` is read: no record
+//!   removed, none that may copy `X`. Otherwise (retention removed the replica's start, or
+//!   compaction of the offset-syncs topic left its oldest sync far in) it is the **residual
+//!   assumption**: no copy of `X` lies below the oldest kept sync, which would take a restart
+//!   of MM2 that went back further than the whole kept history (Connect's committed source
+//!   offset lagging the copy by all of it). Such an answer says so
+//!   ([`ReverseMatch::assumes_history`]).
+//!
+//! Then the group has read everything up to `L` and nothing after it, and `X` is its first
+//! unread record. A row short of any of this keeps the syncs' answer, with the reason
+//! ([`ReverseUnmatched`]). `X` in an aborted transaction that no record read is proven to copy
+//! is refused: a read_committed MM2 never delivers it, so the group's next record would be a
+//! later one.
+
+use super::digest::Digester;
+use super::plan::{ReadPlan, merged};
+use super::side::Side;
+use super::walk::{Bounds, Ends, HIGH, LOW, Upstream};
+use super::{
+    Clusters, Direction, MatchOptions, MatchStats, PairEnds, PartitionJob, PartitionOutcome,
+    by_partition, walk_bounds,
+};
+use crate::client::{Deadline, KafkaClient};
+use crate::precise::history::LogOrder;
+
+/// One row to match backwards: a group's offset on a replica.
+#[derive(Clone, Debug)]
+pub struct ReverseRow<'a> {
+    /// The replica on the backup (downstream), e.g. `primary.orders`.
+    pub downstream_topic: &'a str,
+    /// The original topic on the primary (upstream), e.g. `orders`.
+    pub upstream_topic: &'a str,
+    /// The partition (the same on both sides).
+    pub partition: i32,
+    /// The group's committed offset on the replica: it has read every record below it.
+    pub downstream: i64,
+}
+
+/// Why a failback row keeps the offset the syncs prove.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
+pub enum ReverseUnmatched {
+    /// No sync strictly below the group's offset (or one exactly at it: nothing to prove).
+    NoSync,
+    /// The records to read would exceed the byte budget.
+    Budget,
+    /// The records were not read (a read failed or the deadline passed).
+    NotRead,
+    /// Offsets below the group's offset on the replica hold neither a record nor a marker
+    /// (compacted): the records removed could have copied anything.
+    DownstreamGap,
+    /// The record just below the group's offset is not proven to copy one record.
+    NotProven,
+    /// A record below the group's offset may copy the answer or a later record: MM2 copied
+    /// further before it went back (a restart or a retried batch).
+    EarlierCopy,
+    /// Records removed on the primary right after the last one the group read: its first
+    /// unread record is not known.
+    UpstreamGap,
+    /// The primary's next record is in an aborted transaction and no record read proves MM2
+    /// copied it (a read_committed MM2 does not): the group's next one is not known.
+    NextAborted,
+    /// The partition's records contradict the sync history.
+    Inconsistent,
+}
+
+impl ReverseUnmatched {
+    /// The reason's name in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            ReverseUnmatched::NoSync => "no-sync",
+            ReverseUnmatched::Budget => "budget",
+            ReverseUnmatched::NotRead => "not-read",
+            ReverseUnmatched::DownstreamGap => "downstream-gap",
+            ReverseUnmatched::NotProven => "not-proven",
+            ReverseUnmatched::EarlierCopy => "earlier-copy",
+            ReverseUnmatched::UpstreamGap => "upstream-gap",
+            ReverseUnmatched::NextAborted => "next-aborted",
+            ReverseUnmatched::Inconsistent => "inconsistent",
+        }
+    }
+}
+
+/// The most replica offsets below the oldest kept sync read to rule out an earlier copy there
+/// (a retried first batch leaves a few); beyond it the residual assumption stands.
+pub const BOTTOM_MAX: i64 = 4096;
+
+/// A proven failback answer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ReverseMatch {
+    /// The primary offset of the group's first unread record.
+    pub offset: i64,
+    /// The replica's records below the oldest kept sync were not read (removed by retention,
+    /// or more than [`BOTTOM_MAX`]): the answer rests on the residual assumption that none of
+    /// them copies it.
+    pub assumes_history: bool,
+}
+
+/// How far below the rule's sync the replica is read (offsets, to a sync): there every record
+/// is checked by its content, which is tighter than the stretches' bound (that one counts only
+/// committed records, so a stretch holding copies of aborted records reaches far).
+pub const LOOKBACK: i64 = 1024;
+
+/// One row's window: the rule's sync (its position in the history), the sync the downstream
+/// read starts at (the stretches below it are bounded without reading), and where the read ends
+/// (exclusive: past the next sync, whose pin bounds the records before it from below).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Window {
+    pub(crate) sync: usize,
+    pub(crate) from: usize,
+    pub(crate) end: i64,
+}
+
+/// The window of each row's downstream offset in `rows` (`None`: no sync strictly below it),
+/// and the ranges to read. `readable_end` is where the upstream can be read to (its last stable
+/// offset); `bottom` the part below the oldest sync to read ([`bottom`]); `lookback` how far
+/// below the rule's sync to read ([`LOOKBACK`]).
+pub(crate) fn plan(
+    log: &LogOrder,
+    rows: &[i64],
+    ends: Ends,
+    readable_end: i64,
+    (bottom, lookback): (Option<i64>, i64),
+) -> (Vec<Option<Window>>, ReadPlan) {
+    let syncs = log.syncs();
+    let spans = stretch_spans(syncs);
+    let mut windows = Vec::with_capacity(rows.len());
+    let mut read = ReadPlan::default();
+    for &downstream in rows {
+        let at = syncs.partition_point(|&(_, d)| d <= downstream);
+        let Some(k) = at.checked_sub(1) else {
+            windows.push(None);
+            continue;
+        };
+        let (u0, d0) = syncs[k];
+        let after = syncs.get(k + 1).copied();
+        // With a later sync, up to it (its pin gives the records before it a lower bound);
+        // without one only the records below D, where a sync at d0 itself is the proof.
+        let end = match after {
+            Some((_, d2)) => d2.saturating_add(1),
+            None => downstream,
+        }
+        .min(ends.downstream);
+        if d0 >= downstream || end <= d0 {
+            windows.push(None);
+            continue;
+        }
+        let from = syncs[..=k].partition_point(|&(_, d)| d0.saturating_sub(d) > lookback);
+        windows.push(Some(Window { sync: k, from, end }));
+        read.downstream.push((syncs[from].1, end));
+        // Upstream: the window's records (each copies at most the i-th record after u0), and
+        // back far enough that the stretches below the read can be bounded: each needs as many
+        // committed records after its sync as it has offsets, and the widest one sets how far.
+        let reach = u0
+            .saturating_add(end - 1 - d0)
+            .max(after.map_or(u0, |(u2, _)| u2))
+            .saturating_add(1);
+        let lowest = syncs[from..(k + 2).min(syncs.len())]
+            .iter()
+            .map(|&(u, _)| u)
+            .min()
+            .unwrap_or(u0)
+            .min(u0.saturating_sub(spans[from]));
+        let margin = (reach.saturating_sub(lowest)) / 8 + 8;
+        let lo = lowest.saturating_sub(margin).max(ends.upstream_start);
+        let hi = reach.saturating_add(margin).min(readable_end);
+        if lo < hi {
+            read.upstream.push((lo, hi));
+        }
+    }
+    if let Some(end) = bottom.filter(|&e| e > 0 && windows.iter().any(Option::is_some)) {
+        read.downstream.push((0, end));
+    }
+    read.downstream = merged(read.downstream);
+    read.upstream = merged(read.upstream);
+    (windows, read)
+}
+
+/// The part below the oldest kept sync to read, when the replica still starts at 0 and it is
+/// short ([`BOTTOM_MAX`]); `None`: nothing there to read, or not read (residual assumption).
+pub(crate) fn bottom(log: &LogOrder, downstream_start: i64, max: i64) -> Option<i64> {
+    let &(_, d1) = log.syncs().first()?;
+    (downstream_start == 0 && d1 <= max).then_some(d1)
+}
+
+/// For each sync position `k`: the most offsets strictly inside one stretch between two
+/// consecutive syncs below it (`d_{j+1} - d_j - 1`, the widest of `j < k`).
+fn stretch_spans(syncs: &[(i64, i64)]) -> Vec<i64> {
+    let mut out = Vec::with_capacity(syncs.len());
+    let mut widest = 0i64;
+    for (k, &(_, d)) in syncs.iter().enumerate() {
+        if let Some(&(_, prev)) = k.checked_sub(1).and_then(|j| syncs.get(j)) {
+            widest = widest.max(d.saturating_sub(prev).saturating_sub(1));
+        }
+        out.push(widest);
+    }
+    out
+}
+
+/// For each sync position `k`: an upper bound on the primary record any replica offset in
+/// `[d_0, d_k)` copies ([`LOW`] for `k == 0`, [`HIGH`] when what was read cannot bound it),
+/// from the committed records read (see the module documentation).
+pub(crate) fn reach_below(up: &Upstream<'_>, syncs: &[(i64, i64)]) -> Vec<i64> {
+    let mut out = Vec::with_capacity(syncs.len());
+    let mut highest = LOW;
+    for (k, &(u, _)) in syncs.iter().enumerate() {
+        out.push(highest);
+        let Some(&(_, next_d)) = syncs.get(k + 1) else {
+            break;
+        };
+        let inside = next_d.saturating_sub(syncs[k].1).saturating_sub(1);
+        let stretch = if inside <= 0 {
+            u
+        } else {
+            up.next_pow(u, inside)
+        };
+        highest = highest.max(stretch);
+    }
+    out
+}
+
+/// The proven answer for a group at `downstream`, or why there is none. `reach` is
+/// [`reach_below`] of the same history; `bottom` what [`bottom`] chose to read (`None`: the
+/// part below the oldest sync is assumed); `unread` why a read stopped, if one did.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn answer(
+    up: &Upstream<'_>,
+    down: &Side,
+    bounds: &Bounds,
+    log: &LogOrder,
+    reach: &[i64],
+    ends: Ends,
+    (downstream, window): (i64, Option<Window>),
+    (bottom, unread): (Option<i64>, Option<ReverseUnmatched>),
+) -> Result<ReverseMatch, ReverseUnmatched> {
+    let window = window.ok_or(ReverseUnmatched::NoSync)?;
+    let not_read = unread.unwrap_or(ReverseUnmatched::NotRead);
+    let (u0, d0) = log.syncs()[window.sync];
+    let (_, start) = log.syncs()[window.from];
+    if !down.covers(start, downstream) {
+        return Err(not_read);
+    }
+    if down.has_hole(start, downstream) {
+        return Err(ReverseUnmatched::DownstreamGap);
+    }
+    let records = &down.records;
+    let (from, to) = (down.first_at(start), down.first_at(downstream));
+    let Some(a) = to
+        .checked_sub(1)
+        .filter(|&a| a >= down.first_at(d0) && a >= from)
+    else {
+        return Err(ReverseUnmatched::DownstreamGap);
+    };
+    let (lb, ub) = (bounds.lb[a], bounds.ub[a]);
+    if lb != ub || ub == HIGH || lb == LOW {
+        return Err(ReverseUnmatched::NotProven);
+    }
+    let last = ub;
+    // X: the first data record after L, nothing between them but markers.
+    let side = up.side;
+    let next = side.records.get(side.first_at(last + 1));
+    let (x, x_record) = match next {
+        Some(r) if side.covers(last + 1, r.offset + 1) => {
+            if side.has_hole(last + 1, r.offset + 1) {
+                return Err(ReverseUnmatched::UpstreamGap);
+            }
+            // An aborted record is the group's next only if MM2 delivered it: proven when a
+            // record at or after D in the window copies it.
+            let copied_later = || {
+                (to..down.first_at(window.end))
+                    .any(|k| bounds.lb[k] == r.offset && bounds.ub[k] == r.offset)
+            };
+            if !r.committed && !copied_later() {
+                return Err(ReverseUnmatched::NextAborted);
+            }
+            (r.offset, Some(r))
+        }
+        _ if side.covers(last + 1, ends.upstream) => {
+            if side.has_hole(last + 1, ends.upstream) {
+                return Err(ReverseUnmatched::UpstreamGap);
+            }
+            (ends.upstream, None)
+        }
+        _ => return Err(not_read),
+    };
+    // The rule's sync d0 < D holds u0, so the group read u0: an exact answer is past it. One
+    // that is not means a part below was assumed wrongly (see the module documentation).
+    if x <= u0 {
+        return Err(ReverseUnmatched::Inconsistent);
+    }
+    // A record that may copy X (X past the upstream end has no copy anywhere).
+    let may_copy_x = |k: usize| {
+        x_record
+            .is_some_and(|xr| up.same(xr, &records[k]) && bounds.lb[k] <= x && bounds.ub[k] >= x)
+    };
+    if (from..to).any(may_copy_x) {
+        return Err(ReverseUnmatched::EarlierCopy);
+    }
+    // Below the read: every stretch of the history bounded below X.
+    match reach.get(window.from) {
+        Some(&r) if r < x => {}
+        Some(&HIGH) | None => return Err(not_read),
+        Some(_) => return Err(ReverseUnmatched::EarlierCopy),
+    }
+    // Below the oldest kept sync: read, or assumed.
+    let oldest = log.syncs().first().map_or(0, |&(_, d)| d);
+    let assumes_history = match bottom {
+        _ if oldest == 0 => false,
+        Some(end) => {
+            if !down.covers(0, end) {
+                return Err(not_read);
+            }
+            if down.has_hole(0, end) {
+                return Err(ReverseUnmatched::DownstreamGap);
+            }
+            if (0..down.first_at(end)).any(may_copy_x) {
+                return Err(ReverseUnmatched::EarlierCopy);
+            }
+            false
+        }
+        None => true,
+    };
+    tracing::trace!(
+        downstream,
+        last,
+        x,
+        assumes_history,
+        "failback record match"
+    );
+    Ok(ReverseMatch {
+        offset: x,
+        assumes_history,
+    })
+}
+
+/// Matches every row backwards, partition by partition: for each row, the primary offset of the
+/// group's first unread record, proven, or why there is none. `source` reads the original topics
+/// (the primary), `target` their replicas (the backup); `histories` gives each original
+/// partition's kept syncs in log order, downstream offsets increasing (`None`: no history).
+///
+/// Rows are answered in their order; a partition that cannot be read fails its rows, not the
+/// call.
+pub async fn match_reverse<'a, F>(
+    source: &KafkaClient,
+    target: &KafkaClient,
+    rows: &[ReverseRow<'a>],
+    histories: F,
+    options: &MatchOptions,
+    deadline: Deadline,
+) -> (Vec<Result<ReverseMatch, ReverseUnmatched>>, MatchStats)
+where
+    F: Fn(&str, i32) -> Option<Vec<(i64, i64)>>,
+{
+    let backward = Direction {
+        not_read: Err(ReverseUnmatched::NotRead),
+        partition: |c, job, pair, d| Box::pin(match_partition(c, job, pair, d)),
+    };
+    let keys = rows
+        .iter()
+        .map(|r| (r.downstream_topic, r.upstream_topic, r.partition));
+    let offsets = rows.iter().map(|r| r.downstream);
+    let clusters = Clusters {
+        source,
+        target,
+        options,
+        deadline,
+    };
+    by_partition(backward, clusters, keys.zip(offsets), histories).await
+}
+
+async fn match_partition(
+    clusters: Clusters<'_>,
+    job: &PartitionJob,
+    pair: &PairEnds,
+    digester: &Digester,
+) -> PartitionOutcome<Result<ReverseMatch, ReverseUnmatched>> {
+    let (Some(&(ends, stable)), Some(&start)) = (
+        pair.ends.get(&job.partition),
+        pair.downstream_start.get(&job.partition),
+    ) else {
+        return PartitionOutcome::failed(
+            job,
+            Err(ReverseUnmatched::NotRead),
+            "a partition missing from the ends".to_string(),
+        );
+    };
+    let bottom = bottom(&job.history, start, BOTTOM_MAX);
+    let (windows, read) = plan(&job.history, &job.offsets, ends, stable, (bottom, LOOKBACK));
+    let (up, down, stopped) = job.read(clusters, pair, &read, digester).await;
+    let unread = stopped.map(|budget| {
+        if budget {
+            ReverseUnmatched::Budget
+        } else {
+            ReverseUnmatched::NotRead
+        }
+    });
+    let mut outcome = PartitionOutcome::read(&up, &down, &read);
+    let upstream = Upstream::new(&up, down.log_append_time);
+    let bounds = match walk_bounds(&upstream, &down, &job.history, ends.upstream) {
+        Ok(bounds) => bounds,
+        Err(at) => return outcome.inconsistent(job, Err(ReverseUnmatched::Inconsistent), at),
+    };
+    let reach = reach_below(&upstream, job.history.syncs());
+    outcome.answers = job
+        .offsets
+        .iter()
+        .zip(&windows)
+        .map(|(&d, &w)| {
+            answer(
+                &upstream,
+                &down,
+                &bounds,
+                &job.history,
+                &reach,
+                ends,
+                (d, w),
+                (bottom, unread),
+            )
+        })
+        .collect();
+    if let Some(why) = unread {
+        outcome.unread = Some(why.name().to_string());
+    }
+    outcome
+}
+
+#[cfg(test)]
+#[path = "reverse_tests.rs"]
+mod tests;

@@ -1,0 +1,373 @@
+//! Record matching backwards against the model of MirrorMaker 2's writer of `tests.rs`
+//! (`MirrorSourceTask` with `OffsetSyncWriter`: twins, markers and aborted records upstream,
+//! retried batches, restarts that re-copy, lost syncs, downstream markers, compaction and
+//! retention after the copy). For every downstream offset `D` (a group that has read every
+//! record below it): an answer is never past the group's first unread record, and an answer
+//! called exact is that record, with the whole sync history kept; with its oldest syncs
+//! compacted away, only where nothing below the oldest kept sync copies the answer or later
+//! (the residual assumption).
+
+use proptest::prelude::*;
+
+use super::super::tests::{
+    Event, Flow, Scenario, Slot, copy, distinct, marked_and_aborted, plain, restart_after_commit,
+    sample_scenarios, scenario,
+};
+use super::super::walk::{Upstream, bounds};
+use super::{ReverseMatch, ReverseUnmatched, answer, bottom, plan, reach_below};
+use crate::precise::history::LogOrder;
+use crate::precise::reverse::ReverseIndexBuilder;
+
+/// For each downstream offset `D` (0 to the end): the first record MM2 delivered that has no
+/// copy below `D` (every written copy counts: the group read them before any compaction), or
+/// the upstream end.
+fn truths(flow: &Flow) -> Vec<i64> {
+    let n = flow.upstream.len();
+    let mut copied = vec![false; n];
+    let mut out = Vec::with_capacity(flow.downstream.len() + 1);
+    let first_uncopied = |copied: &[bool]| {
+        flow.delivered
+            .iter()
+            .copied()
+            .find(|&u| !copied[u as usize])
+            .unwrap_or(n as i64)
+    };
+    out.push(first_uncopied(&copied));
+    for slot in &flow.downstream {
+        if let Some(u) = slot {
+            copied[*u as usize] = true;
+        }
+        out.push(first_uncopied(&copied));
+    }
+    out
+}
+
+/// One downstream offset's outcome: (D, the reverse rule's answer, truth, match).
+type Row = (
+    i64,
+    Option<i64>,
+    i64,
+    Result<ReverseMatch, ReverseUnmatched>,
+);
+
+/// How a run reads: the oldest `dropped` syncs of the history removed (compaction), each
+/// side's read stopped after `cut` offsets (the budget), the part below the oldest kept sync
+/// read up to `bottom_max` offsets, `lookback` offsets read below the rule's sync.
+#[derive(Clone, Copy, Debug)]
+struct Reads {
+    dropped: usize,
+    cut: Option<usize>,
+    bottom_max: i64,
+    lookback: i64,
+}
+
+const FULL: Reads = Reads {
+    dropped: 0,
+    cut: None,
+    bottom_max: super::BOTTOM_MAX,
+    lookback: super::LOOKBACK,
+};
+
+/// Every downstream offset matched backwards.
+fn run(s: &Scenario, reads: Reads) -> (Flow, Vec<Row>) {
+    let flow = copy(s);
+    let mut builder = ReverseIndexBuilder::new();
+    for &(u, d) in flow.syncs.iter().skip(reads.dropped) {
+        builder.add(b"t", 0, u, d);
+    }
+    let index = builder.finish();
+    let part = index.partition(b"t", 0);
+    let log = LogOrder::new(part.map(|p| p.log_order()).unwrap_or_default());
+    let (n, ends) = (flow.upstream.len() as i64, flow.ends());
+    let rows: Vec<i64> = (0..=ends.downstream).collect();
+    let below = bottom(&log, 0, reads.bottom_max);
+    let (windows, read) = plan(&log, &rows, ends, n, (below, reads.lookback));
+    let up = flow.read(&read.upstream, true, reads.cut);
+    let down = flow.read(&read.downstream, false, reads.cut);
+    let upstream = Upstream::new(&up, false);
+    let truth = truths(&flow);
+    let answers: Vec<Result<ReverseMatch, ReverseUnmatched>> =
+        match bounds(&upstream, &down, &log, ends.upstream) {
+            Ok(b) => {
+                let reach = reach_below(&upstream, log.syncs());
+                rows.iter()
+                    .zip(&windows)
+                    .map(|(&d, &w)| {
+                        answer(
+                            &upstream,
+                            &down,
+                            &b,
+                            &log,
+                            &reach,
+                            ends,
+                            (d, w),
+                            (below, None),
+                        )
+                    })
+                    .collect()
+            }
+            Err(v) => panic!("the model's flow is consistent, yet {v:?}; flow {flow:?}"),
+        };
+    let out = rows
+        .iter()
+        .zip(answers)
+        .map(|(&d, a)| {
+            let rule = part.and_then(|p| p.translate(d)).map(|a| a.offset);
+            (d, rule, truth[d as usize], a)
+        })
+        .collect();
+    (flow, out)
+}
+
+/// Checks every row: never past the truth; exact unless it says it rests on the residual
+/// assumption and something below the oldest kept sync does copy the answer or later.
+/// Returns the rows matched.
+fn check(s: &Scenario, reads: Reads) -> Result<usize, String> {
+    let (flow, rows) = run(s, reads);
+    let oldest = flow.syncs.get(reads.dropped).map(|&(_, d)| d);
+    let mut matched = 0;
+    for (d, rule, truth, answer) in rows {
+        let Ok(m) = answer else { continue };
+        let x = m.offset;
+        if x > truth {
+            return Err(format!(
+                "D = {d}: matched {x} past the truth {truth}; {flow:?}"
+            ));
+        }
+        if rule.is_some_and(|r| r > x) {
+            return Err(format!("D = {d}: matched {x} below the rule's {rule:?}"));
+        }
+        let residual = m.assumes_history && oldest.is_some_and(|o| copied_at_or_past(&flow, o, x));
+        if x != truth && !residual {
+            return Err(format!(
+                "D = {d}: matched {x}, truth {truth} (rule {rule:?}, oldest sync at {oldest:?}, {reads:?}); {flow:?}"
+            ));
+        }
+        matched += 1;
+    }
+    Ok(matched)
+}
+
+/// Whether a record written below `below` copies `x` or a later record: what the residual
+/// assumption rules out below the oldest kept sync.
+fn copied_at_or_past(flow: &Flow, below: i64, x: i64) -> bool {
+    flow.downstream
+        .iter()
+        .take(below.max(0) as usize)
+        .any(|slot| slot.is_some_and(|u| u >= x))
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(768))]
+
+    /// Whatever the flow, an answer is never past the group's first unread record, and one
+    /// called exact is it; also when only the stretches' bound covers what lies below the
+    /// rule's sync.
+    #[test]
+    fn a_reverse_match_is_the_first_unread_record(s in scenario()) {
+        prop_assert_eq!(check(&s, FULL).map(|_| ()), Ok(()));
+        prop_assert_eq!(check(&s, Reads { lookback: 0, ..FULL }).map(|_| ()), Ok(()));
+    }
+
+    /// The same with the reads cut short, with the oldest syncs compacted away, and with the
+    /// part below the oldest kept sync not read (the residual assumption).
+    #[test]
+    fn a_cut_read_or_a_compacted_history_is_never_wrong(
+        s in scenario(),
+        cut in 0usize..60,
+        dropped in 0usize..6,
+        bottom_max in prop_oneof![Just(0i64), Just(super::BOTTOM_MAX)],
+        lookback in prop_oneof![Just(0i64), Just(7), Just(super::LOOKBACK)],
+    ) {
+        let reads = Reads { dropped, cut: Some(cut), bottom_max, lookback };
+        prop_assert_eq!(check(&s, reads).map(|_| ()), Ok(()));
+        let reads = Reads { cut: None, ..reads };
+        prop_assert_eq!(check(&s, reads).map(|_| ()), Ok(()));
+    }
+}
+
+fn matched(answer: &Result<ReverseMatch, ReverseUnmatched>) -> Option<i64> {
+    answer.as_ref().ok().map(|m| m.offset)
+}
+
+/// Not vacuous: one lifetime of distinct records, syncs every 10: most offsets are matched,
+/// each to the truth.
+#[test]
+fn distinct_records_match_backwards() {
+    let s = plain(distinct(120), vec![], 10);
+    let (_, rows) = run(&s, FULL);
+    let exact: Vec<_> = rows.iter().filter(|r| r.3.is_ok()).collect();
+    assert!(exact.len() > 100, "{} of {}", exact.len(), rows.len());
+    for (d, _, truth, answer) in &rows {
+        if let Some(x) = matched(answer) {
+            assert_eq!(x, *truth, "D = {d}");
+        }
+    }
+    // Between two syncs ((0, 0), (11, 11)) the rule says one past the sync; matching says the
+    // record.
+    let (_, rule, truth, answer) = rows[15];
+    assert_eq!((rule, truth, matched(&answer)), (Some(12), 15, Some(15)));
+}
+
+/// A restart re-copied records: a group inside the duplicate block has read, below it, the
+/// first lifetime's copies of records past the block's; such a row is refused, never called
+/// exact too early. Past the block, offsets are matched again.
+#[test]
+fn a_restart_block_is_refused_inside_and_matched_after() {
+    let s = plain(distinct(60), restart_after_commit(), 100);
+    let (flow, rows) = run(&s, FULL);
+    // 30 written, committed at 12, so 12..30 are copied twice (at 30..48).
+    assert_eq!(flow.downstream.len(), 60 + 18);
+    let inside: Vec<_> = rows.iter().filter(|r| (31..48).contains(&r.0)).collect();
+    for (d, _, truth, answer) in &inside {
+        assert_eq!(*truth, 30, "D = {d}: the first lifetime read up to 29");
+        assert!(answer.is_err(), "D = {d}: {answer:?}");
+    }
+    assert!(
+        inside
+            .iter()
+            .any(|r| r.3 == Err(ReverseUnmatched::EarlierCopy)),
+        "{inside:?}"
+    );
+    assert!(rows.iter().any(|r| r.0 > 50 && matched(&r.3) == Some(r.2)));
+    check(&s, FULL).unwrap();
+}
+
+/// A retried first batch leaves copies below the oldest sync: read when the replica still
+/// starts at 0, assumed (and said so) when it does not.
+#[test]
+fn a_retried_first_batch_is_read_below_the_oldest_sync() {
+    let events = vec![
+        Event::Batch {
+            len: 3,
+            retried: true,
+            fire: true,
+        },
+        Event::Commit { fire: true },
+    ];
+    let s = plain(distinct(40), events, 10);
+    let (flow, rows) = run(&s, FULL);
+    assert_eq!(flow.syncs.first().map(|&(_, d)| d), Some(3), "{flow:?}");
+    // D = 4: read 0, 1, 2 (first copies) and 0 again; the first unread record is 3.
+    assert_eq!(rows[4].2, 3);
+    assert_ne!(matched(&rows[4].3), Some(1));
+    for (d, _, truth, answer) in &rows {
+        if let Ok(m) = answer {
+            assert!(!m.assumes_history);
+            assert_eq!(m.offset, *truth, "D = {d}");
+        }
+    }
+    let blind = Reads {
+        bottom_max: 0,
+        ..FULL
+    };
+    let (_, rows) = run(&s, blind);
+    assert!(rows.iter().any(|r| r.3.is_ok_and(|m| m.assumes_history)));
+    check(&s, blind).unwrap();
+}
+
+/// Markers and aborted records upstream: the answer skips a trailing marker; a next record in
+/// an aborted transaction is the answer where a later record is proven to copy it (a
+/// read_uncommitted MM2), and refused where none is (a read_committed one never copies it).
+#[test]
+fn markers_are_skipped_and_aborted_next_records_proven_or_refused() {
+    let mut upstream = marked_and_aborted();
+    upstream.push(Slot::Marker);
+    let s = plain(upstream.clone(), vec![], 10);
+    let (flow, rows) = run(&s, FULL);
+    // At the end: the last record read, then a marker: the upstream end.
+    let end = rows.last().unwrap();
+    assert_eq!((end.2, matched(&end.3)), (61, Some(61)), "{flow:?}");
+    // Copied by a read_uncommitted MM2: the first aborted record is a group's next.
+    let at30: Vec<_> = rows.iter().filter(|r| r.2 == 30).collect();
+    assert!(
+        at30.iter().any(|r| matched(&r.3) == Some(30)),
+        "{at30:?} {flow:?}"
+    );
+    check(&s, FULL).unwrap();
+    // A read_committed MM2, whose syncs after the jump over the aborted records were replaced
+    // before they were sent (no send slot free): nothing proves the aborted record copied.
+    let quiet = vec![
+        Event::Batch {
+            len: 3,
+            retried: false,
+            fire: false,
+        };
+        30
+    ];
+    let s = Scenario {
+        mm2_read_committed: true,
+        ..plain(upstream, quiet, 10)
+    };
+    let (flow, rows) = run(&s, FULL);
+    assert!(
+        rows.iter()
+            .any(|r| r.3 == Err(ReverseUnmatched::NextAborted)),
+        "{rows:?} {flow:?}"
+    );
+    check(&s, FULL).unwrap();
+}
+
+/// Not vacuous over the random flows either: many offsets matched, many past the rule.
+#[test]
+fn random_flows_are_often_matched_backwards() {
+    let (mut rows, mut exact, mut improved) = (0usize, 0usize, 0usize);
+    for s in sample_scenarios(300) {
+        let (_, out) = run(&s, FULL);
+        for (d, rule, truth, answer) in out {
+            rows += 1;
+            if let Some(x) = matched(&answer) {
+                assert_eq!(x, truth, "D = {d}, rule {rule:?}, {s:?}");
+                exact += 1;
+                improved += usize::from(rule.is_none_or(|r| r < x));
+            }
+        }
+    }
+    eprintln!("{exact} of {rows} offsets matched backwards, {improved} past the rule");
+    assert!(exact * 3 > rows, "{exact} of {rows}");
+    assert!(improved * 5 > rows, "{improved} of {rows}");
+}
+
+/// The proof's parts fail when broken on purpose: without the stretches below the window, a
+/// restart's earlier copies would be missed.
+#[test]
+fn the_stretches_below_catch_an_earlier_lifetime() {
+    let s = plain(distinct(60), restart_after_commit(), 3);
+    let flow = copy(&s);
+    let mut builder = ReverseIndexBuilder::new();
+    for &(u, d) in &flow.syncs {
+        builder.add(b"t", 0, u, d);
+    }
+    let index = builder.finish();
+    let log = LogOrder::new(index.partition(b"t", 0).unwrap().log_order());
+    let (n, ends) = (flow.upstream.len() as i64, flow.ends());
+    let rows: Vec<i64> = (0..=ends.downstream).collect();
+    let (windows, read) = plan(&log, &rows, ends, n, (None, 0));
+    let up = flow.read(&read.upstream, true, None);
+    let down = flow.read(&read.downstream, false, None);
+    let upstream = Upstream::new(&up, false);
+    let b = bounds(&upstream, &down, &log, n).unwrap();
+    let truth = truths(&flow);
+    let reach = reach_below(&upstream, log.syncs());
+    let blind = vec![i64::MIN; log.syncs().len()];
+    let wrong = |reach: &[i64]| {
+        rows.iter().zip(&windows).any(|(&d, &w)| {
+            answer(
+                &upstream,
+                &down,
+                &b,
+                &log,
+                reach,
+                ends,
+                (d, w),
+                (None, None),
+            )
+            .is_ok_and(|m| m.offset != truth[d as usize])
+        })
+    };
+    assert!(!wrong(&reach));
+    assert!(
+        wrong(&blind),
+        "ignoring the stretches below should give a wrong answer"
+    );
+}
