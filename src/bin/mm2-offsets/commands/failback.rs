@@ -76,7 +76,6 @@ pub(crate) async fn run(args: FailbackArgs) -> Result<i32, Stop> {
             max_checkpoint_age_ms: None,
         },
         input: PlanInput::Failback,
-        timeout: args.timeout,
         ..ApplyOptions::default()
     };
     // --timeout is the budget of the whole run: connecting to both clusters, the reverse
@@ -299,15 +298,13 @@ async fn saved_plan(
         .map_err(|e| format!("--plan {shown}: {e}"))?;
     let fresh = derive(&binding, selector, (&primary, backup.kafka()), budget).await?;
     let translation = fresh.to_translation(&binding.target);
-    let mut options = options.clone();
-    options.timeout = budget.remaining();
     if args.execute {
         let undo_out = args.undo_out.as_deref();
         let report = super::undo::execute_with_undo(
             primary.kafka(),
             &plan,
             Some(&translation),
-            &options,
+            options,
             undo_out,
             budget,
         )
@@ -315,7 +312,7 @@ async fn saved_plan(
         return Ok(Ok((plan, fresh, binding, Some(report))));
     }
     // The dry run shows what an execute started now would do, never the plan's old view.
-    let rechecked = apply::recheck(primary.kafka(), &plan, Some(&translation), &options, budget)
+    let rechecked = apply::recheck(primary.kafka(), &plan, Some(&translation), options, budget)
         .await
         .map_err(|e| format!("re-checking --plan {shown}: {e}"))?;
     let changed = super::apply::changed_rows(&rechecked);
