@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use crate::support::groups::{committed, coordinator_connection, join_classic, join_consumer};
-use crate::support::{cluster, data_writer, unique_topic};
+use crate::support::{cluster, unique_topic, write_records};
 use kafka_protocol::messages::{
     ApiKey, GroupId, ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse, TopicName,
 };
@@ -60,25 +60,6 @@ fn checkpoints(rows: &[(&str, &str, i32, i64, &str)]) -> Translation {
     let mut translator = BatchTranslator::new(&selector);
     translator.add_batches(0, &builder.build()).unwrap();
     translator.finish("primary")
-}
-
-/// `count` records over `partitions` partitions of a new `topic`, by the Java producer: log end
-/// `count / partitions` on each.
-fn write_records(cluster: &crate::support::Cluster, topic: &str, partitions: u32, count: u32) {
-    data_writer(
-        cluster,
-        "records",
-        &[
-            "--topic",
-            topic,
-            "--partitions",
-            &partitions.to_string(),
-            "--count",
-            &count.to_string(),
-            "--nulls",
-            "0",
-        ],
-    );
 }
 
 async fn plan(

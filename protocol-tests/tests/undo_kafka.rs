@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use mm2_offsets::client::{Deadline, KafkaClient, OffsetToCommit};
 use serde_json::Value;
 
-use crate::support::groups::coordinator;
+use crate::support::groups::{committed_with_metadata, coordinator};
 use crate::support::{checkpoint_line, cluster, data_writer, unique_topic, write_raw};
 
 const BIN: &str = env!("CARGO_BIN_EXE_mm2-offsets");
@@ -22,22 +22,7 @@ const BIN: &str = env!("CARGO_BIN_EXE_mm2-offsets");
 type Held = BTreeMap<(String, i32), (i64, String)>;
 
 async fn held(client: &KafkaClient, group: &str) -> Held {
-    let c = coordinator(client, group).await;
-    client
-        .fetch_group_offsets(
-            &c,
-            &[group.to_string()],
-            &Deadline::after(Duration::from_secs(30)),
-        )
-        .await
-        .unwrap()
-        .remove(group)
-        .unwrap()
-        .unwrap()
-        .into_iter()
-        .filter(|(_, c)| c.offset >= 0)
-        .map(|(k, c)| (k, (c.offset, c.metadata.unwrap_or_default())))
-        .collect()
+    committed_with_metadata(client, group).await
 }
 
 async fn commit(client: &KafkaClient, group: &str, topic: &str, rows: &[(i32, i64, &str)]) {

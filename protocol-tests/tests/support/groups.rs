@@ -37,6 +37,18 @@ pub async fn coordinator(client: &KafkaClient, group: &str) -> GroupCoordinator 
 
 /// The group's committed offsets (partitions without one left out).
 pub async fn committed(client: &KafkaClient, group: &str) -> BTreeMap<(String, i32), i64> {
+    committed_with_metadata(client, group)
+        .await
+        .into_iter()
+        .map(|(k, (offset, _))| (k, offset))
+        .collect()
+}
+
+/// The group's committed offsets with their metadata (partitions without one left out).
+pub async fn committed_with_metadata(
+    client: &KafkaClient,
+    group: &str,
+) -> BTreeMap<(String, i32), (i64, String)> {
     let coordinator = coordinator(client, group).await;
     client
         .fetch_group_offsets(
@@ -51,7 +63,7 @@ pub async fn committed(client: &KafkaClient, group: &str) -> BTreeMap<(String, i
         .unwrap()
         .into_iter()
         .filter(|(_, c)| c.offset >= 0)
-        .map(|(k, c)| (k, c.offset))
+        .map(|(k, c)| (k, (c.offset, c.metadata.unwrap_or_default())))
         .collect()
 }
 
