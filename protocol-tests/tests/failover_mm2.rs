@@ -799,6 +799,22 @@ async fn failover_with_apply_on_real_mirrormaker2() {
         env.var("MM2_VERSION"),
         t0.elapsed().as_secs_f64()
     );
+    // Every committed partition with a checkpoint was applied. How many MM2 leaves without one
+    // varies run to run (17 to 20 of 108 seen: lagging groups whose offsets lie below the syncs
+    // it still holds), so the suite asserts the exact sum, and that most were applied.
     let applied_rows: usize = applied.values().map(BTreeMap::len).sum();
-    assert!(applied_rows >= 90, "{applied_rows} partitions applied");
+    let committed: usize = groups
+        .iter()
+        .map(|g| g.stops.values().filter(|s| **s > 0).count())
+        .sum();
+    assert_eq!(
+        applied_rows + untranslated.len(),
+        committed,
+        "{applied_rows} partitions applied, {} without a checkpoint, of {committed} committed",
+        untranslated.len()
+    );
+    assert!(
+        applied_rows * 3 >= committed * 2,
+        "only {applied_rows} of {committed} committed partitions applied"
+    );
 }
