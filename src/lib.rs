@@ -9,8 +9,10 @@
 //! | module        | owns |
 //! |---------------|------|
 //! | [`watch`]     | the live translation map, its freshness, the periodic apply |
+//! | [`failback`]  | the way back: the reverse rule, reverse record matching, the failback translation |
+//! | [`verify`]    | committed target offsets checked against the source, record by record |
 //! | [`apply`]     | plans, verdicts, the executor that commits offsets on the target, undo plans |
-//! | [`precise`]   | the offset-sync history: re-translation, source offsets, failback (the reverse rule) |
+//! | [`precise`]   | the offset-sync history: re-translation, source offsets, record matching |
 //! | [`translate`] | planning the read, fetch workers, the translator, the read report |
 //! | [`select`]    | which groups: ids, Java `Pattern`s exactly, all |
 //! | [`mm2`]       | checkpoint, heartbeat and offset-sync codecs, replication policies |
@@ -37,11 +39,13 @@ pub mod apply;
 pub mod auth;
 pub mod client;
 pub mod config;
+pub mod failback;
 pub mod mm2;
 pub mod precise;
 pub mod records;
 pub mod select;
 pub mod translate;
+pub mod verify;
 pub mod watch;
 // Framing, connections and the kafka-protocol types they speak: internals, public only to the
 // integration tests and fuzz targets through the non-default `unstable-wire` feature, and not

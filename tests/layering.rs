@@ -10,6 +10,8 @@ use std::path::{Path, PathBuf};
 /// The layers from the top down, as the table in `src/lib.rs` lists them.
 const LAYERS_TOP_DOWN: &[&str] = &[
     "watch",
+    "failback",
+    "verify",
     "apply",
     "precise",
     "translate",

@@ -20,11 +20,9 @@ use mm2_offsets::client::{
     TopicInfo,
 };
 use mm2_offsets::config::ClientConfig;
+use mm2_offsets::failback::{self, FailbackRequest, FailbackRow, Ranges, ReverseIndex};
 use mm2_offsets::mm2::ReplicationPolicy;
-use mm2_offsets::precise::failback::{self, FailbackRequest, FailbackRow};
 use mm2_offsets::precise::record_match::{self, MatchOptions, MatchRow};
-use mm2_offsets::precise::reverse::ReverseIndex;
-use mm2_offsets::precise::stretch_proof::{self, Ranges};
 use mm2_offsets::precise::{self, Input, PreciseRequest, Syncs, SyncsSource, UpstreamPosition};
 use mm2_offsets::select::GroupSelector;
 use mm2_offsets::translate::{MirrorClient, TranslateRequest, Translation};
@@ -65,17 +63,17 @@ const LISTED: &[&str] = &[
     "src/client/offset_delete.rs:delete_group_offsets",
     "src/client/offset_fetch.rs:fetch_group_offsets",
     "src/client/offset_fetch.rs:fetch_offsets",
-    "src/precise/failback.rs:sharpen_with_records",
-    "src/precise/failback.rs:translate_failback",
+    "src/failback/translate.rs:sharpen_with_records",
+    "src/failback/translate.rs:translate_failback",
     "src/precise/read.rs:read_sync_index",
     "src/precise/record_match/mod.rs:match_rows",
-    "src/precise/record_match/reverse.rs:match_reverse",
+    "src/failback/record_match.rs:match_reverse",
     "src/precise/run.rs:translate_from_source_offsets",
     "src/precise/run.rs:translate_positions",
     "src/precise/run.rs:translate_precise",
     "src/precise/run.rs:translate_precise_with",
-    "src/precise/stretch_proof.rs:read_record_offsets",
-    "src/precise/verify.rs:verify",
+    "src/failback/stretch_proof.rs:read_record_offsets",
+    "src/verify/mod.rs:verify",
     "src/translate/mirror_client.rs:connect",
     "src/translate/mirror_client.rs:list_topics",
     "src/translate/mirror_client.rs:remote_consumer_offsets",
@@ -217,7 +215,7 @@ fn futures_are_send(
         &match_options,
         *deadline,
     ));
-    send(stretch_proof::read_record_offsets(
+    send(failback::read_record_offsets(
         kafka, ranges, 1, 1024, *deadline,
     ));
     send(failback::translate_failback(
@@ -232,7 +230,7 @@ fn futures_are_send(
         failback_request,
         *deadline,
     ));
-    send(precise::record_match::reverse::match_reverse(
+    send(failback::match_reverse(
         kafka,
         kafka,
         &[],

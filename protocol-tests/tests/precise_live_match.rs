@@ -16,9 +16,9 @@ use std::time::{Duration, Instant};
 use mm2_offsets::client::KafkaClient;
 use mm2_offsets::mm2::sync_index::Rule;
 use mm2_offsets::precise::record_match::MatchOptions;
-use mm2_offsets::precise::verify::Verdict;
 use mm2_offsets::precise::{MatchRecords, PreciseRequest, PreciseTranslation, Syncs};
 use mm2_offsets::translate::{MirrorClient, TranslateRequest};
+use mm2_offsets::verify::Verdict;
 
 const BIN: &str = env!("CARGO_BIN_EXE_mm2-offsets");
 

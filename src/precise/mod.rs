@@ -2,22 +2,19 @@
 //! ([`crate::mm2::sync_index`]). The checkpoints (target cluster) and the offset syncs (source or
 //! target cluster) are read at the same time, under one deadline.
 
-pub mod failback;
 pub(crate) mod history;
-mod provenance;
+pub(crate) mod provenance;
 mod read;
 pub mod record_match;
 mod request;
 mod retranslate;
-pub mod reverse;
 mod run;
 pub mod snapshot;
 mod source;
-mod source_offsets;
-pub mod stretch_proof;
+pub(crate) mod source_offsets;
 mod syncs;
+pub(crate) use syncs::SyncRun;
 mod translation;
-pub mod verify;
 
 pub use provenance::{NotSyncs, Provenance};
 pub use read::read_sync_index;

@@ -8,7 +8,6 @@
 use rustc_hash::FxHashMap;
 
 use super::provenance::{RangeHistory, SyncHistory};
-use super::reverse::{ReverseIndex, ReverseIndexBuilder};
 use crate::mm2::offset_sync;
 use crate::mm2::sync_index::{Interpolation, Sync, SyncChunks, SyncIndex, SyncIndexBuilder};
 use crate::records::{RecordsError, Scratch};
@@ -42,7 +41,11 @@ impl SyncRun {
 
     /// Hands each partition's syncs, in log order, to `add`, and what the provenance check
     /// needs of this range to `history`.
-    fn for_each(self, history: &mut SyncHistory, mut add: impl FnMut(&[u8], i32, SyncChunks)) {
+    pub(crate) fn for_each(
+        self,
+        history: &mut SyncHistory,
+        mut add: impl FnMut(&[u8], i32, SyncChunks),
+    ) {
         history.append(self.history, &self.topics);
         for run in self.partitions {
             add(&self.topics[run.topic as usize], run.partition, run.syncs);
@@ -164,23 +167,6 @@ pub(crate) fn build_index(
         outcome.folded.feed(&mut builder, &mut history);
     }
     (builder.finish(interpolation), history)
-}
-
-/// Builds the reverse (failback) index from the ranges' outputs, in plan order, with the raw
-/// history the provenance check reads.
-pub(crate) fn build_reverse_index(
-    outcomes: Vec<RangeOutcome<SyncRun>>,
-) -> (ReverseIndex, SyncHistory) {
-    let mut builder = ReverseIndexBuilder::new();
-    let mut history = SyncHistory::new();
-    for outcome in outcomes {
-        outcome
-            .folded
-            .for_each(&mut history, |topic, partition, syncs| {
-                builder.append(topic, partition, syncs)
-            });
-    }
-    (builder.finish(), history)
 }
 
 /// Builds the index from record batches already in memory (a dump of the offset-syncs topic),

@@ -25,15 +25,14 @@
 //! (not at the log end) also assumes that each restart's first sync reached the offset-syncs
 //! topic, as `max_rereads` does.
 
-mod digest;
-mod plan;
+pub(crate) mod digest;
+pub(crate) mod plan;
 mod read;
-pub mod reverse;
-mod side;
-mod walk;
+pub(crate) mod side;
+pub(crate) mod walk;
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 use std::collections::BTreeMap;
 
@@ -135,11 +134,11 @@ where
 
 /// The clusters and settings of one matching run.
 #[derive(Clone, Copy)]
-struct Clusters<'a> {
-    source: &'a KafkaClient,
-    target: &'a KafkaClient,
-    options: &'a MatchOptions,
-    deadline: Deadline,
+pub(crate) struct Clusters<'a> {
+    pub(crate) source: &'a KafkaClient,
+    pub(crate) target: &'a KafkaClient,
+    pub(crate) options: &'a MatchOptions,
+    pub(crate) deadline: Deadline,
 }
 
 /// Plans, reads and answers one partition's rows.
@@ -152,16 +151,16 @@ type PartitionFn<A> = for<'a> fn(
 
 /// One direction of matching: the answer of a row whose partition could not be read, and what
 /// is done with a partition.
-struct Direction<A> {
-    not_read: A,
-    partition: PartitionFn<A>,
+pub(crate) struct Direction<A> {
+    pub(crate) not_read: A,
+    pub(crate) partition: PartitionFn<A>,
 }
 
 /// Each row's (downstream topic, upstream topic, partition, offset), grouped by partition: each
 /// topic pair's ends read in a few requests for all its partitions, then each partition
 /// planned, read and answered by `direction` (`options.parallelism` at once), the answers put
 /// back in row order with what was read.
-async fn by_partition<'r, A, F>(
+pub(crate) async fn by_partition<'r, A, F>(
     direction: Direction<A>,
     clusters: Clusters<'_>,
     rows: impl Iterator<Item = ((&'r str, &'r str, i32), i64)>,
@@ -248,20 +247,20 @@ where
 }
 
 /// One partition's rows.
-struct PartitionJob {
-    downstream_topic: String,
-    upstream_topic: String,
-    partition: i32,
-    members: Vec<usize>,
+pub(crate) struct PartitionJob {
+    pub(crate) downstream_topic: String,
+    pub(crate) upstream_topic: String,
+    pub(crate) partition: i32,
+    pub(crate) members: Vec<usize>,
     /// Each row's offset: upstream (forward) or downstream (backwards).
-    offsets: Vec<i64>,
-    history: LogOrder,
+    pub(crate) offsets: Vec<i64>,
+    pub(crate) history: LogOrder,
 }
 
 impl PartitionJob {
     /// Reads both sides of `plan` at once: the sides as far as they got, the ranges read, and
     /// why a read stopped early (`Some(true)`: the byte budget; `Some(false)`: a failure).
-    async fn read(
+    pub(crate) async fn read(
         &self,
         clusters: Clusters<'_>,
         pair: &PairEnds,
@@ -304,18 +303,18 @@ impl PartitionJob {
     }
 }
 
-struct PartitionOutcome<A> {
-    answers: Vec<A>,
-    upstream_bytes: u64,
-    downstream_bytes: u64,
-    ranges: usize,
-    inconsistent: Option<i64>,
-    unread: Option<String>,
+pub(crate) struct PartitionOutcome<A> {
+    pub(crate) answers: Vec<A>,
+    pub(crate) upstream_bytes: u64,
+    pub(crate) downstream_bytes: u64,
+    pub(crate) ranges: usize,
+    pub(crate) inconsistent: Option<i64>,
+    pub(crate) unread: Option<String>,
 }
 
 impl<A: Clone> PartitionOutcome<A> {
     /// Nothing answered yet, for what was read.
-    fn read(up: &side::Side, down: &side::Side, plan: &plan::ReadPlan) -> Self {
+    pub(crate) fn read(up: &side::Side, down: &side::Side, plan: &plan::ReadPlan) -> Self {
         PartitionOutcome {
             answers: Vec::new(),
             upstream_bytes: up.bytes,
@@ -327,7 +326,7 @@ impl<A: Clone> PartitionOutcome<A> {
     }
 
     /// Every row answered `answer` (not read, and why).
-    fn failed(job: &PartitionJob, answer: A, why: String) -> Self {
+    pub(crate) fn failed(job: &PartitionJob, answer: A, why: String) -> Self {
         PartitionOutcome {
             answers: vec![answer; job.members.len()],
             upstream_bytes: 0,
@@ -339,7 +338,7 @@ impl<A: Clone> PartitionOutcome<A> {
     }
 
     /// Every row answered `answer`: the records contradict the history at `downstream`.
-    fn inconsistent(mut self, job: &PartitionJob, answer: A, downstream: i64) -> Self {
+    pub(crate) fn inconsistent(mut self, job: &PartitionJob, answer: A, downstream: i64) -> Self {
         self.inconsistent = Some(downstream);
         self.answers = vec![answer; job.members.len()];
         self
@@ -348,19 +347,19 @@ impl<A: Clone> PartitionOutcome<A> {
 
 /// One topic pair's metadata and each partition's ends: the downstream end read first, so
 /// that every record copied by then existed upstream when the upstream end was read after it.
-struct PairEnds {
-    down: SharedTopic,
-    up: SharedTopic,
+pub(crate) struct PairEnds {
+    pub(crate) down: SharedTopic,
+    pub(crate) up: SharedTopic,
     /// Per partition: the ends and the upstream's last stable offset (where a read_committed
     /// read stops).
-    ends: BTreeMap<i32, (Ends, i64)>,
+    pub(crate) ends: BTreeMap<i32, (Ends, i64)>,
     /// Per partition: the replica's log start (whether its first records can still be read).
-    downstream_start: BTreeMap<i32, i64>,
+    pub(crate) downstream_start: BTreeMap<i32, i64>,
 }
 
 /// The walk's bounds over what was read, or the downstream offset that shows the records
 /// contradict the history.
-fn walk_bounds(
+pub(crate) fn walk_bounds(
     up: &Upstream<'_>,
     down: &side::Side,
     history: &LogOrder,

@@ -18,13 +18,13 @@ use crate::precise::history::LogOrder;
 
 /// An upstream offset: a data record (content, aborted) or a transaction marker.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Slot {
+pub(crate) enum Slot {
     Data { content: u8, aborted: bool },
     Marker,
 }
 
 #[derive(Clone, Copy, Debug)]
-pub(super) enum Event {
+pub(crate) enum Event {
     /// The next `len` delivered records as one producer batch; `retried`: the first attempt
     /// landed but its answer was lost, so the batch is written twice and the syncs name the
     /// second copy; `fire`: a sync send slot is free.
@@ -50,32 +50,32 @@ fn sync_state(max_lag: i64) -> SyncState {
 
 /// A flow after the copy.
 #[derive(Debug)]
-pub(super) struct Flow {
-    pub(super) upstream: Vec<Slot>,
+pub(crate) struct Flow {
+    pub(crate) upstream: Vec<Slot>,
     /// Downstream as written: `Some(upstream offset)` or a marker.
-    pub(super) downstream: Vec<Option<i64>>,
-    pub(super) syncs: Vec<(i64, i64)>,
-    pub(super) delivered: Vec<i64>,
+    pub(crate) downstream: Vec<Option<i64>>,
+    pub(crate) syncs: Vec<(i64, i64)>,
+    pub(crate) delivered: Vec<i64>,
     /// What is left now (compaction, retention): present offsets of each side.
-    pub(super) up_present: Vec<bool>,
-    pub(super) down_present: Vec<bool>,
-    pub(super) up_start: i64,
+    pub(crate) up_present: Vec<bool>,
+    pub(crate) down_present: Vec<bool>,
+    pub(crate) up_start: i64,
 }
 
 #[derive(Clone, Debug)]
-pub(super) struct Scenario {
-    pub(super) upstream: Vec<Slot>,
-    pub(super) events: Vec<Event>,
-    pub(super) max_lag: i64,
-    pub(super) mm2_read_committed: bool,
+pub(crate) struct Scenario {
+    pub(crate) upstream: Vec<Slot>,
+    pub(crate) events: Vec<Event>,
+    pub(crate) max_lag: i64,
+    pub(crate) mm2_read_committed: bool,
     /// Compact the first fraction (0..=4 quarters) of each side after the copy.
-    pub(super) compact_up: u8,
-    pub(super) compact_down: u8,
+    pub(crate) compact_up: u8,
+    pub(crate) compact_down: u8,
     /// Offsets removed by retention upstream, in quarters of the log.
-    pub(super) retention: u8,
+    pub(crate) retention: u8,
 }
 
-pub(super) fn copy(s: &Scenario) -> Flow {
+pub(crate) fn copy(s: &Scenario) -> Flow {
     let delivered: Vec<i64> = s
         .upstream
         .iter()
@@ -231,7 +231,7 @@ impl Flow {
     /// The ranges read, each side fed as the network reader feeds it; each side stops after
     /// `cut` records when given (the byte budget).
     /// Both sides' ends as matching reads them.
-    pub(super) fn ends(&self) -> Ends {
+    pub(crate) fn ends(&self) -> Ends {
         Ends {
             downstream: self.downstream.len() as i64,
             upstream: self.upstream.len() as i64,
@@ -239,7 +239,7 @@ impl Flow {
         }
     }
 
-    pub(super) fn read(&self, ranges: &[(i64, i64)], upstream: bool, cut: Option<usize>) -> Side {
+    pub(crate) fn read(&self, ranges: &[(i64, i64)], upstream: bool, cut: Option<usize>) -> Side {
         let mut b = SideBuilder::default();
         let mut fed = 0;
         for &(start, end) in ranges {
@@ -358,7 +358,7 @@ fn event() -> impl Strategy<Value = Event> {
     ]
 }
 
-pub(super) fn scenario() -> impl Strategy<Value = Scenario> {
+pub(crate) fn scenario() -> impl Strategy<Value = Scenario> {
     (prop_oneof![2 => Just(200u8), 1 => 2u8..6], 0u32..3, 0u32..3)
         .prop_flat_map(|(alphabet, markers, aborts)| {
             (
@@ -418,7 +418,7 @@ fn assert_every_offset_matched(s: &Scenario) {
 }
 
 /// 60 distinct records with markers at 10, 25 and 40, and 30..35 aborted.
-pub(super) fn marked_and_aborted() -> Vec<Slot> {
+pub(crate) fn marked_and_aborted() -> Vec<Slot> {
     let mut upstream = distinct(60);
     for o in [10, 25, 40] {
         upstream[o] = Slot::Marker;
@@ -433,7 +433,7 @@ pub(super) fn marked_and_aborted() -> Vec<Slot> {
 }
 
 /// `n` random flows, the same on every run.
-pub(super) fn sample_scenarios(n: usize) -> Vec<Scenario> {
+pub(crate) fn sample_scenarios(n: usize) -> Vec<Scenario> {
     use proptest::strategy::ValueTree;
     use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
     let rng = TestRng::deterministic_rng(RngAlgorithm::ChaCha);
@@ -445,7 +445,7 @@ pub(super) fn sample_scenarios(n: usize) -> Vec<Scenario> {
 
 /// Ten batches of 3 with a commit after the fourth, then a restart: 30 written, committed at
 /// 12, so 12..30 are copied twice.
-pub(super) fn restart_after_commit() -> Vec<Event> {
+pub(crate) fn restart_after_commit() -> Vec<Event> {
     let mut events = vec![
         Event::Batch {
             len: 3,
@@ -459,7 +459,7 @@ pub(super) fn restart_after_commit() -> Vec<Event> {
     events
 }
 
-pub(super) fn distinct(n: usize) -> Vec<Slot> {
+pub(crate) fn distinct(n: usize) -> Vec<Slot> {
     (0..n)
         .map(|i| Slot::Data {
             content: i as u8,
@@ -468,7 +468,7 @@ pub(super) fn distinct(n: usize) -> Vec<Slot> {
         .collect()
 }
 
-pub(super) fn plain(upstream: Vec<Slot>, events: Vec<Event>, max_lag: i64) -> Scenario {
+pub(crate) fn plain(upstream: Vec<Slot>, events: Vec<Event>, max_lag: i64) -> Scenario {
     Scenario {
         upstream,
         events,

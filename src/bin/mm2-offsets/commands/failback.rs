@@ -16,9 +16,9 @@ use mm2_offsets::apply::{
     self, ApplyOptions, ApplyPlan, ApplyReport, PlanInput, VerdictRules, undo::UndoPlan,
 };
 use mm2_offsets::client::{Deadline, KafkaClient};
-use mm2_offsets::precise::failback::{FailbackRequest, FailbackTranslation, translate_failback};
+use mm2_offsets::failback::FailbackRule;
+use mm2_offsets::failback::{FailbackRequest, FailbackTranslation, translate_failback};
 use mm2_offsets::precise::record_match::MatchOptions;
-use mm2_offsets::precise::reverse::FailbackRule;
 use mm2_offsets::select::GroupSelector;
 use mm2_offsets::translate::MirrorClient;
 use serde::{Deserialize, Serialize};
@@ -724,7 +724,7 @@ fn write_table(
 }
 
 /// The name of why a row was not failed back.
-fn reason(why: &mm2_offsets::precise::failback::Untranslated) -> String {
+fn reason(why: &mm2_offsets::failback::Untranslated) -> String {
     serde_json::to_value(why)
         .ok()
         .and_then(|v| v["reason"].as_str().map(str::to_string))

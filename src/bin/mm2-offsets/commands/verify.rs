@@ -8,8 +8,8 @@ use std::io::Write;
 use mm2_offsets::client::{Deadline, IsolationLevel};
 use mm2_offsets::precise::Syncs;
 use mm2_offsets::precise::record_match::MatchOptions;
-use mm2_offsets::precise::verify::{Verdict, VerifyRow};
 use mm2_offsets::translate::TranslateRequest;
+use mm2_offsets::verify::{Verdict, VerifyRow};
 
 use crate::args::{OutputFormat, VerifyArgs};
 use crate::exit::{EXIT_ERROR, EXIT_INCOMPLETE, EXIT_OK, Stop, output_failed};

@@ -47,16 +47,16 @@
 //! is refused: a read_committed MM2 never delivers it, so the group's next record would be a
 //! later one.
 
-use super::digest::Digester;
-use super::plan::{ReadPlan, merged};
-use super::side::Side;
-use super::walk::{Bounds, Ends, HIGH, LOW, Upstream};
-use super::{
+use crate::client::{Deadline, KafkaClient};
+use crate::precise::history::LogOrder;
+use crate::precise::record_match::digest::Digester;
+use crate::precise::record_match::plan::{ReadPlan, merged};
+use crate::precise::record_match::side::Side;
+use crate::precise::record_match::walk::{Bounds, Ends, HIGH, LOW, Upstream};
+use crate::precise::record_match::{
     Clusters, Direction, MatchOptions, MatchStats, PairEnds, PartitionJob, PartitionOutcome,
     by_partition, walk_bounds,
 };
-use crate::client::{Deadline, KafkaClient};
-use crate::precise::history::LogOrder;
 
 /// One row to match backwards: a group's offset on a replica.
 #[derive(Clone, Debug)]
@@ -462,5 +462,5 @@ async fn match_partition(
 }
 
 #[cfg(test)]
-#[path = "reverse_tests.rs"]
+#[path = "record_match_tests.rs"]
 mod tests;

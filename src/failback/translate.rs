@@ -1,67 +1,5 @@
-//! Failback: the groups that ran on the backup after a failover, back on the primary.
-//!
-//! For each selected group, its committed offsets on the backup are read (OffsetFetch) and
-//! translated to the primary:
-//! - on a remote topic of the primary (`primary.orders`), from the forward flow's offset-sync
-//!   history reversed ([`super::reverse`]), the topic `mm2-offset-syncs.<backup>.internal` that
-//!   MM2 keeps on the primary by default; sharpened where the primary's records prove a stretch
-//!   ([`super::stretch_proof`]);
-//! - on a topic local to the backup (`orders` written there after the failover), from the
-//!   checkpoints of a reverse flow backup -> primary (`<backup>.checkpoints.internal` on the
-//!   primary), which MM2 writes for the replica `backup.orders` on the primary; where the
-//!   reverse flow's offset syncs (`mm2-offset-syncs.<primary>.internal`, on the backup by
-//!   default) can be read, the group's offset on the backup now is translated with them
-//!   instead (the `precise` rule of `translate --precise --from-source-offsets`), never past
-//!   what MM2's checkpoint proves less of.
-//!
-//! The history must be the forward flow's before any offset comes from it: every record of
-//! the offset-syncs topic must be an offset sync, and where the backup holds the forward
-//! flow's checkpoints of the selected groups (`<source>.checkpoints.internal`, which MM2
-//! computed from this very topic), the history must reproduce them or compaction must explain
-//! it, as for `--precise` ([`TranslateError::UntrustedFailbackHistory`] otherwise).
-//!
-//! The result turns into a [`Translation`] of the primary's topics that `apply::plan` plans
-//! and `apply::execute` commits, with every rule of `apply` (no members, no rewind, nothing
-//! outside the log, dry run first).
-//!
-//! ```no_run
-//! # async fn example() -> Result<(), Box<dyn std::error::Error>> {
-//! use mm2_offsets::client::KafkaClient;
-//! use mm2_offsets::config::ClientConfig;
-//! use mm2_offsets::mm2::ReplicationPolicy;
-//! use mm2_offsets::precise::failback::{FailbackRequest, translate_failback};
-//! use mm2_offsets::select::GroupSelector;
-//! use mm2_offsets::translate::MirrorClient;
-//!
-//! let primary = MirrorClient::connect(
-//!     ClientConfig::plaintext(["primary:9092"]),
-//!     ReplicationPolicy::default(),
-//! )
-//! .await?;
-//! let backup = KafkaClient::connect(ClientConfig::plaintext(["backup:9092"])).await?;
-//! let request = FailbackRequest::new("primary", "backup", GroupSelector::all());
-//! let failback = translate_failback(&primary, &backup, &request).await?;
-//! for row in &failback.rows {
-//!     println!(
-//!         "{} {}-{}: {} on the backup -> {} on the primary ({})",
-//!         row.group, row.topic, row.partition, row.from_offset, row.offset, row.rule.name()
-//!     );
-//! }
-//! // Plan it with `apply::plan(primary.kafka(), &failback.to_translation("backup"), ...)`.
-//! # Ok(())
-//! # }
-//! ```
-//!
-//! # Record matching (`--match-records`)
-//!
-//! With [`FailbackRequest::match_records`], after [`sharpen_with_records`], each row still not
-//! exact (`reverse-rule`, `counted`) is matched backwards
-//! ([`super::record_match::reverse`]): MM2 copied the primary's records to the backup, so the
-//! backup's records from the rule's sync `(u0, d0)` on are matched against the primary's, the
-//! record just below the group's offset `D` is proven to copy `L`, nothing below `D` is proven
-//! to copy anything past `L`, and the answer is the primary's first record after `L` (rule
-//! `record-match`). A row short of that proof keeps its answer and says why
-//! ([`FailbackRow::unmatched`]).
+//! The failback translation itself: the backup's committed offsets read, reversed through the
+//! forward flow's history (or a reverse flow's checkpoints), sharpened by the records.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -69,20 +7,20 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use rustc_hash::FxHashMap;
 use serde::Serialize;
 
-use super::provenance::{self, SyncHistory};
-use super::record_match::reverse::{self as matching, ReverseUnmatched, match_reverse};
-use super::record_match::{MatchOptions, MatchStats};
-use super::reverse::{FailbackRule, ReverseIndex, Stretch};
-use super::source_offsets::{SourceOffsets, fetch_committed_offsets};
+use super::index::build_reverse_index;
+use super::record_match::{self as matching, ReverseUnmatched, match_reverse};
+use super::rule::{FailbackRule, ReverseIndex, Stretch};
 use super::stretch_proof::{ProofReport, Ranges, read_record_offsets};
-use super::syncs::build_reverse_index;
-use super::{Provenance, SyncsSource, read_sync_runs};
 use crate::client::{
     ClientError, DEFAULT_FETCH_MAX_BYTES, Deadline, GroupCoordinator, IsolationLevel, KafkaClient,
     NOT_CONSUMER_GROUP_TYPES,
 };
 use crate::mm2::ReplicationPolicy;
 use crate::mm2::sync_index::Interpolation;
+use crate::precise::provenance::{self, SyncHistory};
+use crate::precise::record_match::{MatchOptions, MatchStats};
+use crate::precise::source_offsets::{SourceOffsets, fetch_committed_offsets};
+use crate::precise::{Provenance, SyncsSource, read_sync_runs};
 use crate::select::GroupSelector;
 use crate::translate::{
     Entry, Folded, Interner, Key, MIN_SPLIT_OFFSETS, MirrorClient, NO_METADATA, OffsetTable,
@@ -163,7 +101,7 @@ pub struct FailbackRow {
     /// matching could sharpen).
     pub unmatched: Option<ReverseUnmatched>,
     /// A `record-match` answer that rests on the residual assumption (the backup's records
-    /// below the oldest kept sync were not read: see [`super::record_match::reverse`]).
+    /// below the oldest kept sync were not read: see [`super::match_reverse`]).
     pub assumes_history: bool,
 }
 
@@ -673,7 +611,7 @@ fn join(
 }
 
 /// Sharpens the reverse-rule rows that lie strictly inside a stretch between two syncs, with
-/// the primary's committed records there ([`super::reverse::ReverseAnswer::refine`]). Record
+/// the primary's committed records there ([`super::ReverseAnswer::refine`]). Record
 /// matching follows, for the rows still not exact.
 pub async fn sharpen_with_records(
     primary: &KafkaClient,

@@ -8,7 +8,7 @@
 //! upstream offset whose record has no copy below `D`.
 //!
 //! ```
-//! use mm2_offsets::precise::reverse::{FailbackRule, ReverseIndexBuilder};
+//! use mm2_offsets::failback::{FailbackRule, ReverseIndexBuilder};
 //!
 //! let mut builder = ReverseIndexBuilder::new();
 //! builder.add(b"orders", 0, 0, 0);
@@ -163,7 +163,7 @@ impl ReverseAnswer {
     /// only makes the answer less sharp).
     ///
     /// ```
-    /// use mm2_offsets::precise::reverse::{FailbackRule, ReverseIndexBuilder};
+    /// use mm2_offsets::failback::{FailbackRule, ReverseIndexBuilder};
     ///
     /// let mut builder = ReverseIndexBuilder::new();
     /// builder.add(b"t", 0, 10, 100);
@@ -384,5 +384,5 @@ impl ReverseIndex {
 }
 
 #[cfg(test)]
-#[path = "reverse_tests.rs"]
+#[path = "rule_tests.rs"]
 mod tests;

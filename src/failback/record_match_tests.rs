@@ -9,14 +9,14 @@
 
 use proptest::prelude::*;
 
-use super::super::tests::{
+use super::{ReverseMatch, ReverseUnmatched, answer, bottom, plan, reach_below};
+use crate::failback::rule::ReverseIndexBuilder;
+use crate::precise::history::LogOrder;
+use crate::precise::record_match::tests::{
     Event, Flow, Scenario, Slot, copy, distinct, marked_and_aborted, plain, restart_after_commit,
     sample_scenarios, scenario,
 };
-use super::super::walk::{Upstream, bounds};
-use super::{ReverseMatch, ReverseUnmatched, answer, bottom, plan, reach_below};
-use crate::precise::history::LogOrder;
-use crate::precise::reverse::ReverseIndexBuilder;
+use crate::precise::record_match::walk::{Upstream, bounds};
 
 /// For each downstream offset `D` (0 to the end): the first record MM2 delivered that has no
 /// copy below `D` (every written copy counts: the group read them before any compaction), or

@@ -1,5 +1,5 @@
 //! Reading the primary's record offsets between two offset syncs, to prove a stretch
-//! one-for-one or to count back from the next sync ([`super::reverse::ReverseAnswer::refine`]).
+//! one-for-one or to count back from the next sync ([`super::ReverseAnswer::refine`]).
 //!
 //! Read as a read_committed consumer sees the partition: no transaction markers and no records
 //! of aborted transactions. Every record so read was delivered to MirrorMaker 2 whatever its
