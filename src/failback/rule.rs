@@ -28,7 +28,7 @@
 //!
 //! **Greatest sync `(u, d)` with `d <= D`** in the history (log order, after dropping everything
 //! before a downstream regression): `u` when `d == D`, else `u + 1`. Not the greatest `u`: see
-//! the README section "Failback: the reverse rule, proven" for the whole argument; in short,
+//! the book's page "The reverse rule, proven" (docs/src/semantics/reverse-rule.md) for the whole argument; in short,
 //! from `MirrorSourceTask` and `OffsetSyncWriter`:
 //!
 //! * a sync `(u, d)` comes from the producer's acknowledgement: record `u` was written at `d`;
@@ -50,7 +50,7 @@
 //! got further) but it is wrong after the upstream topic was truncated or recreated: an older
 //! incarnation's `u` would be applied to the new one. The greatest `d` is always the newest
 //! sync, so an upstream reset before it does not matter; one between it and `D` (its first sync
-//! lost or not sent yet) is the residual assumption, named in the README.
+//! lost or not sent yet) is the residual assumption, named in the book's page on the reverse rule.
 //!
 //! # Exact answers: a one-for-one stretch proven with the primary's records
 //!

@@ -30,7 +30,7 @@
 //!
 //! A history of another flow under the same topic names fails 2 (its syncs give other downstream
 //! offsets) and, unless compaction left it suspiciously empty, 3 (its oldest syncs lie far below
-//! the checkpoints' D). The acceptance test and its argument are in the README ("Where the sync
+//! the checkpoints' D). The acceptance test and its argument are in the book ("Where the sync
 //! history comes from").
 
 use std::collections::{BTreeMap, HashMap};

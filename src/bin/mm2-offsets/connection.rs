@@ -1,6 +1,6 @@
 //! Turning connection flags, files and environment into client settings and a replication
 //! policy. One precedence rule for every source, lowest first (stated in `--help` and the
-//! README): the `--target` cluster of `--mm2-config`, `--command-config`, the `MM2_OFFSETS_*`
+//! book, docs/src/translate.md): the `--target` cluster of `--mm2-config`, `--command-config`, the `MM2_OFFSETS_*`
 //! environment variables, `-X`, then the dedicated flags. The command line beats the
 //! environment, as the user typed it for this run; a dedicated flag beats `-X` as the more
 //! specific of the two. Every layer is kept with its origin, so an error in a setting names

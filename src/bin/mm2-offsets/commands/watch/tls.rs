@@ -1,6 +1,6 @@
 //! The rustls server configuration of a web configuration's `tls_server_config`: the
 //! certificate and key, the TLS versions, and the client certificate policy of
-//! `client_auth_type` mapped onto rustls' verifiers (see README, "TLS and authentication").
+//! `client_auth_type` mapped onto rustls' verifiers (see the book, docs/src/watch.md, "TLS and authentication").
 
 use std::sync::Arc;
 
