@@ -485,7 +485,8 @@ fn write_csv(out: &mut dyn Write, precise: &PreciseTranslation, terminal: bool) 
 }
 
 /// The `-o json` document of schema version 1, each row with `mm2_offset`, `rule`, `input`,
-/// `checkpoint_upstream_offset` and `max_rereads` added; with `--match-records` also
+/// `checkpoint_upstream_offset` and `max_rereads` added, `syncs_report` and `missing_groups`
+/// beside `report`; with `--match-records` also
 /// `syncs_offset`, `syncs_rule` and `unmatched` per row and `matching` at the top.
 fn write_json(out: &mut dyn Write, precise: &PreciseTranslation) -> io::Result<()> {
     write_json_with(out, precise, None)
@@ -545,6 +546,15 @@ pub fn write_json_with(
     w.display(serde_json::to_string(&precise.translation.report).map_err(io::Error::other)?);
     w.text(",\"syncs_report\":");
     w.display(serde_json::to_string(&precise.syncs_report).map_err(io::Error::other)?);
+    // As in `translate -o json` (docs/schemas/translate.schema.json requires it).
+    w.text(",\"missing_groups\":[");
+    for (i, group) in precise.translation.missing_groups().iter().enumerate() {
+        if i > 0 {
+            w.byte(b',');
+        }
+        w.json_string(group);
+    }
+    w.byte(b']');
     if let Some(matching) = matching {
         w.text(",\"matching\":");
         w.display(serde_json::to_string(&matching.stats).map_err(io::Error::other)?);
