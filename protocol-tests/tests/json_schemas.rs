@@ -273,10 +273,22 @@ async fn every_output_matches_its_schema_on_kafka_4() {
         &[0],
     );
     docs.file("plan", "apply-plan-out", &plan);
+    // As the runbooks do it: the saved plan executed, recording the way back.
     docs.run(
         "apply",
-        "apply-execute",
-        &with(&[&apply, &["--execute", "--undo-out", undo.as_str()]]),
+        "apply-plan-execute",
+        &[
+            "apply",
+            "--bootstrap-server",
+            backup,
+            "--plan",
+            &plan,
+            "-o",
+            "json",
+            "--execute",
+            "--undo-out",
+            &undo,
+        ],
         &[0],
     );
     docs.file("undo", "apply-undo-out", &undo);
@@ -342,23 +354,26 @@ async fn every_output_matches_its_schema_on_kafka_4() {
         p.as_str(),
         "--target",
         b.as_str(),
-        "--group",
-        failback_group.as_str(),
         "-o",
         "json",
     ];
     docs.run(
         "failback",
         "failback-dry-run",
-        &with(&[&failback, &["--plan-out", failback_plan.as_str()]]),
+        &with(&[
+            &failback,
+            &["--group", failback_group.as_str()],
+            &["--plan-out", failback_plan.as_str()],
+        ]),
         &[0],
     );
     docs.file("plan", "failback-plan-out", &failback_plan);
     docs.run(
         "failback",
-        "failback-execute",
+        "failback-plan-execute",
         &with(&[
             &failback,
+            &["--plan", failback_plan.as_str()],
             &["--execute", "--undo-out", failback_undo.as_str()],
         ]),
         &[0],
