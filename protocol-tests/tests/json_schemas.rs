@@ -166,7 +166,7 @@ async fn every_output_matches_its_schema_on_kafka_4() {
     let replica = format!("{p}.{topic}");
     let g = |name: &str| format!("{unique}-{name}");
     let (primary, backup) = (k4.var("PLAINTEXT"), k39.var("PLAINTEXT"));
-    let groups = ["apply", "verify", "failback", "watch"];
+    let groups = ["apply", "precise", "verify", "failback", "watch"];
 
     raw.create_topic(&topic, 1).await;
     raw.fill(&topic, 1, 100).await;
@@ -326,6 +326,45 @@ async fn every_output_matches_its_schema_on_kafka_4() {
             "json",
         ],
         &[0, 3],
+    );
+
+    // The planned failover's sharper path: a plan from the whole offset-sync history and the
+    // records, saved, then executed with its undo.
+    let (precise_plan, precise_undo) = (
+        docs.path("precise-plan.json"),
+        docs.path("precise-undo.json"),
+    );
+    let precise_group = g("precise");
+    docs.run(
+        "apply",
+        "apply-precise-match-dry-run",
+        &with(&[
+            &["apply"],
+            &read,
+            &["--group", precise_group.as_str(), "-o", "json"],
+            &precise,
+            &syncs_topic,
+            &["--match-records", "--plan-out", precise_plan.as_str()],
+        ]),
+        &[0],
+    );
+    docs.file("plan", "apply-precise-plan-out", &precise_plan);
+    docs.run(
+        "apply",
+        "apply-precise-plan-execute",
+        &[
+            "apply",
+            "--bootstrap-server",
+            backup,
+            "--plan",
+            &precise_plan,
+            "-o",
+            "json",
+            "--execute",
+            "--undo-out",
+            &precise_undo,
+        ],
+        &[0],
     );
 
     docs.run(
