@@ -253,6 +253,29 @@ async fn every_output_matches_its_schema_on_kafka_4() {
         &[0],
     );
 
+    // ... and --fail-on-missing-groups acts on them with --precise too (it was ignored: exit 0).
+    let strict = with(&[
+        &["translate"],
+        &read,
+        &["--group", apply_group.as_str(), "--group", nowhere.as_str()],
+        &json,
+        &precise,
+        &syncs_topic,
+        &["--fail-on-missing-groups"],
+    ]);
+    let strict: Vec<String> = strict.iter().map(|s| s.to_string()).collect();
+    let run = run_bounded(Path::new(BIN), &strict, Duration::from_secs(60));
+    assert_eq!(run.code, Some(1), "{}", run.stderr);
+    assert!(
+        run.stderr.contains(&format!(
+            "group {nowhere:?} was requested but has no checkpoints"
+        )) && run
+            .stderr
+            .contains("1 requested group(s) not found (--fail-on-missing-groups)"),
+        "{}",
+        run.stderr
+    );
+
     let plan = docs.path("plan.json");
     let undo = docs.path("undo.json");
     let apply = with(&[

@@ -118,12 +118,13 @@ fn interpolation(args: &TranslateArgs) -> Interpolation {
     }
 }
 
-/// Runs the precise translation and prints it; returns whether both reads were complete.
+/// Runs the precise translation and prints it; returns whether both reads were complete, and
+/// the groups asked for by name that have no checkpoints (for `--fail-on-missing-groups`).
 pub async fn run(
     args: &TranslateArgs,
     client: &MirrorClient,
     request: &TranslateRequest,
-) -> Result<bool, String> {
+) -> Result<(bool, Vec<String>), String> {
     let precise = read(args, client, request).await?;
     let mut out = io::stdout().lock();
     let written = match args.output {
@@ -150,7 +151,8 @@ pub async fn run(
     written
         .and_then(|_| out.flush())
         .map_err(|e| format!("cannot write the output: {e}"))?;
-    Ok(precise.translation.report.complete && precise.syncs_report.complete)
+    let complete = precise.translation.report.complete && precise.syncs_report.complete;
+    Ok((complete, precise.translation.missing_groups().to_vec()))
 }
 
 /// The precise translation's offsets as the translation `apply` plans: `offset` is the precise
