@@ -22,6 +22,8 @@ mod faults;
 mod group_calls;
 mod hostile_writes;
 mod java_patterns;
+// Every JSON output against its schema in docs/schemas/ (Python jsonschema).
+mod json_schemas;
 mod keystores;
 mod oauthbearer;
 mod oidc;

@@ -27,33 +27,44 @@ pub async fn run(args: TranslateArgs) -> Result<i32, Stop> {
     if args.precise.precise {
         let (client, request, progress) =
             session::prepare_read(&args, groups, &budget, None).await?;
-        let complete = {
+        let (complete, missing) = {
             let _line = progress::ProgressLine::start(progress, !args.no_progress);
             session::precise::run(&args, &client, &request).await?
         };
-        return Ok(if complete { EXIT_OK } else { EXIT_INCOMPLETE });
+        // --precise names and counts missing groups as the plain translation does: a runbook
+        // that passes --fail-on-missing-groups must not be told 0 when a group has none.
+        return Ok(exit_code(&args, &missing, complete));
     }
     let (_client, translation, _sources) =
         session::read_translation(&args, groups, &budget, None).await?;
     print_translation(&args, &translation)?;
-    let missing = translation.missing_groups();
     summarize(&translation);
+    Ok(exit_code(
+        &args,
+        translation.missing_groups(),
+        translation.report.complete,
+    ))
+}
+
+/// Names the requested groups without checkpoints on stderr, and the exit code: 1 for them
+/// with `--fail-on-missing-groups`, else 0 when the read was complete, 3 when it was not.
+fn exit_code(args: &TranslateArgs, missing: &[String], complete: bool) -> i32 {
     for group in missing {
         eprintln!(
             "warning: group {group:?} was requested but has no checkpoints in the sources read"
         );
     }
-    Ok(if !missing.is_empty() && args.fail_on_missing_groups {
+    if !missing.is_empty() && args.fail_on_missing_groups {
         eprintln!(
             "error: {} requested group(s) not found (--fail-on-missing-groups)",
             missing.len()
         );
         EXIT_ERROR
-    } else if translation.report.complete {
+    } else if complete {
         EXIT_OK
     } else {
         EXIT_INCOMPLETE
-    })
+    }
 }
 
 fn print_translation(args: &TranslateArgs, translation: &Translation) -> Result<(), Stop> {

@@ -118,12 +118,13 @@ fn interpolation(args: &TranslateArgs) -> Interpolation {
     }
 }
 
-/// Runs the precise translation and prints it; returns whether both reads were complete.
+/// Runs the precise translation and prints it; returns whether both reads were complete, and
+/// the groups asked for by name that have no checkpoints (for `--fail-on-missing-groups`).
 pub async fn run(
     args: &TranslateArgs,
     client: &MirrorClient,
     request: &TranslateRequest,
-) -> Result<bool, String> {
+) -> Result<(bool, Vec<String>), String> {
     let precise = read(args, client, request).await?;
     let mut out = io::stdout().lock();
     let written = match args.output {
@@ -150,7 +151,8 @@ pub async fn run(
     written
         .and_then(|_| out.flush())
         .map_err(|e| format!("cannot write the output: {e}"))?;
-    Ok(precise.translation.report.complete && precise.syncs_report.complete)
+    let complete = precise.translation.report.complete && precise.syncs_report.complete;
+    Ok((complete, precise.translation.missing_groups().to_vec()))
 }
 
 /// The precise translation's offsets as the translation `apply` plans: `offset` is the precise
@@ -485,7 +487,8 @@ fn write_csv(out: &mut dyn Write, precise: &PreciseTranslation, terminal: bool) 
 }
 
 /// The `-o json` document of schema version 1, each row with `mm2_offset`, `rule`, `input`,
-/// `checkpoint_upstream_offset` and `max_rereads` added; with `--match-records` also
+/// `checkpoint_upstream_offset` and `max_rereads` added, `syncs_report` and `missing_groups`
+/// beside `report`; with `--match-records` also
 /// `syncs_offset`, `syncs_rule` and `unmatched` per row and `matching` at the top.
 fn write_json(out: &mut dyn Write, precise: &PreciseTranslation) -> io::Result<()> {
     write_json_with(out, precise, None)
@@ -545,6 +548,15 @@ pub fn write_json_with(
     w.display(serde_json::to_string(&precise.translation.report).map_err(io::Error::other)?);
     w.text(",\"syncs_report\":");
     w.display(serde_json::to_string(&precise.syncs_report).map_err(io::Error::other)?);
+    // As in `translate -o json` (docs/schemas/translate.schema.json requires it).
+    w.text(",\"missing_groups\":[");
+    for (i, group) in precise.translation.missing_groups().iter().enumerate() {
+        if i > 0 {
+            w.byte(b',');
+        }
+        w.json_string(group);
+    }
+    w.byte(b']');
     if let Some(matching) = matching {
         w.text(",\"matching\":");
         w.display(serde_json::to_string(&matching.stats).map_err(io::Error::other)?);
