@@ -1,0 +1,111 @@
+//! `-o csv` of a plan (`apply`, `failback`): one row per partition, the fields of the JSON
+//! answer's partition rows (plan, then what the execute did), with the group's status and
+//! outcome on each row. RFC 4180 quoting; strings from the cluster exact, as `translate -o csv`
+//! writes them, and escaped only when stdout is a terminal.
+
+use std::io::{self, Write};
+
+use mm2_offsets::apply::{ApplyPlan, ApplyReport};
+use serde::Serialize;
+
+use super::chunked::csv_field;
+use super::escape::for_terminal;
+
+/// One CSV field: quoted where RFC 4180 needs it; on a `terminal`, escaped first.
+pub fn field(text: &str, terminal: bool) -> String {
+    if terminal {
+        csv_field(&for_terminal(text)).into_owned()
+    } else {
+        csv_field(text).into_owned()
+    }
+}
+
+/// The name serde gives a unit variant or a tagged enum's tag (`tag` names the field), as in
+/// the JSON answer.
+fn name_of(value: &impl Serialize, tag: Option<&str>) -> String {
+    let value = serde_json::to_value(value).unwrap_or_default();
+    let named = match tag {
+        Some(tag) => &value[tag],
+        None => &value,
+    };
+    named.as_str().unwrap_or_default().to_string()
+}
+
+fn num(value: Option<i64>) -> String {
+    value.map_or_else(String::new, |v| v.to_string())
+}
+
+/// Extra columns of a command's rows: their header (each name after a comma) and, per
+/// (group, topic, partition), their cells (each after a comma, already quoted).
+pub struct Extra<'a> {
+    pub header: &'a str,
+    pub cells: &'a dyn Fn(&str, &str, i32) -> String,
+}
+
+/// Writes the plan (and, after an execute, each partition's result) as CSV. `checkpoint_age`:
+/// whether the rows carry `checkpoint_age_ms` (a failback reads no checkpoint, its age means
+/// nothing there).
+pub fn write(
+    out: &mut dyn Write,
+    plan: &ApplyPlan,
+    report: Option<&ApplyReport>,
+    checkpoint_age: bool,
+    extra: Option<Extra<'_>>,
+    terminal: bool,
+) -> io::Result<()> {
+    let text = |s: &str| field(s, terminal);
+    write!(
+        out,
+        "group,status,topic,partition,translated,offset,current,log_start,log_end,verdict,clamped_from,{}upstream_offset,metadata,difference,outcome,state,read_back,error",
+        if checkpoint_age {
+            "checkpoint_age_ms,"
+        } else {
+            ""
+        }
+    )?;
+    writeln!(out, "{}", extra.as_ref().map_or("", |e| e.header))?;
+    for g in &plan.groups {
+        let result = report.and_then(|r| r.groups.iter().find(|x| x.group == g.group));
+        let status = name_of(&g.status, Some("status"));
+        let outcome = result.map_or_else(String::new, |r| name_of(&r.outcome, Some("outcome")));
+        for p in &g.partitions {
+            let done = result.and_then(|r| {
+                r.partitions
+                    .iter()
+                    .find(|x| x.topic == p.topic && x.partition == p.partition)
+            });
+            write!(
+                out,
+                "{},{status},{},{},{},{},{},{},{},{},{},",
+                text(&g.group),
+                text(&p.topic),
+                p.partition,
+                p.translated,
+                p.offset,
+                num(p.current),
+                num(p.log_start),
+                num(p.log_end),
+                p.verdict.as_str(),
+                p.clamped_from.map_or("", |v| v.as_str()),
+            )?;
+            if checkpoint_age {
+                write!(out, "{},", p.checkpoint_age_ms)?;
+            }
+            write!(
+                out,
+                "{},{},{},{outcome},{},{},{}",
+                num(p.upstream_offset),
+                text(&p.metadata),
+                text(p.difference.as_deref().unwrap_or("")),
+                done.map_or_else(String::new, |d| name_of(&d.state, None)),
+                num(done.and_then(|d| d.read_back)),
+                text(done.and_then(|d| d.error.as_deref()).unwrap_or("")),
+            )?;
+            match &extra {
+                Some(e) => writeln!(out, "{}", (e.cells)(&g.group, &p.topic, p.partition))?,
+                None => writeln!(out)?,
+            }
+        }
+    }
+    Ok(())
+}
