@@ -1435,4 +1435,26 @@ fn every_listed_output_format_runs() {
         );
         assert!(stderr.contains(&absent), "{command}: {stderr}");
     }
+    // watch too, once its first full read is done (bounded: a watch that did not stop would
+    // serve until killed).
+    let mut args = common("watch");
+    args.extend([
+        s("--source"),
+        f.source_a.clone(),
+        s("--group"),
+        absent.clone(),
+    ]);
+    args.extend([
+        s("--listen"),
+        s("127.0.0.1:0"),
+        s("--fail-on-missing-groups"),
+    ]);
+    let watch = crate::support::child::run_bounded(
+        std::path::Path::new(BIN),
+        &args,
+        Duration::from_secs(30),
+    );
+    assert!(!watch.killed, "watch kept running: {}", watch.stderr);
+    assert_eq!(watch.code, Some(1), "{}", watch.stderr);
+    assert!(watch.stderr.contains(&absent), "{}", watch.stderr);
 }

@@ -213,11 +213,35 @@ pub fn format_name(format: OutputFormat) -> &'static str {
     }
 }
 
-/// `Exit codes:` and one line per code, as `--help` ends.
+/// `text` in lines of at most `width` characters (breaking at spaces), each after the first
+/// indented by `indent` spaces.
+fn wrapped(text: &str, width: usize, indent: usize) -> String {
+    let mut out = String::new();
+    let mut line = 0;
+    for word in text.split(' ') {
+        if line > 0 && line + 1 + word.chars().count() > width {
+            out.push('\n');
+            out.push_str(&" ".repeat(indent));
+            line = 0;
+        } else if line > 0 {
+            out.push(' ');
+            line += 1;
+        }
+        out.push_str(word);
+        line += word.chars().count();
+    }
+    out
+}
+
+/// Help lines end by this column.
+const HELP_WIDTH: usize = 100;
+
+/// `Exit codes:` and one entry per code, as `--help` ends.
 pub fn exit_code_lines(grammar: &CommandGrammar) -> String {
     let mut text = String::from("Exit codes:");
     for c in grammar.exit_codes {
-        text.push_str(&format!("\n  {:>3}  {}", c.code, c.meaning));
+        let meaning = wrapped(c.meaning, HELP_WIDTH - 7, 7);
+        text.push_str(&format!("\n  {:>3}  {meaning}", c.code));
     }
     text
 }
@@ -241,7 +265,8 @@ pub fn book_exit_codes(grammar: &CommandGrammar) -> String {
 pub fn watch_endpoints() -> String {
     let mut text = String::from("Endpoints (every other path is 404):");
     for e in ENDPOINTS {
-        text.push_str(&format!("\n  {:<17} {}", e.path, e.serves));
+        let serves = wrapped(e.serves, HELP_WIDTH - 20, 20);
+        text.push_str(&format!("\n  {:<17} {serves}", e.path));
     }
     text
 }
@@ -261,7 +286,7 @@ fn after_help(grammar: &CommandGrammar) -> String {
         parts.push(watch_endpoints());
     }
     parts.push(exit_code_lines(grammar));
-    parts.push(BOOK.to_string());
+    parts.push(wrapped(BOOK, HELP_WIDTH, 2));
     parts.join("\n\n")
 }
 
@@ -279,13 +304,19 @@ fn formats_parser(formats: &'static [OutputFormat]) -> impl TypedValueParser<Val
 /// exit codes, endpoints and the book's address. What is parsed, what `--help` shows, and what
 /// the completions and the man page are generated from.
 pub fn command() -> clap::Command {
-    let mut command = Cli::command().after_help(format!(
-        "{}\n\nExit codes: each command's --help lists its own. Every command exits 0 on success, \
-         1 on an error, 2 on a usage error, and 141 when its stdout's reader went away; 3 means \
+    let exit_codes = wrapped(
+        "Exit codes: each command's --help lists its own. Every command exits 0 on success, 1 on \
+         an error, 2 on a usage error, and 141 when its stdout's reader went away; 3 means \
          something else in each (translate: an incomplete read printed because of \
          --allow-partial; apply and failback: something refused or skipped; verify: some \
-         partitions unknown).\n\n{BOOK}",
-        args::SETTINGS_HELP
+         partitions unknown).",
+        HELP_WIDTH,
+        2,
+    );
+    let mut command = Cli::command().after_help(format!(
+        "{}\n\n{exit_codes}\n\n{}",
+        args::SETTINGS_HELP,
+        wrapped(BOOK, HELP_WIDTH, 2)
     ));
     for grammar in COMMANDS {
         command = command.mut_subcommand(grammar.name, |sub| {
@@ -452,10 +483,14 @@ mod tests {
             let sub = command.find_subcommand_mut(grammar.name).unwrap();
             let help = sub.render_long_help().to_string();
             assert!(help.contains(&exit_code_lines(grammar)), "{}", grammar.name);
-            assert!(help.contains(BOOK), "{}", grammar.name);
+            assert!(
+                help.contains("docs/src/reference/cli.md"),
+                "{}",
+                grammar.name
+            );
         }
         let top = command.render_long_help().to_string();
-        assert!(top.contains(BOOK));
+        assert!(top.contains("docs/src/reference/cli.md"));
         // Translate's 3 is not everyone's.
         assert!(!top.contains("3  incomplete result printed because --allow-partial"));
     }

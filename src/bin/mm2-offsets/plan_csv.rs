@@ -109,3 +109,139 @@ pub fn write(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use mm2_offsets::apply::{
+        CommitState, GroupOutcome, GroupPlan, GroupResult, GroupStatus, PLAN_SCHEMA_VERSION,
+        PartitionPlan, PartitionResult, Verdict, VerdictRules,
+    };
+
+    use super::*;
+
+    mod csv_reader {
+        include!("../../../protocol-tests/tests/support/csv.rs");
+    }
+
+    const GROUP: &str = "g,\"1\"\n\u{1b}[31m";
+    const METADATA: &str = "m\r\nx";
+
+    fn plan() -> ApplyPlan {
+        let partition = |p| PartitionPlan {
+            topic: "t".into(),
+            partition: p,
+            translated: 10,
+            offset: 10,
+            current: None,
+            log_start: Some(0),
+            log_end: Some(100),
+            verdict: Verdict::Commit,
+            clamped_from: None,
+            checkpoint_age_ms: 45,
+            metadata: METADATA.into(),
+            topic_id: None,
+            upstream_offset: Some(1010),
+            difference: None,
+        };
+        ApplyPlan {
+            schema_version: PLAN_SCHEMA_VERSION,
+            planned_at_ms: 7,
+            heartbeat_age_ms: BTreeMap::from([("backup".to_string(), None)]),
+            groups: vec![GroupPlan {
+                group: GROUP.into(),
+                protocol: None,
+                state: Some("Empty".into()),
+                members: 0,
+                status: GroupStatus::Ready,
+                oldest_checkpoint_age_ms: 45,
+                partitions: vec![partition(0), partition(1)],
+            }],
+            cluster_id: Some("c".into()),
+            sources: vec!["primary".into()],
+            rules: Some(VerdictRules::default()),
+            input: None,
+        }
+    }
+
+    fn report() -> ApplyReport {
+        ApplyReport {
+            groups: vec![GroupResult {
+                group: GROUP.into(),
+                outcome: GroupOutcome::Applied,
+                partitions: vec![PartitionResult {
+                    topic: "t".into(),
+                    partition: 0,
+                    offset: 10,
+                    state: CommitState::Committed,
+                    error: None,
+                    read_back: Some(10),
+                    committed_before: None,
+                    verdict: Verdict::Commit,
+                }],
+            }],
+        }
+    }
+
+    fn csv(checkpoint_age: bool, terminal: bool) -> Vec<Vec<String>> {
+        let mut out = Vec::new();
+        write(
+            &mut out,
+            &plan(),
+            Some(&report()),
+            checkpoint_age,
+            None,
+            terminal,
+        )
+        .unwrap();
+        csv_reader::parse(&String::from_utf8(out).unwrap())
+    }
+
+    /// A cell of `row` under the header's `name`.
+    fn cell<'a>(records: &'a [Vec<String>], row: usize, name: &str) -> &'a str {
+        let column = records[0].iter().position(|h| h == name).unwrap();
+        &records[row][column]
+    }
+
+    #[test]
+    fn one_row_per_partition_with_the_json_names_and_the_exact_strings() {
+        let records = csv(true, false);
+        assert_eq!(records.len(), 3, "{records:?}");
+        assert!(records.iter().all(|r| r.len() == records[0].len()));
+        assert_eq!(cell(&records, 1, "group"), GROUP);
+        assert_eq!(cell(&records, 1, "metadata"), METADATA);
+        assert_eq!(cell(&records, 1, "status"), "ready");
+        assert_eq!(cell(&records, 1, "verdict"), "commit");
+        assert_eq!(cell(&records, 1, "outcome"), "applied");
+        assert_eq!(cell(&records, 1, "state"), "committed");
+        assert_eq!(cell(&records, 1, "read_back"), "10");
+        // Partition 1 has no result of its own.
+        assert_eq!(cell(&records, 2, "state"), "");
+        assert_eq!(cell(&records, 1, "checkpoint_age_ms"), "45");
+        // On a terminal no escape sequence gets through.
+        let shown = csv(true, true);
+        assert!(!cell(&shown, 1, "group").contains('\u{1b}'));
+    }
+
+    #[test]
+    fn a_failback_has_no_checkpoint_ages() {
+        let records = csv(false, false);
+        assert!(!records[0].iter().any(|h| h == "checkpoint_age_ms"));
+        // Nor does its table: no heartbeat line, no AGE_MS column, no checkpoint age.
+        let mut table = Vec::new();
+        crate::commands::apply::write_table_of(&mut table, &plan(), None, false).unwrap();
+        let table = String::from_utf8(table).unwrap();
+        assert!(!table.contains("heartbeat"), "{table}");
+        assert!(
+            !table.contains("AGE_MS") && !table.contains("checkpoint"),
+            "{table}"
+        );
+        // apply's has them.
+        let mut table = Vec::new();
+        crate::commands::apply::write_table(&mut table, &plan(), None).unwrap();
+        let table = String::from_utf8(table).unwrap();
+        assert!(table.contains("heartbeat from backup: none found on the target"));
+        assert!(table.contains("AGE_MS") && table.contains("oldest checkpoint 45 ms"));
+    }
+}
