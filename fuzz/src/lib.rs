@@ -31,27 +31,32 @@ mod args;
 #[path = "../../src/bin/mm2-offsets/escape.rs"]
 #[allow(dead_code)]
 mod escape;
+#[path = "../../src/bin/mm2-offsets/grammar.rs"]
+#[allow(dead_code)]
+mod grammar;
 #[path = "../../src/bin/mm2-offsets/parse.rs"]
 #[allow(dead_code)]
 mod parse;
-#[path = "../../src/bin/mm2-offsets/commands/watch/request.rs"]
-#[allow(dead_code)]
-mod request;
 #[path = "../../src/bin/mm2-offsets/usage.rs"]
 #[allow(dead_code)]
 mod usage;
+#[path = "../../src/bin/mm2-offsets/commands/watch/request.rs"]
+#[allow(dead_code)]
+mod watch_request;
 
 /// `cli_args`: an argument vector, arguments separated by NUL bytes (invalid UTF-8 decoded
 /// lossily). Parsing and the usage checks must not panic, and an error must render. Returns
 /// the usage error, if any.
 pub fn cli_args(data: &[u8]) -> Result<(), String> {
-    use clap::Parser;
     let text = String::from_utf8_lossy(data);
     let argv = std::iter::once("mm2-offsets").chain(text.split('\0'));
-    let cli = args::Cli::try_parse_from(argv).map_err(|e| e.render().to_string())?;
+    let cli = grammar::parse_from(argv).map_err(|e| e.render().to_string())?;
     usage::check(&cli.command)?;
     if let args::Command::Translate(translate) = &cli.command {
-        assert!(translate.timeout >= parse::MIN_TIMEOUT && translate.timeout <= parse::MAX_TIMEOUT);
+        assert!(
+            translate.run.timeout >= parse::MIN_TIMEOUT
+                && translate.run.timeout <= parse::MAX_TIMEOUT
+        );
         assert!(translate.max_fetch_bytes >= 1024);
         assert!((1..=256).contains(&translate.parallelism));
     }
@@ -64,11 +69,11 @@ pub fn cli_args(data: &[u8]) -> Result<(), String> {
 pub fn http_request_fields(data: &[u8]) -> Option<(String, Vec<u8>)> {
     use base64::Engine;
     let text = String::from_utf8_lossy(data);
-    if let Some(group) = request::percent_decode(&text) {
+    if let Some(group) = watch_request::percent_decode(&text) {
         assert!(group.len() <= text.len());
     }
-    let _ = request::gzip_accepted(std::iter::once(data));
-    let (user, password) = request::credentials(data)?;
+    let _ = watch_request::gzip_accepted(std::iter::once(data));
+    let (user, password) = watch_request::credentials(data)?;
     assert!(user.len() + password.len() < data.len());
     let mut plain = user.clone().into_bytes();
     plain.push(b':');
@@ -78,7 +83,7 @@ pub fn http_request_fields(data: &[u8]) -> Option<(String, Vec<u8>)> {
         base64::engine::general_purpose::STANDARD.encode(&plain)
     );
     assert_eq!(
-        request::credentials(again.as_bytes()),
+        watch_request::credentials(again.as_bytes()),
         Some((user.clone(), password.clone()))
     );
     Some((user, password))

@@ -633,7 +633,7 @@ fn cases() -> Vec<Case> {
             &format!("{sub}: -o reset-csv does not apply"),
             &[sub, "--bootstrap-server", &plain, "-o", "reset-csv"],
             Usage,
-            &["reset-csv", "only for translate"],
+            &["reset-csv", "possible values: table, json, csv"],
         ));
         for flag in [
             "--all-groups",
@@ -933,7 +933,7 @@ fn cases() -> Vec<Case> {
         &["no groups selected"],
     );
     push(
-        "failback -o csv",
+        "failback -o reset-csv",
         fb(&[
             "--from-bootstrap-server",
             &plain,
@@ -941,10 +941,10 @@ fn cases() -> Vec<Case> {
             "p",
             "--all-groups",
             "-o",
-            "csv",
+            "reset-csv",
         ]),
         Usage,
-        &["table or -o json"],
+        &["possible values: table, json, csv"],
     );
     push(
         "failback --undo-out without --execute",
@@ -1244,4 +1244,217 @@ fn an_http_port_fails_within_the_timeout_with_a_diagnosis() {
         );
         assert!(stderr.contains("probable cause"), "{extra:?}: {stderr}");
     }
+}
+
+/// The `-o` values a command's `--help` lists (`[possible values: ...]` of the short help).
+fn listed_formats(command: &str) -> Vec<String> {
+    let help = run(&[s(command), s("-h")], &[]);
+    let help = String::from_utf8_lossy(&help.stdout).into_owned();
+    // The option's line, then its help on the next line (a terminal-less short help).
+    let lines: Vec<&str> = help.lines().collect();
+    let at = lines
+        .iter()
+        .position(|l| l.contains("--output <FORMAT>"))
+        .unwrap_or_else(|| panic!("{command} -h lists no -o: {help}"));
+    let line = lines[at..(at + 2).min(lines.len())].join(" ");
+    let values = line
+        .split("[possible values: ")
+        .nth(1)
+        .and_then(|rest| rest.split(']').next())
+        .unwrap_or_else(|| panic!("{command}: no possible values in {line:?}"));
+    values.split(", ").map(str::to_string).collect()
+}
+
+/// The grammar, run: every `-o` value that each command's `--help` lists is accepted and
+/// printed, against k4 (a dry run for apply and failback: nothing is written). The machine
+/// formats are parsed: JSON is one document, CSV has a header and, for apply, one row per
+/// partition of the JSON plan, with the exact (unescaped) group ids.
+#[test]
+fn every_listed_output_format_runs() {
+    use mm2_offsets::mm2::offset_sync::{self, OffsetSyncKey, OffsetSyncValue};
+    let f = fixture();
+    let plain = f.k4.var("PLAINTEXT").to_string();
+    // An offset-syncs history for topic `orders` (the fixture's upstream topic), on k4: verify
+    // reads it as the flow's history, failback as the one it reverses (alias `back`).
+    let alias = unique_topic("clisyncs");
+    let syncs_topic = format!("mm2-offset-syncs.{alias}.internal");
+    let key = offset_sync::encode_key(&OffsetSyncKey {
+        topic: b"orders",
+        partition: 0,
+    })
+    .unwrap();
+    let value = offset_sync::encode_value(&OffsetSyncValue {
+        upstream_offset: 1000,
+        downstream_offset: 0,
+    });
+    let hex = |b: &[u8]| b.iter().map(|x| format!("{x:02x}")).collect::<String>();
+    write_raw(
+        &f.k4,
+        &syncs_topic,
+        1,
+        "none",
+        &[format!("0 {} {}", hex(&key), hex(&value))],
+        &[],
+    );
+    let out_dir = tempfile::tempdir().unwrap();
+    let common = |command: &str| {
+        let mut args = vec![
+            s(command),
+            s("--bootstrap-server"),
+            plain.clone(),
+            s("--timeout"),
+            s("20s"),
+        ];
+        // Shared by every command that selects groups (topics and upstream select none).
+        if !matches!(command, "topics" | "upstream") {
+            args.push(s("--no-progress"));
+        }
+        args
+    };
+    let mut table = vec![format!(
+        "{:<10} {:<10} {:>4} {:>6}",
+        "command", "-o", "exit", "rows"
+    )];
+    for command in [
+        "translate",
+        "apply",
+        "verify",
+        "failback",
+        "topics",
+        "upstream",
+    ] {
+        let formats = listed_formats(command);
+        assert!(formats.iter().any(|f| f == "csv"), "{command}: {formats:?}");
+        let mut json_rows = None;
+        for format in &formats {
+            let mut args = common(command);
+            match command {
+                "translate" | "apply" => {
+                    args.extend([s("--source"), f.source_a.clone(), s("--all-groups")]);
+                }
+                "verify" => args.extend([
+                    s("--source"),
+                    f.source_a.clone(),
+                    s("--group"),
+                    s("app"),
+                    s("--syncs-bootstrap-server"),
+                    plain.clone(),
+                    s("--syncs-topic"),
+                    syncs_topic.clone(),
+                ]),
+                // A primary alias with no checkpoints on the backup (the history is then
+                // checked for its shape only) and a group with nothing committed: the plan is
+                // empty, the formats are what is run.
+                "failback" => args.extend([
+                    s("--from-bootstrap-server"),
+                    plain.clone(),
+                    s("--source"),
+                    alias.clone(),
+                    s("--target"),
+                    alias.clone(),
+                    s("--group"),
+                    alias.clone(),
+                ]),
+                _ => {}
+            }
+            if format == "reset-csv" {
+                args.extend([s("--output-dir"), out_dir.path().display().to_string()]);
+            }
+            args.extend([s("-o"), format.clone()]);
+            let output = run(&args, &[]);
+            let code = output.status.code().unwrap_or(-1);
+            let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+            let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+            // 3 is a dry run with refusals (the fixture's topics are not on k4) or unknown
+            // verdicts: a printed answer all the same. 2 would be the grammar refusing it.
+            assert!(
+                code == 0 || code == 3,
+                "{command} -o {format}: exit {code}\n{stdout:.2000}\n{stderr:.2000}"
+            );
+            let rows = match format.as_str() {
+                "json" => {
+                    let doc: serde_json::Value = serde_json::from_str(&stdout)
+                        .unwrap_or_else(|e| panic!("{command} -o json: {e}: {stdout:.500}"));
+                    let partitions: usize = doc["plan"]["groups"].as_array().map_or(0, |g| {
+                        g.iter()
+                            .map(|g| g["partitions"].as_array().map_or(0, Vec::len))
+                            .sum()
+                    });
+                    json_rows = Some(partitions);
+                    partitions
+                }
+                "csv" => {
+                    let records = crate::support::csv::parse(&stdout);
+                    assert!(!records.is_empty(), "{command} -o csv: no header");
+                    let header = &records[0];
+                    assert!(header.len() >= 2, "{command}: {header:?}");
+                    for row in &records[1..] {
+                        assert_eq!(row.len(), header.len(), "{command}: {row:?}");
+                    }
+                    if command == "apply" {
+                        assert_eq!(header[0], "group");
+                        // The JSON plan's partitions, one CSV row each, ids exact.
+                        assert_eq!(Some(records.len() - 1), json_rows, "{stdout}");
+                        assert!(records.iter().any(|r| r[0] == EVIL_GROUP), "{stdout:.2000}");
+                    }
+                    records.len() - 1
+                }
+                _ => stdout.lines().count(),
+            };
+            table.push(format!("{command:<10} {format:<10} {code:>4} {rows:>6}"));
+        }
+    }
+    println!("{}", table.join("\n"));
+    // --fail-on-missing-groups, which failback and verify lacked: a group asked for by name
+    // that is not there stops the run with exit 1 and names it.
+    let absent = unique_topic("absent-group");
+    for command in ["verify", "failback"] {
+        let mut args = common(command);
+        if command == "verify" {
+            args.extend([s("--source"), f.source_a.clone()]);
+            args.extend([s("--syncs-bootstrap-server"), plain.clone()]);
+        } else {
+            args.extend([s("--from-bootstrap-server"), plain.clone()]);
+            args.extend([s("--source"), alias.clone(), s("--target"), alias.clone()]);
+        }
+        args.extend([
+            s("--syncs-topic"),
+            syncs_topic.clone(),
+            s("--group"),
+            absent.clone(),
+        ]);
+        let without = run(&args, &[]);
+        args.push(s("--fail-on-missing-groups"));
+        let with = run(&args, &[]);
+        let stderr = String::from_utf8_lossy(&with.stderr);
+        assert_eq!(without.status.code(), Some(0), "{command}: {without:?}");
+        assert_eq!(with.status.code(), Some(1), "{command}: {stderr}");
+        assert!(
+            stderr.contains("--fail-on-missing-groups"),
+            "{command}: {stderr}"
+        );
+        assert!(stderr.contains(&absent), "{command}: {stderr}");
+    }
+    // watch too, once its first full read is done (bounded: a watch that did not stop would
+    // serve until killed).
+    let mut args = common("watch");
+    args.extend([
+        s("--source"),
+        f.source_a.clone(),
+        s("--group"),
+        absent.clone(),
+    ]);
+    args.extend([
+        s("--listen"),
+        s("127.0.0.1:0"),
+        s("--fail-on-missing-groups"),
+    ]);
+    let watch = crate::support::child::run_bounded(
+        std::path::Path::new(BIN),
+        &args,
+        Duration::from_secs(30),
+    );
+    assert!(!watch.killed, "watch kept running: {}", watch.stderr);
+    assert_eq!(watch.code, Some(1), "{}", watch.stderr);
+    assert!(watch.stderr.contains(&absent), "{}", watch.stderr);
 }

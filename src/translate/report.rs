@@ -86,8 +86,11 @@ impl PartitionProgress {
     }
 }
 
-/// Everything a read did.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+/// Everything a read did. In JSON (`translate -o json`'s `report`) the wall time is
+/// `elapsed_ms`, in milliseconds; `elapsed`, the same number, is the name of the first
+/// releases, kept for one release more and then removed (a duration carries its unit in its
+/// name).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct ReadReport {
     /// True only when every partition was read to its end. A partial result is never marked
@@ -104,17 +107,41 @@ pub struct ReadReport {
     /// Each partition's start, end and read-to offsets.
     pub partitions: Vec<PartitionProgress>,
     /// Wall time of the whole read.
-    #[serde(serialize_with = "serialize_millis")]
     pub elapsed: Duration,
 }
 
-fn serialize_millis<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_f64(d.as_secs_f64() * 1000.0)
+impl Serialize for ReadReport {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let millis = self.elapsed.as_secs_f64() * 1000.0;
+        let mut report = serializer.serialize_struct("ReadReport", 8)?;
+        report.serialize_field("complete", &self.complete)?;
+        report.serialize_field("records", &self.records)?;
+        report.serialize_field("batches", &self.batches)?;
+        report.serialize_field("bytes", &self.bytes)?;
+        report.serialize_field("skipped", &self.skipped)?;
+        report.serialize_field("partitions", &self.partitions)?;
+        // Deprecated: the same milliseconds under the name of the first releases.
+        report.serialize_field("elapsed", &millis)?;
+        report.serialize_field("elapsed_ms", &millis)?;
+        report.end()
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_wall_time_carries_its_unit_and_the_old_name_stays_one_release() {
+        let report = ReadReport {
+            elapsed: Duration::from_millis(250),
+            ..ReadReport::default()
+        };
+        let json = serde_json::to_value(&report).unwrap();
+        assert_eq!(json["elapsed_ms"], 250.0);
+        assert_eq!(json["elapsed"], json["elapsed_ms"]);
+    }
 
     #[test]
     fn counts_keep_the_first_examples() {

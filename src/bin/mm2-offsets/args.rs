@@ -10,7 +10,7 @@ use super::parse;
 
 /// Translate consumer-group offsets replicated by MirrorMaker 2, for many groups in one read.
 #[derive(Debug, Parser)]
-#[command(name = "mm2-offsets", version, about, long_about = None, after_help = AFTER_HELP)]
+#[command(name = "mm2-offsets", version, about, long_about = None)]
 pub struct Cli {
     /// What to do.
     #[command(subcommand)]
@@ -20,8 +20,8 @@ pub struct Cli {
     pub verbose: u8,
 }
 
-/// Settings precedence and exit codes, shown in `--help`.
-pub const AFTER_HELP: &str =
+/// Settings precedence, shown in `--help` (`grammar::command` adds the exit codes and the book).
+pub const SETTINGS_HELP: &str =
     "Settings, lowest precedence first (a later source overrides an earlier one):
   1. --mm2-config FILE (the settings of its --target cluster)
   2. --command-config FILE
@@ -29,14 +29,7 @@ pub const AFTER_HELP: &str =
   4. -X KEY=VALUE
   5. the dedicated flags (--bootstrap-server, --security-protocol, ...)
   An error in a setting names where it came from. Secrets (-X sasl.password=..., and other
-  password or key settings) are refused on the command line: use a file or the environment.
-
-Exit codes:
-  0  success: every requested partition was read to its end
-  1  error (connection, authentication, missing topic, read not finished in time, ...)
-  2  usage error
-  3  incomplete result printed because --allow-partial was given (marked complete: false)
-  141  stdout was closed by its reader (| head): output stops quietly, as Unix tools do";
+  password or key settings) are refused on the command line: use a file or the environment.";
 
 /// The subcommands.
 #[derive(Debug, Subcommand)]
@@ -52,7 +45,7 @@ pub enum Command {
     /// a dry run that prints the plan unless --execute is given.
     Failback(Box<FailbackArgs>),
     /// Keep the translation of every selected group current in memory, and serve it with
-    /// Prometheus metrics over HTTP (/metrics, /offsets, /offsets/GROUP, /healthz, /readyz).
+    /// Prometheus metrics over HTTP (the endpoints are listed at the end of watch --help).
     Watch(Box<WatchArgs>),
     /// Check each group's committed offsets on this (target) cluster against its committed
     /// offsets on the source, record by record: exact, behind (records re-read), ahead (records
@@ -151,6 +144,52 @@ impl GroupArgs {
     }
 }
 
+/// The options every command that selects groups shares (translate, apply, failback, verify,
+/// watch), defined once here and flattened into each: the same names, values and meaning.
+#[derive(Debug, Args, Clone)]
+pub struct RunArgs {
+    /// Budget for the whole run, e.g. 30s, 500ms, 2m: connecting, every read and, for apply
+    /// and failback, the plan, the re-checks, the commits and the read-back.
+    #[arg(long, value_name = "DURATION", value_parser = parse::timeout, default_value = "60s", allow_hyphen_values = true)]
+    pub timeout: Duration,
+    /// Exit 1 when a group given with --group or --groups-file is not found (no checkpoints;
+    /// for failback, no committed offset on the backup; for verify, nothing committed on either
+    /// cluster), before anything is written. Such groups are always named on stderr.
+    #[arg(long)]
+    pub fail_on_missing_groups: bool,
+    /// Do not draw the progress line on stderr. translate, apply and verify draw one over the
+    /// checkpoint read when stderr is a terminal; failback and watch draw none and take the
+    /// flag so that one set of flags fits every command.
+    #[arg(long)]
+    pub no_progress: bool,
+}
+
+impl Default for RunArgs {
+    fn default() -> Self {
+        RunArgs {
+            timeout: Duration::from_secs(60),
+            fail_on_missing_groups: false,
+            no_progress: false,
+        }
+    }
+}
+
+/// `-o`: defined once; the values a command accepts are its own (`grammar::COMMANDS`), and
+/// `--help` lists exactly those.
+#[derive(Debug, Args, Clone, Copy)]
+pub struct OutputArgs {
+    /// Output format.
+    #[arg(
+        id = "output",
+        short = 'o',
+        long = "output",
+        value_name = "FORMAT",
+        value_enum,
+        default_value = "table"
+    )]
+    pub format: OutputFormat,
+}
+
 /// Output formats.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum OutputFormat {
@@ -198,7 +237,6 @@ pub const TRANSLATE_EXAMPLES: &str = "Examples:
 
 /// `mm2-offsets translate`.
 #[derive(Debug, Args)]
-#[command(after_help = TRANSLATE_EXAMPLES)]
 pub struct TranslateArgs {
     /// Connection.
     #[command(flatten)]
@@ -210,16 +248,12 @@ pub struct TranslateArgs {
     /// Which groups.
     #[command(flatten)]
     pub select: GroupArgs,
-    /// Exit 1 when a group given with --group or --groups-file has no checkpoints (they are
-    /// always named on stderr and in the JSON output's missing_groups).
-    #[arg(long)]
-    pub fail_on_missing_groups: bool,
+    /// --timeout, --fail-on-missing-groups, --no-progress.
+    #[command(flatten)]
+    pub run: RunArgs,
     /// Which records are visible.
     #[arg(long, value_enum, default_value = "read_uncommitted")]
     pub isolation: Isolation,
-    /// Budget for the whole read, e.g. 30s, 500ms, 2m.
-    #[arg(long, value_parser = parse::timeout, default_value = "60s", allow_hyphen_values = true)]
-    pub timeout: Duration,
     /// Offset ranges read at once (1 to 256).
     #[arg(long, default_value = "4", value_parser = parse::parallelism, allow_negative_numbers = true)]
     pub parallelism: u16,
@@ -227,9 +261,9 @@ pub struct TranslateArgs {
     /// instead of failing.
     #[arg(long)]
     pub allow_partial: bool,
-    /// Output format.
-    #[arg(short, long, value_enum, default_value = "table")]
-    pub output: OutputFormat,
+    /// -o.
+    #[command(flatten)]
+    pub output: OutputArgs,
     /// Directory for -o reset-csv files (default: reset-offsets): one file per (source, group),
     /// named SOURCE--GROUP--HASH.csv, and index.csv mapping each file to its source and group.
     #[arg(long, value_name = "DIR")]
@@ -238,9 +272,6 @@ pub struct TranslateArgs {
     /// still comes whole).
     #[arg(long, default_value_t = mm2_offsets::client::DEFAULT_FETCH_MAX_BYTES, value_name = "BYTES", value_parser = parse::max_fetch_bytes, allow_negative_numbers = true)]
     pub max_fetch_bytes: i32,
-    /// Do not draw the progress line on stderr even when it is a terminal.
-    #[arg(long)]
-    pub no_progress: bool,
     /// Precise translation (--precise and its settings).
     #[command(flatten)]
     pub precise: Box<PreciseArgs>,
@@ -252,9 +283,9 @@ pub struct TopologyArgs {
     /// Connection.
     #[command(flatten)]
     pub connection: ConnectionArgs,
-    /// Output format (reset-csv does not apply).
-    #[arg(short, long, value_enum, default_value = "table")]
-    pub output: OutputFormat,
+    /// -o.
+    #[command(flatten)]
+    pub output: OutputArgs,
     /// Budget for the metadata requests.
     #[arg(long, value_parser = parse::timeout, default_value = "30s", allow_hyphen_values = true)]
     pub timeout: Duration,
@@ -269,11 +300,23 @@ impl TranslateArgs {
     }
 }
 
+/// Examples shown at the end of `apply --help`.
+pub const APPLY_EXAMPLES: &str = "Examples:
+  # dry run: the plan for every group of source 'primary' (nothing is written)
+  mm2-offsets apply --bootstrap-server backup:9092 --source primary --all-groups
+
+  # commit it, keeping the way back; the plan as CSV, one row per partition
+  mm2-offsets apply --bootstrap-server backup:9092 --source primary --all-groups \\
+      --execute --undo-out undo.json -o csv > applied.csv
+
+  # the undo: a plan too, re-checked against the cluster before anything is written
+  mm2-offsets apply --bootstrap-server backup:9092 --plan undo.json --execute";
+
 /// Arguments of `apply`.
 #[derive(Debug, Args)]
 pub struct ApplyArgs {
-    /// Connection, sources, groups and read options, as for `translate`. `-o` takes `table` or
-    /// `json` here.
+    /// Connection, sources, groups, read options and -o, as for `translate` (-o reset-csv
+    /// excepted).
     #[command(flatten)]
     pub translate: TranslateArgs,
     /// Commit the plan. Without it nothing is written.
@@ -319,7 +362,6 @@ pub const FAILBACK_EXAMPLES: &str = "Examples:
 /// `mm2-offsets failback`. The connection options are the primary's: offsets are written there.
 #[derive(Debug, Args)]
 #[command(
-    after_help = FAILBACK_EXAMPLES,
     mut_arg("target", |a| a.requires(clap::builder::Resettable::<clap::Id>::Reset).help(
         "The backup cluster's alias: names the offset-syncs topic on the primary \
          (mm2-offset-syncs.<ALIAS>.internal) and a reverse flow's checkpoints topic \
@@ -374,12 +416,12 @@ pub struct FailbackArgs {
     /// With --execute: write to FILE the plan that undoes this run; run it with apply --plan.
     #[arg(long, value_name = "FILE", requires = "execute")]
     pub undo_out: Option<PathBuf>,
-    /// Output format: table or json.
-    #[arg(short, long, value_enum, default_value = "table")]
-    pub output: OutputFormat,
-    /// Budget for the reads, e.g. 30s, 2m.
-    #[arg(long, value_parser = parse::timeout, default_value = "60s", allow_hyphen_values = true)]
-    pub timeout: Duration,
+    /// --timeout, --fail-on-missing-groups, --no-progress.
+    #[command(flatten)]
+    pub run: RunArgs,
+    /// -o.
+    #[command(flatten)]
+    pub output: OutputArgs,
 }
 
 /// Examples shown at the end of `watch --help`.
@@ -395,13 +437,10 @@ pub const WATCH_EXAMPLES: &str = "Examples:
   mm2-offsets watch --bootstrap-server backup:9092 --source primary --all-groups \\
       --apply-interval 1m
 
-Endpoints: /metrics (Prometheus text 0.0.4), /offsets (translate -o json's document plus as_of),
-/offsets/GROUP (percent-encoded id; 404 when unknown), /healthz, /readyz (503 until the first
-full read is done, and while the tail cannot reach the brokers). SIGTERM or SIGINT stops it.";
+SIGTERM or SIGINT stops it.";
 
 /// `mm2-offsets watch`.
 #[derive(Debug, Args)]
-#[command(after_help = WATCH_EXAMPLES)]
 pub struct WatchArgs {
     /// Connection.
     #[command(flatten)]
@@ -413,12 +452,13 @@ pub struct WatchArgs {
     /// Which groups.
     #[command(flatten)]
     pub select: GroupArgs,
+    /// --timeout (here: connecting and finding the topics at start, and each periodic apply
+    /// run), --fail-on-missing-groups (here: once the first full read is done), --no-progress.
+    #[command(flatten)]
+    pub run: RunArgs,
     /// Which records are visible.
     #[arg(long, value_enum, default_value = "read_uncommitted")]
     pub isolation: Isolation,
-    /// Budget for connecting and finding the topics at start, e.g. 30s.
-    #[arg(long, value_parser = parse::timeout, default_value = "60s", allow_hyphen_values = true)]
-    pub timeout: Duration,
     /// Largest Fetch response per partition, in bytes, 1024 to 2147483647.
     #[arg(long, default_value_t = mm2_offsets::client::DEFAULT_FETCH_MAX_BYTES, value_name = "BYTES", value_parser = parse::max_fetch_bytes, allow_negative_numbers = true)]
     pub max_fetch_bytes: i32,
@@ -558,12 +598,12 @@ pub struct VerifyArgs {
     /// The offset-syncs cluster and the source cluster.
     #[command(flatten)]
     pub syncs: SyncsArgs,
-    /// Budget for the whole run, e.g. 30s, 2m.
-    #[arg(long, value_parser = parse::timeout, default_value = "60s", allow_hyphen_values = true)]
-    pub timeout: Duration,
-    /// Output format: table or json.
-    #[arg(short, long, value_enum, default_value = "table")]
-    pub output: OutputFormat,
+    /// --timeout, --fail-on-missing-groups, --no-progress.
+    #[command(flatten)]
+    pub run: RunArgs,
+    /// -o.
+    #[command(flatten)]
+    pub output: OutputArgs,
     /// Largest Fetch response per partition, in bytes, 1024 to 2147483647.
     #[arg(long, default_value_t = mm2_offsets::client::DEFAULT_FETCH_MAX_BYTES, value_name = "BYTES", value_parser = parse::max_fetch_bytes, allow_negative_numbers = true)]
     pub max_fetch_bytes: i32,
@@ -572,7 +612,7 @@ pub struct VerifyArgs {
 /// `watch --precise`: keep the offset-sync history live and snapshot it.
 #[derive(Debug, Args, Clone, Default)]
 pub struct WatchPreciseArgs {
-    /// Also tail the offset-syncs topic: serve precise offsets (/offsets/precise) and write a
+    /// Also tail the offset-syncs topic: serve precise offsets (/precise/offsets) and write a
     /// snapshot of the history to --state-dir for translate/apply --syncs-snapshot.
     #[arg(long = "precise")]
     pub precise: bool,

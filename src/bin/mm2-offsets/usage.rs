@@ -4,6 +4,7 @@
 //! here without touching the definitions.
 
 use super::args::{ApplyArgs, Command, ConnectionArgs, FailbackArgs, OutputFormat, TranslateArgs};
+use super::grammar::{format_name, grammar};
 
 // Secrets are refused in `-X`: the command line of a process is readable by every user of the
 // machine (`ps`, /proc/PID/cmdline) and lands in shell history, so a secret there is leaked
@@ -12,16 +13,11 @@ use super::args::{ApplyArgs, Command, ConnectionArgs, FailbackArgs, OutputFormat
 
 /// Checks what clap cannot express: combinations that would be ignored, and secrets on argv.
 pub fn check(command: &Command) -> Result<(), String> {
+    output_format(command)?;
     match command {
         Command::Translate(args) => translate_usage(args),
         Command::Topics(args) | Command::Upstream(args) => {
             connection(&args.connection)?;
-            if args.output == OutputFormat::ResetCsv {
-                return Err(
-                    "-o reset-csv is only for translate; this command prints table, json or csv"
-                        .to_string(),
-                );
-            }
             Ok(())
         }
         Command::Apply(args) => {
@@ -37,12 +33,6 @@ pub fn check(command: &Command) -> Result<(), String> {
             args.sources
                 .iter()
                 .try_for_each(|alias| source_alias(alias))?;
-            if !matches!(args.output, OutputFormat::Table | OutputFormat::Json) {
-                return Err(format!(
-                    "verify prints -o table or -o json, not -o {}",
-                    format_name(args.output)
-                ));
-            }
             if !args.select.selects_anything() {
                 return Err(
                     "no groups selected: pass --group, --group-regex, --groups-file or --all-groups"
@@ -82,10 +72,10 @@ fn translate_usage(args: &TranslateArgs) -> Result<(), String> {
     args.sources
         .iter()
         .try_for_each(|alias| source_alias(alias))?;
-    if args.output_dir.is_some() && args.output != OutputFormat::ResetCsv {
+    if args.output_dir.is_some() && args.output.format != OutputFormat::ResetCsv {
         return Err(format!(
             "--output-dir is only used by -o reset-csv, not -o {}",
-            format_name(args.output)
+            format_name(args.output.format)
         ));
     }
     precise_usage(&args.precise, args)
@@ -105,10 +95,10 @@ fn precise_usage(p: &super::args::PreciseArgs, args: &TranslateArgs) -> Result<(
         if p.from_source_offsets {
             return Err("--offsets-file translates the file's positions; --from-source-offsets reads groups' offsets: use one".to_string());
         }
-        if args.select.selects_anything() || args.fail_on_missing_groups {
+        if args.select.selects_anything() || args.run.fail_on_missing_groups {
             return Err("--offsets-file translates the file's positions, not consumer groups: drop --group, --group-regex, --groups-file, --all-groups and --fail-on-missing-groups".to_string());
         }
-        if args.output == OutputFormat::ResetCsv {
+        if args.output.format == OutputFormat::ResetCsv {
             return Err("-o reset-csv writes one file per group; the positions of --offsets-file belong to none: use -o csv".to_string());
         }
     }
@@ -116,19 +106,12 @@ fn precise_usage(p: &super::args::PreciseArgs, args: &TranslateArgs) -> Result<(
 }
 
 /// The checks of `failback`: both connections (the backup's too with `--plan`: the plan's rows
-/// are derived again from it), the aliases, a selection unless a plan is given, table or JSON
-/// output.
+/// are derived again from it), the aliases, a selection unless a plan is given.
 fn failback_usage(args: &FailbackArgs) -> Result<(), String> {
     connection(&args.connection)?;
     source_alias(&args.source)?;
     if let Some(target) = &args.connection.target {
         source_alias(target).map_err(|e| e.replace("--source", "--target"))?;
-    }
-    if !matches!(args.output, OutputFormat::Table | OutputFormat::Json) {
-        return Err(format!(
-            "failback prints its plan as -o table or -o json, not -o {}",
-            format_name(args.output)
-        ));
     }
     if args.plan.is_none() && !args.select.selects_anything() {
         return Err(
@@ -160,6 +143,7 @@ fn failback_usage(args: &FailbackArgs) -> Result<(), String> {
             (args.syncs_topic.is_some(), "--syncs-topic"),
             (args.match_records, "--match-records"),
             (args.plan_out.is_some(), "--plan-out"),
+            (args.run.fail_on_missing_groups, "--fail-on-missing-groups"),
         ]
         .into_iter()
         .filter_map(|(set, flag)| set.then_some(flag))
@@ -205,7 +189,7 @@ fn apply_usage(args: &ApplyArgs) -> Result<(), String> {
         (t.select.all_groups, "--all-groups"),
         (!t.sources.is_empty(), "--source"),
         (t.allow_partial, "--allow-partial"),
-        (t.fail_on_missing_groups, "--fail-on-missing-groups"),
+        (t.run.fail_on_missing_groups, "--fail-on-missing-groups"),
         (t.output_dir.is_some(), "--output-dir"),
         (p.precise, "--precise"),
         (
@@ -261,13 +245,28 @@ fn source_alias(alias: &str) -> Result<(), String> {
     Ok(())
 }
 
-fn format_name(format: OutputFormat) -> &'static str {
-    match format {
-        OutputFormat::Table => "table",
-        OutputFormat::Json => "json",
-        OutputFormat::Csv => "csv",
-        OutputFormat::ResetCsv => "reset-csv",
+/// `-o` is one of the values the command prints (`grammar::COMMANDS`). `grammar::command`'s
+/// parser already refuses the others; this holds for a `Cli` parsed without it too.
+fn output_format(command: &Command) -> Result<(), String> {
+    let (name, format) = match command {
+        Command::Translate(a) => ("translate", a.output.format),
+        Command::Apply(a) => ("apply", a.translate.output.format),
+        Command::Failback(a) => ("failback", a.output.format),
+        Command::Verify(a) => ("verify", a.output.format),
+        Command::Topics(a) => ("topics", a.output.format),
+        Command::Upstream(a) => ("upstream", a.output.format),
+        Command::Watch(_) | Command::Completions { .. } | Command::Man => return Ok(()),
+    };
+    let formats = grammar(name).map_or(&[][..], |g| g.formats);
+    if formats.contains(&format) {
+        return Ok(());
     }
+    let names: Vec<&str> = formats.iter().map(|f| format_name(*f)).collect();
+    Err(format!(
+        "{name} prints -o {}, not -o {}",
+        names.join(", -o "),
+        format_name(format)
+    ))
 }
 
 fn connection(args: &ConnectionArgs) -> Result<(), String> {

@@ -1,7 +1,7 @@
 //! `mm2-offsets apply`: translate, plan the commits on the target, print the plan, and with
 //! `--execute` commit it. Dry run by default.
 
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 
 use mm2_offsets::apply::{
     self, ApplyOptions, ApplyPlan, ApplyReport, CommitState, GroupOutcome, GroupStatus, PlanInput,
@@ -12,7 +12,7 @@ use mm2_offsets::select::GroupSelector;
 use mm2_offsets::translate::Translation;
 
 use crate::args::{ApplyArgs, OutputFormat};
-use crate::exit::{EXIT_ERROR, EXIT_INCOMPLETE, EXIT_OK, EXIT_USAGE, Stop, output_failed};
+use crate::exit::{EXIT_ERROR, EXIT_INCOMPLETE, EXIT_OK, Stop, output_failed};
 use crate::session;
 
 /// The largest plan file read: a plan row is about 400 bytes, so this holds some 600,000
@@ -24,14 +24,7 @@ const MAX_PLAN_BYTES: u64 = 256 << 20;
 pub(crate) async fn run(args: ApplyArgs) -> Result<i32, Stop> {
     // --timeout is the budget of the whole run: connecting, reading the checkpoints, planning,
     // the re-checks, the commits and the read-back all spend from this one deadline.
-    let deadline = Deadline::after(args.translate.timeout);
-    if !matches!(
-        args.translate.output,
-        OutputFormat::Table | OutputFormat::Json
-    ) {
-        eprintln!("error: apply prints its plan as -o table or -o json");
-        return Ok(EXIT_USAGE);
-    }
+    let deadline = Deadline::after(args.translate.run.timeout);
     let p = &args.translate.precise;
     let options = ApplyOptions {
         rules: VerdictRules {
@@ -67,7 +60,8 @@ pub(crate) async fn run(args: ApplyArgs) -> Result<i32, Stop> {
             } else {
                 session::read_translation(&args.translate, groups, &deadline, commits).await?
             };
-            if let Some(code) = missing_groups(&translation, args.translate.fail_on_missing_groups)
+            if let Some(code) =
+                missing_groups(&translation, args.translate.run.fail_on_missing_groups)
             {
                 return Ok(code);
             }
@@ -106,10 +100,18 @@ pub(crate) async fn run(args: ApplyArgs) -> Result<i32, Stop> {
     // Buffered: stdout is line-buffered, and a pretty plan of thousands of groups has hundreds
     // of thousands of lines (one write each).
     let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
-    let written = match args.translate.output {
+    let written = match args.translate.output.format {
         OutputFormat::Json => {
             crate::answer_json::write_answer(&mut out, args.execute, &plan, report.as_ref())
         }
+        OutputFormat::Csv => crate::plan_csv::write(
+            &mut out,
+            &plan,
+            report.as_ref(),
+            true,
+            None,
+            std::io::stdout().is_terminal(),
+        ),
         _ => write_table(&mut out, &plan, report.as_ref()),
     };
     // The stderr summary says what was written even when stdout's reader went away (`| head`):
@@ -193,7 +195,7 @@ async fn saved_plan(
             budget,
             (&text, path),
             flags,
-            t.output,
+            t.output.format,
             options,
         )
         .await?;
@@ -289,7 +291,20 @@ pub(crate) fn write_table(
     plan: &ApplyPlan,
     report: Option<&ApplyReport>,
 ) -> std::io::Result<()> {
-    for (source, age) in &plan.heartbeat_age_ms {
+    write_table_of(out, plan, report, true)
+}
+
+/// [`write_table`]; `from_checkpoints`: the plan's rows come from MirrorMaker 2's checkpoints,
+/// so heartbeats and checkpoint ages say something about them (not in a failback, whose rows
+/// come from the backup's committed offsets).
+pub(crate) fn write_table_of(
+    out: &mut dyn Write,
+    plan: &ApplyPlan,
+    report: Option<&ApplyReport>,
+    from_checkpoints: bool,
+) -> std::io::Result<()> {
+    let heartbeats = plan.heartbeat_age_ms.iter().filter(|_| from_checkpoints);
+    for (source, age) in heartbeats {
         match age {
             Some(ms) => writeln!(out, "heartbeat from {}: {} ms ago", esc(source), ms)?,
             None => writeln!(
@@ -299,21 +314,25 @@ pub(crate) fn write_table(
             )?,
         }
     }
-    let mut rows = vec![
-        [
-            "GROUP",
-            "TOPIC",
-            "PARTITION",
-            "CURRENT",
-            "OFFSET",
-            "LOG",
-            "VERDICT",
-            "AGE_MS",
-            "RESULT",
-        ]
-        .map(String::from)
-        .to_vec(),
-    ];
+    let mut header = [
+        "GROUP",
+        "TOPIC",
+        "PARTITION",
+        "CURRENT",
+        "OFFSET",
+        "LOG",
+        "VERDICT",
+        "AGE_MS",
+        "RESULT",
+    ]
+    .map(String::from)
+    .to_vec();
+    // The AGE_MS column (the checkpoint's age) is the 8th.
+    const AGE_COLUMN: usize = 7;
+    if !from_checkpoints {
+        header.remove(AGE_COLUMN);
+    }
+    let mut rows = vec![header];
     for g in &plan.groups {
         let result = report.and_then(|r| r.groups.iter().find(|x| x.group == g.group));
         for p in &g.partitions {
@@ -361,7 +380,7 @@ pub(crate) fn write_table(
                         .map(|d| format!("changed: {}", esc(d)))
                 })
                 .unwrap_or_else(|| "-".to_string());
-            rows.push(vec![
+            let mut row = vec![
                 esc(&g.group),
                 esc(&p.topic),
                 p.partition.to_string(),
@@ -371,7 +390,11 @@ pub(crate) fn write_table(
                 verdict,
                 p.checkpoint_age_ms.to_string(),
                 outcome,
-            ]);
+            ];
+            if !from_checkpoints {
+                row.remove(AGE_COLUMN);
+            }
+            rows.push(row);
         }
     }
     crate::output::write_aligned(out, &rows)?;
@@ -391,10 +414,14 @@ pub(crate) fn write_table(
                 |t| format!("{} group", esc(t)),
             ),
         };
-        let state = format!(
-            "{state}, {} member(s), oldest checkpoint {} ms",
-            g.members, g.oldest_checkpoint_age_ms
-        );
+        let state = if from_checkpoints {
+            format!(
+                "{state}, {} member(s), oldest checkpoint {} ms",
+                g.members, g.oldest_checkpoint_age_ms
+            )
+        } else {
+            format!("{state}, {} member(s)", g.members)
+        };
         let outcome = report
             .and_then(|r| r.groups.iter().find(|x| x.group == g.group))
             .map(|r| match &r.outcome {

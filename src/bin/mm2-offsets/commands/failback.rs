@@ -80,7 +80,7 @@ pub(crate) async fn run(args: FailbackArgs) -> Result<i32, Stop> {
     };
     // --timeout is the budget of the whole run: connecting to both clusters, the reverse
     // translation, the plan, the re-checks, the commits and the read-back.
-    let budget = Deadline::after(args.timeout);
+    let budget = Deadline::after(args.run.timeout);
     let (plan, failback, binding, report) = match &args.plan {
         Some(path) => match saved_plan(&args, path, &budget, &options).await? {
             Ok(done) => done,
@@ -116,6 +116,14 @@ pub(crate) async fn run(args: FailbackArgs) -> Result<i32, Stop> {
                 &options,
             )
             .await?;
+            if args.run.fail_on_missing_groups && !failback.missing_groups.is_empty() {
+                // Each is named on stderr already (report_translation).
+                eprintln!(
+                    "error: {} requested group(s) have no committed offset on the backup (--fail-on-missing-groups): nothing written",
+                    failback.missing_groups.len()
+                );
+                return Ok(EXIT_ERROR);
+            }
             if let Some(path) = &args.plan_out {
                 let doc = document(&plan, &failback, &binding)?;
                 let json = serde_json::to_string_pretty(&doc).map_err(|e| e.to_string())?;
@@ -148,7 +156,7 @@ pub(crate) async fn run(args: FailbackArgs) -> Result<i32, Stop> {
     let mut doc = document(&plan, &failback, &binding)?;
     let notes = notes_in(&doc);
     let mut out = std::io::stdout().lock();
-    let written = match args.output {
+    let written = match args.output.format {
         OutputFormat::Json => {
             let mut full = serde_json::json!({
                 "schema_version": apply::PLAN_SCHEMA_VERSION,
@@ -166,6 +174,37 @@ pub(crate) async fn run(args: FailbackArgs) -> Result<i32, Stop> {
             serde_json::to_writer(&mut out, &full)
                 .map_err(std::io::Error::other)
                 .and_then(|_| writeln!(out))
+        }
+        OutputFormat::Csv => {
+            let terminal = std::io::IsTerminal::is_terminal(&std::io::stdout());
+            let cells = |group: &str, topic: &str, partition: i32| {
+                let key = (group.to_string(), topic.to_string(), partition);
+                notes.get(&key).map_or_else(
+                    || ",,,,".to_string(),
+                    |n| {
+                        format!(
+                            ",{},{},{},{},{}",
+                            crate::plan_csv::field(&n.from_topic, terminal),
+                            n.from_offset,
+                            n.safe_offset,
+                            n.rule,
+                            n.unmatched.as_deref().unwrap_or("")
+                        )
+                    },
+                )
+            };
+            let extra = crate::plan_csv::Extra {
+                header: ",from_topic,from_offset,safe_offset,rule,unmatched",
+                cells: &cells,
+            };
+            crate::plan_csv::write(
+                &mut out,
+                &plan,
+                report.as_ref(),
+                false,
+                Some(extra),
+                terminal,
+            )
         }
         _ => write_table(&mut out, &plan, &notes, report.as_ref(), &failback),
     };
@@ -720,7 +759,9 @@ fn write_table(
         )?;
     }
     writeln!(out)?;
-    super::apply::write_table(out, plan, report)
+    // Neither heartbeats nor checkpoint ages: a failback's rows come from the backup's
+    // committed offsets, not from MirrorMaker 2's checkpoints.
+    super::apply::write_table_of(out, plan, report, false)
 }
 
 /// The name of why a row was not failed back.

@@ -3,15 +3,14 @@
 
 use std::io::Write;
 
-use clap::CommandFactory;
 use clap_complete::Shell;
 
-use crate::args::Cli;
 use crate::exit::EXIT_OK;
+use crate::grammar;
 
 /// Writes the completion script for `shell`.
 pub fn completions(shell: Shell, out: &mut dyn Write) -> Result<i32, String> {
-    let mut command = Cli::command();
+    let mut command = grammar::command();
     let name = command.get_name().to_string();
     // clap_complete panics when its writer fails (a closed pipe): generate into memory, then
     // write with an error of our own.
@@ -25,7 +24,7 @@ pub fn completions(shell: Shell, out: &mut dyn Write) -> Result<i32, String> {
 
 /// Writes the man page of the command and, after it, one section per subcommand, in roff.
 pub fn man_page(out: &mut dyn Write) -> Result<i32, String> {
-    let command = Cli::command();
+    let command = grammar::command();
     let write_error = |e: std::io::Error| format!("cannot write the man page: {e}");
     clap_mangen::Man::new(command.clone())
         .render(out)
@@ -39,6 +38,8 @@ pub fn man_page(out: &mut dyn Write) -> Result<i32, String> {
         page.render_synopsis_section(out).map_err(write_error)?;
         page.render_description_section(out).map_err(write_error)?;
         page.render_options_section(out).map_err(write_error)?;
+        // after_help: the examples, the exit codes and where the book is.
+        page.render_extra_section(out).map_err(write_error)?;
     }
     out.flush().map_err(write_error)?;
     Ok(EXIT_OK)

@@ -44,7 +44,7 @@ pub async fn run(args: TopologyArgs) -> Result<i32, Stop> {
         .collect();
     output::write_listing(
         &mut std::io::stdout().lock(),
-        args.output,
+        args.output.format,
         ["KIND", "TOPIC"],
         &rows,
         &serde_json::Value::Object(doc),

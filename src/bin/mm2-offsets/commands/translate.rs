@@ -14,7 +14,7 @@ use crate::{escape, output, progress, reset_files, session};
 
 pub async fn run(args: TranslateArgs) -> Result<i32, Stop> {
     // --timeout is the budget of the whole run.
-    let budget = Deadline::after(args.timeout);
+    let budget = Deadline::after(args.run.timeout);
     let groups = if args.precise.offsets_file.is_some() {
         // The file's positions are translated, no group's.
         GroupSelector::ids(Vec::<String>::new())
@@ -28,7 +28,7 @@ pub async fn run(args: TranslateArgs) -> Result<i32, Stop> {
         let (client, request, progress) =
             session::prepare_read(&args, groups, &budget, None).await?;
         let (complete, missing) = {
-            let _line = progress::ProgressLine::start(progress, !args.no_progress);
+            let _line = progress::ProgressLine::start(progress, !args.run.no_progress);
             session::precise::run(&args, &client, &request).await?
         };
         // --precise names and counts missing groups as the plain translation does: a runbook
@@ -54,7 +54,7 @@ fn exit_code(args: &TranslateArgs, missing: &[String], complete: bool) -> i32 {
             "warning: group {group:?} was requested but has no checkpoints in the sources read"
         );
     }
-    if !missing.is_empty() && args.fail_on_missing_groups {
+    if !missing.is_empty() && args.run.fail_on_missing_groups {
         eprintln!(
             "error: {} requested group(s) not found (--fail-on-missing-groups)",
             missing.len()
@@ -82,19 +82,19 @@ fn print_translation(args: &TranslateArgs, translation: &Translation) -> Result<
 fn print_answer(args: &TranslateArgs, translation: &Translation) -> Result<(), Stop> {
     // The large answers are formatted here and written by a thread of their own, so that the
     // copy into a pipe and the formatting of the next chunk overlap.
-    let background = match args.output {
+    let background = match args.output.format {
         OutputFormat::Json | OutputFormat::Csv => output::background_stdout(),
         _ => None,
     };
     if let Some(w) = background {
-        let written = match args.output {
+        let written = match args.output.format {
             OutputFormat::Json => output::write_json_to(w, translation),
             _ => output::write_csv_to(w, translation, std::io::stdout().is_terminal()),
         };
         return written.map_err(output_failed);
     }
     let mut out = unbuffered_stdout();
-    let written = match args.output {
+    let written = match args.output.format {
         OutputFormat::Table => output::write_table(&mut out, translation),
         OutputFormat::Json => output::write_json(&mut out, translation),
         OutputFormat::Csv => {

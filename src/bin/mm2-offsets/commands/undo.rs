@@ -102,6 +102,7 @@ pub(crate) async fn run_file(
                 .map_err(std::io::Error::other)
                 .and_then(|_| writeln!(out))
         }
+        OutputFormat::Csv => write_csv(&mut out, &report),
         _ => write_table(&mut out, &report),
     };
     let printed = written.and_then(|_| out.flush());
@@ -113,6 +114,35 @@ pub(crate) async fn run_file(
 
 fn opt(value: Option<i64>) -> String {
     value.map_or_else(|| "none".to_string(), |v| v.to_string())
+}
+
+/// `-o csv`: one row per partition, the table's columns (strings exact, escaped on a terminal).
+fn write_csv(out: &mut dyn Write, report: &UndoReport) -> std::io::Result<()> {
+    let terminal = std::io::IsTerminal::is_terminal(&std::io::stdout());
+    let text = |s: &str| crate::plan_csv::field(s, terminal);
+    let num = |v: Option<i64>| v.map_or_else(String::new, |v| v.to_string());
+    writeln!(
+        out,
+        "group,topic,partition,written,found,restore,state,error,skipped"
+    )?;
+    for g in &report.groups {
+        for p in &g.partitions {
+            writeln!(
+                out,
+                "{},{},{},{},{},{},{},{},{}",
+                text(&g.group),
+                text(&p.topic),
+                p.partition,
+                p.written,
+                num(p.found),
+                num(p.before),
+                name(p.state),
+                text(p.error.as_deref().unwrap_or("")),
+                text(g.skipped.as_deref().unwrap_or("")),
+            )?;
+        }
+    }
+    Ok(())
 }
 
 fn write_table(out: &mut dyn Write, report: &UndoReport) -> std::io::Result<()> {

@@ -31,7 +31,7 @@ pub async fn run(args: TopologyArgs) -> Result<i32, Stop> {
         .collect();
     output::write_listing(
         &mut std::io::stdout().lock(),
-        args.output,
+        args.output.format,
         ["CLUSTER", "HOPS"],
         &rows,
         &serde_json::json!({ "upstream_clusters": doc }),

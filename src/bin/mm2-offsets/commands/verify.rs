@@ -3,7 +3,7 @@
 //! (records re-read), ahead (records skipped) or unknown. Exit 0 when nothing is ahead or
 //! unknown, 1 when a partition is ahead (or on error), 3 when some are unknown.
 
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 
 use mm2_offsets::client::{Deadline, IsolationLevel};
 use mm2_offsets::precise::Syncs;
@@ -21,7 +21,7 @@ pub async fn run(args: VerifyArgs) -> Result<i32, Stop> {
         Ok(groups) => groups,
         Err(code) => return Ok(code),
     };
-    let budget = Deadline::after(args.timeout);
+    let budget = Deadline::after(args.run.timeout);
     let settings = crate::connection::settings(&args.connection)?;
     let client = session::connect(settings, budget.remaining()).await?;
     let sources = if args.sources.is_empty() {
@@ -40,22 +40,49 @@ pub async fn run(args: VerifyArgs) -> Result<i32, Stop> {
             .await?;
     let source_client =
         session::precise::source_cluster(&args.syncs, Some(&syncs.client), &budget).await?;
+    let requested: Vec<String> = groups.ids_requested().map(str::to_string).collect();
     let mut request = TranslateRequest::new(source.clone(), groups);
     request.isolation = IsolationLevel::ReadUncommitted;
     request.timeout = budget.remaining();
     request.max_bytes_per_fetch = args.max_fetch_bytes;
+    // The progress line follows the checkpoint read, as translate's does.
+    let progress = std::sync::Arc::new(mm2_offsets::translate::ReadProgress::default());
+    request.progress = Some(progress.clone());
     let options = MatchOptions {
         max_fetch_bytes: args.max_fetch_bytes,
         ..MatchOptions::default()
     };
     let topic = syncs.topic.clone();
-    let rows = client
-        .verify(&request, Syncs::Topic(syncs), &source_client, options)
-        .await
-        .map_err(|e| format!("{} (offset-syncs topic {topic})", crate::hints::explain(&e)))?;
+    let rows = {
+        let _line = crate::progress::ProgressLine::start(progress, !args.run.no_progress);
+        client
+            .verify(&request, Syncs::Topic(syncs), &source_client, options)
+            .await
+            .map_err(|e| format!("{} (offset-syncs topic {topic})", crate::hints::explain(&e)))?
+    };
+    // A group asked for by id with no row: nothing committed on either cluster, no checkpoint.
+    let missing: Vec<String> = requested
+        .iter()
+        .filter(|id| !rows.iter().any(|r| &r.group == *id))
+        .map(|id| format!("{:?}", crate::escape::for_terminal(id)))
+        .collect();
+    if !missing.is_empty() {
+        if args.run.fail_on_missing_groups {
+            eprintln!(
+                "error: group(s) {} have no committed offset on either cluster and no checkpoint (--fail-on-missing-groups)",
+                missing.join(", ")
+            );
+            return Ok(EXIT_ERROR);
+        }
+        eprintln!(
+            "warning: group(s) {} have no committed offset on either cluster and no checkpoint: nothing to verify",
+            missing.join(", ")
+        );
+    }
     let mut out = std::io::stdout().lock();
-    let written = match args.output {
+    let written = match args.output.format {
         OutputFormat::Json => write_json(&mut out, &rows),
+        OutputFormat::Csv => write_csv(&mut out, &rows, std::io::stdout().is_terminal()),
         _ => write_table(&mut out, &rows),
     };
     written.and_then(|_| out.flush()).map_err(output_failed)?;
@@ -85,6 +112,34 @@ fn write_json(out: &mut dyn Write, rows: &[VerifyRow]) -> std::io::Result<()> {
     let doc = serde_json::json!({ "schema_version": 1, "rows": rows });
     serde_json::to_writer(&mut *out, &doc).map_err(std::io::Error::other)?;
     writeln!(out)
+}
+
+/// One CSV row per partition, the JSON rows' fields in their order (RFC 4180 quoting; strings
+/// from the cluster exact, escaped only on a `terminal`, as translate -o csv).
+fn write_csv(out: &mut dyn Write, rows: &[VerifyRow], terminal: bool) -> std::io::Result<()> {
+    let text = |s: &str| crate::plan_csv::field(s, terminal);
+    let num = |v: Option<i64>| v.map_or_else(String::new, |v| v.to_string());
+    writeln!(
+        out,
+        "group,topic,partition,offset,source_offset,verdict,records,at_least,exact_offset,reason"
+    )?;
+    for r in rows {
+        writeln!(
+            out,
+            "{},{},{},{},{},{},{},{},{},{}",
+            text(&r.group),
+            text(&r.topic),
+            r.partition,
+            num(r.offset),
+            num(r.source_offset),
+            r.verdict.name(),
+            num(r.records),
+            r.at_least,
+            num(r.exact_offset),
+            text(r.reason.as_deref().unwrap_or("")),
+        )?;
+    }
+    Ok(())
 }
 
 fn write_table(out: &mut dyn Write, rows: &[VerifyRow]) -> std::io::Result<()> {

@@ -189,7 +189,7 @@ pub async fn read_translation(
 ) -> Result<(MirrorClient, Translation, Vec<String>), String> {
     let (client, request, progress) = prepare_read(args, groups, budget, commits).await?;
     let translation = {
-        let _line = progress::ProgressLine::start(progress, !args.no_progress);
+        let _line = progress::ProgressLine::start(progress, !args.run.no_progress);
         client.translate(&request).await
     };
     let translation = match translation {
@@ -220,7 +220,7 @@ pub async fn read_checkpoints(
     request.allow_partial = false;
     request.max_bytes_per_fetch = args.max_fetch_bytes;
     request.progress = Some(progress.clone());
-    let _line = progress::ProgressLine::start(progress, !args.no_progress);
+    let _line = progress::ProgressLine::start(progress, !args.run.no_progress);
     client
         .translate(&request)
         .await

@@ -127,7 +127,7 @@ pub async fn run(
 ) -> Result<(bool, Vec<String>), String> {
     let precise = read(args, client, request).await?;
     let mut out = io::stdout().lock();
-    let written = match args.output {
+    let written = match args.output.format {
         OutputFormat::Table => write_table(&mut out, &precise),
         OutputFormat::Json => write_json(&mut out, &precise),
         OutputFormat::Csv => write_csv(&mut out, &precise, io::stdout().is_terminal()),
@@ -165,7 +165,7 @@ pub async fn read_for_apply(
 ) -> Result<(MirrorClient, Translation, Vec<String>), String> {
     let (client, request, progress) = super::prepare_read(args, groups, budget, commits).await?;
     let precise = {
-        let _line = crate::progress::ProgressLine::start(progress, !args.no_progress);
+        let _line = crate::progress::ProgressLine::start(progress, !args.run.no_progress);
         read(args, &client, &request).await?
     };
     if !precise.syncs_report.complete {

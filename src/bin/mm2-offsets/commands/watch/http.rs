@@ -20,7 +20,7 @@ use mm2_offsets::watch::{ApplyLoop, SharedSnapshot, Snapshot, Watcher};
 use super::body::{Body, accepts_gzip};
 use super::documents::{self, Cache, Document, METRICS_REUSE};
 use super::metrics;
-use super::request::percent_decode;
+use super::request::{Route, endpoint_paths, percent_decode, route};
 
 /// How long a large response may take to send, whatever the client's pace.
 const LARGE_RESPONSE_DEADLINE: Duration = Duration::from_secs(120);
@@ -136,15 +136,15 @@ impl App {
             return response;
         }
         let path = request.uri().path();
-        match path {
-            "/healthz" => reply(StatusCode::OK, "text/plain; charset=utf-8", "ok\n"),
-            "/readyz" => self.readyz(authorized),
-            "/metrics" | "/offsets" => {
+        match route(path) {
+            Some(Route::Healthz) => reply(StatusCode::OK, "text/plain; charset=utf-8", "ok\n"),
+            Some(Route::Readyz) => self.readyz(authorized),
+            Some(large @ (Route::Metrics | Route::Offsets)) => {
                 let Ok(permit) = self.large.clone().try_acquire_owned() else {
                     return unavailable("too many large responses in flight; retry later");
                 };
                 let gzip = accepts_gzip(request.headers());
-                let result = if path == "/metrics" {
+                let result = if large == Route::Metrics {
                     self.metrics(gzip).await
                 } else {
                     self.offsets(gzip).await
@@ -160,7 +160,7 @@ impl App {
                 let (parts, body) = response.into_parts();
                 Response::from_parts(parts, body.holding((permit, document)))
             }
-            "/precise/offsets" => match &self.precise {
+            Some(Route::PreciseOffsets) => match &self.precise {
                 Some(precise) => {
                     // As /offsets: a large document, within the same cap, built from the map
                     // every reader shares.
@@ -175,28 +175,26 @@ impl App {
                 }
                 None => json_error(StatusCode::NOT_FOUND, "start watch with --precise"),
             },
-            _ => match path.strip_prefix("/offsets/") {
-                Some(segment) => match percent_decode(segment) {
-                    Some(group) => {
-                        let shared = self.watcher.shared_snapshot().await;
-                        match group_document(&shared, &group) {
-                            Some(body) => reply(StatusCode::OK, JSON, body),
-                            None => json_error(
-                                StatusCode::NOT_FOUND,
-                                &format!("no translated offsets for group {group:?}"),
-                            ),
-                        }
+            Some(Route::Group(segment)) => match percent_decode(segment) {
+                Some(group) => {
+                    let shared = self.watcher.shared_snapshot().await;
+                    match group_document(&shared, &group) {
+                        Some(body) => reply(StatusCode::OK, JSON, body),
+                        None => json_error(
+                            StatusCode::NOT_FOUND,
+                            &format!("no translated offsets for group {group:?}"),
+                        ),
                     }
-                    None => json_error(
-                        StatusCode::BAD_REQUEST,
-                        "the group id is not valid percent-encoded UTF-8",
-                    ),
-                },
+                }
                 None => json_error(
-                    StatusCode::NOT_FOUND,
-                    "not found: /metrics, /offsets, /offsets/GROUP, /precise/offsets, /healthz, /readyz",
+                    StatusCode::BAD_REQUEST,
+                    "the group id is not valid percent-encoded UTF-8",
                 ),
             },
+            None => json_error(
+                StatusCode::NOT_FOUND,
+                &format!("not found: {}", endpoint_paths()),
+            ),
         }
     }
 

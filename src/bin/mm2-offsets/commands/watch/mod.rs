@@ -9,7 +9,7 @@ mod http;
 mod metrics;
 mod precise;
 mod reload;
-mod request;
+pub(crate) mod request;
 mod server;
 mod tls;
 mod web_config;
@@ -65,6 +65,31 @@ fn log_run(run: &TickReport) {
     }
 }
 
+/// `--fail-on-missing-groups`: the groups asked for by id that have no checkpoints once the
+/// first full read is done (within `timeout`), escaped for the terminal.
+async fn missing_after_first_read(
+    watcher: &Watcher,
+    timeout: Duration,
+) -> Result<Vec<String>, String> {
+    // Ready (first read done and the tail live) within the start budget; a first read that
+    // does not end in time cannot say which groups are missing.
+    if !watcher.wait_ready(timeout).await && !watcher.status().first_read_done {
+        return Err(format!(
+            "--fail-on-missing-groups: the first full read was not done within --timeout {}",
+            humantime::format_duration(timeout)
+        ));
+    }
+    let shared = watcher.shared_snapshot().await;
+    let found = shared.map.translation.groups();
+    Ok(watcher
+        .options()
+        .groups
+        .ids_requested()
+        .filter(|id| !found.contains(id))
+        .map(|id| format!("{:?}", for_terminal(id)))
+        .collect())
+}
+
 pub async fn run(args: WatchArgs) -> Result<i32, String> {
     let groups = session::selector(&args.select)?;
     let settings = crate::connection::settings(&args.connection)?;
@@ -73,9 +98,9 @@ pub async fn run(args: WatchArgs) -> Result<i32, String> {
         Some(_) => settings.for_commits(mm2_offsets::apply::ApplyOptions::default().concurrency),
         None => settings,
     };
-    let client = session::connect(settings, args.timeout).await?;
+    let client = session::connect(settings, args.run.timeout).await?;
     let sources = if args.sources.is_empty() {
-        session::discover_sources(&client, args.timeout).await?
+        session::discover_sources(&client, args.run.timeout).await?
     } else {
         args.sources.clone()
     };
@@ -88,7 +113,7 @@ pub async fn run(args: WatchArgs) -> Result<i32, String> {
     options.isolation = isolation;
     options.max_wait = args.poll;
     options.max_bytes_per_fetch = args.max_fetch_bytes;
-    options.start_timeout = args.timeout;
+    options.start_timeout = args.run.timeout;
     // Live while a Fetch answered within a few polls (the broker answers an idle long poll
     // after `poll`), with room for a slow broker.
     options.live_window = args.poll * 3 + Duration::from_secs(5);
@@ -148,11 +173,22 @@ pub async fn run(args: WatchArgs) -> Result<i32, String> {
             .collect::<Vec<_>>()
             .join(", ")
     );
+    if args.run.fail_on_missing_groups {
+        let missing = missing_after_first_read(&watcher, args.run.timeout).await?;
+        if !missing.is_empty() {
+            eprintln!(
+                "error: no checkpoints for group(s) {} once the first full read was done (--fail-on-missing-groups)",
+                missing.join(", ")
+            );
+            watcher.stop().await;
+            return Ok(crate::exit::EXIT_ERROR);
+        }
+    }
     let precise = precise::start(&args, &client, &watcher.options().sources).await?;
     let apply = args.apply_interval.map(|interval| {
         let mut options = ApplyLoopOptions::new(interval);
         // One budget for each run: plan, re-checks, commits and read-back.
-        options.tick_timeout = args.timeout;
+        options.tick_timeout = args.run.timeout;
         // Applied only from a map caught up within the readiness window: as fresh as /readyz
         // demands of a live tail.
         options.max_map_age = live_window;

@@ -44,7 +44,7 @@ pub async fn start(
         &args.connection,
         client,
         source,
-        &mm2_offsets::client::Deadline::after(args.timeout),
+        &mm2_offsets::client::Deadline::after(args.run.timeout),
     )
     .await?;
     let snapshot_path = match &p.state_dir {
@@ -65,7 +65,7 @@ pub async fn start(
         snapshot_path: snapshot_path.clone(),
         snapshot_interval: p.snapshot_interval,
         max_wait: args.poll,
-        start_timeout: args.timeout,
+        start_timeout: args.run.timeout,
     })
     .await
     .map_err(|e| format!("offset-syncs topic {}: {e}", for_terminal(&syncs.topic)))?;

@@ -1,7 +1,97 @@
-//! The fields of a request that the watch parses itself, from untrusted bytes: the path
-//! segment of `/offsets/GROUP`, the `Authorization: Basic` credentials and `Accept-Encoding`.
-//! Nothing here may panic or allocate beyond its input (the `http_request_fields` fuzz target
-//! includes this file).
+//! The fields of a request that the watch parses itself, from untrusted bytes: the route a
+//! path names (from [`ENDPOINTS`], the one table the router, its 404 and `watch --help` read),
+//! the path segment of `/offsets/GROUP`, the `Authorization: Basic` credentials and
+//! `Accept-Encoding`. Nothing here may panic or allocate beyond its input (the
+//! `http_request_fields` fuzz target includes this file).
+
+/// What a request asks for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Route<'a> {
+    /// Prometheus metrics.
+    Metrics,
+    /// Every group's offsets.
+    Offsets,
+    /// One group's offsets: the raw (still percent-encoded) path segment.
+    Group(&'a str),
+    /// The precise offsets (`--precise`).
+    PreciseOffsets,
+    /// Liveness.
+    Healthz,
+    /// Readiness.
+    Readyz,
+}
+
+impl Route<'_> {
+    /// Liveness and readiness: answered without authentication and beyond the connection cap.
+    pub fn is_health(self) -> bool {
+        matches!(self, Route::Healthz | Route::Readyz)
+    }
+}
+
+/// One endpoint of `watch`: its path (a trailing `GROUP` stands for a path segment), what it
+/// serves, and the route the router gives it.
+pub struct Endpoint {
+    pub path: &'static str,
+    pub serves: &'static str,
+    route: fn(&str) -> Route<'_>,
+}
+
+/// Every endpoint `watch` serves, in the order `--help` lists them. The router ([`route`]) knows
+/// no other path.
+pub const ENDPOINTS: &[Endpoint] = &[
+    Endpoint {
+        path: "/metrics",
+        serves: "Prometheus text format 0.0.4",
+        route: |_| Route::Metrics,
+    },
+    Endpoint {
+        path: "/offsets",
+        serves: "translate -o json's document plus as_of, as_of_ms and ready",
+        route: |_| Route::Offsets,
+    },
+    Endpoint {
+        path: "/offsets/GROUP",
+        serves: "one group's offsets (the id percent-encoded); 404 when the map has none",
+        route: |segment| Route::Group(segment),
+    },
+    Endpoint {
+        path: "/precise/offsets",
+        serves: "with --precise: the precise offsets of the live offset-sync history (404 without)",
+        route: |_| Route::PreciseOffsets,
+    },
+    Endpoint {
+        path: "/healthz",
+        serves: "200 while the process serves (no authentication)",
+        route: |_| Route::Healthz,
+    },
+    Endpoint {
+        path: "/readyz",
+        serves: "200 once the first full read is done and while the tail reaches the brokers, \
+                 503 otherwise (no authentication)",
+        route: |_| Route::Readyz,
+    },
+];
+
+/// The route of `path`, from [`ENDPOINTS`]: an exact path, or a `.../GROUP` endpoint's prefix
+/// followed by the rest of the path, handed over still encoded (a group id may hold a `/`, sent
+/// as is or as `%2F`). `None`: not served (404).
+pub fn route(path: &str) -> Option<Route<'_>> {
+    ENDPOINTS
+        .iter()
+        .find_map(|e| match e.path.strip_suffix("GROUP") {
+            Some(prefix) => path.strip_prefix(prefix).map(e.route),
+            None => (path == e.path).then(|| (e.route)(path)),
+        })
+}
+
+/// The endpoints' paths, comma-separated: the 404's list.
+pub fn endpoint_paths() -> String {
+    ENDPOINTS
+        .iter()
+        .map(|e| e.path)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
 
 /// Decodes a percent-encoded path segment. `None` for a bad escape or bytes that are not UTF-8.
 pub fn percent_decode(segment: &str) -> Option<String> {
@@ -73,6 +163,42 @@ pub fn gzip_accepted<'a>(values: impl Iterator<Item = &'a [u8]>) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_endpoint_routes_and_nothing_else_does() {
+        assert_eq!(route("/metrics"), Some(Route::Metrics));
+        assert_eq!(route("/offsets"), Some(Route::Offsets));
+        assert_eq!(route("/precise/offsets"), Some(Route::PreciseOffsets));
+        assert_eq!(route("/healthz"), Some(Route::Healthz));
+        assert_eq!(route("/readyz"), Some(Route::Readyz));
+        assert_eq!(route("/offsets/a%2Fb"), Some(Route::Group("a%2Fb")));
+        // What watch --help once advertised: a group named "precise", not the precise map.
+        assert_eq!(route("/offsets/precise"), Some(Route::Group("precise")));
+        assert_eq!(route("/offsets/a/b"), Some(Route::Group("a/b")));
+        for unserved in [
+            "/",
+            "/metrics/",
+            "/precise",
+            "/precise/offsets/",
+            "/x",
+            "offsets",
+        ] {
+            assert_eq!(route(unserved), None, "{unserved}");
+        }
+        // Each endpoint of the table reaches a route of its own.
+        let paths: Vec<String> = ENDPOINTS
+            .iter()
+            .map(|e| e.path.replace("GROUP", "g"))
+            .collect();
+        let routes: Vec<_> = paths.iter().map(|p| route(p).unwrap()).collect();
+        for (i, r) in routes.iter().enumerate() {
+            assert!(
+                !routes[..i].contains(r),
+                "{} shares a route",
+                ENDPOINTS[i].path
+            );
+        }
+    }
 
     #[test]
     fn percent_decoding() {

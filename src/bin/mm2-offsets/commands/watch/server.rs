@@ -165,7 +165,7 @@ struct Shared {
 /// headers. `overflow`: the connection is beyond the cap, only health checks are answered.
 async fn respond(shared: &Shared, request: Request<Incoming>, overflow: bool) -> Response<Body> {
     let active = shared.config.borrow().clone();
-    let health = matches!(request.uri().path(), "/healthz" | "/readyz");
+    let health = super::request::route(request.uri().path()).is_some_and(|r| r.is_health());
     let authorized = active.users.is_empty()
         || shared
             .verifier
