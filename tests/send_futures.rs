@@ -148,7 +148,14 @@ fn futures_are_send(
         deadline,
     ));
     send(mirror.plan_apply(translation, options, deadline));
-    send(undo::read_before(kafka, plan, deadline));
+    send(apply::execute_write_ahead(
+        kafka,
+        plan,
+        None,
+        options,
+        deadline,
+        apply::WriteAhead::default(),
+    ));
 
     // client
     send(KafkaClient::connect(ClientConfig::default()));

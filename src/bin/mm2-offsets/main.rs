@@ -20,6 +20,7 @@ mod parse;
 mod progress;
 mod reset_files;
 mod session;
+mod signals;
 mod usage;
 
 use std::io::IsTerminal;
@@ -115,6 +116,7 @@ fn init_logging(verbose: u8) {
 }
 
 async fn run(command: Command) -> Result<i32, Stop> {
+    signals::ignore_file_size_limit();
     match command {
         Command::Translate(args) => commands::translate::run(args).await,
         Command::Apply(args) => commands::apply::run(*args).await,

@@ -32,6 +32,16 @@ pub(crate) async fn run(args: ApplyArgs) -> Result<i32, Stop> {
         eprintln!("error: apply prints its plan as -o table or -o json");
         return Ok(EXIT_USAGE);
     }
+    // The undo file first, before anything is read from the cluster: a place it cannot be
+    // created is found out before any commit could need it.
+    let mut undo_out = match super::undo::open_undo_out(
+        args.undo_out.as_deref(),
+        args.plan_out.as_deref(),
+        args.execute,
+    ) {
+        Ok(undo_out) => undo_out,
+        Err(code) => return Ok(code),
+    };
     let p = &args.translate.precise;
     let options = ApplyOptions {
         rules: VerdictRules {
@@ -49,10 +59,12 @@ pub(crate) async fn run(args: ApplyArgs) -> Result<i32, Stop> {
         ..ApplyOptions::default()
     };
     let (client, plan, report) = match &args.plan {
-        Some(path) => match saved_plan(&args, path, &options, &deadline).await? {
-            Ok(done) => done,
-            Err(code) => return Ok(code),
-        },
+        Some(path) => {
+            match saved_plan(&args, path, &options, undo_out.as_mut(), &deadline).await? {
+                Ok(done) => done,
+                Err(code) => return Ok(code),
+            }
+        }
         None => {
             let groups = match session::group_selection(&args.translate.select) {
                 Ok(groups) => groups,
@@ -83,14 +95,13 @@ pub(crate) async fn run(args: ApplyArgs) -> Result<i32, Stop> {
                     .map_err(|e| format!("cannot write --plan-out {}: {e}", path.display()))?;
             }
             let report = if args.execute {
-                let undo_out = args.undo_out.as_deref();
                 Some(
                     super::undo::execute_with_undo(
                         mirror.kafka(),
                         &plan,
                         None,
                         &options,
-                        undo_out,
+                        undo_out.as_mut(),
                         &deadline,
                     )
                     .await?,
@@ -117,7 +128,7 @@ pub(crate) async fn run(args: ApplyArgs) -> Result<i32, Stop> {
     let printed = written.and_then(|_| out.flush());
     drop(out);
     phase("answer written", &deadline);
-    let code = summarize(&plan, report.as_ref(), args.execute);
+    let code = crate::signals::exit_code(summarize(&plan, report.as_ref(), args.execute));
     printed.map_err(output_failed)?;
     Ok(code)
 }
@@ -175,6 +186,7 @@ async fn saved_plan(
     args: &ApplyArgs,
     path: &std::path::Path,
     options: &ApplyOptions,
+    undo_out: Option<&mut super::undo::UndoOut>,
     budget: &Deadline,
 ) -> Result<Result<(KafkaClient, ApplyPlan, Option<ApplyReport>), i32>, Stop> {
     let shown = crate::escape::for_terminal(&path.display().to_string()).to_string();
@@ -240,7 +252,6 @@ async fn saved_plan(
     .map_err(|e| format!("re-reading the checkpoints --plan {shown} was made from: {e}"))?;
     let client = mirror.kafka().clone();
     if args.execute {
-        let undo_out = args.undo_out.as_deref();
         let report = super::undo::execute_with_undo(
             &client,
             &plan,
