@@ -172,13 +172,18 @@ pub fn run_marker(metadata: &str) -> (&str, Option<&str>) {
 pub struct FileJournal {
     file: File,
     groups: usize,
+    failed: Option<String>,
 }
 
 impl FileJournal {
     /// Creates `path`, which must not exist (`O_CREAT|O_EXCL`: a symlink is not followed).
     pub fn create(path: &Path) -> std::io::Result<Self> {
         let file = OpenOptions::new().write(true).create_new(true).open(path)?;
-        Ok(FileJournal { file, groups: 0 })
+        Ok(FileJournal {
+            file,
+            groups: 0,
+            failed: None,
+        })
     }
 
     /// The groups recorded so far.
@@ -186,9 +191,22 @@ impl FileJournal {
         self.groups
     }
 
+    /// Why a write failed, if one did (the run sent no commit after it).
+    pub fn failed(&self) -> Option<&str> {
+        self.failed.as_deref()
+    }
+
     fn write_lines(&mut self, text: &str) -> std::io::Result<()> {
-        self.file.write_all(text.as_bytes())?;
-        self.file.sync_data()
+        let written = self
+            .file
+            .write_all(text.as_bytes())
+            .and_then(|()| self.file.sync_data());
+        if let Err(e) = &written
+            && self.failed.is_none()
+        {
+            self.failed = Some(e.to_string());
+        }
+        written
     }
 }
 

@@ -122,6 +122,12 @@ pub(crate) async fn execute_with_undo(
     let report =
         apply::execute_write_ahead(client, plan, checkpoints, options, deadline, guard).await;
     let recorded = out.journal.groups();
+    if let Some(why) = out.journal.failed() {
+        eprintln!(
+            "error: the undo file {} could not be written ({why}): no commit was sent after it; the groups not sent say so",
+            shown(&out.path)
+        );
+    }
     if recorded == 0 {
         eprintln!(
             "undo: no group was committed, so {} holds no group to undo",
