@@ -37,11 +37,11 @@ fn send<T: Send>(_: T) {}
 const LISTED: &[&str] = &[
     "src/apply/execute.rs:execute",
     "src/apply/execute.rs:execute_with",
+    "src/apply/execute.rs:execute_write_ahead",
     "src/apply/mod.rs:plan",
     "src/apply/mod.rs:plan_apply",
     "src/apply/recheck.rs:recheck",
     "src/apply/undo.rs:execute_undo",
-    "src/apply/undo.rs:read_before",
     "src/client/cluster.rs:cluster_id",
     "src/client/cluster.rs:connect",
     "src/client/cluster.rs:describe_topic",

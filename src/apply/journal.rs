@@ -51,7 +51,47 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use super::PLAN_SCHEMA_VERSION;
-use super::undo::{UNDO_KIND, UndoGroup};
+
+/// The `kind` of an undo document, which tells it from an apply plan.
+pub const UNDO_KIND: &str = "undo";
+
+/// A committed offset and its metadata.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Committed {
+    /// The offset.
+    pub offset: i64,
+    /// The metadata committed with it.
+    pub metadata: String,
+}
+
+/// One partition to put back.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UndoPartition {
+    /// The topic.
+    pub topic: String,
+    /// The partition.
+    pub partition: i32,
+    /// The topic's id when the run wrote it (`None`: the broker has no topic ids).
+    #[serde(default)]
+    pub topic_id: Option<String>,
+    /// The partition's log end when the run wrote it: on a broker without topic ids, a log end
+    /// below it now means the topic was recreated (or truncated).
+    #[serde(default)]
+    pub log_end: Option<i64>,
+    /// The offset the execute wrote (what must still be there for the undo to restore).
+    pub written: i64,
+    /// What was committed before the execute; `None`: nothing (the undo deletes the offset).
+    pub before: Option<Committed>,
+}
+
+/// One group's partitions to put back.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UndoGroup {
+    /// The group id.
+    pub group: String,
+    /// Its partitions, sorted by topic and partition.
+    pub partitions: Vec<UndoPartition>,
+}
 
 /// Where a journaled run records, durably, what each group held before its commit.
 ///

@@ -12,7 +12,7 @@
 //! - each partition must hold now exactly the offset the run wrote (else `changed-since`:
 //!   someone committed after the run, and putting the old offset back would undo their work),
 //!   and that commit's metadata must end with the run's marker
-//!   ([`run_marker`](super::journal::run_marker)): the cluster, not the file, says that this
+//!   ([`journal::run_marker`](super::journal::run_marker)): the cluster, not the file, says that this
 //!   run wrote it (else `not-written-by-run`);
 //! - the topic must be the same topic (its id; where the broker has no ids, a log end that
 //!   never went back below the one seen at the run) and the offset to restore must lie within
@@ -57,51 +57,12 @@ use crate::client::{
     PartitionsWanted, found_coordinators, not_a_consumer_group,
 };
 
-/// The `kind` of an undo document, which tells it from an apply plan.
-pub const UNDO_KIND: &str = "undo";
+pub use super::journal::{Committed, UNDO_KIND, UndoGroup, UndoPartition};
 
 /// UNKNOWN_MEMBER_ID: on an admin commit, the group has (gained) members.
 const UNKNOWN_MEMBER_ID: i16 = 25;
 /// GROUP_ID_NOT_FOUND: OffsetDelete on a group the coordinator does not know: nothing to delete.
 const GROUP_ID_NOT_FOUND: i16 = 69;
-
-/// A committed offset and its metadata.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Committed {
-    /// The offset.
-    pub offset: i64,
-    /// The metadata committed with it.
-    pub metadata: String,
-}
-
-/// One partition to put back.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct UndoPartition {
-    /// The topic.
-    pub topic: String,
-    /// The partition.
-    pub partition: i32,
-    /// The topic's id when the run wrote it (`None`: the broker has no topic ids).
-    #[serde(default)]
-    pub topic_id: Option<String>,
-    /// The partition's log end when the run wrote it: on a broker without topic ids, a log end
-    /// below it now means the topic was recreated (or truncated).
-    #[serde(default)]
-    pub log_end: Option<i64>,
-    /// The offset the execute wrote (what must still be there for the undo to restore).
-    pub written: i64,
-    /// What was committed before the execute; `None`: nothing (the undo deletes the offset).
-    pub before: Option<Committed>,
-}
-
-/// One group's partitions to put back.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct UndoGroup {
-    /// The group id.
-    pub group: String,
-    /// Its partitions, sorted by topic and partition.
-    pub partitions: Vec<UndoPartition>,
-}
 
 /// The undo of one execute, as [`UndoPlan::parse`] reads it from the journal `--undo-out`
 /// writes, and as `apply --plan` runs it.
