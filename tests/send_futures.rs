@@ -37,11 +37,11 @@ fn send<T: Send>(_: T) {}
 const LISTED: &[&str] = &[
     "src/apply/execute.rs:execute",
     "src/apply/execute.rs:execute_with",
+    "src/apply/execute.rs:execute_write_ahead",
     "src/apply/mod.rs:plan",
     "src/apply/mod.rs:plan_apply",
     "src/apply/recheck.rs:recheck",
     "src/apply/undo.rs:execute_undo",
-    "src/apply/undo.rs:read_before",
     "src/client/cluster.rs:cluster_id",
     "src/client/cluster.rs:connect",
     "src/client/cluster.rs:describe_topic",
@@ -148,7 +148,14 @@ fn futures_are_send(
         deadline,
     ));
     send(mirror.plan_apply(translation, options, deadline));
-    send(undo::read_before(kafka, plan, deadline));
+    send(apply::execute_write_ahead(
+        kafka,
+        plan,
+        None,
+        options,
+        deadline,
+        apply::WriteAhead::default(),
+    ));
 
     // client
     send(KafkaClient::connect(ClientConfig::default()));

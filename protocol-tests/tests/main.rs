@@ -35,6 +35,7 @@ mod precise_live_mm2;
 mod precise_mm2;
 mod security;
 mod translate_kafka;
+mod undo_hostile;
 mod undo_kafka;
 // Alone in a CI step of its own: it measures memory and latency under load.
 mod watch_load;

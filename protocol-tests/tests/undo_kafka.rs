@@ -156,11 +156,19 @@ async fn apply_then_undo_restores_every_group_exactly() {
     let (code, applied, err) = cli(&args);
     // "rewind" p0 is refused (would-rewind): exit 3, and it is not in the undo.
     assert_eq!(code, 3, "apply --execute --undo-out: {err}\n{applied}");
-    assert!(err.contains("undo: 5 partition(s) of 4 group(s)"), "{err}");
-    let undo: Value = serde_json::from_str(&std::fs::read_to_string(&undo_file).unwrap()).unwrap();
-    assert_eq!(undo["kind"], "undo");
+    assert!(err.contains("undo: 4 group(s) recorded in"), "{err}");
+    // JSON Lines: the header (cluster id, run id), one line per group, the last line.
+    let text = std::fs::read_to_string(&undo_file).unwrap();
+    let lines: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines[0]["kind"], "undo");
+    assert!(lines[0]["cluster_id"].is_string(), "{}", lines[0]);
+    let run_id = lines[0]["run_id"].as_str().unwrap().to_string();
+    assert_eq!(lines.last().unwrap()["end"]["groups"], 4);
     let mut listed: Vec<(String, i64, i64, Value)> = Vec::new();
-    for g in undo["groups"].as_array().unwrap() {
+    for g in &lines[1..lines.len() - 1] {
         for p in g["partitions"].as_array().unwrap() {
             listed.push((
                 g["group"].as_str().unwrap().to_string(),
@@ -170,6 +178,13 @@ async fn apply_then_undo_restores_every_group_exactly() {
             ));
         }
     }
+    // Every commit carries the run's marker after the source's metadata.
+    let marked = held(&client, &some).await;
+    assert_eq!(
+        marked[&(topic.clone(), 0)].1,
+        format!("m-apply\u{1f}mm2-offsets-run:{run_id}"),
+        "{marked:?}"
+    );
     listed.sort_by(|a, b| (&a.0, a.1).cmp(&(&b.0, b.1)));
     let none = Value::Null;
     let was = |offset: i64, meta: &str| serde_json::json!({ "offset": offset, "metadata": meta });
@@ -293,7 +308,8 @@ async fn apply_then_undo_restores_every_group_exactly() {
     );
     // An undo is run as it is: asking for the undo of an undo is a usage error.
     let mut twice = plan_args(true);
-    twice.extend(["--undo-out", "/nonexistent/undo-of-undo.json"]);
+    let undo_of_undo = dir.path().join("undo-of-undo.jsonl");
+    twice.extend(["--undo-out", undo_of_undo.to_str().unwrap()]);
     let (code, _, err) = cli(&twice);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("--undo-out does not apply"), "{err}");

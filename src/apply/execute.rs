@@ -2,12 +2,15 @@
 //! waves of groups, each step one batched call.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use serde::Serialize;
 
 use super::authz::{self, GROUP_AUTHORIZATION_FAILED, TOPIC_AUTHORIZATION_FAILED};
+use super::journal::{UndoEnd, UndoHeader, UndoJournal, mark, new_run_id};
 use super::read::{non_consumer_groups, partitions_of};
 use super::recheck::{Context, Fresh, fresh_groups, moved_offsets, other_cluster};
+use super::undo::{Committed, UndoGroup, UndoPartition};
 use super::{
     ApplyOptions, ApplyPlan, Change, GroupError, GroupPlan, GroupRefusal, GroupStatus,
     PartitionPlan, SkipReason, Verdict, refusal,
@@ -185,17 +188,83 @@ pub async fn execute_with(
     options: &ApplyOptions,
     deadline: &Deadline,
 ) -> ApplyReport {
-    execute_in_waves(client, plan, checkpoints, options, deadline, WAVE).await
+    execute_in_waves(
+        client,
+        plan,
+        checkpoints,
+        options,
+        deadline,
+        (WAVE, WriteAhead::default()),
+    )
+    .await
 }
 
-/// [`execute_with`] in waves of `wave` groups.
+/// What guards an execute besides the plan's re-checks: the undo journal written ahead of
+/// every commit, and a flag that stops it (an interrupt).
+///
+/// ```
+/// use std::sync::atomic::AtomicBool;
+/// use mm2_offsets::apply::WriteAhead;
+/// use mm2_offsets::apply::journal::FileJournal;
+///
+/// # fn main() -> std::io::Result<()> {
+/// # let dir = std::env::temp_dir().join(format!("mm2o-doc-{}", std::process::id()));
+/// # std::fs::create_dir_all(&dir)?;
+/// let mut journal = FileJournal::create(&dir.join("undo.jsonl"))?; // refuses an existing path
+/// static STOP: AtomicBool = AtomicBool::new(false); // set by a signal handler
+/// let guard = WriteAhead { journal: Some(&mut journal), stop: Some(&STOP) };
+/// // apply::execute_write_ahead(&client, &plan, None, &options, &deadline, guard).await
+/// # drop(guard);
+/// # std::fs::remove_dir_all(&dir)?;
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Default)]
+pub struct WriteAhead<'a> {
+    /// Where each wave's previous offsets are recorded, durably, before its commits are sent
+    /// (see [`journal`](super::journal)). With it, every commit's metadata also carries the
+    /// run id ([`mark`]).
+    pub journal: Option<&'a mut dyn UndoJournal>,
+    /// Once true, no further wave's commits are sent: those in flight settle, and the groups
+    /// not sent are reported not written.
+    pub stop: Option<&'a AtomicBool>,
+}
+
+impl std::fmt::Debug for WriteAhead<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WriteAhead")
+            .field("journal", &self.journal.is_some())
+            .field("stop", &self.stop)
+            .finish()
+    }
+}
+
+/// [`execute_with`], guarded by `guard`: with a journal, each wave's groups (what each held
+/// just before the commit, as the re-check's OffsetFetch read it, and what will be written) are
+/// recorded and flushed before that wave's commits are sent, after the journal's header (the
+/// target's cluster id, a fresh run id, the time). A journal that cannot be written stops the
+/// run: no further commit is sent, and the groups not sent are errors that say why (nothing
+/// written). A target without a cluster id is not written at all (the undo could not be bound
+/// to it). With `stop`, once it is set, no further wave's commits are sent.
+pub async fn execute_write_ahead(
+    client: &KafkaClient,
+    plan: &ApplyPlan,
+    checkpoints: Option<&Translation>,
+    options: &ApplyOptions,
+    deadline: &Deadline,
+    guard: WriteAhead<'_>,
+) -> ApplyReport {
+    execute_in_waves(client, plan, checkpoints, options, deadline, (WAVE, guard)).await
+}
+
+/// [`execute_write_ahead`] in waves of `wave` groups.
 pub(crate) async fn execute_in_waves(
     client: &KafkaClient,
     plan: &ApplyPlan,
     checkpoints: Option<&Translation>,
     options: &ApplyOptions,
     deadline: &Deadline,
-    wave: usize,
+    (wave, mut guard): (usize, WriteAhead<'_>),
 ) -> ApplyReport {
     let context = Context::new(plan, checkpoints, options);
     let writable: Vec<String> = plan
@@ -205,16 +274,42 @@ pub(crate) async fn execute_in_waves(
         .map(|g| g.group.clone())
         .collect();
     // The cluster first: nothing of a plan made for another cluster is written.
+    let mut target_id = None;
     let cluster = if writable.is_empty() {
         Ok(None)
     } else {
         match client.cluster_id(deadline).await {
-            Ok(found) => Ok(other_cluster(plan, &found)),
+            Ok(found) => {
+                let other = other_cluster(plan, &found);
+                target_id = found;
+                Ok(other)
+            }
             Err(e) => Err(e.to_string()),
         }
     };
+    // The journal's header before anything else: a run that cannot record its way back
+    // writes nothing.
+    let run_id = guard.journal.is_some().then(new_run_id);
+    let mut journal_error: Option<String> = None;
+    if let (Ok(None), false, Some(journal), Some(run_id)) = (
+        &cluster,
+        writable.is_empty(),
+        guard.journal.as_deref_mut(),
+        &run_id,
+    ) {
+        journal_error = match target_id.take() {
+            None => Some(
+                "the target names no cluster id, so an undo could not be bound to it; nothing committed"
+                    .to_string(),
+            ),
+            Some(id) => journal
+                .begin(&UndoHeader::new(id, run_id.clone(), super::now_ms()))
+                .err()
+                .map(|e| format!("the undo journal could not be written ({e}); nothing committed")),
+        };
+    }
     let coordinators = match &cluster {
-        Ok(None) if !writable.is_empty() => {
+        Ok(None) if !writable.is_empty() && journal_error.is_none() => {
             client.find_group_coordinators(&writable, deadline).await
         }
         _ => Ok(Default::default()),
@@ -227,7 +322,9 @@ pub(crate) async fn execute_in_waves(
     };
     // What every writable group gets when the cluster is not the plan's (or cannot be asked).
     let blocked: Option<GroupOutcome> = match &cluster {
-        Ok(None) => None,
+        Ok(None) => journal_error
+            .as_ref()
+            .map(|e| error(GroupError::NotWritten(e.clone()), false)),
         Ok(Some(refusal)) => Some(changed(Change::Refused(refusal.clone()))),
         Err(e) => Some(error(
             GroupError::Unreadable(format!("cannot read the target's cluster id: {e}")),
@@ -276,6 +373,9 @@ pub(crate) async fn execute_in_waves(
     let mut unknown = false;
     let waves: Vec<&[&GroupPlan]> = ready.chunks(wave.max(1)).collect();
     let mut next: Option<Rechecked> = None;
+    // Why no further commit is sent (an interrupt, a journal that could not be written).
+    let mut stopped: Option<String> = None;
+    let mut recorded = 0usize;
     for (i, wave) in waves.iter().enumerate() {
         if unknown {
             for g in *wave {
@@ -283,12 +383,43 @@ pub(crate) async fn execute_in_waves(
             }
             continue;
         }
+        if stopped.is_none() {
+            stopped = interrupted(&guard);
+        }
+        if let Some(why) = &stopped {
+            for g in *wave {
+                written.insert(g.group.clone(), not_sent(why));
+            }
+            continue;
+        }
         let started = std::time::Instant::now();
-        let rechecked = match next.take() {
+        let mut rechecked = match next.take() {
             Some(rechecked) => rechecked,
             None => Box::pin(recheck_wave(client, wave, &context, &known, deadline)).await,
         };
         let recheck_took = rechecked.took;
+        // Checked again just before the commits: the re-check may have taken a while.
+        stopped = interrupted(&guard);
+        if stopped.is_none()
+            && let Some(journal) = guard.journal.as_deref_mut()
+        {
+            let rows: Vec<UndoGroup> = rechecked.passed.values().map(|p| p.undo.clone()).collect();
+            match journal.record(&rows) {
+                Ok(()) => recorded += rows.len(),
+                Err(e) => {
+                    stopped = Some(format!(
+                        "not sent: the undo journal could not be written ({e}), so no further commit was made"
+                    ));
+                }
+            }
+        }
+        if let Some(why) = &stopped {
+            for (group, _) in std::mem::take(&mut rechecked.passed) {
+                rechecked.outcomes.insert(group.to_string(), not_sent(why));
+            }
+            written.extend(rechecked.outcomes);
+            continue;
+        }
         // The next wave is re-read while this one commits (reads on their own connection, the
         // commits on theirs): still just before its own commits, one wave's commits earlier.
         let ahead = async {
@@ -304,7 +435,7 @@ pub(crate) async fn execute_in_waves(
         let (done, ahead) = futures::join!(
             Box::pin(commit_wave(
                 client,
-                rechecked,
+                (rechecked, run_id.as_deref()),
                 &known,
                 &commit_options,
                 deadline
@@ -322,6 +453,21 @@ pub(crate) async fn execute_in_waves(
             "apply execute: wave"
         );
         written.extend(done.outcomes);
+    }
+    if let (Some(journal), Some(_)) = (guard.journal.as_deref_mut(), &run_id)
+        && journal_error.is_none()
+        && !writable.is_empty()
+    {
+        let end = UndoEnd {
+            finished_at_ms: super::now_ms(),
+            groups: recorded,
+            stopped: stopped.clone(),
+        };
+        // Best effort: every group is recorded already; a missing last line only says the
+        // run did not finish.
+        if let Err(e) = journal.finish(&end) {
+            tracing::warn!("the undo journal's last line could not be written: {e}");
+        }
     }
     let groups = plan
         .groups
@@ -413,6 +559,8 @@ struct Wave {
 struct Passed<'a> {
     to_commit: Vec<(&'a PartitionPlan, Option<i64>)>,
     refused: Vec<PartitionResult>,
+    /// What the journal records before the commit: each partition to commit, what it held.
+    undo: UndoGroup,
 }
 
 /// Re-checks `wave` in one batched read (members, offsets unchanged since the plan, then every
@@ -451,7 +599,7 @@ async fn recheck_wave<'a>(
 /// Commits the groups of a re-checked wave and reads them back.
 async fn commit_wave(
     client: &KafkaClient,
-    rechecked: Rechecked<'_>,
+    (rechecked, run_id): (Rechecked<'_>, Option<&str>),
     known: &Coordinators,
     commit_options: &CommitOptions,
     deadline: &Deadline,
@@ -472,7 +620,11 @@ async fn commit_wave(
                     topic: p.topic.clone(),
                     partition: p.partition,
                     offset: p.offset,
-                    metadata: Some(p.metadata.clone()),
+                    // A journaled run marks its commits: the undo's proof that it wrote them.
+                    metadata: Some(match run_id {
+                        Some(run_id) => mark(&p.metadata, run_id),
+                        None => p.metadata.clone(),
+                    }),
                 })
                 .collect();
             (group.to_string(), offsets)
@@ -612,7 +764,33 @@ fn recheck_group(plan: &GroupPlan, read: Result<Fresh, GroupError>) -> Result<Pa
             refused,
         ));
     }
-    Ok(Passed { to_commit, refused })
+    let undo = UndoGroup {
+        group: plan.group.clone(),
+        partitions: planned
+            .iter()
+            .filter(|(_, f)| f.verdict == Verdict::Commit)
+            .map(|(p, f)| UndoPartition {
+                topic: p.topic.clone(),
+                partition: p.partition,
+                topic_id: f.topic_id.clone(),
+                log_end: f.log_end,
+                written: p.offset,
+                // What the re-check's OffsetFetch read, with its metadata.
+                before: current
+                    .get(&(p.topic.clone(), p.partition))
+                    .filter(|c| c.error_code == 0 && c.offset >= 0)
+                    .map(|c| Committed {
+                        offset: c.offset,
+                        metadata: c.metadata.clone().unwrap_or_default(),
+                    }),
+            })
+            .collect(),
+    };
+    Ok(Passed {
+        to_commit,
+        refused,
+        undo,
+    })
 }
 
 /// The rows of a group whose commit the coordinator answered (`codes`), with what was read back.
@@ -725,6 +903,22 @@ fn group_outcome(partitions: &[PartitionResult]) -> GroupOutcome {
     } else {
         GroupOutcome::Partial
     }
+}
+
+/// Why no further commit is to be sent, once `guard`'s stop flag is set.
+fn interrupted(guard: &WriteAhead<'_>) -> Option<String> {
+    guard
+        .stop
+        .is_some_and(|stop| stop.load(Ordering::SeqCst))
+        .then(|| "not sent: the run was interrupted before this group's commit".to_string())
+}
+
+/// A group whose commit was not sent, and why.
+fn not_sent(why: &str) -> Outcome {
+    (
+        error(GroupError::NotWritten(why.to_string()), false),
+        vec![],
+    )
 }
 
 /// A group not written because an earlier commit's outcome is unknown.

@@ -20,6 +20,7 @@
 
 mod authz;
 mod execute;
+pub mod journal;
 mod logs;
 mod read;
 mod reason;
@@ -28,7 +29,8 @@ pub mod undo;
 mod verdict;
 
 pub use execute::{
-    ApplyReport, CommitState, GroupOutcome, GroupResult, PartitionResult, execute, execute_with,
+    ApplyReport, CommitState, GroupOutcome, GroupResult, PartitionResult, WriteAhead, execute,
+    execute_with, execute_write_ahead,
 };
 pub(crate) use logs::{TargetLogs, TopicLogs, target_partition, topic_id};
 pub use reason::{Change, GroupError, GroupRefusal, SkipReason};
@@ -83,8 +85,9 @@ pub struct ApplyOptions {
     /// that a connection that breaks makes only its own commit's outcome unknown. The reads
     /// (plan, re-check, read-back) are batched per coordinator and need no window.
     pub concurrency: usize,
-    /// Budget of [`execute`]. The other entry points ([`plan`], [`execute_with`], [`recheck`],
-    /// [`undo::read_before`], [`undo::execute_undo`]) take the run's one deadline instead.
+    /// Budget of [`execute`]. The other entry points ([`plan`], [`execute_with`],
+    /// [`execute_write_ahead`], [`recheck`], [`undo::execute_undo`]) take the run's one
+    /// deadline instead.
     pub timeout: std::time::Duration,
 }
 

@@ -1,25 +1,41 @@
 //! Undo: a plan that puts back what an execute changed.
 //!
-//! Before an execute writes, [`read_before`] reads every partition it may write (committed
-//! offset and metadata, or none); after it, [`undo_plan`] keeps the partitions the report says
-//! were committed (or may have been: outcome unknown) with what was written and what was there
-//! before. [`execute_undo`] restores that state later, with the re-checks of any plan: the group
-//! must still have no members (and be a consumer group), and each partition must still hold what
-//! the execute wrote, else it is refused (`changed-since`), since someone committed after the
-//! execute and putting the old offset back would undo their work too. A partition that had no
-//! committed offset before has it deleted (OffsetDelete), so the group reads from
-//! `auto.offset.reset` again, as it did.
+//! A journaled execute ([`execute_write_ahead`](super::execute_write_ahead) with an
+//! [`UndoJournal`](super::journal::UndoJournal)) records, before each wave's commits, every
+//! group's previous offsets (offset and metadata, or none) and what it will write; a
+//! [`FileJournal`](super::journal::FileJournal) is the undo file. [`UndoPlan::parse`] reads it
+//! back. [`execute_undo`] restores that state later, as a plan, with every row derived again:
+//!
+//! - the undo names the cluster it was written on (else it is refused, as a file of an older
+//!   version is), and on any other cluster it is refused whole;
+//! - the group must still have no members (and be a consumer group);
+//! - each partition must hold now exactly the offset the run wrote (else `changed-since`:
+//!   someone committed after the run, and putting the old offset back would undo their work),
+//!   and that commit's metadata must end with the run's marker
+//!   ([`journal::run_marker`](super::journal::run_marker)): the cluster, not the file, says that this
+//!   run wrote it (else `not-written-by-run`);
+//! - the topic must be the same topic (its id; where the broker has no ids, a log end that
+//!   never went back below the one seen at the run) and the offset to restore must lie within
+//!   the log now (else `out-of-range`, as `apply` refuses it).
+//!
+//! A partition that had no committed offset before has it deleted (OffsetDelete), so the group
+//! reads from `auto.offset.reset` again, as it did.
 //!
 //! ```
-//! use mm2_offsets::apply::undo::{UndoPlan, UNDO_KIND};
+//! use mm2_offsets::apply::undo::UndoPlan;
 //!
-//! let text = r#"{"schema_version":1,"kind":"undo","created_at_ms":0,"groups":[
-//!   {"group":"orders-app","partitions":[
-//!     {"topic":"orders","partition":0,"written":120,"before":{"offset":100,"metadata":""}},
-//!     {"topic":"orders","partition":1,"written":80,"before":null}]}]}"#;
-//! let undo: UndoPlan = serde_json::from_str(text).unwrap();
-//! assert_eq!(undo.kind, UNDO_KIND);
-//! assert!(undo.groups[0].partitions[1].before.is_none()); // deleted by the undo
+//! let text = concat!(
+//!     r#"{"schema_version":1,"kind":"undo","format":"jsonl","cluster_id":"c1","run_id":"0123456789abcdef","created_at_ms":0}"#, "\n",
+//!     r#"{"group":"orders-app","partitions":["#,
+//!     r#"{"topic":"orders","partition":0,"topic_id":null,"log_end":500,"written":120,"before":{"offset":100,"metadata":""}},"#,
+//!     r#"{"topic":"orders","partition":1,"topic_id":null,"log_end":500,"written":80,"before":null}]}"#, "\n",
+//!     r#"{"group":"torn","part"#,
+//! );
+//! assert!(UndoPlan::is_undo_document(text));
+//! let parsed = UndoPlan::parse(text).unwrap();
+//! assert_eq!(parsed.plan.cluster_id.as_deref(), Some("c1"));
+//! assert!(parsed.plan.groups[0].partitions[1].before.is_none()); // deleted by the undo
+//! assert_eq!(parsed.torn_line, Some(3)); // the run was cut while writing line 3
 //! ```
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -27,76 +43,208 @@ use std::collections::{BTreeMap, BTreeSet};
 use futures::StreamExt;
 use serde::{Deserialize, Serialize};
 
-use super::execute::{ApplyReport, CommitState, WAVE};
-use super::read::{GroupRead, checked, non_consumer_groups, partitions_of, read_groups};
+use super::execute::WAVE;
+use super::journal::{JOURNAL_FORMAT, UndoEnd, UndoHeader, run_marker};
+use super::read::{
+    GroupRead, checked, denied_topics, non_consumer_groups, partitions_of, read_groups, target_logs,
+};
 use super::{
-    ApplyOptions, ApplyPlan, GroupError, GroupPlan, PLAN_SCHEMA_VERSION, PlanSchemaError, refusal,
+    ApplyOptions, GroupError, PLAN_SCHEMA_VERSION, PlanSchemaError, TargetLogs, refusal,
+    target_partition, topic_id,
 };
 use crate::client::{
-    ClientError, CommitOptions, Coordinators, Deadline, ErrorCode, GroupOffsets, KafkaClient,
-    OffsetToCommit, PartitionsWanted, common_failure, found_coordinators, not_a_consumer_group,
+    CommitOptions, Coordinators, Deadline, ErrorCode, GroupOffsets, KafkaClient, OffsetToCommit,
+    PartitionsWanted, found_coordinators, not_a_consumer_group,
 };
 
-/// The `kind` of an undo document, which tells it from an apply plan.
-pub const UNDO_KIND: &str = "undo";
+pub use super::journal::{Committed, UNDO_KIND, UndoGroup, UndoPartition};
 
 /// UNKNOWN_MEMBER_ID: on an admin commit, the group has (gained) members.
 const UNKNOWN_MEMBER_ID: i16 = 25;
 /// GROUP_ID_NOT_FOUND: OffsetDelete on a group the coordinator does not know: nothing to delete.
 const GROUP_ID_NOT_FOUND: i16 = 69;
 
-/// A committed offset and its metadata.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Committed {
-    /// The offset.
-    pub offset: i64,
-    /// The metadata committed with it.
-    pub metadata: String,
-}
-
-/// One partition to put back.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct UndoPartition {
-    /// The topic.
-    pub topic: String,
-    /// The partition.
-    pub partition: i32,
-    /// The offset the execute wrote (what must still be there for the undo to restore).
-    pub written: i64,
-    /// What was committed before the execute; `None`: nothing (the undo deletes the offset).
-    pub before: Option<Committed>,
-}
-
-/// One group's partitions to put back.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct UndoGroup {
-    /// The group id.
-    pub group: String,
-    /// Its partitions, sorted by topic and partition.
-    pub partitions: Vec<UndoPartition>,
-}
-
-/// The undo of one execute, as written by `--undo-out` and read by `apply --plan`.
+/// The undo of one execute, as [`UndoPlan::parse`] reads it from the journal `--undo-out`
+/// writes, and as `apply --plan` runs it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct UndoPlan {
     /// [`PLAN_SCHEMA_VERSION`].
     pub schema_version: u32,
     /// [`UNDO_KIND`].
     pub kind: String,
-    /// When the execute it undoes finished (ms since the epoch).
+    /// The cluster the run wrote to (`None` in a file of an older version: refused).
+    #[serde(default)]
+    pub cluster_id: Option<String>,
+    /// The run's id, which its commits carry in their metadata (`None`: an older file).
+    #[serde(default)]
+    pub run_id: Option<String>,
+    /// When the execute it undoes began writing (ms since the epoch).
     pub created_at_ms: i64,
-    /// Every group the execute changed, sorted by id.
+    /// Every group the execute recorded before its commits, in the order recorded.
     pub groups: Vec<UndoGroup>,
 }
 
+/// An undo journal read back.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ParsedUndo {
+    /// The undo.
+    pub plan: UndoPlan,
+    /// The 1-based number of a last line cut short (the run was killed or its disk full while
+    /// writing it; its commits were not sent): ignored.
+    pub torn_line: Option<usize>,
+    /// The journal's last line, if the run wrote it (`None`: the run did not finish; every
+    /// group recorded may or may not have been committed).
+    pub end: Option<UndoEnd>,
+}
+
+/// Why a file is not an undo that can be run.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum UndoFileError {
+    /// Nothing in it: the run stopped before its first commit.
+    #[error(
+        "it is empty: the run that created it stopped before its first commit, so there is nothing to undo"
+    )]
+    Empty,
+    /// One JSON document without cluster id or run id: written after the commits by an older
+    /// version, and provable against neither the cluster nor the commits.
+    #[error(
+        "it is an undo file of an older mm2-offsets (no cluster id, no run id): it cannot be bound to a cluster nor proven against the commits, so it is not run. Read the groups' offsets and set them with a plan of your own"
+    )]
+    Unbound,
+    /// A line that does not parse (other than a torn last line).
+    #[error("line {line}: {problem}")]
+    Line {
+        /// The 1-based line.
+        line: usize,
+        /// What is wrong with it.
+        problem: String,
+    },
+    /// Another schema version.
+    #[error("{}", PlanSchemaError(*.0))]
+    Schema(u32),
+}
+
+/// One line after the header.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum JournalLine {
+    Group(UndoGroup),
+    End { end: UndoEnd },
+}
+
 impl UndoPlan {
-    /// Whether `text` (a JSON document) is an undo plan rather than an apply plan.
+    /// Whether `text` is an undo (a journal, or an older single document, or empty) rather
+    /// than an apply plan.
     pub fn is_undo_document(text: &str) -> bool {
         #[derive(Deserialize)]
         struct Kind {
             kind: Option<String>,
         }
-        serde_json::from_str::<Kind>(text).is_ok_and(|k| k.kind.as_deref() == Some(UNDO_KIND))
+        let kind = |t: &str| {
+            serde_json::from_str::<Kind>(t).is_ok_and(|k| k.kind.as_deref() == Some(UNDO_KIND))
+        };
+        text.trim().is_empty() || kind(text) || kind(text.lines().next().unwrap_or(""))
+    }
+
+    /// Reads an undo journal: its header (cluster id, run id), then one group per line. A
+    /// last line cut short is ignored and reported ([`ParsedUndo::torn_line`]); any other
+    /// line that does not parse, a group or partition listed twice, a file without header, or
+    /// an older file without cluster id or run id, is an error.
+    pub fn parse(text: &str) -> Result<ParsedUndo, UndoFileError> {
+        if text.trim().is_empty() {
+            return Err(UndoFileError::Empty);
+        }
+        let complete = text.ends_with('\n');
+        let lines: Vec<&str> = text.split_terminator('\n').collect();
+        let last = lines.len();
+        let mut torn_line = None;
+        let mut header: Option<UndoHeader> = None;
+        let mut groups: Vec<UndoGroup> = Vec::new();
+        let mut end = None;
+        let mut seen: BTreeSet<(String, String, i32)> = BTreeSet::new();
+        for (i, line) in lines.iter().enumerate() {
+            let number = i + 1;
+            let torn = |problem: String| {
+                if number == last && !complete {
+                    Ok(())
+                } else {
+                    Err(UndoFileError::Line {
+                        line: number,
+                        problem,
+                    })
+                }
+            };
+            if header.is_none() {
+                match serde_json::from_str::<UndoHeader>(line) {
+                    Ok(h) => {
+                        if h.schema_version != PLAN_SCHEMA_VERSION {
+                            return Err(UndoFileError::Schema(h.schema_version));
+                        }
+                        if h.kind != UNDO_KIND || h.format != JOURNAL_FORMAT {
+                            return Err(UndoFileError::Line {
+                                line: 1,
+                                problem: format!(
+                                    "not an undo journal (kind {:?}, format {:?})",
+                                    h.kind, h.format
+                                ),
+                            });
+                        }
+                        header = Some(h);
+                    }
+                    Err(_) if UndoPlan::is_undo_document(text) && !line.contains("\"format\"") => {
+                        return Err(UndoFileError::Unbound);
+                    }
+                    Err(e) => {
+                        torn(e.to_string())?;
+                        torn_line = Some(number);
+                    }
+                }
+                continue;
+            }
+            if end.is_some() {
+                return Err(UndoFileError::Line {
+                    line: number,
+                    problem: "a line after the journal's last line".into(),
+                });
+            }
+            match serde_json::from_str::<JournalLine>(line) {
+                Ok(JournalLine::Group(g)) => {
+                    for p in &g.partitions {
+                        if !seen.insert((g.group.clone(), p.topic.clone(), p.partition)) {
+                            return Err(UndoFileError::Line {
+                                line: number,
+                                problem: format!(
+                                    "group {:?} partition {}-{} is listed twice",
+                                    g.group, p.topic, p.partition
+                                ),
+                            });
+                        }
+                    }
+                    groups.push(g);
+                }
+                Ok(JournalLine::End { end: e }) => end = Some(e),
+                Err(e) => {
+                    torn(e.to_string())?;
+                    torn_line = Some(number);
+                }
+            }
+        }
+        let Some(header) = header else {
+            // Only a torn header: the run stopped before its first commit.
+            return Err(UndoFileError::Empty);
+        };
+        Ok(ParsedUndo {
+            plan: UndoPlan {
+                schema_version: header.schema_version,
+                kind: header.kind,
+                cluster_id: Some(header.cluster_id),
+                run_id: Some(header.run_id),
+                created_at_ms: header.created_at_ms,
+                groups,
+            },
+            torn_line,
+            end,
+        })
     }
 
     /// Fails unless the undo was written with this build's [`PLAN_SCHEMA_VERSION`].
@@ -111,138 +259,6 @@ impl UndoPlan {
     /// The number of partitions to put back.
     pub fn partitions(&self) -> usize {
         self.groups.iter().map(|g| g.partitions.len()).sum()
-    }
-}
-
-/// What each group held, before an execute, on the partitions its plan may write: per group,
-/// per (topic, partition), the committed offset (`None`: none), or why it could not be read.
-#[derive(Clone, Debug, Default)]
-pub struct Before {
-    groups: BTreeMap<String, Result<Held, String>>,
-}
-
-/// One group's committed offsets, per (topic, partition) (`None`: nothing committed).
-type Held = BTreeMap<(String, i32), Option<Committed>>;
-
-/// Reads, for every group of `plan` that has partitions to commit, what is committed on them
-/// now: the "before" an undo restores. One batched coordinator lookup and one batched OffsetFetch
-/// of exactly those partitions. A group that cannot be read (or whose coordinator would not say
-/// a partition's offset) gets no undo entry (its error is kept); reaching the cluster at all is
-/// an `Err`.
-pub async fn read_before(
-    client: &KafkaClient,
-    plan: &ApplyPlan,
-    deadline: &Deadline,
-) -> Result<Before, ClientError> {
-    let writable: Vec<&GroupPlan> = plan
-        .groups
-        .iter()
-        .filter(|g| g.to_commit().next().is_some())
-        .collect();
-    let ids: Vec<String> = writable.iter().map(|g| g.group.clone()).collect();
-    let coordinators = client.find_group_coordinators(&ids, deadline).await?;
-    let mut before = Before::default();
-    for (group, c) in &coordinators {
-        if let Err(e) = c {
-            before.groups.insert(group.clone(), Err(e.to_string()));
-        }
-    }
-    let known = found_coordinators(&coordinators);
-    let wanted: BTreeMap<String, PartitionsWanted> = writable
-        .iter()
-        .filter(|g| known.contains_key(&g.group))
-        .map(|g| {
-            let partitions = g.to_commit().map(|p| (p.topic.as_str(), p.partition));
-            (g.group.clone(), partitions_of(partitions))
-        })
-        .collect();
-    let mut fetched = client.fetch_offsets(&wanted, &known, deadline).await;
-    if let Some(failure) = common_failure(&fetched) {
-        // One failure no group got past (authentication, a broker that does not speak
-        // OffsetFetch): the cluster could not be read.
-        return Err(failure);
-    }
-    for g in writable {
-        let Some(answer) = fetched.remove(&g.group) else {
-            continue;
-        };
-        let state = answer.map_err(|e| e.to_string()).and_then(|offsets| {
-            g.to_commit()
-                .map(|p| {
-                    let key = (p.topic.clone(), p.partition);
-                    match offsets.get(&key) {
-                        Some(c) if c.error_code != 0 => Err(format!(
-                            "the coordinator did not give the committed offset of {}-{}: {}",
-                            p.topic,
-                            p.partition,
-                            ErrorCode::new(c.error_code)
-                        )),
-                        now => Ok((
-                            key,
-                            now.filter(|c| c.offset >= 0).map(|c| Committed {
-                                offset: c.offset,
-                                metadata: c.metadata.clone().unwrap_or_default(),
-                            }),
-                        )),
-                    }
-                })
-                .collect()
-        });
-        before.groups.insert(g.group.clone(), state);
-    }
-    Ok(before)
-}
-
-/// The undo of an execute of `plan` that produced `report`, given what was committed before it
-/// (`before`, read just before the execute): every partition committed or whose outcome is
-/// unknown, with the offset written and the state to restore. A group whose "before" differs
-/// from the plan's `current` was changed in between; the execute's own re-check refused it, so
-/// it is not in the undo.
-pub fn undo_plan(plan: &ApplyPlan, report: &ApplyReport, before: &Before, now_ms: i64) -> UndoPlan {
-    let mut groups = Vec::new();
-    for result in &report.groups {
-        let (Some(Ok(held)), Some(planned)) = (
-            before.groups.get(&result.group),
-            plan.groups.iter().find(|g| g.group == result.group),
-        ) else {
-            continue;
-        };
-        let mut partitions: Vec<UndoPartition> = result
-            .partitions
-            .iter()
-            .filter(|p| matches!(p.state, CommitState::Committed | CommitState::Unknown))
-            .filter_map(|p| {
-                let key = (p.topic.clone(), p.partition);
-                let was = held.get(&key)?.clone();
-                let seen_by_plan = planned
-                    .partitions
-                    .iter()
-                    .find(|x| x.topic == p.topic && x.partition == p.partition)?
-                    .current;
-                // What the execute's re-check compared: the undo restores only what it saw.
-                (was.as_ref().map(|c| c.offset) == seen_by_plan).then(|| UndoPartition {
-                    topic: p.topic.clone(),
-                    partition: p.partition,
-                    written: p.offset,
-                    before: was,
-                })
-            })
-            .collect();
-        if partitions.is_empty() {
-            continue;
-        }
-        partitions.sort_by(|a, b| (&a.topic, a.partition).cmp(&(&b.topic, b.partition)));
-        groups.push(UndoGroup {
-            group: result.group.clone(),
-            partitions,
-        });
-    }
-    groups.sort_by(|a, b| a.group.cmp(&b.group));
-    UndoPlan {
-        schema_version: PLAN_SCHEMA_VERSION,
-        kind: UNDO_KIND.to_string(),
-        created_at_ms: now_ms,
-        groups,
     }
 }
 
@@ -263,6 +279,14 @@ pub enum UndoState {
     /// Refused: the partition holds neither what the execute wrote nor what was there before;
     /// someone committed since.
     ChangedSince,
+    /// Refused: the partition holds the offset the undo names, but its metadata does not carry
+    /// the run's marker: this run did not write it (an edited undo, or another writer).
+    NotWrittenByRun,
+    /// Refused: the topic is not the one the run wrote (another id, or a log end that went
+    /// back), or it is gone.
+    TopicChanged,
+    /// Refused: the offset to restore is negative, below the log start or past the log end now.
+    OutOfRange,
     /// The coordinator refused it (see `error`).
     Failed,
     /// The answer was lost: it may or may not have been written. Read the group's offsets.
@@ -318,10 +342,19 @@ impl UndoReport {
             .count()
     }
 
-    /// Partitions refused (changed since) or groups skipped.
+    /// Partitions refused (changed since, not written by the run, another topic, out of
+    /// range) or groups skipped.
     pub fn has_refusals(&self) -> bool {
         self.groups.iter().any(|g| g.skipped.is_some())
-            || self.states().any(|s| s == UndoState::ChangedSince)
+            || self.states().any(|s| {
+                matches!(
+                    s,
+                    UndoState::ChangedSince
+                        | UndoState::NotWrittenByRun
+                        | UndoState::TopicChanged
+                        | UndoState::OutOfRange
+                )
+            })
     }
 
     /// Partitions failed or whose outcome is unknown.
@@ -339,12 +372,16 @@ impl UndoReport {
 }
 
 /// Puts back what `undo` lists (`execute`), or only says what it would do (dry run), within
-/// `deadline`. Each wave of groups is re-checked just before it is written, in one batched read:
-/// no members, a consumer group, and per partition the offset the execute wrote still there
-/// (else `changed-since`, untouched). The offsets before are committed in one admin OffsetCommit
-/// per group (with their metadata, `options.concurrency` in flight per coordinator), those that
-/// had none are deleted in one OffsetDelete per group, and everything is read back in one
-/// batched OffsetFetch. Once an answer is lost, no further group is written.
+/// `deadline`. First the cluster: an undo that names none (an older file) or another cluster is
+/// refused whole, nothing written. Then each wave of groups is re-checked just before it is
+/// written, in one batched read of its groups and one of its topics: no members, a consumer
+/// group, and per partition the offset the run wrote still there (else `changed-since`) with
+/// the run's marker in its metadata (else `not-written-by-run`), the same topic (else
+/// `topic-changed`) and the offset to restore within its log (else `out-of-range`); a refused
+/// partition is left untouched. The offsets before are committed in one admin OffsetCommit
+/// per group (with their metadata as it was, `options.concurrency` in flight per coordinator),
+/// those that had none are deleted in one OffsetDelete per group, and everything is read back
+/// in one batched OffsetFetch. Once an answer is lost, no further group is written.
 pub async fn execute_undo(
     client: &KafkaClient,
     undo: &UndoPlan,
@@ -352,6 +389,30 @@ pub async fn execute_undo(
     execute: bool,
     deadline: &Deadline,
 ) -> UndoReport {
+    let refused_whole = |why: String| UndoReport {
+        executed: execute,
+        groups: undo.groups.iter().map(|g| skip(g, why.clone())).collect(),
+    };
+    let (Some(cluster), Some(run_id)) = (&undo.cluster_id, &undo.run_id) else {
+        return refused_whole(
+            "the undo names no cluster id or no run id (a file of an older mm2-offsets): nothing restored"
+                .into(),
+        );
+    };
+    match client.cluster_id(deadline).await {
+        Ok(Some(found)) if &found == cluster => {}
+        Ok(found) => {
+            return refused_whole(format!(
+                "the undo was written on cluster {cluster:?}; this is cluster {}: nothing restored",
+                found.map_or_else(|| "(no id)".to_string(), |id| format!("{id:?}"))
+            ));
+        }
+        Err(e) => {
+            return refused_whole(format!(
+                "cannot read the cluster id to check the undo's ({cluster:?}): {e}; nothing restored"
+            ));
+        }
+    }
     let ids: Vec<String> = undo.groups.iter().map(|g| g.group.clone()).collect();
     let coordinators = client.find_group_coordinators(&ids, deadline).await;
     let kinds = match &coordinators {
@@ -401,7 +462,7 @@ pub async fn execute_undo(
         }
         let (results, lost) = undo_wave(
             client,
-            wave,
+            (wave, run_id),
             &known,
             execute,
             &commit_options,
@@ -447,7 +508,7 @@ type Codes = BTreeMap<(String, i32), Result<i16, String>>;
 /// read back in one batched OffsetFetch. True when a write's outcome became unknown.
 async fn undo_wave(
     client: &KafkaClient,
-    wave: &[&UndoGroup],
+    (wave, run_id): (&[&UndoGroup], &str),
     known: &Coordinators,
     execute: bool,
     commit_options: &CommitOptions,
@@ -461,17 +522,32 @@ async fn undo_wave(
             (g.group.clone(), partitions_of(partitions))
         })
         .collect();
-    let mut reads = read_groups(client, &wanted, known, deadline).await;
+    let topics: BTreeSet<&str> = wave
+        .iter()
+        .flat_map(|g| g.partitions.iter().map(|p| p.topic.as_str()))
+        .collect();
+    let (mut reads, logs) = futures::join!(
+        Box::pin(read_groups(client, &wanted, known, deadline)),
+        Box::pin(target_logs(client, &topics, deadline)),
+    );
+    let logs = match logs {
+        Ok(logs) => logs,
+        Err(e) => {
+            let why = format!("cannot read the topics' logs to check the undo: {e}");
+            return (wave.iter().map(|g| skip(g, why.clone())).collect(), false);
+        }
+    };
+    let denied = denied_topics(&logs);
     let mut results: Vec<UndoGroupResult> = wave
         .iter()
         .map(|g| {
             let read = reads
                 .remove(&g.group)
                 .unwrap_or_else(|| Err(GroupError::Unreadable("no answer for the group".into())));
-            // No topic is known to be denied here: a partition whose offset the coordinator
-            // would not give makes the group unreadable, never "nothing committed".
-            let read = checked(read, &BTreeSet::new());
-            recheck_undo(g, read)
+            // A partition whose offset the coordinator would not give makes the group
+            // unreadable, never "nothing committed".
+            let read = checked(read, &denied);
+            recheck_undo(g, read, &logs, run_id)
         })
         .collect();
     if !execute {
@@ -622,8 +698,14 @@ async fn undo_wave(
 }
 
 /// A group's undo as the re-read shows it: skipped (unreadable, members), or each partition's
-/// state (`changed-since`, `already-restored`, or what the undo would write).
-fn recheck_undo(undo: &UndoGroup, read: GroupRead) -> UndoGroupResult {
+/// state (`already-restored`, a refusal, or what the undo would write), derived from the
+/// cluster now, never from the file alone.
+fn recheck_undo(
+    undo: &UndoGroup,
+    read: GroupRead,
+    logs: &TargetLogs,
+    run_id: &str,
+) -> UndoGroupResult {
     let mut result = UndoGroupResult {
         group: undo.group.clone(),
         skipped: None,
@@ -641,19 +723,38 @@ fn recheck_undo(undo: &UndoGroup, read: GroupRead) -> UndoGroupResult {
         return result;
     }
     for p in &undo.partitions {
-        let found = current
+        let held = current
             .get(&(p.topic.clone(), p.partition))
-            .filter(|c| c.error_code == 0 && c.offset >= 0)
-            .map(|c| c.offset);
+            .filter(|c| c.error_code == 0 && c.offset >= 0);
+        let found = held.map(|c| c.offset);
+        let marker = held.and_then(|c| run_marker(c.metadata.as_deref().unwrap_or("")).1);
         let before = p.before.as_ref().map(|b| b.offset);
-        let state = if found == before {
-            UndoState::AlreadyRestored
+        let (state, error) = if found == before && marker != Some(run_id) {
+            (UndoState::AlreadyRestored, None)
         } else if found != Some(p.written) {
-            UndoState::ChangedSince
+            (UndoState::ChangedSince, None)
+        } else if marker != Some(run_id) {
+            (
+                UndoState::NotWrittenByRun,
+                Some(match marker {
+                    Some(other) => format!(
+                        "offset {} was committed by run {other}, not by this undo's run {run_id}",
+                        p.written
+                    ),
+                    None => format!(
+                        "offset {} carries no run marker in its metadata: this undo's run {run_id} did not commit it",
+                        p.written
+                    ),
+                }),
+            )
+        } else if let Some(why) = other_topic(p, logs) {
+            (UndoState::TopicChanged, Some(why))
+        } else if let Some(why) = out_of_range(p, logs) {
+            (UndoState::OutOfRange, Some(why))
         } else if before.is_some() {
-            UndoState::WouldRestore
+            (UndoState::WouldRestore, None)
         } else {
-            UndoState::WouldDelete
+            (UndoState::WouldDelete, None)
         };
         result.partitions.push(UndoPartitionResult {
             topic: p.topic.clone(),
@@ -662,11 +763,62 @@ fn recheck_undo(undo: &UndoGroup, read: GroupRead) -> UndoGroupResult {
             before,
             found,
             state,
-            error: None,
+            error,
             read_back: found,
         });
     }
     result
+}
+
+/// Why `p`'s topic is not the one the run wrote, if it is not: another id, no id where it had
+/// one, or (where the broker has no ids) a log end below the one the run saw.
+fn other_topic(p: &UndoPartition, logs: &TargetLogs) -> Option<String> {
+    let (_, log) = target_partition(logs, &p.topic, p.partition);
+    let Some((_, end)) = log else {
+        return Some(format!(
+            "{}-{} does not exist now (or may not be described)",
+            p.topic, p.partition
+        ));
+    };
+    match (&p.topic_id, topic_id(logs, &p.topic)) {
+        (Some(then), Some(now)) if *then != now => Some(format!(
+            "topic {:?} had id {then} when the run wrote it and has id {now} now: it was deleted and recreated",
+            p.topic
+        )),
+        (Some(then), None) => Some(format!(
+            "topic {:?} had id {then} when the run wrote it and has no id now",
+            p.topic
+        )),
+        _ if p.log_end.is_some_and(|e| end < e) => Some(format!(
+            "the log end of {}-{} went back from {} to {end} since the run: the topic was truncated or recreated",
+            p.topic,
+            p.partition,
+            p.log_end.unwrap_or_default()
+        )),
+        _ => None,
+    }
+}
+
+/// Why the offset to restore does not lie within `p`'s log now, if it does not.
+fn out_of_range(p: &UndoPartition, logs: &TargetLogs) -> Option<String> {
+    let restore = p.before.as_ref()?.offset;
+    let (_, log) = target_partition(logs, &p.topic, p.partition);
+    let (start, end) = log?;
+    if restore < 0 {
+        Some(format!("the offset to restore, {restore}, is negative"))
+    } else if restore < start {
+        Some(format!(
+            "the offset to restore, {restore}, is below the log start of {}-{} now ({start})",
+            p.topic, p.partition
+        ))
+    } else if restore > end {
+        Some(format!(
+            "the offset to restore, {restore}, is past the log end of {}-{} now ({end})",
+            p.topic, p.partition
+        ))
+    } else {
+        None
+    }
 }
 
 /// Each written partition's final state: its code and what was read back (`None`: the read-back
@@ -703,106 +855,60 @@ fn settle_undo(result: &mut UndoGroupResult, codes: &Codes, read_back: Option<&G
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::apply::execute::{GroupOutcome, GroupResult, PartitionResult};
-    use crate::apply::{GroupPlan, GroupStatus, PartitionPlan, Verdict};
 
-    fn partition(topic: &str, p: i32, current: Option<i64>, offset: i64) -> PartitionPlan {
-        PartitionPlan {
-            topic: topic.into(),
-            partition: p,
-            translated: offset,
-            offset,
-            current,
-            log_start: Some(0),
-            log_end: Some(1000),
-            verdict: Verdict::Commit,
-            clamped_from: None,
-            checkpoint_age_ms: 0,
-            metadata: String::new(),
-            topic_id: None,
-            upstream_offset: None,
-            difference: None,
-        }
+    const HEADER: &str = r#"{"schema_version":1,"kind":"undo","format":"jsonl","cluster_id":"c","run_id":"0123456789abcdef","created_at_ms":5}"#;
+
+    fn group(name: &str, partition: i32) -> String {
+        format!(
+            r#"{{"group":"{name}","partitions":[{{"topic":"t","partition":{partition},"topic_id":null,"log_end":9,"written":3,"before":null}}]}}"#
+        )
     }
 
-    fn result(topic: &str, p: i32, offset: i64, state: CommitState) -> PartitionResult {
-        PartitionResult {
-            topic: topic.into(),
-            partition: p,
-            offset,
-            state,
-            error: None,
-            read_back: Some(offset),
-            committed_before: None,
-            verdict: Verdict::Commit,
+    #[test]
+    fn a_journal_cut_anywhere_parses_up_to_its_last_whole_line() {
+        let whole = format!(
+            "{HEADER}\n{}\n{}\n{{\"end\":{{\"finished_at_ms\":6,\"groups\":2,\"stopped\":null}}}}\n",
+            group("a", 0),
+            group("b", 0)
+        );
+        let parsed = UndoPlan::parse(&whole).unwrap();
+        assert_eq!(parsed.plan.groups.len(), 2);
+        assert_eq!(parsed.plan.run_id.as_deref(), Some("0123456789abcdef"));
+        assert!(parsed.end.is_some() && parsed.torn_line.is_none());
+        // Every prefix of the file: empty while the header is incomplete, else the whole lines
+        // before the cut, the cut line reported torn.
+        for cut in 0..whole.len() {
+            let prefix = &whole[..cut];
+            // A cut just before a newline leaves that line whole.
+            let at_line_end = whole.as_bytes()[cut] == b'\n';
+            let whole_lines = prefix.matches('\n').count() + usize::from(at_line_end);
+            match UndoPlan::parse(prefix) {
+                Err(UndoFileError::Empty) => assert!(cut < HEADER.len(), "{cut}"),
+                Ok(p) => {
+                    assert_eq!(p.plan.groups.len(), (whole_lines - 1).min(2), "{cut}");
+                    let torn = !prefix.ends_with('\n') && !at_line_end;
+                    assert_eq!(p.torn_line.is_some(), torn, "{cut}");
+                }
+                Err(e) => panic!("cut at {cut}: {e}"),
+            }
         }
     }
 
     #[test]
-    fn the_undo_keeps_what_was_written_and_what_was_there() {
-        let plan = ApplyPlan {
-            schema_version: PLAN_SCHEMA_VERSION,
-            planned_at_ms: 0,
-            heartbeat_age_ms: BTreeMap::new(),
-            cluster_id: None,
-            sources: Vec::new(),
-            rules: None,
-            input: None,
-            groups: vec![GroupPlan {
-                group: "g".into(),
-                protocol: None,
-                state: None,
-                members: 0,
-                status: GroupStatus::Ready,
-                oldest_checkpoint_age_ms: 0,
-                partitions: vec![
-                    partition("t", 0, Some(5), 10),
-                    partition("t", 1, None, 20),
-                    partition("t", 2, Some(7), 30),
-                    partition("t", 3, Some(1), 40),
-                ],
-            }],
-        };
-        let report = ApplyReport {
-            groups: vec![GroupResult {
-                group: "g".into(),
-                outcome: GroupOutcome::Partial,
-                partitions: vec![
-                    result("t", 0, 10, CommitState::Committed),
-                    result("t", 1, 20, CommitState::Unknown),
-                    result("t", 2, 30, CommitState::Failed),
-                    result("t", 3, 40, CommitState::Committed),
-                ],
-            }],
-        };
-        let mut held = BTreeMap::new();
-        let c = |offset| {
-            Some(Committed {
-                offset,
-                metadata: "m".into(),
-            })
-        };
-        held.insert(("t".to_string(), 0), c(5));
-        held.insert(("t".to_string(), 1), None);
-        held.insert(("t".to_string(), 2), c(7));
-        // Moved between the plan and the read before: the execute's re-check refused it.
-        held.insert(("t".to_string(), 3), c(2));
-        let before = Before {
-            groups: BTreeMap::from([("g".to_string(), Ok(held))]),
-        };
-        let undo = undo_plan(&plan, &report, &before, 99);
-        assert_eq!(undo.kind, UNDO_KIND);
-        let got: Vec<(i32, i64, Option<i64>)> = undo.groups[0]
-            .partitions
-            .iter()
-            .map(|p| (p.partition, p.written, p.before.as_ref().map(|b| b.offset)))
-            .collect();
-        assert_eq!(got, [(0, 10, Some(5)), (1, 20, None)]);
-        let text = serde_json::to_string(&undo).unwrap();
-        assert!(UndoPlan::is_undo_document(&text));
-        assert!(!UndoPlan::is_undo_document(
-            &serde_json::to_string(&plan).unwrap()
+    fn a_broken_middle_line_a_duplicate_and_an_older_file_are_refused() {
+        let middle = format!("{HEADER}\n{{\"group\":\n{}\n", group("a", 0));
+        assert!(matches!(
+            UndoPlan::parse(&middle),
+            Err(UndoFileError::Line { line: 2, .. })
         ));
-        assert_eq!(serde_json::from_str::<UndoPlan>(&text).unwrap(), undo);
+        let twice = format!("{HEADER}\n{}\n{}\n", group("a", 0), group("a", 0));
+        let e = UndoPlan::parse(&twice).unwrap_err().to_string();
+        assert!(e.contains("listed twice"), "{e}");
+        let older = "{\n  \"schema_version\": 1,\n  \"kind\": \"undo\",\n  \"created_at_ms\": 0,\n  \"groups\": []\n}\n";
+        assert!(UndoPlan::is_undo_document(older));
+        assert_eq!(UndoPlan::parse(older), Err(UndoFileError::Unbound));
+        let no_cluster = HEADER.replace(r#""cluster_id":"c","#, "");
+        assert!(UndoPlan::parse(&format!("{no_cluster}\n")).is_err());
+        assert_eq!(UndoPlan::parse(""), Err(UndoFileError::Empty));
     }
 }

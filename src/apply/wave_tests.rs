@@ -8,8 +8,9 @@ use std::collections::BTreeMap;
 use kafka_protocol::messages::ApiKey;
 
 use super::execute::{WAVE, execute_in_waves};
+use super::journal::{UndoHeader, UndoJournal};
 use super::tests::translation;
-use super::undo::{execute_undo, read_before, undo_plan};
+use super::undo::{UndoGroup, UndoPlan, execute_undo};
 use super::*;
 use crate::client::fake::batch_tests::{client_for, deadline};
 use crate::client::fake::coordinator_tests::assert_report_matches_the_cluster;
@@ -68,7 +69,15 @@ async fn run(
     options: &ApplyOptions,
     wave: usize,
 ) -> ApplyReport {
-    execute_in_waves(client, plan, None, options, &deadline(), wave).await
+    execute_in_waves(
+        client,
+        plan,
+        None,
+        options,
+        &deadline(),
+        (wave, WriteAhead::default()),
+    )
+    .await
 }
 
 #[tokio::test]
@@ -310,6 +319,44 @@ async fn a_lost_commit_answer_makes_only_its_group_unknown_and_stops_later_waves
     assert_eq!(cluster.committed(unknown[0]).len(), 2);
 }
 
+/// A journal in memory; `fail_after` waves recorded, the next record fails.
+#[derive(Default)]
+struct Remembered {
+    header: Option<UndoHeader>,
+    groups: Vec<UndoGroup>,
+    records: usize,
+    fail_after: Option<usize>,
+}
+
+impl UndoJournal for Remembered {
+    fn begin(&mut self, header: &UndoHeader) -> std::io::Result<()> {
+        self.header = Some(header.clone());
+        Ok(())
+    }
+    fn record(&mut self, groups: &[UndoGroup]) -> std::io::Result<()> {
+        if self.fail_after == Some(self.records) {
+            return Err(std::io::Error::other("disk full"));
+        }
+        self.records += 1;
+        self.groups.extend_from_slice(groups);
+        Ok(())
+    }
+}
+
+impl Remembered {
+    fn undo(&self) -> UndoPlan {
+        let header = self.header.clone().expect("header");
+        UndoPlan {
+            schema_version: header.schema_version,
+            kind: header.kind,
+            cluster_id: Some(header.cluster_id),
+            run_id: Some(header.run_id),
+            created_at_ms: header.created_at_ms,
+            groups: self.groups.clone(),
+        }
+    }
+}
+
 #[tokio::test]
 async fn an_undo_reads_and_writes_in_batches_and_restores_every_group() {
     let groups = names(5);
@@ -319,18 +366,29 @@ async fn an_undo_reads_and_writes_in_batches_and_restores_every_group() {
         cluster.set_committed(g, TOPIC, 1, 6);
     }
     let planned = plan_on(&client, &checkpoints(&groups)).await;
-    let before = read_before(&client, &planned, &deadline())
-        .await
-        .expect("before");
-    let report = run(&client, &planned, &ApplyOptions::default(), WAVE).await;
+    let mut journal = Remembered::default();
+    let guard = WriteAhead {
+        journal: Some(&mut journal),
+        stop: None,
+    };
+    let options = ApplyOptions::default();
+    let report = execute_in_waves(
+        &client,
+        &planned,
+        None,
+        &options,
+        &deadline(),
+        (WAVE, guard),
+    )
+    .await;
     assert_eq!(report.committed(), 10);
-    let undo = undo_plan(&planned, &report, &before, now_ms());
+    let undo = journal.undo();
     assert_eq!(undo.partitions(), 10);
     // One group moved since the execute: its partition is refused, the others restored.
     cluster.set_committed("group-02", TOPIC, 1, 50);
     let fetches = cluster.asked(ApiKey::OffsetFetch).len();
     let commits = cluster.served(ApiKey::OffsetCommit);
-    let undone = execute_undo(&client, &undo, &ApplyOptions::default(), true, &deadline()).await;
+    let undone = execute_undo(&client, &undo, &options, true, &deadline()).await;
     assert_eq!(undone.restored(), 9, "{undone:?}");
     assert!(undone.has_refusals());
     for g in &groups {
@@ -342,6 +400,77 @@ async fn an_undo_reads_and_writes_in_batches_and_restores_every_group() {
     // The re-read and the read-back are one batched OffsetFetch each; one commit per group.
     assert_eq!(cluster.asked(ApiKey::OffsetFetch).len() - fetches, 2);
     assert_eq!(cluster.served(ApiKey::OffsetCommit) - commits, 5);
+    // An undo naming a group the run never wrote (an edited file) is refused from the
+    // cluster: the offset is the one named, but its metadata carries no marker of the run.
+    cluster.set_committed("group-03", TOPIC, 0, 77);
+    let mut edited = undo.clone();
+    edited.groups.retain(|g| g.group == "group-03");
+    edited.groups[0].partitions.truncate(1);
+    edited.groups[0].partitions[0].written = 77;
+    let refused = execute_undo(&client, &edited, &options, true, &deadline()).await;
+    assert_eq!(
+        refused.groups[0].partitions[0].state,
+        super::undo::UndoState::NotWrittenByRun,
+        "{refused:?}"
+    );
+    assert_eq!(cluster.committed("group-03")[&(TOPIC.to_string(), 0)], 77);
+    // On another cluster, nothing.
+    edited.cluster_id = Some("another".into());
+    let other = execute_undo(&client, &edited, &options, true, &deadline()).await;
+    assert!(
+        other.groups[0]
+            .skipped
+            .as_deref()
+            .unwrap_or("")
+            .contains("another"),
+        "{other:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_journal_that_cannot_be_written_stops_the_run_before_the_next_commit() {
+    let groups = names(6);
+    let (cluster, client) = cluster_with(1, &groups).await;
+    let planned = plan_on(&client, &checkpoints(&groups)).await;
+    let mut journal = Remembered {
+        fail_after: Some(1),
+        ..Remembered::default()
+    };
+    let guard = WriteAhead {
+        journal: Some(&mut journal),
+        stop: None,
+    };
+    let options = ApplyOptions::default();
+    let report = execute_in_waves(&client, &planned, None, &options, &deadline(), (2, guard)).await;
+    // The first wave of two groups was recorded, then committed; the second's record failed:
+    // nothing more was sent, and every later group says why.
+    assert_eq!(journal.groups.len(), 2);
+    assert_eq!(cluster.served(ApiKey::OffsetCommit), 2);
+    assert_eq!(report.committed(), 4);
+    for g in &report.groups[2..] {
+        let GroupOutcome::Error { message, .. } = &g.outcome else {
+            panic!("{g:?}");
+        };
+        assert!(message.to_string().contains("disk full"), "{message}");
+        assert!(cluster.committed(&g.group).is_empty(), "{}", g.group);
+    }
+    // A stop set before the run: the header, no commit.
+    static STOP: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(true);
+    let (cluster, client) = cluster_with(1, &groups).await;
+    let mut journal = Remembered::default();
+    let guard = WriteAhead {
+        journal: Some(&mut journal),
+        stop: Some(&STOP),
+    };
+    let report = execute_in_waves(&client, &planned, None, &options, &deadline(), (2, guard)).await;
+    assert_eq!(cluster.served(ApiKey::OffsetCommit), 0);
+    assert!(journal.groups.is_empty());
+    assert!(
+        report
+            .groups
+            .iter()
+            .all(|g| matches!(g.outcome, GroupOutcome::Error { .. }))
+    );
 }
 
 /// Every future of `apply` is `Send`: an embedder can spawn it. Checked when this compiles.
@@ -359,6 +488,13 @@ fn every_apply_future_is_send(
     send(execute(client, planned, &o));
     send(execute_with(client, planned, None, &o, &d));
     send(recheck(client, planned, None, &o, &d));
-    send(read_before(client, planned, &d));
     send(execute_undo(client, undo, &o, true, &d));
+    send(execute_write_ahead(
+        client,
+        planned,
+        None,
+        &o,
+        &d,
+        WriteAhead::default(),
+    ));
 }

@@ -189,6 +189,19 @@ impl Raw {
 
     /// Commits `offset` for `group` on `topic`-`partition` as an admin does (no member).
     pub async fn commit(&self, group: &str, topic: &str, partition: i32, offset: i64) {
+        self.commit_with_metadata(group, topic, partition, offset, None)
+            .await
+    }
+
+    /// [`Raw::commit`] with `metadata`.
+    pub async fn commit_with_metadata(
+        &self,
+        group: &str,
+        topic: &str,
+        partition: i32,
+        offset: i64,
+        metadata: Option<&str>,
+    ) {
         let v = self.conn.negotiate(ApiKey::OffsetCommit, 2..=7).unwrap();
         let request = OffsetCommitRequest::default()
             .with_group_id(GroupId(StrBytes::from_string(group.to_string())))
@@ -200,7 +213,10 @@ impl Raw {
                     .with_partitions(vec![
                         OffsetCommitRequestPartition::default()
                             .with_partition_index(partition)
-                            .with_committed_offset(offset),
+                            .with_committed_offset(offset)
+                            .with_committed_metadata(
+                                metadata.map(|m| StrBytes::from_string(m.to_string())),
+                            ),
                     ]),
             ]);
         // The coordinator may be loading __consumer_offsets for a moment: ask again.

@@ -339,8 +339,11 @@ pub struct ApplyArgs {
     /// An undo file written by --undo-out is a plan too: it restores what that run changed.
     #[arg(long, value_name = "FILE")]
     pub plan: Option<PathBuf>,
-    /// With --execute: write to FILE the plan that undoes this run (every partition changed,
-    /// back to its committed offset before, or to none); run it with apply --plan FILE.
+    /// With --execute: the undo of this run, written ahead of every commit. FILE must not
+    /// exist (it is created at once, exclusively: never replaced, no symlink followed) and must
+    /// differ from --plan-out; each wave's previous offsets are flushed to it before the wave's
+    /// commits, and each commit's metadata carries the run's id, which the undo requires. Run it
+    /// with apply --plan FILE (checked against the cluster like any plan).
     #[arg(long, value_name = "FILE", requires = "execute")]
     pub undo_out: Option<PathBuf>,
 }
@@ -353,8 +356,8 @@ pub const FAILBACK_EXAMPLES: &str = "Examples:
 
   # commit it, keeping the way back
   mm2-offsets failback --bootstrap-server primary:9092 --from-bootstrap-server backup:9092 \\
-      --source primary --target backup --group orders-app --execute --undo-out undo.json
-  mm2-offsets apply --bootstrap-server primary:9092 --plan undo.json --execute   # the undo
+      --source primary --target backup --group orders-app --execute --undo-out undo.jsonl
+  mm2-offsets apply --bootstrap-server primary:9092 --plan undo.jsonl --execute   # the undo
 
   # both clusters from the MirrorMaker 2 config
   mm2-offsets failback --mm2-config mm2.properties --source primary --target backup --all-groups";
@@ -413,7 +416,9 @@ pub struct FailbackArgs {
     /// connection) and only what both allow is written.
     #[arg(long, value_name = "FILE", conflicts_with_all = ["groups", "group_regexes", "groups_file", "all_groups"])]
     pub plan: Option<PathBuf>,
-    /// With --execute: write to FILE the plan that undoes this run; run it with apply --plan.
+    /// With --execute: the undo of this run, written ahead of every commit to FILE, which must
+    /// not exist (created at once, exclusively) and must differ from --plan-out; run it with
+    /// apply --plan FILE against the primary.
     #[arg(long, value_name = "FILE", requires = "execute")]
     pub undo_out: Option<PathBuf>,
     /// --timeout, --fail-on-missing-groups, --no-progress.

@@ -22,6 +22,7 @@ mod plan_csv;
 mod progress;
 mod reset_files;
 mod session;
+mod signals;
 mod usage;
 
 // The router's table of `watch`'s endpoints, which `grammar` lists in `watch --help`: the fuzz
@@ -119,6 +120,7 @@ fn init_logging(verbose: u8) {
 }
 
 async fn run(command: Command) -> Result<i32, Stop> {
+    signals::ignore_file_size_limit();
     match command {
         Command::Translate(args) => commands::translate::run(args).await,
         Command::Apply(args) => commands::apply::run(*args).await,

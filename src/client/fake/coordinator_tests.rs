@@ -382,8 +382,8 @@ fn plan_for(cluster: &FakeCluster, groups: &[String]) -> ApplyPlan {
                 partitions: vec![partition(0, 10 + i as i64), partition(1, 20 + i as i64)],
             })
             .collect(),
-        // The fake reports no cluster id; the plan, made on it, names none.
-        cluster_id: None,
+        // The plan, made on the fake, names its cluster id.
+        cluster_id: Some(crate::client::fake::FAKE_CLUSTER_ID.into()),
         sources: vec!["primary".into()],
         rules: Some(apply::VerdictRules::default()),
         input: Some(apply::PlanInput::Checkpoints),

@@ -46,6 +46,8 @@ pub(super) struct FakeGroup {
     pub(super) consumer: bool,
     /// Committed offsets by (topic, partition).
     pub(super) offsets: BTreeMap<(String, i32), i64>,
+    /// The metadata committed with them (none: empty).
+    pub(super) metadata: BTreeMap<(String, i32), String>,
 }
 
 /// The error a group request of `api` for `group` gets on `node`: the one injected for the
@@ -196,15 +198,18 @@ pub(super) fn describe_groups(
 /// One group's committed offsets as the coordinator answers them: `wanted` names the
 /// partitions (each answered, -1 when none), `None` means every partition with an offset.
 /// A partition fault answers that partition with its code and offset -1.
+/// One partition of an OffsetFetch answer: (partition, offset, error code, metadata).
+type FetchedPartition = (i32, i64, i16, Option<String>);
+
 fn committed_partitions(
     state: &mut State,
     group: &str,
     wanted: Option<Vec<(String, i32)>>,
-) -> BTreeMap<String, Vec<(i32, i64, i16)>> {
-    let held = state
+) -> BTreeMap<String, Vec<FetchedPartition>> {
+    let (held, metadata) = state
         .groups
         .get(group)
-        .map(|g| g.offsets.clone())
+        .map(|g| (g.offsets.clone(), g.metadata.clone()))
         .unwrap_or_default();
     let partitions: Vec<((String, i32), i64)> = match wanted {
         None => held.into_iter().collect(),
@@ -216,14 +221,15 @@ fn committed_partitions(
             })
             .collect(),
     };
-    let mut by_topic: BTreeMap<String, Vec<(i32, i64, i16)>> = BTreeMap::new();
+    let mut by_topic: BTreeMap<String, Vec<FetchedPartition>> = BTreeMap::new();
     for ((topic, partition), offset) in partitions {
         let code = state.group_fault(ApiKey::OffsetFetch, group, Some((&topic, partition)));
         let offset = if code != 0 { -1 } else { offset };
+        let committed = metadata.get(&(topic.clone(), partition)).cloned();
         by_topic
             .entry(topic)
             .or_default()
-            .push((partition, offset, code));
+            .push((partition, offset, code, committed));
     }
     by_topic
 }
@@ -265,10 +271,11 @@ pub(super) fn offset_fetch(
                     .with_partitions(
                         partitions
                             .into_iter()
-                            .map(|(p, offset, code)| {
+                            .map(|(p, offset, code, metadata)| {
                                 OffsetFetchResponsePartition::default()
                                     .with_partition_index(p)
                                     .with_committed_offset(offset)
+                                    .with_metadata(metadata.map(StrBytes::from_string))
                                     .with_committed_leader_epoch(-1)
                                     .with_error_code(code)
                             })
@@ -309,10 +316,11 @@ pub(super) fn offset_fetch(
                             .with_partitions(
                                 partitions
                                     .into_iter()
-                                    .map(|(p, offset, code)| {
+                                    .map(|(p, offset, code, metadata)| {
                                         OffsetFetchResponsePartitions::default()
                                             .with_partition_index(p)
                                             .with_committed_offset(offset)
+                                            .with_metadata(metadata.map(StrBytes::from_string))
                                             .with_committed_leader_epoch(-1)
                                             .with_error_code(code)
                                     })
@@ -367,10 +375,10 @@ pub(super) fn offset_commit(
                             c
                         }
                         _ => {
-                            entry.offsets.insert(
-                                (t.name.to_string(), p.partition_index),
-                                p.committed_offset,
-                            );
+                            let key = (t.name.to_string(), p.partition_index);
+                            let metadata = p.committed_metadata.as_deref().unwrap_or("");
+                            entry.metadata.insert(key.clone(), metadata.to_string());
+                            entry.offsets.insert(key, p.committed_offset);
                             0
                         }
                     };

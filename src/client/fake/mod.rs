@@ -662,6 +662,9 @@ fn take_fault(shared: &Shared, api: i16, node: i32) -> Option<Fault> {
     Some(hit.fault)
 }
 
+/// The cluster id every fake cluster reports.
+pub(crate) const FAKE_CLUSTER_ID: &str = "fake-cluster";
+
 fn metadata(shared: &Shared, request: &MetadataRequest, error: i16) -> MetadataResponse {
     let state = shared.lock();
     let brokers = shared
@@ -708,6 +711,7 @@ fn metadata(shared: &Shared, request: &MetadataRequest, error: i16) -> MetadataR
         .collect();
     MetadataResponse::default()
         .with_brokers(brokers)
+        .with_cluster_id(Some(StrBytes::from_static_str(FAKE_CLUSTER_ID)))
         .with_controller_id(BrokerId(0))
         .with_topics(topics)
 }

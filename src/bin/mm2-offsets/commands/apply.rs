@@ -25,6 +25,16 @@ pub(crate) async fn run(args: ApplyArgs) -> Result<i32, Stop> {
     // --timeout is the budget of the whole run: connecting, reading the checkpoints, planning,
     // the re-checks, the commits and the read-back all spend from this one deadline.
     let deadline = Deadline::after(args.translate.run.timeout);
+    // The undo file first, before anything is read from the cluster: a place it cannot be
+    // created is found out before any commit could need it.
+    let mut undo_out = match super::undo::open_undo_out(
+        args.undo_out.as_deref(),
+        args.plan_out.as_deref(),
+        args.execute,
+    ) {
+        Ok(undo_out) => undo_out,
+        Err(code) => return Ok(code),
+    };
     let p = &args.translate.precise;
     let options = ApplyOptions {
         rules: VerdictRules {
@@ -42,10 +52,12 @@ pub(crate) async fn run(args: ApplyArgs) -> Result<i32, Stop> {
         ..ApplyOptions::default()
     };
     let (client, plan, report) = match &args.plan {
-        Some(path) => match saved_plan(&args, path, &options, &deadline).await? {
-            Ok(done) => done,
-            Err(code) => return Ok(code),
-        },
+        Some(path) => {
+            match saved_plan(&args, path, &options, undo_out.as_mut(), &deadline).await? {
+                Ok(done) => done,
+                Err(code) => return Ok(code),
+            }
+        }
         None => {
             let groups = match session::group_selection(&args.translate.select) {
                 Ok(groups) => groups,
@@ -77,14 +89,13 @@ pub(crate) async fn run(args: ApplyArgs) -> Result<i32, Stop> {
                     .map_err(|e| format!("cannot write --plan-out {}: {e}", path.display()))?;
             }
             let report = if args.execute {
-                let undo_out = args.undo_out.as_deref();
                 Some(
                     super::undo::execute_with_undo(
                         mirror.kafka(),
                         &plan,
                         None,
                         &options,
-                        undo_out,
+                        undo_out.as_mut(),
                         &deadline,
                     )
                     .await?,
@@ -119,7 +130,7 @@ pub(crate) async fn run(args: ApplyArgs) -> Result<i32, Stop> {
     let printed = written.and_then(|_| out.flush());
     drop(out);
     phase("answer written", &deadline);
-    let code = summarize(&plan, report.as_ref(), args.execute);
+    let code = crate::signals::exit_code(summarize(&plan, report.as_ref(), args.execute));
     printed.map_err(output_failed)?;
     Ok(code)
 }
@@ -177,6 +188,7 @@ async fn saved_plan(
     args: &ApplyArgs,
     path: &std::path::Path,
     options: &ApplyOptions,
+    undo_out: Option<&mut super::undo::UndoOut>,
     budget: &Deadline,
 ) -> Result<Result<(KafkaClient, ApplyPlan, Option<ApplyReport>), i32>, Stop> {
     let shown = crate::escape::for_terminal(&path.display().to_string()).to_string();
@@ -242,7 +254,6 @@ async fn saved_plan(
     .map_err(|e| format!("re-reading the checkpoints --plan {shown} was made from: {e}"))?;
     let client = mirror.kafka().clone();
     if args.execute {
-        let undo_out = args.undo_out.as_deref();
         let report = super::undo::execute_with_undo(
             &client,
             &plan,

@@ -81,8 +81,17 @@ pub(crate) async fn run(args: FailbackArgs) -> Result<i32, Stop> {
     // --timeout is the budget of the whole run: connecting to both clusters, the reverse
     // translation, the plan, the re-checks, the commits and the read-back.
     let budget = Deadline::after(args.run.timeout);
+    // The undo file first, before anything is read from a cluster.
+    let mut undo_out = match super::undo::open_undo_out(
+        args.undo_out.as_deref(),
+        args.plan_out.as_deref(),
+        args.execute,
+    ) {
+        Ok(undo_out) => undo_out,
+        Err(code) => return Ok(code),
+    };
     let (plan, failback, binding, report) = match &args.plan {
-        Some(path) => match saved_plan(&args, path, &budget, &options).await? {
+        Some(path) => match saved_plan(&args, path, &budget, &options, undo_out.as_mut()).await? {
             Ok(done) => done,
             Err(code) => return Ok(code),
         },
@@ -135,14 +144,13 @@ pub(crate) async fn run(args: FailbackArgs) -> Result<i32, Stop> {
                 })?;
             }
             let report = if args.execute {
-                let undo_out = args.undo_out.as_deref();
                 Some(
                     super::undo::execute_with_undo(
                         primary.kafka(),
                         &plan,
                         None,
                         &options,
-                        undo_out,
+                        undo_out.as_mut(),
                         &budget,
                     )
                     .await?,
@@ -210,7 +218,7 @@ pub(crate) async fn run(args: FailbackArgs) -> Result<i32, Stop> {
     };
     let printed = written.and_then(|_| out.flush());
     drop(out);
-    let code = summarize(&plan, report.as_ref(), &failback);
+    let code = crate::signals::exit_code(summarize(&plan, report.as_ref(), &failback));
     printed.map_err(output_failed)?;
     Ok(code)
 }
@@ -253,6 +261,7 @@ async fn saved_plan(
     path: &Path,
     budget: &Deadline,
     options: &ApplyOptions,
+    undo_out: Option<&mut super::undo::UndoOut>,
 ) -> Result<Result<Outcome, i32>, Stop> {
     let shown = for_terminal(&path.display().to_string()).into_owned();
     let text = session::read_bounded(
@@ -338,7 +347,6 @@ async fn saved_plan(
     let fresh = derive(&binding, selector, (&primary, backup.kafka()), budget).await?;
     let translation = fresh.to_translation(&binding.target);
     if args.execute {
-        let undo_out = args.undo_out.as_deref();
         let report = super::undo::execute_with_undo(
             primary.kafka(),
             &plan,

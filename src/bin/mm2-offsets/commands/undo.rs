@@ -1,65 +1,144 @@
-//! Undo files: written by `apply --execute --undo-out FILE` and `failback --execute --undo-out
+//! Undo files: created (exclusively, before anything is read from the cluster) and written
+//! ahead of every commit by `apply --execute --undo-out FILE` and `failback --execute --undo-out
 //! FILE`, run by `apply --plan FILE` (a dry run unless `--execute`).
 
-use std::io::Write;
-use std::path::Path;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::io::{ErrorKind, Write};
+use std::path::{Path, PathBuf};
 
+use mm2_offsets::apply::journal::{FileJournal, UndoJournal};
 use mm2_offsets::apply::undo::{self, UndoPlan, UndoReport, UndoState};
-use mm2_offsets::apply::{self, ApplyOptions, ApplyPlan, ApplyReport};
+use mm2_offsets::apply::{self, ApplyOptions, ApplyPlan, ApplyReport, WriteAhead};
 use mm2_offsets::client::{Deadline, KafkaClient};
 use mm2_offsets::translate::Translation;
 
 use crate::args::{ConnectionArgs, OutputFormat};
 use crate::escape::for_terminal;
-use crate::exit::{EXIT_ERROR, EXIT_INCOMPLETE, EXIT_OK, Stop, output_failed};
+use crate::exit::{EXIT_ERROR, EXIT_INCOMPLETE, EXIT_OK, EXIT_USAGE, Stop, output_failed};
 use crate::session;
 
-fn now_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
+/// The undo file of a run, created before anything is read from the cluster.
+pub(crate) struct UndoOut {
+    journal: FileJournal,
+    path: PathBuf,
 }
 
-/// Executes `plan`; with `undo_out`, reads first what the partitions to write hold, and after
-/// the execute writes the undo of what it changed to that file (even when some groups failed:
-/// what was written is what must be undoable). The file is written before the report is
-/// printed, and a failure to write it is an error naming the file.
+fn shown(path: &Path) -> String {
+    for_terminal(&path.display().to_string()).into_owned()
+}
+
+/// Where `path` points: its folder resolved (symlinks, `..`), then its name, or itself resolved
+/// when it exists.
+fn resolved(path: &Path) -> PathBuf {
+    if let Ok(full) = path.canonicalize() {
+        return full;
+    }
+    let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    match (absolute.parent(), absolute.file_name()) {
+        (Some(folder), Some(name)) => folder
+            .canonicalize()
+            .map_or_else(|_| absolute.clone(), |f| f.join(name)),
+        _ => absolute,
+    }
+}
+
+/// With `--execute --undo-out FILE`: checks FILE and creates it, exclusively, before anything
+/// is read from the cluster. An existing path (file, directory, symlink, even a dangling one),
+/// a missing folder, a place that cannot be written, or the same file as `--plan-out` is a
+/// usage error (the exit code, after the message): nothing was read or written.
+pub(crate) fn open_undo_out(
+    undo_out: Option<&Path>,
+    plan_out: Option<&Path>,
+    execute: bool,
+) -> Result<Option<UndoOut>, i32> {
+    let Some(path) = undo_out.filter(|_| execute) else {
+        return Ok(None);
+    };
+    let usage = |why: String| {
+        eprintln!(
+            "error: --undo-out {}: {why}; nothing was read or written",
+            shown(path)
+        );
+        EXIT_USAGE
+    };
+    if let Some(plan_out) = plan_out
+        && resolved(plan_out) == resolved(path)
+    {
+        return Err(usage(format!(
+            "it is the same file as --plan-out {}: the plan would overwrite the undo; give two files",
+            shown(plan_out)
+        )));
+    }
+    match FileJournal::create(path) {
+        Ok(journal) => Ok(Some(UndoOut {
+            journal,
+            path: path.to_path_buf(),
+        })),
+        Err(e) => Err(usage(match e.kind() {
+            ErrorKind::AlreadyExists => {
+                let what = match std::fs::symlink_metadata(path) {
+                    Ok(m) if m.file_type().is_symlink() => "a symlink",
+                    Ok(m) if m.is_dir() => "a directory",
+                    _ => "a file",
+                };
+                format!(
+                    "{what} of that name exists, and an undo file is never replaced (nor a symlink followed); name a new file"
+                )
+            }
+            ErrorKind::NotFound => "its folder does not exist".to_string(),
+            ErrorKind::PermissionDenied => {
+                format!("cannot be created there ({e}); name a file in a folder you may write")
+            }
+            _ => format!("cannot be created ({e})"),
+        })),
+    }
+}
+
+/// Executes `plan`; with `undo_out` (created by [`open_undo_out`]), guarded by the undo
+/// journal: every wave's previous offsets are written and flushed to the file before its
+/// commits are sent, and each commit carries the run's marker. An interrupt (SIGINT, SIGTERM)
+/// stops further commits; the report says which groups were not sent.
 pub(crate) async fn execute_with_undo(
     client: &KafkaClient,
     plan: &ApplyPlan,
     checkpoints: Option<&Translation>,
     options: &ApplyOptions,
-    undo_out: Option<&Path>,
+    undo_out: Option<&mut UndoOut>,
     deadline: &Deadline,
 ) -> Result<ApplyReport, Stop> {
-    let Some(path) = undo_out else {
-        return Ok(apply::execute_with(client, plan, checkpoints, options, deadline).await);
+    let stop = crate::signals::guard_writes();
+    let Some(out) = undo_out else {
+        let guard = WriteAhead {
+            journal: None,
+            stop: Some(stop),
+        };
+        return Ok(
+            apply::execute_write_ahead(client, plan, checkpoints, options, deadline, guard).await,
+        );
     };
-    let before = undo::read_before(client, plan, deadline)
-        .await
-        .map_err(|e| {
-            format!(
-                "cannot read the groups' offsets before committing, so no undo could be written; \
-             nothing was committed: {e}"
-            )
-        })?;
-    let report = apply::execute_with(client, plan, checkpoints, options, deadline).await;
-    let undo = undo::undo_plan(plan, &report, &before, now_ms());
-    let json = serde_json::to_string_pretty(&undo).map_err(|e| e.to_string())?;
-    std::fs::write(path, json + "\n").map_err(|e| {
-        format!(
-            "the commits were made, but the undo file {} could not be written: {e}; read the \
-             groups' offsets now if you need to restore them",
-            for_terminal(&path.display().to_string())
-        )
-    })?;
-    eprintln!(
-        "undo: {} partition(s) of {} group(s) written to {} (run it with apply --plan)",
-        undo.partitions(),
-        undo.groups.len(),
-        for_terminal(&path.display().to_string())
-    );
+    let guard = WriteAhead {
+        journal: Some(&mut out.journal as &mut dyn UndoJournal),
+        stop: Some(stop),
+    };
+    let report =
+        apply::execute_write_ahead(client, plan, checkpoints, options, deadline, guard).await;
+    let recorded = out.journal.groups();
+    if let Some(why) = out.journal.failed() {
+        eprintln!(
+            "error: the undo file {} could not be written ({why}): no commit was sent after it; the groups not sent say so",
+            shown(&out.path)
+        );
+    }
+    if recorded == 0 {
+        eprintln!(
+            "undo: no group was committed, so {} holds no group to undo",
+            shown(&out.path)
+        );
+    } else {
+        eprintln!(
+            "undo: {recorded} group(s) recorded in {} before their commits (run it with apply --plan)",
+            shown(&out.path)
+        );
+    }
     Ok(report)
 }
 
@@ -82,10 +161,18 @@ pub(crate) async fn run_file(
         );
         return Ok(crate::exit::EXIT_USAGE);
     }
-    let undo: UndoPlan = serde_json::from_str(text)
-        .map_err(|e| format!("--plan {shown} is not an undo plan: {e}"))?;
-    undo.check_schema()
-        .map_err(|e| format!("--plan {shown}: {e}"))?;
+    let parsed = UndoPlan::parse(text).map_err(|e| format!("--plan {shown}: {e}"))?;
+    if let Some(line) = parsed.torn_line {
+        eprintln!(
+            "note: --plan {shown}: line {line} was cut short (the run stopped while writing it; that wave's commits were not sent): ignored"
+        );
+    }
+    if parsed.end.is_none() {
+        eprintln!(
+            "note: --plan {shown}: the run did not finish; every group it recorded may or may not have been committed, and each is checked on the cluster"
+        );
+    }
+    let undo = parsed.plan;
     let settings = crate::connection::settings(connection)?.for_commits(options.concurrency);
     let client = session::connect(settings, budget.remaining()).await?;
     let report = undo::execute_undo(client.kafka(), &undo, options, execute, budget).await;
@@ -198,6 +285,9 @@ fn name(state: UndoState) -> &'static str {
         UndoState::Deleted => "deleted",
         UndoState::AlreadyRestored => "already-restored",
         UndoState::ChangedSince => "changed-since (refused)",
+        UndoState::NotWrittenByRun => "not-written-by-run (refused)",
+        UndoState::TopicChanged => "topic-changed (refused)",
+        UndoState::OutOfRange => "out-of-range (refused)",
         UndoState::Failed => "failed",
         UndoState::Unknown => "UNKNOWN",
     }

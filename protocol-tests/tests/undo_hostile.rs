@@ -1,0 +1,740 @@
+//! The way back, tried as a hostile operator would (issue 29), on a real Kafka 4.4 (k4; k39 as
+//! "another cluster"): `--undo-out` on every kind of bad path, edited undo files, and a
+//! 2,000-group `apply --execute --undo-out` interrupted by SIGINT, killed by SIGKILL and stopped
+//! by a file-size limit at several points, each then undone. Every case asserts the exit code
+//! and the words, then reads the cluster back with a raw OffsetFetch (`support/raw.rs`, not the
+//! code under test).
+//!
+//! Every case runs even when an earlier one fails; the tables are printed (`--nocapture`), then
+//! the failures are asserted.
+
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use mm2_offsets::mm2::checkpoint::{self, CheckpointKey, CheckpointValue};
+use serde_json::Value;
+
+use crate::support::child::{Run, run_bounded};
+use crate::support::cluster;
+use crate::support::raw::{Raw, Records};
+
+type Held = BTreeMap<(String, i32), i64>;
+
+fn bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_mm2-offsets"))
+}
+
+fn args(list: &[&str]) -> Vec<String> {
+    list.iter().map(|s| s.to_string()).collect()
+}
+
+fn show(held: &Held) -> String {
+    if held.is_empty() {
+        return "nothing".to_string();
+    }
+    held.iter()
+        .map(|((t, p), o)| format!("{}-{p}={o}", t.rsplit('.').next().unwrap_or(t)))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// A checkpoint of `group` on partition 0 of `topic` at `downstream`, with metadata "src".
+fn checkpoint_record(group: &str, topic: &str, downstream: i64) -> crate::support::raw::Record {
+    let key = checkpoint::encode_key(&CheckpointKey {
+        group: group.as_bytes(),
+        topic: topic.as_bytes(),
+        partition: 0,
+    })
+    .unwrap();
+    let value = checkpoint::encode_value(&CheckpointValue {
+        version: 0,
+        upstream_offset: downstream + 1000,
+        downstream_offset: downstream,
+        metadata: b"src",
+    })
+    .unwrap();
+    (Some(key), Some(value))
+}
+
+/// One row of the table of cases.
+struct Row {
+    case: String,
+    code: Option<i32>,
+    before: String,
+    after: String,
+    words: String,
+    failure: Option<String>,
+}
+
+#[derive(Default)]
+struct Table {
+    rows: Vec<Row>,
+}
+
+impl Table {
+    /// Records a case: `run` must have exited `code` with `needle` in its output, and the
+    /// cluster must hold `want` (read back: `found`).
+    fn check(&mut self, case: &str, run: &Run, code: i32, needle: &str, held: [&Held; 3]) {
+        let [before, found, want] = held;
+        let stdout = String::from_utf8_lossy(&run.stdout);
+        let all = format!("{}\n{stdout}", run.stderr);
+        let words: String = all
+            .lines()
+            .find(|l| l.contains(needle))
+            .or_else(|| run.stderr.lines().rev().find(|l| !l.trim().is_empty()))
+            .unwrap_or("")
+            .trim()
+            .chars()
+            .take(200)
+            .collect();
+        let mut failure = Vec::new();
+        if run.code != Some(code) {
+            failure.push(format!("exit {:?}, wanted {code}", run.code));
+        }
+        if !all.contains(needle) {
+            failure.push(format!("no {needle:?} in the output"));
+        }
+        if found != want {
+            failure.push(format!("cluster holds {found:?}, wanted {want:?}"));
+        }
+        self.rows.push(Row {
+            case: case.to_string(),
+            code: run.code,
+            before: show(before),
+            after: show(found),
+            words,
+            failure: (!failure.is_empty()).then(|| {
+                format!(
+                    "{}\n--- stderr:\n{}\n--- stdout:\n{}",
+                    failure.join("; "),
+                    run.stderr,
+                    stdout.chars().take(2000).collect::<String>()
+                )
+            }),
+        });
+    }
+
+    fn print(&self) {
+        eprintln!(
+            "\n{:<64} | exit | {:<13} | {:<13} | words",
+            "case", "before", "after"
+        );
+        for r in &self.rows {
+            eprintln!(
+                "{:<64} | {:>4} | {:<13} | {:<13} | {}{}",
+                r.case,
+                r.code.map_or("-".to_string(), |c| c.to_string()),
+                r.before,
+                r.after,
+                r.words,
+                if r.failure.is_some() {
+                    "  <-- FAILED"
+                } else {
+                    ""
+                }
+            );
+        }
+    }
+
+    fn failures(&self) -> Vec<String> {
+        self.rows
+            .iter()
+            .filter_map(|r| r.failure.as_ref().map(|f| format!("== {}: {f}", r.case)))
+            .collect()
+    }
+}
+
+/// The undo file's lines as JSON (a torn last line left out).
+fn journal(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
+}
+
+/// Writes `lines` as an undo file.
+fn write_journal(path: &Path, lines: &[Value]) -> String {
+    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    std::fs::write(path, text).unwrap();
+    path.display().to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_undo_is_written_ahead_bound_and_checked_on_kafka_4() {
+    let started = Instant::now();
+    let k4 = cluster("k4");
+    let k39 = cluster("k39");
+    let raw = Raw::connect(&k4).await;
+    let raw39 = Raw::connect(&k39).await;
+    {
+        let client = mm2_offsets::client::KafkaClient::connect(k4.plaintext())
+            .await
+            .unwrap();
+        crate::support::wait_for_group_coordinator(&client, Duration::from_secs(60)).await;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let unique = crate::support::unique_topic("uh").replace('-', "");
+    let alias = unique.clone();
+    let g = |name: &str| format!("{unique}-{name}");
+    let orders = format!("{alias}.orders");
+    let recreated = format!("{alias}.recreated");
+    let raised = format!("{alias}.raised");
+    let server = k4.var("PLAINTEXT").to_string();
+    for t in [&orders, &recreated, &raised] {
+        raw.create_topic(t, 1).await;
+        raw.fill(t, 1, 100).await;
+    }
+    // Checkpoints: 10 on orders for the file cases and the edited cases, 95 on recreated, 30
+    // on raised; 10 for the 2,000 groups of the interrupt runs.
+    const BIG: usize = 2000;
+    let files = g("files");
+    let edited = ["past-end", "minus5", "cluster", "old-file", "untouched"];
+    let mut rows: Records = vec![checkpoint_record(&files, &orders, 10)];
+    rows.extend(edited.iter().map(|n| checkpoint_record(&g(n), &orders, 10)));
+    rows.push(checkpoint_record(&g("recreated"), &recreated, 95));
+    rows.push(checkpoint_record(&g("raised"), &raised, 30));
+    let big: Vec<String> = (0..BIG).map(|i| g(&format!("big{i:04}"))).collect();
+    rows.extend(big.iter().map(|b| checkpoint_record(b, &orders, 10)));
+    let checkpoints = format!("{alias}.checkpoints.internal");
+    raw.create_topic(&checkpoints, 1).await;
+    for chunk in rows.chunks(500) {
+        raw.produce(&checkpoints, 0, chunk).await;
+    }
+    // Before: the edited cases' groups hold 5 (the undo restores 5), "recreated" holds 90,
+    // "raised" 20; every 4th big group holds 5, the others nothing.
+    for n in edited {
+        raw.commit(&g(n), &orders, 0, 5).await;
+    }
+    raw.commit(&g("recreated"), &recreated, 0, 90).await;
+    raw.commit(&g("raised"), &raised, 0, 20).await;
+    for b in big.iter().step_by(4) {
+        raw.commit(b, &orders, 0, 5).await;
+    }
+    let setup = started.elapsed();
+    let mut table = Table::default();
+    let nothing = Held::new();
+    let at = |topic: &str, offset: i64| -> Held { Held::from([((topic.to_string(), 0), offset)]) };
+    let apply = |groups: &[&str], extra: &[&str]| -> Vec<String> {
+        let mut a = args(&[
+            "apply",
+            "--bootstrap-server",
+            &server,
+            "--source",
+            &alias,
+            "--no-progress",
+            "--timeout",
+            "120s",
+        ]);
+        for group in groups {
+            a.extend(args(&["--group", group]));
+        }
+        a.extend(args(extra));
+        a
+    };
+    let run = |a: &[String]| run_bounded(&bin(), a, Duration::from_secs(120));
+
+    // ---- --undo-out on paths it must refuse: exit 2 before anything is read or written.
+    let existing = dir.path().join("existing.jsonl");
+    std::fs::write(&existing, "the only way back").unwrap();
+    let target = dir.path().join("target.jsonl");
+    std::fs::write(&target, "a symlink's target").unwrap();
+    let link = dir.path().join("link.jsonl");
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+    let dangling = dir.path().join("dangling.jsonl");
+    let nowhere = dir.path().join("nowhere.jsonl");
+    std::os::unix::fs::symlink(&nowhere, &dangling).unwrap();
+    let folder = dir.path().join("a-folder");
+    std::fs::create_dir(&folder).unwrap();
+    let missing = dir.path().join("no-such-folder").join("undo.jsonl");
+    let same = dir.path().join("same.jsonl");
+    let p = |path: &Path| path.display().to_string();
+    let bad_paths: Vec<(&str, Vec<String>, &str)> = vec![
+        (
+            "undo-out: an existing file",
+            apply(&[&files], &["--execute", "--undo-out", &p(&existing)]),
+            "a file of that name exists",
+        ),
+        (
+            "undo-out: a symlink to a file",
+            apply(&[&files], &["--execute", "--undo-out", &p(&link)]),
+            "a symlink of that name exists",
+        ),
+        (
+            "undo-out: a dangling symlink",
+            apply(&[&files], &["--execute", "--undo-out", &p(&dangling)]),
+            "a symlink of that name exists",
+        ),
+        (
+            "undo-out: a directory",
+            apply(&[&files], &["--execute", "--undo-out", &p(&folder)]),
+            "a directory of that name exists",
+        ),
+        (
+            "undo-out: a missing folder",
+            apply(&[&files], &["--execute", "--undo-out", &p(&missing)]),
+            "its folder does not exist",
+        ),
+        (
+            "undo-out: an unwritable place (/sys)",
+            apply(
+                &[&files],
+                &["--execute", "--undo-out", "/sys/mm2o-undo.jsonl"],
+            ),
+            "nothing was read or written",
+        ),
+        (
+            "undo-out: the same file as --plan-out",
+            apply(
+                &[&files],
+                &[
+                    "--execute",
+                    "--plan-out",
+                    &p(&same),
+                    "--undo-out",
+                    &p(&same),
+                ],
+            ),
+            "same file as --plan-out",
+        ),
+    ];
+    for (case, a, needle) in bad_paths {
+        let r = run(&a);
+        let found = raw.committed(&files).await;
+        table.check(case, &r, 2, needle, [&nothing, &found, &nothing]);
+    }
+    let kept = [
+        std::fs::read_to_string(&existing).unwrap_or_default() == "the only way back",
+        std::fs::read_to_string(&target).unwrap_or_default() == "a symlink's target",
+        !nowhere.exists(),
+        !same.exists(),
+        std::fs::read_dir(&folder).map(|d| d.count()).unwrap_or(1) == 0,
+    ];
+    assert!(
+        kept.iter().all(|k| *k),
+        "a refused --undo-out changed a file: {kept:?}"
+    );
+
+    // ---- One journaled run, then edited copies of its undo file.
+    let good = dir.path().join("good.jsonl");
+    let groups: Vec<String> = edited
+        .iter()
+        .map(|n| g(n))
+        .chain([g("recreated"), g("raised")])
+        .collect();
+    let refs: Vec<&str> = groups.iter().map(String::as_str).collect();
+    let r = run(&apply(&refs, &["--execute", "--undo-out", &p(&good)]));
+    assert_eq!(r.code, Some(0), "the journaled run: {}", r.stderr);
+    let lines = journal(&good);
+    assert_eq!(lines.len(), groups.len() + 2, "{lines:?}");
+    let header = lines[0].clone();
+    let line_of = |group: &str| -> Value {
+        lines
+            .iter()
+            .find(|l| l["group"] == group)
+            .cloned()
+            .unwrap_or_else(|| panic!("{group} not in the undo"))
+    };
+    // An undo file of the header and the given group lines.
+    let undo_of = |name: &str, body: Vec<Value>| {
+        let mut all = vec![header.clone()];
+        all.extend(body);
+        write_journal(&dir.path().join(name), &all)
+    };
+    let undo_run = |file: &str, server: &str| {
+        run(&args(&[
+            "apply",
+            "--bootstrap-server",
+            server,
+            "--plan",
+            file,
+            "--execute",
+            "--no-progress",
+        ]))
+    };
+    let edit = |group: &str, f: &dyn Fn(&mut Value)| {
+        let mut line = line_of(group);
+        f(&mut line["partitions"][0]);
+        line
+    };
+    let before5 = at(&orders, 5);
+    let written10 = at(&orders, 10);
+
+    let f = undo_of(
+        "past-end.jsonl",
+        vec![edit(&g("past-end"), &|p| {
+            p["before"]["offset"] = 99999.into()
+        })],
+    );
+    let r = undo_run(&f, &server);
+    let found = raw.committed(&g("past-end")).await;
+    table.check(
+        "edited undo: restore 99999 on a 100-record log",
+        &r,
+        3,
+        "past the log end",
+        [&before5, &found, &written10],
+    );
+
+    let f = undo_of(
+        "minus5.jsonl",
+        vec![edit(&g("minus5"), &|p| p["before"]["offset"] = (-5).into())],
+    );
+    let r = undo_run(&f, &server);
+    let found = raw.committed(&g("minus5")).await;
+    table.check(
+        "edited undo: restore -5",
+        &r,
+        3,
+        "is negative",
+        [&before5, &found, &written10],
+    );
+
+    // A group the run never wrote: it holds 10, committed by someone else; the edit claims the
+    // run wrote 10 over 90.
+    let never = g("never-written");
+    raw.commit(&never, &orders, 0, 10).await;
+    let mut forged = edit(&g("past-end"), &|p| p["before"]["offset"] = 90.into());
+    forged["group"] = never.clone().into();
+    let f = undo_of("never.jsonl", vec![forged]);
+    let r = undo_run(&f, &server);
+    let found = raw.committed(&never).await;
+    table.check(
+        "edited undo: a group the run never wrote (10 -> 90)",
+        &r,
+        3,
+        "not-written-by-run",
+        [&written10, &found, &written10],
+    );
+
+    // The same partition of a group the run wrote, on another cluster (k39 holds nothing).
+    let f = undo_of("cluster.jsonl", vec![line_of(&g("cluster"))]);
+    let r = undo_run(&f, k39.var("PLAINTEXT"));
+    let found = raw39.committed(&g("cluster")).await;
+    table.check(
+        "undo written on k4 run on k39",
+        &r,
+        3,
+        "the undo was written on cluster",
+        [&nothing, &found, &nothing],
+    );
+    let found = raw.committed(&g("cluster")).await;
+    table.check(
+        "  ... and k4 untouched by it",
+        &r,
+        3,
+        "nothing restored",
+        [&written10, &found, &written10],
+    );
+
+    // An undo file of the older format: one document, no cluster id, no run id.
+    let old = serde_json::json!({
+        "schema_version": 1, "kind": "undo", "created_at_ms": 0,
+        "groups": [{"group": g("old-file"), "partitions": [
+            {"topic": orders, "partition": 0, "written": 10, "before": {"offset": 5, "metadata": ""}}]}]
+    });
+    let f = dir.path().join("old.json");
+    std::fs::write(&f, serde_json::to_string_pretty(&old).unwrap()).unwrap();
+    let r = undo_run(&p(&f), &server);
+    let found = raw.committed(&g("old-file")).await;
+    table.check(
+        "an undo file without cluster id and run id (older format)",
+        &r,
+        1,
+        "older mm2-offsets",
+        [&before5, &found, &written10],
+    );
+
+    // A header naming no cluster.
+    let mut unbound = header.clone();
+    unbound["cluster_id"] = Value::Null;
+    let f = write_journal(
+        &dir.path().join("unbound.jsonl"),
+        &[unbound, line_of(&g("old-file"))],
+    );
+    let r = undo_run(&f, &server);
+    let found = raw.committed(&g("old-file")).await;
+    table.check(
+        "an undo whose header names no cluster",
+        &r,
+        1,
+        "line 1",
+        [&before5, &found, &written10],
+    );
+
+    // The topic deleted and recreated with 60 records; someone forges the run's commit (95,
+    // with its marker) onto the new topic: the topic id tells them apart.
+    let marker = format!(
+        "src\u{1f}mm2-offsets-run:{}",
+        header["run_id"].as_str().unwrap()
+    );
+    raw.delete_topic(&recreated).await;
+    raw.create_topic(&recreated, 1).await;
+    raw.fill(&recreated, 1, 60).await;
+    raw.commit_with_metadata(&g("recreated"), &recreated, 0, 95, Some(&marker))
+        .await;
+    let f = undo_of("recreated.jsonl", vec![line_of(&g("recreated"))]);
+    let r = undo_run(&f, &server);
+    let found = raw.committed(&g("recreated")).await;
+    table.check(
+        "undo of 95 -> 90 after the topic was recreated (log end 60)",
+        &r,
+        3,
+        "deleted and recreated",
+        [&at(&recreated, 90), &found, &at(&recreated, 95)],
+    );
+
+    // The log start raised to 40 past the offset to restore (20).
+    raw.delete_records(&raised, 0, 40).await;
+    let f = undo_of("raised.jsonl", vec![line_of(&g("raised"))]);
+    let r = undo_run(&f, &server);
+    let found = raw.committed(&g("raised")).await;
+    table.check(
+        "undo of 30 -> 20 after DeleteRecords raised the log start to 40",
+        &r,
+        3,
+        "below the log start",
+        [&at(&raised, 20), &found, &at(&raised, 30)],
+    );
+
+    // The undo file as written: the groups still as the run left them are restored exactly.
+    let r = undo_run(&p(&good), &server);
+    let mut found = Held::new();
+    let mut want = Held::new();
+    for n in ["past-end", "minus5", "cluster", "untouched"] {
+        for (k, v) in raw.committed(&g(n)).await {
+            found.insert((format!("{n}.{}", k.0), k.1), v);
+        }
+        want.insert((format!("{n}.{orders}"), 0), 5);
+    }
+    table.check(
+        "the undo as written (refusing the changed ones)",
+        &r,
+        3,
+        "restored",
+        [&nothing, &found, &want],
+    );
+
+    // ---- Interrupted 2,000-group runs, each then undone.
+    let big_before: Vec<Held> = {
+        let mut v = Vec::with_capacity(BIG);
+        for b in &big {
+            v.push(raw.committed(b).await);
+        }
+        v
+    };
+    assert!(big_before.iter().step_by(4).all(|h| h == &before5));
+    let regex = format!("{unique}-big.*");
+    let big_apply = |undo: &Path| {
+        let mut a = apply(&[], &["--execute", "--undo-out", &p(undo)]);
+        a.extend(args(&["--group-regex", &regex]));
+        a
+    };
+    let mut measured: Vec<String> = Vec::new();
+    let scenarios: [(&str, Interrupt); 6] = [
+        (
+            "SIGINT once the header is written",
+            Interrupt::Signal("INT", 1),
+        ),
+        (
+            "SIGINT after 1 wave recorded",
+            Interrupt::Signal("INT", 1 + 500),
+        ),
+        (
+            "SIGKILL after 2 waves recorded",
+            Interrupt::Signal("KILL", 1 + 1000),
+        ),
+        (
+            "SIGTERM after 3 waves recorded",
+            Interrupt::Signal("TERM", 1 + 1500),
+        ),
+        (
+            "file-size limit in wave 1 (ulimit -f 100)",
+            Interrupt::FileSize(100),
+        ),
+        (
+            "file-size limit in wave 2 (ulimit -f 300)",
+            Interrupt::FileSize(300),
+        ),
+    ];
+    for (case, how) in scenarios {
+        let undo = dir.path().join(format!("big-{}.jsonl", measured.len()));
+        let t = Instant::now();
+        let r = interrupted_run(&big_apply(&undo), &undo, &how);
+        let took = t.elapsed();
+        let lines = journal(&undo);
+        let recorded: Vec<&str> = lines.iter().filter_map(|l| l["group"].as_str()).collect();
+        let mut moved = 0;
+        let mut uncovered = Vec::new();
+        for (b, was) in big.iter().zip(&big_before) {
+            let now = raw.committed(b).await;
+            if &now != was {
+                moved += 1;
+                if !recorded.contains(&b.as_str()) {
+                    uncovered.push(b.clone());
+                }
+            }
+        }
+        let (code, needle) = match how {
+            Interrupt::Signal("INT", _) => (130, "interrupted by signal 2"),
+            Interrupt::Signal("TERM", _) => (143, "interrupted by signal 15"),
+            Interrupt::Signal(..) => (-9, ""),
+            Interrupt::FileSize(_) => (1, "could not be written (File too large"),
+        };
+        let status_ok = if code == -9 {
+            r.code.is_none()
+        } else {
+            r.code == Some(code) && r.stderr.contains(needle)
+        };
+        // Then the undo of what the file holds.
+        let u = undo_run(&p(&undo), &server);
+        let mut restored = 0;
+        let mut wrong = Vec::new();
+        for (b, was) in big.iter().zip(&big_before) {
+            let now = raw.committed(b).await;
+            if &now == was {
+                restored += 1;
+            } else {
+                wrong.push(format!("{b}: {now:?}, was {was:?}"));
+            }
+        }
+        let undo_ok = u.code == Some(0) && wrong.is_empty();
+        measured.push(format!(
+            "{case:<36} | {:>8} | {:>8} | {moved:>9} | {:>9} | {restored:>5}/{BIG} | {:>6.1}s | {}",
+            r.code.map_or("killed".to_string(), |c| c.to_string()),
+            recorded.len(),
+            uncovered.len(),
+            took.as_secs_f64(),
+            if status_ok && undo_ok && uncovered.is_empty() {
+                "ok"
+            } else {
+                "FAILED"
+            }
+        ));
+        table.rows.push(Row {
+            case: case.to_string(),
+            code: r.code,
+            before: format!("{moved} moved"),
+            after: format!("{restored} back"),
+            words: r
+                .stderr
+                .lines()
+                .find(|l| !needle.is_empty() && l.contains(needle))
+                .unwrap_or("")
+                .chars()
+                .take(160)
+                .collect(),
+            failure: (!(status_ok && undo_ok && uncovered.is_empty())).then(|| {
+                format!(
+                    "run exit {:?} (wanted {code}, {needle:?}); {} moved group(s) not in the undo file {:?}; undo exit {:?}; not restored: {:?}\n--- run stderr:\n{}\n--- undo stderr:\n{}",
+                    r.code,
+                    uncovered.len(),
+                    uncovered.iter().take(5).collect::<Vec<_>>(),
+                    u.code,
+                    wrong.iter().take(5).collect::<Vec<_>>(),
+                    r.stderr.chars().take(3000).collect::<String>(),
+                    u.stderr.chars().take(3000).collect::<String>()
+                )
+            }),
+        });
+    }
+    table.print();
+    eprintln!(
+        "\n{:<36} | run exit | recorded | committed | uncovered | restored   | run    | result",
+        "interrupt (2,000 groups)"
+    );
+    for m in &measured {
+        eprintln!("{m}");
+    }
+    eprintln!(
+        "undo_hostile: {} cases, setup {setup:?}, total {:?}",
+        table.rows.len(),
+        started.elapsed()
+    );
+    let failures = table.failures();
+    assert!(
+        failures.is_empty(),
+        "{} case(s) failed:\n{}",
+        failures.len(),
+        failures.join("\n\n")
+    );
+}
+
+/// How a run is cut short.
+enum Interrupt {
+    /// `kill -SIG` once the undo file has this many whole lines.
+    Signal(&'static str, usize),
+    /// A file-size limit of this many 512-byte blocks (`ulimit -f` in dash).
+    FileSize(u64),
+}
+
+/// Runs the CLI with `a`, cut short as `how` says; the undo file is `undo`.
+fn interrupted_run(a: &[String], undo: &Path, how: &Interrupt) -> Run {
+    let started = Instant::now();
+    let mut command = match how {
+        Interrupt::FileSize(blocks) => {
+            let mut c = Command::new("sh");
+            c.arg("-c")
+                .arg(format!("ulimit -f {blocks}; exec \"$0\" \"$@\""))
+                .arg(bin())
+                .args(a);
+            c
+        }
+        Interrupt::Signal(..) => {
+            let mut c = Command::new(bin());
+            c.args(a);
+            c
+        }
+    };
+    let mut child = command
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run the CLI");
+    let drain = |mut pipe: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            let _ = pipe.read_to_end(&mut bytes);
+            bytes
+        })
+    };
+    let out = drain(Box::new(child.stdout.take().unwrap()));
+    let err = drain(Box::new(child.stderr.take().unwrap()));
+    let mut sent = false;
+    let limit = Duration::from_secs(180);
+    let mut killed = false;
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if let (Interrupt::Signal(signal, lines), false) = (how, sent) {
+            let whole = std::fs::read_to_string(undo)
+                .map(|t| t.matches('\n').count())
+                .unwrap_or(0);
+            if whole >= *lines {
+                let _ = Command::new("kill")
+                    .arg(format!("-{signal}"))
+                    .arg(child.id().to_string())
+                    .status();
+                sent = true;
+            }
+        }
+        if started.elapsed() > limit {
+            killed = true;
+            let _ = child.kill();
+            break child.wait().unwrap();
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    };
+    Run {
+        code: status.code(),
+        stdout: out.join().unwrap_or_default(),
+        stderr: String::from_utf8_lossy(&err.join().unwrap_or_default()).into_owned(),
+        elapsed: started.elapsed(),
+        killed,
+    }
+}

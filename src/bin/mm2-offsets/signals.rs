@@ -1,0 +1,72 @@
+//! Signals during writes: an interrupt (SIGINT, SIGTERM) stops new commits instead of killing
+//! the process between a commit and its report, and SIGXFSZ is ignored so that a file-size
+//! limit makes the undo journal's write fail with an error (and the run stop before its next
+//! commit) instead of killing the process after a commit.
+//!
+//! Registered through tokio (the library and this binary forbid unsafe code): once tokio
+//! handles a signal, its default action (termination) no longer applies.
+
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+
+use tokio::signal::unix::{SignalKind, signal};
+
+/// Set by the first SIGINT or SIGTERM once writes are guarded: no further commit is sent.
+static STOP: AtomicBool = AtomicBool::new(false);
+/// The signal that set [`STOP`].
+static SIGNAL: AtomicI32 = AtomicI32::new(0);
+static GUARDING: OnceLock<()> = OnceLock::new();
+
+/// SIGXFSZ: "file size limit exceeded" (Linux's number; the libc crate is not a dependency).
+const SIGXFSZ: i32 = 25;
+
+/// Ignores SIGXFSZ for the whole run: a write past `ulimit -f` then fails with EFBIG.
+pub(crate) fn ignore_file_size_limit() {
+    match signal(SignalKind::from_raw(SIGXFSZ)) {
+        Ok(mut stream) => {
+            tokio::spawn(async move { while stream.recv().await.is_some() {} });
+        }
+        Err(e) => tracing::warn!("cannot ignore SIGXFSZ: {e}"),
+    }
+}
+
+/// From now on, the first SIGINT or SIGTERM sets the returned flag (the executor sends no
+/// further commit; those in flight settle, the undo is finished and the summary printed) and
+/// a second one ends the process at once (the undo journal is already on disk).
+pub(crate) fn guard_writes() -> &'static AtomicBool {
+    GUARDING.get_or_init(|| {
+        for (kind, number) in [(SignalKind::interrupt(), 2), (SignalKind::terminate(), 15)] {
+            match signal(kind) {
+                Ok(mut stream) => {
+                    tokio::spawn(async move {
+                        while stream.recv().await.is_some() {
+                            if STOP.swap(true, Ordering::SeqCst) {
+                                eprintln!("interrupted again: stopping now");
+                                std::process::exit(128 + number);
+                            }
+                            SIGNAL.store(number, Ordering::SeqCst);
+                            eprintln!(
+                                "interrupted: no further commit is sent; those in flight settle, then the summary (interrupt again to stop at once)"
+                            );
+                        }
+                    });
+                }
+                Err(e) => tracing::warn!("cannot handle signal {number}: {e}"),
+            }
+        }
+    });
+    &STOP
+}
+
+/// `code`, or 128 + the signal's number when an interrupt stopped the writes.
+pub(crate) fn exit_code(code: i32) -> i32 {
+    if STOP.load(Ordering::SeqCst) {
+        let number = SIGNAL.load(Ordering::SeqCst);
+        eprintln!(
+            "interrupted by signal {number}: groups not sent are reported not written; run the undo file to put back what was"
+        );
+        128 + number
+    } else {
+        code
+    }
+}
