@@ -371,3 +371,47 @@ fn the_stretches_below_catch_an_earlier_lifetime() {
         "ignoring the stretches below should give a wrong answer"
     );
 }
+
+/// The sweep backwards over the model: every downstream offset of 300 random flows (40% of
+/// them with MM2 killed) and of the hand-laid flow, tallied. `--nocapture` shows it.
+#[test]
+fn sweep_every_offset_of_the_model_backwards() {
+    use crate::precise::record_match::tests::{killed_near_the_tip, tally};
+    let count =
+        |scenarios: Vec<Scenario>| {
+            let mut rows = Vec::new();
+            for s in scenarios {
+                rows.extend(run(&s, FULL).1);
+            }
+            tally(rows.iter().map(|(_, rule, t, a)| {
+                (matched(a), *t, *rule, a.err().map(ReverseUnmatched::name))
+            }))
+        };
+    let all = count(sample_scenarios(300));
+    let tip = count(vec![killed_near_the_tip()]);
+    eprintln!("backward sweep, random flows: {all:?}");
+    eprintln!("backward sweep, the hand-laid flow: {tip:?}");
+    assert!(!all.contains_key("PAST THE TRUTH"));
+    assert!(!tip.contains_key("PAST THE TRUTH"));
+}
+
+/// MM2 killed: the backup's replica stops growing and its consumers drain it. Every group past
+/// the last sync, up to the end, fails back to just after the last record copied below it,
+/// proven by the floor the last sync gives that record.
+#[test]
+fn a_group_that_drained_the_backup_fails_back_exactly() {
+    use crate::precise::record_match::tests::killed_near_the_tip;
+    let s = killed_near_the_tip();
+    let (flow, rows) = run(&s, FULL);
+    let &(_, last) = flow.syncs.last().unwrap();
+    let tip: Vec<_> = rows.iter().filter(|r| r.0 > last + 1).collect();
+    assert!(tip.len() > 40, "{flow:?}");
+    for (d, rule, truth, answer) in tip {
+        assert_eq!(matched(answer), Some(*truth), "D = {d} (rule {rule:?})");
+    }
+    // The end of the replica: the first record MM2 never copied.
+    assert_eq!(
+        rows.last().map(|r| (r.2, matched(&r.3))),
+        Some((120, Some(120)))
+    );
+}
