@@ -385,6 +385,24 @@ fn sweep_every_offset_of_the_model_backwards() {
         };
     let all = count(sample_scenarios(300));
     let tip = count(vec![killed_near_the_tip()]);
+    // Re-reads on the primary of the hand-laid flow's groups (one per D): the rule's, and with
+    // matching (the rule's where matching leaves a row), total and most for one group.
+    let (_, rows) = run(&killed_near_the_tip(), FULL);
+    let rereads = |pick: &dyn Fn(&Row) -> Option<i64>| {
+        let each: Vec<i64> = rows
+            .iter()
+            .filter_map(|r| pick(r).map(|x| (r.2 - x).max(0)))
+            .collect();
+        (
+            each.iter().sum::<i64>(),
+            each.iter().copied().max().unwrap_or(0),
+        )
+    };
+    let rule = rereads(&|r| r.1);
+    let after = rereads(&|r| matched(&r.3).or(r.1));
+    eprintln!(
+        "backward re-reads, the hand-laid flow (total, most for one group): rule {rule:?}, with matching {after:?}"
+    );
     eprintln!("backward sweep, random flows: {all:?}");
     eprintln!("backward sweep, the hand-laid flow: {tip:?}");
     assert!(!all.contains_key("PAST THE TRUTH"));
