@@ -10,11 +10,14 @@
 //! copied below `D` every record MM2 delivered up to the greatest of them, `M`. The group's first
 //! unread record is the first record after `M`.
 //!
-//! **The answer.** Let `(u0, d0)` be the greatest sync with `d0 < D` (the reverse rule's), and
-//! `a` the last data record below `D` (at or after `d0`). When the walk proves `a` copies
-//! exactly one record (`lb(a) == ub(a) == L`), then `M >= L`, and `X`, the first data record of
-//! the primary after `L` (nothing but markers between them, no record removed), is never past
-//! the group's first unread record: the safety of every answer.
+//! **The answer.** Let `(u0, d0)` be the greatest sync with `d0 < D`, and `a` the last data
+//! record below `D` (at or after `d0`). `L` is the greatest upper bound among the records read
+//! below `D` when one of them is proven to copy it (`lb == ub == L`; inside or after a restart's
+//! duplicate block, the first copies of records past the block), else what the walk proves `a`
+//! copies (`lb(a) == ub(a) == L`). Then `M >= L`, and `X`, the first data record of the primary
+//! after `L` (nothing but markers between them, no record removed), is never past the group's
+//! first unread record: the safety of every answer. At the tip (no sync after `D`) the walk's
+//! floor (`walk.rs`) is what bounds `a` from below.
 //!
 //! **Exact** means `M == L`: no record below `D` copies a record past `L`. By no-skip the
 //! records copied below `D` are every record MM2 delivered from the replica's first one
