@@ -10,11 +10,14 @@
 //! copied below `D` every record MM2 delivered up to the greatest of them, `M`. The group's first
 //! unread record is the first record after `M`.
 //!
-//! **The answer.** Let `(u0, d0)` be the greatest sync with `d0 < D` (the reverse rule's), and
-//! `a` the last data record below `D` (at or after `d0`). When the walk proves `a` copies
-//! exactly one record (`lb(a) == ub(a) == L`), then `M >= L`, and `X`, the first data record of
-//! the primary after `L` (nothing but markers between them, no record removed), is never past
-//! the group's first unread record: the safety of every answer.
+//! **The answer.** Let `(u0, d0)` be the greatest sync with `d0 < D`, and `a` the last data
+//! record below `D` (at or after `d0`). `L` is the greatest upper bound among the records read
+//! below `D` when one of them is proven to copy it (`lb == ub == L`; inside or after a restart's
+//! duplicate block, the first copies of records past the block), else what the walk proves `a`
+//! copies (`lb(a) == ub(a) == L`). Then `M >= L`, and `X`, the first data record of the primary
+//! after `L` (nothing but markers between them, no record removed), is never past the group's
+//! first unread record: the safety of every answer. At the tip (no sync after `D`) the walk's
+//! floor (`walk.rs`) is what bounds `a` from below.
 //!
 //! **Exact** means `M == L`: no record below `D` copies a record past `L`. By no-skip the
 //! records copied below `D` are every record MM2 delivered from the replica's first one
@@ -76,7 +79,7 @@ pub struct ReverseRow<'a> {
 #[serde(rename_all = "kebab-case")]
 #[non_exhaustive]
 pub enum ReverseUnmatched {
-    /// No sync strictly below the group's offset (or one exactly at it: nothing to prove).
+    /// No sync strictly below the group's offset.
     NoSync,
     /// The records to read would exceed the byte budget.
     Budget,
@@ -164,7 +167,10 @@ pub(crate) fn plan(
     let mut windows = Vec::with_capacity(rows.len());
     let mut read = ReadPlan::default();
     for &downstream in rows {
-        let at = syncs.partition_point(|&(_, d)| d <= downstream);
+        // The greatest sync strictly below D: one at D itself says what the record there
+        // copies, not what the group read below it (inside a restart's duplicate block, the
+        // first copies of records past it).
+        let at = syncs.partition_point(|&(_, d)| d < downstream);
         let Some(k) = at.checked_sub(1) else {
             windows.push(None);
             continue;
@@ -256,6 +262,23 @@ pub(crate) fn reach_below(up: &Upstream<'_>, syncs: &[(i64, i64)]) -> Vec<i64> {
     out
 }
 
+/// `L`, the greatest primary record the group is proven to have read in the replica records
+/// read below its offset (`from..to`, `a` the last of them): the greatest upper bound among
+/// them, when one record is proven to copy it (then no record read copies a later one, in
+/// either copy of a restart's duplicate block); else the record `a` proves, the last one read
+/// (a later copy below is then ruled out by content, as `X`'s). `not-proven` when neither is.
+fn last_read(bounds: &Bounds, from: usize, to: usize, a: usize) -> Result<i64, ReverseUnmatched> {
+    let proven = |k: usize| {
+        let (lb, ub) = (bounds.lb[k], bounds.ub[k]);
+        (lb == ub && ub != HIGH && lb != LOW).then_some(ub)
+    };
+    let highest = bounds.ub[from..to].iter().copied().max().unwrap_or(LOW);
+    if highest != HIGH && (from..to).any(|k| proven(k) == Some(highest)) {
+        return Ok(highest);
+    }
+    proven(a).ok_or(ReverseUnmatched::NotProven)
+}
+
 /// The proven answer for a group at `downstream`, or why there is none. `reach` is
 /// [`reach_below`] of the same history; `bottom` what [`bottom`] chose to read (`None`: the
 /// part below the oldest sync is assumed); `unread` why a read stopped, if one did.
@@ -288,11 +311,7 @@ pub(crate) fn answer(
     else {
         return Err(ReverseUnmatched::DownstreamGap);
     };
-    let (lb, ub) = (bounds.lb[a], bounds.ub[a]);
-    if lb != ub || ub == HIGH || lb == LOW {
-        return Err(ReverseUnmatched::NotProven);
-    }
-    let last = ub;
+    let last = last_read(bounds, from, to, a)?;
     // X: the first data record after L, nothing between them but markers.
     let side = up.side;
     let next = side.records.get(side.first_at(last + 1));

@@ -685,7 +685,13 @@ async fn match_records(
         .iter()
         .enumerate()
         .filter(|(_, r)| {
-            r.sync.is_some() && matches!(r.rule, FailbackRule::ReverseRule | FailbackRule::Counted)
+            // An exact-sync row too: inside a restart's duplicate block the group has read the
+            // first copies of records past the sync's.
+            r.sync.is_some()
+                && matches!(
+                    r.rule,
+                    FailbackRule::ReverseRule | FailbackRule::Counted | FailbackRule::ExactSync
+                )
         })
         .map(|(i, _)| i)
         .collect();
@@ -725,6 +731,9 @@ async fn match_records(
                 row.rule = FailbackRule::RecordMatch;
                 row.assumes_history = m.assumes_history;
             }
+            // An exact-sync row matching cannot move keeps its answer, exact outside a
+            // duplicate block: not a row left unmatched.
+            _ if row.rule == FailbackRule::ExactSync => {}
             Ok(_) => row.unmatched = Some(ReverseUnmatched::Inconsistent),
             Err(why) => row.unmatched = Some(why),
         }

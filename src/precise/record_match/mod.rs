@@ -21,9 +21,13 @@
 //! The assumptions are MirrorMaker 2's own (a single writer per replica partition, records
 //! copied byte for byte by its default `ByteArrayConverter`s, no records dropped by SMTs or
 //! `errors.tolerance`), checked where the records allow: a sync whose records differ, or
-//! bounds that cross, refuse the partition (`inconsistent`). A window that ends at a sync
-//! (not at the log end) also assumes that each restart's first sync reached the offset-syncs
-//! topic, as `max_rereads` does.
+//! bounds that cross, refuse the partition (`inconsistent`). Matching also assumes, as
+//! `max_rereads` does, that each restart's first sync reached the offset-syncs topic: a window
+//! that ends at a sync rests on it, and so does the floor that bounds the records after a
+//! partition's last sync (the tip, `walk.rs`). A restart after the last sync whose first sync
+//! was lost (MM2 killed within moments of restarting) re-copies earlier records; where their
+//! contents differ from the records after the floor, the bounds cross and the partition is
+//! refused, and where they repeat (identical records) it is not seen.
 
 pub(crate) mod digest;
 pub(crate) mod plan;

@@ -73,6 +73,10 @@ pub(crate) struct Scenario {
     pub(crate) compact_down: u8,
     /// Offsets removed by retention upstream, in quarters of the log.
     pub(crate) retention: u8,
+    /// MM2 is stopped (killed, or the primary lost) after the events: what it had not
+    /// delivered is never copied, and its delayed and unsent syncs are lost, so the records
+    /// after the last sync reach the partition's tip.
+    pub(crate) killed: bool,
 }
 
 pub(crate) fn copy(s: &Scenario) -> Flow {
@@ -135,7 +139,7 @@ pub(crate) fn copy(s: &Scenario) -> Flow {
             Event::DownstreamMarker => downstream.push(None),
         }
     }
-    while next < delivered.len() {
+    while !s.killed && next < delivered.len() {
         write(
             &mut next,
             1,
@@ -146,8 +150,10 @@ pub(crate) fn copy(s: &Scenario) -> Flow {
             &mut syncs,
         );
     }
-    state.promote();
-    state.fire(true, &mut syncs);
+    if !s.killed {
+        state.promote();
+        state.fire(true, &mut syncs);
+    }
 
     let content = |u: i64| match s.upstream[u as usize] {
         Slot::Data { content, .. } => content,
@@ -325,7 +331,7 @@ fn check(s: &Scenario, cut: Option<usize>) -> Result<usize, String> {
     let mut exact = 0;
     for (u, safe, truth, answer) in run(s, cut) {
         if let Ok(offset) = answer {
-            if offset != truth {
+            if offset != truth && !(s.killed && Some(offset) == last_copy_of_next(&copy(s), u)) {
                 return Err(format!(
                     "U = {u}: matched {offset}, truth {truth} (safe {safe:?}); flow {:?}",
                     copy(s)
@@ -338,6 +344,24 @@ fn check(s: &Scenario, cut: Option<usize>) -> Result<usize, String> {
         }
     }
     Ok(exact)
+}
+
+/// The last present copy of the first record at or after `u` that has one: the position
+/// rule's answer, which in a killed flow can lie past the truth (see [`tally`]).
+fn last_copy_of_next(flow: &Flow, u: i64) -> Option<i64> {
+    let next = flow
+        .delivered
+        .iter()
+        .copied()
+        .filter(|&a| a >= u)
+        .find(|&a| {
+            (0..flow.downstream.len())
+                .any(|d| flow.down_present[d] && flow.downstream[d] == Some(a))
+        })?;
+    (0..flow.downstream.len())
+        .rev()
+        .find(|&d| flow.down_present[d] && flow.downstream[d] == Some(next))
+        .map(|d| d as i64)
 }
 
 fn slot(markers: u32, aborts: u32, alphabet: u8) -> impl Strategy<Value = Slot> {
@@ -369,6 +393,7 @@ pub(crate) fn scenario() -> impl Strategy<Value = Scenario> {
                 prop_oneof![3 => Just(0u8), 1 => 1u8..=4],
                 prop_oneof![3 => Just(0u8), 1 => 1u8..=4],
                 prop_oneof![3 => Just(0u8), 1 => 1u8..=2],
+                proptest::bool::weighted(0.4),
             )
         })
         .prop_map(
@@ -380,6 +405,7 @@ pub(crate) fn scenario() -> impl Strategy<Value = Scenario> {
                 compact_up,
                 compact_down,
                 retention,
+                killed,
             )| {
                 Scenario {
                     upstream,
@@ -389,6 +415,7 @@ pub(crate) fn scenario() -> impl Strategy<Value = Scenario> {
                     compact_up,
                     compact_down,
                     retention,
+                    killed,
                 }
             },
         )
@@ -477,6 +504,7 @@ pub(crate) fn plain(upstream: Vec<Slot>, events: Vec<Event>, max_lag: i64) -> Sc
         compact_up: 0,
         compact_down: 0,
         retention: 0,
+        killed: false,
     }
 }
 
@@ -613,10 +641,13 @@ fn holes_upstream_are_not_guessed_over() {
 fn random_flows_are_mostly_matched() {
     let (mut rows, mut exact, mut improved) = (0usize, 0usize, 0usize);
     for s in sample_scenarios(300) {
-        for (_, safe, truth, answer) in run(&s, None) {
+        let flow = copy(&s);
+        for (u, safe, truth, answer) in run(&s, None) {
             rows += 1;
             if let Ok(offset) = answer {
-                assert_eq!(offset, truth);
+                if !(s.killed && Some(offset) == last_copy_of_next(&flow, u)) {
+                    assert_eq!(offset, truth);
+                }
                 exact += 1;
                 improved += usize::from(safe.is_none_or(|safe| safe < offset));
             }
@@ -625,4 +656,93 @@ fn random_flows_are_mostly_matched() {
     eprintln!("{exact} of {rows} offsets matched, {improved} past the syncs' answer");
     assert!(exact * 2 > rows, "{exact} of {rows}");
     assert!(improved * 5 > rows, "{improved} of {rows}");
+}
+
+/// A flow laid by hand like the issue's: 300 distinct records, syncs every 100, a restart
+/// that re-copies a block, and MM2 killed before its last syncs went out: the groups near the
+/// tip have their next record after the partition's last sync.
+pub(crate) fn killed_near_the_tip() -> Scenario {
+    let batch = Event::Batch {
+        len: 3,
+        retried: false,
+        fire: true,
+    };
+    // 60 written, committed at 30: the second lifetime copies 30..60 again, then 60..120
+    // with one more sync at a commit, and is killed.
+    let mut events = vec![batch; 10];
+    events.push(Event::Commit { fire: true });
+    events.extend([batch; 10]);
+    events.push(Event::Restart);
+    events.extend([batch; 15]);
+    events.push(Event::Commit { fire: true });
+    events.extend([batch; 15]);
+    Scenario {
+        killed: true,
+        ..plain(distinct(200), events, 100)
+    }
+}
+
+/// The sweep's tally: exact, past (or short of) the truth, and unmatched by reason.
+/// An answer past the truth where the syncs' own answer is past it too is tallied apart: a
+/// restart went back and MM2 was killed before it copied again the records the earlier
+/// lifetime had copied after the group's next record (the position rule, the last copy of
+/// the next record, misses them; MM2's checkpoints too).
+pub(crate) fn tally<'a>(
+    outcomes: impl Iterator<Item = (Option<i64>, i64, Option<i64>, Option<&'a str>)>,
+) -> std::collections::BTreeMap<String, usize> {
+    let mut out = std::collections::BTreeMap::new();
+    for (matched, truth, safe, reason) in outcomes {
+        let key = match (matched, reason) {
+            (Some(m), _) if m == truth => "exact".to_string(),
+            (Some(m), _) if m > truth && safe.is_some_and(|s| s > truth) => {
+                "past the truth as the syncs are (killed mid-re-copy)".to_string()
+            }
+            (Some(m), _) if m > truth => "PAST THE TRUTH".to_string(),
+            (Some(_), _) => "short of the truth".to_string(),
+            (None, why) => format!("unmatched {}", why.unwrap_or("?")),
+        };
+        *out.entry(key).or_insert(0) += 1;
+    }
+    out
+}
+
+/// The sweep over the model: every upstream offset of 300 random flows (40% of them with MM2
+/// killed) and of the hand-laid flow, tallied. Run with `--nocapture` to see it.
+#[test]
+fn sweep_every_offset_of_the_model() {
+    let mut all = Vec::new();
+    let mut tip = Vec::new();
+    for s in sample_scenarios(300) {
+        all.extend(run(&s, None));
+    }
+    tip.extend(run(&killed_near_the_tip(), None));
+    let count = |rows: &[Answer]| {
+        tally(
+            rows.iter()
+                .map(|(_, safe, t, a)| (a.ok(), *t, *safe, a.err().map(Unmatched::name))),
+        )
+    };
+    let (all, tip) = (count(&all), count(&tip));
+    eprintln!("forward sweep, random flows: {all:?}");
+    eprintln!("forward sweep, the hand-laid flow: {tip:?}");
+    assert!(!all.contains_key("PAST THE TRUTH") && !all.contains_key("short of the truth"));
+    assert!(!tip.contains_key("PAST THE TRUTH") && !tip.contains_key("short of the truth"));
+}
+
+/// The tip: every group whose next record was copied after the partition's last sync (MM2
+/// killed before it sent another) is matched, from the floor the last sync gives.
+#[test]
+fn the_tip_is_matched() {
+    let s = killed_near_the_tip();
+    let flow = copy(&s);
+    let &(_, last) = flow.syncs.last().unwrap();
+    let end = flow.downstream.len() as i64;
+    let tip: Vec<Answer> = run(&s, None)
+        .into_iter()
+        .filter(|&(_, _, truth, _)| truth > last && truth < end)
+        .collect();
+    assert!(tip.len() > 40, "{} rows at the tip; {flow:?}", tip.len());
+    for (u, safe, truth, answer) in tip {
+        assert_eq!(answer, Ok(truth), "U = {u} (syncs: {safe:?})");
+    }
 }

@@ -18,9 +18,13 @@
 //!   `[j, x]` was read and none above `j` is a hole (aborted records count here: a default
 //!   MirrorMaker 2 copies them). A hole may have held `id(b)`: the cleaner of a compacted
 //!   topic drops aborted records whatever follows them, so an earlier twin proves nothing.
-//! * **Lower bounds**, walking backward from a sync: `lb(a) = prev^k(lb(b))`, narrowed up to
-//!   the least `j >= y` with `a`'s content when `[y, j]` was read and holds no hole (a hole
-//!   may have held `id(a)`).
+//! * **Lower bounds**, walking backward from a sync: `lb(a) = prev^k(lb(b))`, and at least
+//!   `u + 1` for the last sync `(u, d)` with `d < a` (the floor: each task lifetime's first
+//!   sync reaches the topic, so the lifetime that wrote `a` also wrote `d`, and after the
+//!   acknowledged record `d` it sends only later records, one request in flight); narrowed up
+//!   to the least `j >= y` with `a`'s content when `[y, j]` was read and holds no hole (a hole
+//!   may have held `id(a)`). The floor is what bounds the records after the partition's last
+//!   sync, where no later sync or record does: the tip.
 //!
 //! When `lb(p) == ub(p)`, `p` is proven to copy that record. A bound that crosses the other,
 //! or a sync whose records differ, means the flow is not what this model describes (another
@@ -205,6 +209,7 @@ pub(crate) fn bounds(
         ub[k] = x;
     }
     let mut lb = vec![LOW; n];
+    let syncs = log.syncs();
     for k in (0..n).rev() {
         let r = &records[k];
         let mut y = LOW;
@@ -213,10 +218,26 @@ pub(crate) fn bounds(
         {
             y = up.prev_pow(lb[k + 1], i64::from(next.gap_before) + 1);
         }
+        let synced = log.upstream_at(r.offset);
+        // Unless `r` is synced (it may then be a lifetime's first record), the lifetime that
+        // wrote it wrote the last sync before it, and after that sync only later records (see
+        // the module documentation): a floor where no record after `r` bounds it, as at the
+        // partition's tip.
+        // A retried first batch of the next lifetime lands before that lifetime's first sync
+        // (which names the acknowledged copy), and so does the batch of a lifetime that died
+        // before any acknowledgement: those copy records at or after the next sync's (the
+        // committed source offset never goes back), so the floor is the lesser of the two.
+        let at = syncs.partition_point(|&(_, d)| d < r.offset);
+        if synced.is_none()
+            && let Some(&(u, _)) = at.checked_sub(1).and_then(|i| syncs.get(i))
+        {
+            let next = syncs.get(at).map_or(HIGH, |&(u, _)| u);
+            y = y.max(u.saturating_add(1).min(next));
+        }
         if y != LOW {
             y = up.snap_up(y, r);
         }
-        if let Some(u) = log.upstream_at(r.offset) {
+        if let Some(u) = synced {
             if y > u {
                 return Err(Violation::Bounds {
                     downstream: r.offset,

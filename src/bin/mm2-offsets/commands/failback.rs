@@ -178,6 +178,9 @@ pub(crate) async fn run(args: FailbackArgs) -> Result<i32, Stop> {
                 serde_json::to_value(&failback.missing_groups).unwrap_or_default();
             if let Some(stats) = &failback.matching {
                 full["matching"] = serde_json::to_value(stats).unwrap_or_default();
+                // The same counts as on stderr, from the rows.
+                full["matching"]["rows"] =
+                    serde_json::to_value(matching_counts(&failback.rows)).unwrap_or_default();
             }
             serde_json::to_writer(&mut out, &full)
                 .map_err(std::io::Error::other)
@@ -572,16 +575,12 @@ fn report_translation(
         ),
     }
     if let Some(stats) = &failback.matching {
-        let mut reasons: BTreeMap<&str, usize> = BTreeMap::new();
-        for why in failback.rows.iter().filter_map(|r| r.unmatched) {
-            *reasons.entry(why.name()).or_default() += 1;
-        }
-        let matched = failback
-            .rows
-            .iter()
-            .filter(|r| r.rule == FailbackRule::RecordMatch)
-            .count();
-        let assumed = failback.rows.iter().filter(|r| r.assumes_history).count();
+        let MatchingCounts {
+            matched,
+            assumed,
+            kept,
+            reasons,
+        } = matching_counts(&failback.rows);
         let reasons: Vec<String> = reasons.iter().map(|(w, n)| format!("{w}={n}")).collect();
         eprintln!(
             "failback: record matching: {matched} row(s) proven (record-match){}; {} kept their answer{}; read {} B on the primary and {} B on the backup in {} range(s) of {} partition(s)",
@@ -592,7 +591,7 @@ fn report_translation(
             } else {
                 String::new()
             },
-            reasons.len(),
+            kept,
             if reasons.is_empty() {
                 String::new()
             } else {
@@ -625,6 +624,35 @@ fn report_translation(
             "failback: group {} has no committed offset on the backup",
             for_terminal(group)
         );
+    }
+}
+
+/// What `--match-records` did, counted from the rows themselves.
+#[derive(Debug, PartialEq, Eq, Serialize)]
+struct MatchingCounts {
+    /// Rows proven by the records (`record-match`).
+    matched: usize,
+    /// Of those, the ones resting on the residual assumption.
+    assumed: usize,
+    /// Rows matching left with their answer: the sum of `reasons`.
+    kept: usize,
+    /// Those rows by reason.
+    reasons: BTreeMap<&'static str, usize>,
+}
+
+fn matching_counts(rows: &[mm2_offsets::failback::FailbackRow]) -> MatchingCounts {
+    let mut reasons: BTreeMap<&'static str, usize> = BTreeMap::new();
+    for why in rows.iter().filter_map(|r| r.unmatched) {
+        *reasons.entry(why.name()).or_default() += 1;
+    }
+    MatchingCounts {
+        matched: rows
+            .iter()
+            .filter(|r| r.rule == FailbackRule::RecordMatch)
+            .count(),
+        assumed: rows.iter().filter(|r| r.assumes_history).count(),
+        kept: reasons.values().sum(),
+        reasons,
     }
 }
 
@@ -825,5 +853,59 @@ fn summarize(
         EXIT_INCOMPLETE
     } else {
         EXIT_OK
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mm2_offsets::failback::{FailbackRow, ReverseUnmatched};
+
+    fn row(rule: FailbackRule, unmatched: Option<ReverseUnmatched>) -> FailbackRow {
+        FailbackRow {
+            group: "g".into(),
+            topic: "t".into(),
+            partition: 0,
+            offset: 10,
+            safe_offset: 10,
+            rule,
+            from_topic: "primary.t".into(),
+            from_offset: 10,
+            metadata: String::new(),
+            sync: Some((0, 0)),
+            timestamp: 0,
+            unmatched,
+            assumes_history: false,
+        }
+    }
+
+    /// The counts on stderr are the rows': five rows left `not-proven` are five kept, not the
+    /// one reason they share (as the summary printed before).
+    #[test]
+    fn matching_counts_are_the_rows() {
+        let mut rows = vec![row(FailbackRule::RecordMatch, None); 10];
+        rows.extend(vec![
+            row(
+                FailbackRule::ReverseRule,
+                Some(ReverseUnmatched::NotProven)
+            );
+            5
+        ]);
+        rows.push(row(
+            FailbackRule::Counted,
+            Some(ReverseUnmatched::EarlierCopy),
+        ));
+        rows.push(row(FailbackRule::ExactSync, None));
+        rows[0].assumes_history = true;
+        let counts = matching_counts(&rows);
+        assert_eq!(
+            counts,
+            MatchingCounts {
+                matched: 10,
+                assumed: 1,
+                kept: 6,
+                reasons: BTreeMap::from([("earlier-copy", 1), ("not-proven", 5)]),
+            }
+        );
     }
 }
