@@ -192,7 +192,10 @@ fn disagreements(json: &serde_json::Value, run: &Run) -> Vec<String> {
     let line = run
         .stderr
         .lines()
-        .find(|l| l.starts_with("apply: ") || l.starts_with("failback: "))
+        .find(|l| {
+            (l.starts_with("apply: ") || l.starts_with("failback: "))
+                && (l.contains("to write") || l.contains("nothing to write"))
+        })
         .unwrap_or("");
     let executed = s["executed"].as_bool().unwrap_or(false);
     let noop = n("to_write") == 0 && refused == 0 && n("failed") == 0;

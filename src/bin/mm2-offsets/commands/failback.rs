@@ -767,7 +767,7 @@ fn summarize(
     } else {
         " (pass --execute to commit)"
     };
-    eprintln!("failback: {summary}{tail}{pass}");
+    eprintln!("failback: on the primary, {summary}{tail}{pass}");
     match summary.result() {
         _ if read_errors > 0 => EXIT_ERROR,
         apply::RunResult::Complete if left_out > 0 => EXIT_INCOMPLETE,
