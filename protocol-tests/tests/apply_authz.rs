@@ -284,7 +284,8 @@ async fn refusals_on(name: &str) {
         }
     }
     assert!(
-        stderr.contains("1 partition(s) committed") || stderr.contains("2 partition(s) committed"),
+        (stderr.contains("apply: 1 of ") || stderr.contains("apply: 2 of "))
+            && stderr.contains("partition(s) to write committed and read back"),
         "{stderr}"
     );
 

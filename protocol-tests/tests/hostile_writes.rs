@@ -1108,7 +1108,7 @@ async fn hostile_failback_writes_on_kafka_4() {
             source: alias,
             execute: true,
             exit: 0,
-            words: "committed on the primary and read back",
+            words: "on the primary, 1 of 1 partition(s) to write committed and read back",
             group: "control",
             want: vec![(topic.as_str(), 60)],
         },

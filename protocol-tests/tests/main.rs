@@ -20,6 +20,7 @@ mod failback_mm2;
 mod failover_mm2;
 mod faults;
 mod group_calls;
+mod hostile_outcomes;
 mod hostile_writes;
 mod java_patterns;
 // Every JSON output against its schema in docs/schemas/ (Python jsonschema).

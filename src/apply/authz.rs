@@ -14,12 +14,13 @@ pub(crate) const GROUP_AUTHORIZATION_FAILED: i16 = 30;
 /// TOPIC_AUTHORIZATION_FAILED.
 pub(crate) const TOPIC_AUTHORIZATION_FAILED: i16 = 29;
 
-/// The ACL operation `request` needs on a group.
+/// The ACL operation `request` needs on a group: OffsetCommit READ, OffsetDelete (an undo of a
+/// partition that had no offset, KIP-496) DELETE, the reads DESCRIBE (`KafkaApis`).
 fn group_operation(request: &str) -> &'static str {
-    if request == "OffsetCommit" {
-        "READ"
-    } else {
-        "DESCRIBE"
+    match request {
+        "OffsetCommit" => "READ",
+        "OffsetDelete" => "DELETE",
+        _ => "DESCRIBE",
     }
 }
 
@@ -35,9 +36,14 @@ fn topic_operation(request: &str) -> &'static str {
 /// The missing permission behind a group's refusal, e.g. `missing DESCRIBE on Group "g"
 /// (FindCoordinator needs it)`, followed by what to grant.
 pub(crate) fn group_denied(request: &str, group: &str) -> String {
+    let grant = if request == "OffsetDelete" {
+        "grant DELETE on the group (kafka-acls.sh --add --operation Delete --group ...)"
+    } else {
+        "grant DESCRIBE and READ on the group"
+    };
     format!(
         "GROUP_AUTHORIZATION_FAILED: the principal lacks {} on Group {group:?} ({request} needs it); \
-         grant DESCRIBE and READ on the group to the principal apply connects as, then run apply again",
+         {grant} to the principal apply connects as, then run apply again",
         group_operation(request)
     )
 }
@@ -103,6 +109,11 @@ mod tests {
             "commit needs READ"
         );
         assert!(topic_denied("OffsetCommit", "t").contains("lacks READ on Topic \"t\""));
+        let delete = group_denied("OffsetDelete", "g");
+        assert!(
+            delete.contains("lacks DELETE on Group \"g\"") && delete.contains("grant DELETE"),
+            "{delete}"
+        );
         assert!(topic_denied("Metadata", "t").contains("lacks DESCRIBE on Topic \"t\""));
     }
 

@@ -60,6 +60,10 @@ pub enum GroupOutcome {
     },
     /// Some partitions failed (see their results); the others were committed.
     Partial,
+    /// Every partition sent was committed (the coordinator acknowledged it), but the read-back
+    /// did not find them all as written (it ran out of time, or found another offset): written,
+    /// not verified. Read the group's offsets.
+    Unverified,
     /// Failed before writing, or its state after the commit is unknown.
     Error {
         /// What failed (serialized as the words for the operator).
@@ -720,7 +724,11 @@ async fn commit_wave(
 
 /// A group's re-check: the partitions to commit, or the outcome that writes nothing.
 fn recheck_group(plan: &GroupPlan, read: Result<Fresh, GroupError>) -> Result<Passed<'_>, Outcome> {
-    let (description, current, fresh) = read.map_err(|message| (error(message, false), vec![]))?;
+    let (description, current, fresh) = read.map_err(|message| match message.as_refusal() {
+        // A transaction opened since the plan: refused by name, as the plan would refuse it.
+        Some(reason) => (changed(Change::Refused(reason.clone())), vec![]),
+        None => (error(message, false), vec![]),
+    })?;
     if let Some(reason) = refusal(&description) {
         return Err((changed(Change::Refused(reason)), vec![]));
     }
@@ -898,8 +906,11 @@ fn group_outcome(partitions: &[PartitionResult]) -> GroupOutcome {
     let all_good = partitions
         .iter()
         .all(|p| p.state == CommitState::Committed && p.read_back == Some(p.offset));
+    let all_acknowledged = partitions.iter().all(|p| p.state == CommitState::Committed);
     if all_good {
         GroupOutcome::Applied
+    } else if all_acknowledged {
+        GroupOutcome::Unverified
     } else {
         GroupOutcome::Partial
     }

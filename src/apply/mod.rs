@@ -25,6 +25,7 @@ mod logs;
 mod read;
 mod reason;
 mod recheck;
+mod summary;
 pub mod undo;
 mod verdict;
 
@@ -35,6 +36,7 @@ pub use execute::{
 pub(crate) use logs::{TargetLogs, TopicLogs, target_partition, topic_id};
 pub use reason::{Change, GroupError, GroupRefusal, SkipReason};
 pub use recheck::recheck;
+pub use summary::{RunResult, Summary};
 pub use verdict::{Decision, TargetPartition, Verdict, VerdictRules, decide};
 
 use serde::{Deserialize, Serialize};
@@ -426,6 +428,17 @@ pub async fn plan(
     })
 }
 
+/// The status of a group whose read failed: refused when the read found it must not be
+/// written (a pending transaction), else an error.
+pub(crate) fn status_of_error(message: GroupError) -> GroupStatus {
+    match message.as_refusal() {
+        Some(reason) => GroupStatus::Refused {
+            reason: reason.clone(),
+        },
+        None => GroupStatus::Error { message },
+    }
+}
+
 /// Why a group with this description must not be written, if it must not.
 pub(crate) fn refusal(description: &GroupDescription) -> Option<GroupRefusal> {
     if description.is_inactive() {
@@ -454,7 +467,7 @@ fn plan_group(
             };
             (Some(d), o, status)
         }
-        Err(message) => (None, GroupOffsets::new(), GroupStatus::Error { message }),
+        Err(message) => (None, GroupOffsets::new(), status_of_error(message)),
     };
     let mut denied: BTreeSet<&str> = BTreeSet::new();
     let mut partitions = Vec::new();
@@ -465,7 +478,10 @@ fn plan_group(
             denied.insert(o.topic);
         }
         let current = committed_offset(&offsets, o.topic, o.partition);
-        let decision = decide(o.offset, current, target, age, rules);
+        let mut decision = decide(o.offset, current, target, age, rules);
+        if o.unknown_version && decision.verdict != Verdict::InvalidOffset {
+            decision.verdict = Verdict::UnknownCheckpointVersion;
+        }
         partitions.push(PartitionPlan {
             topic: o.topic.to_string(),
             partition: o.partition,
@@ -484,6 +500,26 @@ fn plan_group(
         });
     }
     partitions.sort_by(|a, b| (&a.topic, a.partition).cmp(&(&b.topic, b.partition)));
+    if let Some(raw) = translation.group_id_not_utf8(group) {
+        status = GroupStatus::Refused {
+            reason: GroupRefusal::GroupIdNotUtf8 { raw },
+        };
+    }
+    let whole_group = match &status {
+        // Nothing of the group can be judged while the transaction is open: every row says so.
+        GroupStatus::Refused {
+            reason: GroupRefusal::PendingTransaction { .. },
+        } => Some(Verdict::PendingTransaction),
+        GroupStatus::Refused {
+            reason: GroupRefusal::GroupIdNotUtf8 { .. },
+        } => Some(Verdict::GroupIdNotUtf8),
+        _ => None,
+    };
+    if let Some(verdict) = whole_group {
+        for p in &mut partitions {
+            p.verdict = verdict;
+        }
+    }
     // A topic the principal may not describe hides the group's offsets on it (OffsetFetch
     // leaves it out): nothing of the group can be proven safe, so none of it is written.
     if !denied.is_empty() && !matches!(status, GroupStatus::Error { .. }) {

@@ -179,14 +179,34 @@ pub(crate) async fn read_groups(
             let offsets = answer(&mut fetched, &group, "OffsetFetch");
             let read = description
                 .map_err(|e| GroupError::Unreadable(authz::explain(&e)))
-                .and_then(|d| {
-                    let offsets =
-                        offsets.map_err(|e| GroupError::Unreadable(authz::explain(&e)))?;
-                    Ok((d, offsets))
-                });
+                .and_then(|d| Ok((d, offsets.map_err(offsets_error)?)));
             (group, read)
         })
         .collect()
+}
+
+/// Why a group's offsets could not be fetched: a pending transaction (UNSTABLE_OFFSET_COMMIT
+/// until the group's patience ran out, see `client::batch`) refuses the group by name; anything
+/// else is a failure to read it.
+fn offsets_error(error: GroupCallError) -> GroupError {
+    if error.source.broker_code() == Some(crate::client::UNSTABLE_OFFSET_COMMIT) {
+        let detail =
+            pending_detail(&error.source).unwrap_or_else(|| format!("group {:?}", error.group));
+        return GroupError::Refused(super::GroupRefusal::PendingTransaction { detail });
+    }
+    GroupError::Unreadable(authz::explain(&error))
+}
+
+/// The resource the coordinator's UNSTABLE_OFFSET_COMMIT named (`group "g" on t-0`).
+fn pending_detail(error: &ClientError) -> Option<String> {
+    match error {
+        ClientError::Broker { resource, .. } => Some(resource.clone()),
+        ClientError::Shared(inner) => pending_detail(inner),
+        ClientError::DeadlineExceeded {
+            last: Some(last), ..
+        } => pending_detail(last),
+        _ => None,
+    }
 }
 
 /// `read` with every partition error code accounted for ([`readable_offsets`]), `denied` being

@@ -38,9 +38,26 @@ pub enum GroupRefusal {
         /// The cluster id the target reports now.
         found: Option<String>,
     },
+    /// A transaction holds offsets of the group that are neither committed nor aborted: the
+    /// coordinator answers OffsetFetch (`require_stable`) with UNSTABLE_OFFSET_COMMIT (KIP-447).
+    /// A commit now would be overwritten when the transaction commits, and the group's committed
+    /// offsets cannot be known until it ends.
+    PendingTransaction {
+        /// Where the coordinator said so, e.g. `group "g" on orders-0`.
+        detail: String,
+    },
+    /// The group's id in the checkpoints is not valid UTF-8: shown escaped, never written.
+    GroupIdNotUtf8 {
+        /// The byte strings behind the name, escaped (`orders\xff`).
+        raw: Vec<String>,
+    },
     /// Words read from a plan file that this build does not parse.
     Other(String),
 }
+
+/// The first words of [`GroupRefusal::PendingTransaction`], by which a plan file's refusal is
+/// read back.
+const PENDING_TRANSACTION: &str = "pending-transaction: a transaction holds offsets of the group";
 
 impl fmt::Display for GroupRefusal {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -72,6 +89,18 @@ impl fmt::Display for GroupRefusal {
                 "the plan was made for cluster {}, this is cluster {}; plan again on this cluster",
                 show_id(planned),
                 show_id(found)
+            ),
+            GroupRefusal::PendingTransaction { detail } => write!(
+                f,
+                "{PENDING_TRANSACTION} that is neither committed nor aborted \
+                 (UNSTABLE_OFFSET_COMMIT, {detail}); not written: wait for the producer to commit \
+                 or abort it, or abort a hung one (kafka-transactions.sh --bootstrap-server ... \
+                 find-hanging, then abort), then run apply again"
+            ),
+            GroupRefusal::GroupIdNotUtf8 { raw } => write!(
+                f,
+                "group-id-not-utf8: the checkpoints name this group with bytes that are not UTF-8 ({}); its name here is a lossy decoding, not the group MirrorMaker 2 checkpointed, so it is never written",
+                raw.join(", ")
             ),
             GroupRefusal::Other(words) => f.write_str(words),
         }
@@ -108,6 +137,15 @@ impl GroupRefusal {
                     members,
                 };
             }
+        }
+        if let Some(rest) = words.strip_prefix(PENDING_TRANSACTION)
+            && let Some(rest) = rest
+                .strip_prefix(" that is neither committed nor aborted (UNSTABLE_OFFSET_COMMIT, ")
+            && let Some((detail, _)) = rest.split_once("); not written: ")
+        {
+            return GroupRefusal::PendingTransaction {
+                detail: detail.to_string(),
+            };
         }
         for group_type in crate::client::NOT_CONSUMER_GROUP_TYPES {
             let refusal = GroupRefusal::NotConsumerGroup {
@@ -201,8 +239,22 @@ pub enum GroupError {
     PartitionsUnknown(usize),
     /// Not tried: an earlier commit's outcome is unknown.
     Halted,
+    /// The read found the group must not be written (a pending transaction): a refusal, not a
+    /// failure ([`GroupError::as_refusal`]).
+    Refused(GroupRefusal),
     /// Words read from a plan file that this build does not parse.
     Other(String),
+}
+
+impl GroupError {
+    /// The refusal a read found, when the group could be read far enough to know it must not be
+    /// written (its status is then `refused`, not `error`).
+    pub fn as_refusal(&self) -> Option<&GroupRefusal> {
+        match self {
+            GroupError::Refused(refusal) => Some(refusal),
+            _ => None,
+        }
+    }
 }
 
 impl fmt::Display for GroupError {
@@ -227,6 +279,7 @@ impl fmt::Display for GroupError {
             GroupError::Halted => {
                 f.write_str("not written: an earlier commit's outcome is unknown")
             }
+            GroupError::Refused(refusal) => write!(f, "{refusal}"),
         }
     }
 }
@@ -271,6 +324,9 @@ mod tests {
             },
             GroupRefusal::NotConsumerGroup {
                 group_type: "streams".into(),
+            },
+            GroupRefusal::PendingTransaction {
+                detail: "group \"g\" on orders-0".into(),
             },
             GroupRefusal::Other("something else".into()),
         ] {

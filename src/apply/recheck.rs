@@ -62,6 +62,9 @@ impl Context {
             fresh
                 .iter()
                 .filter(|o| wanted.contains(o.group) && plan.sources.iter().any(|s| s == o.source))
+                // A checkpoint apply never writes from (a value version other than 0, a group
+                // id that is not UTF-8) is no proof for a saved plan's row: as if absent.
+                .filter(|o| !o.unknown_version && fresh.group_id_not_utf8(o.group).is_none())
                 .map(|o| {
                     (
                         (o.group.to_string(), o.topic.to_string(), o.partition),
@@ -446,7 +449,7 @@ pub async fn recheck(
                 }
                 (None, Some(Ok(_))) => match fresh_reads.remove(&g.group) {
                     Some(Ok(read)) => rechecked(g, read, &mut out),
-                    Some(Err(message)) => out.status = GroupStatus::Error { message },
+                    Some(Err(message)) => out.status = super::status_of_error(message),
                     None => {
                         out.status = GroupStatus::Error {
                             message: GroupError::Unreadable(format!(

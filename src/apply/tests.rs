@@ -331,6 +331,25 @@ async fn partition_errors_are_reported_one_by_one() {
     let report = execute(&client, &ready_plan(&["g"]), &ApplyOptions::default()).await;
     let group = &report.groups[0];
     assert_eq!(group.outcome, GroupOutcome::Partial, "{report:?}");
+    // The summary counts the rows: partition 0 acknowledged but not read back (the fake's
+    // OffsetFetch answers nothing), partition 1 refused by the coordinator.
+    let summary = super::Summary::of_execute(&ready_plan(&["g"]), &report);
+    assert_eq!(
+        (
+            summary.to_write,
+            summary.committed,
+            summary.unverified,
+            summary.failed
+        ),
+        (2, 0, 1, 1),
+        "{summary:?}"
+    );
+    assert_eq!(summary.result(), super::RunResult::Failed);
+    assert!(
+        summary
+            .to_string()
+            .contains("1 committed (the coordinator acknowledged it) but not read back")
+    );
     assert_eq!(group.partitions[0].error, None);
     assert_eq!(group.partitions[0].state, CommitState::Committed);
     assert_eq!(group.partitions[1].state, CommitState::Failed);

@@ -35,6 +35,17 @@ pub enum Verdict {
     /// another verdict, the topic recreated or truncated, another checkpoint): refused, and the
     /// row names both views.
     ChangedSincePlan,
+    /// A transaction holds offsets of the group that are neither committed nor aborted
+    /// (UNSTABLE_OFFSET_COMMIT): the group's committed offsets cannot be known and a commit
+    /// would be overwritten when the transaction commits. Every partition of the group is
+    /// refused; wait for the transaction to end, or abort a hung one.
+    PendingTransaction,
+    /// The checkpoint's value version is not 0 (MirrorMaker 2 writes 0): decoded as version 0,
+    /// as Java does, and shown, but a format this build does not know is no ground to write.
+    UnknownCheckpointVersion,
+    /// The group's id in the checkpoints is not valid UTF-8: its name is a lossy decoding that
+    /// other byte strings may share, and not the group MirrorMaker 2 checkpointed.
+    GroupIdNotUtf8,
 }
 
 impl Verdict {
@@ -52,6 +63,9 @@ impl Verdict {
             Verdict::NotAuthorized => "not-authorized",
             Verdict::InvalidOffset => "invalid-offset",
             Verdict::ChangedSincePlan => "changed-since-plan",
+            Verdict::PendingTransaction => "pending-transaction",
+            Verdict::UnknownCheckpointVersion => "unknown-checkpoint-version",
+            Verdict::GroupIdNotUtf8 => "group-id-not-utf8",
         }
     }
 

@@ -13,6 +13,14 @@
 //!    then the next round; at the deadline each pending group gets
 //!    [`ClientError::DeadlineExceeded`] naming its last failure.
 //!
+//! One group never holds the others: a group retries for at most its share of the deadline
+//! ([`group_share`]: a quarter of what was left when the call began), and less when its last
+//! failure is about the group's own state rather than its coordinator's
+//! ([`patience`](super::code::patience): a pending transaction, UNSTABLE_OFFSET_COMMIT, is
+//! not waited on for more than a few seconds). Past it the group gets its own
+//! [`ClientError::DeadlineExceeded`] naming that failure, and the call returns as soon as the
+//! other groups are settled, leaving the rest of the deadline to the run.
+//!
 //! This is the shape of Java's `AdminApiDriver`: settled keys leave, unmapped keys are looked
 //! up again, the others stay on their broker and are retried after a back-off; a disconnect
 //! unmaps every key of its request.
@@ -88,6 +96,15 @@ pub(super) enum AtDeadline {
 struct Pending {
     coordinator: Option<GroupCoordinator>,
     last: Option<ClientError>,
+    /// When it first failed retriably: its retries end at its share of the deadline.
+    since: Option<tokio::time::Instant>,
+}
+
+/// The longest one group's retries may take out of a call with `remaining` left: a quarter of
+/// it, never less than two seconds (or what is left). The other groups, and the rest of the run
+/// that spends from the same deadline, keep the remainder.
+pub(super) fn group_share(remaining: std::time::Duration) -> std::time::Duration {
+    (remaining / 4).max(remaining.min(std::time::Duration::from_secs(2)))
 }
 
 /// The answers of one attempt on one coordinator, by group.
@@ -119,12 +136,14 @@ impl KafkaClient {
                     Pending {
                         coordinator,
                         last: None,
+                        since: None,
                     },
                 )
             })
             .collect();
         let mut done: GroupResults<T> = BTreeMap::new();
         let mut retrier = Retrier::new(*deadline);
+        let share = group_share(deadline.remaining());
         let mut round = 0usize;
         while !pending.is_empty() {
             round += 1;
@@ -172,6 +191,7 @@ impl KafkaClient {
                     progressed |= settle(&mut pending, &mut done, group, answer);
                 }
             }
+            progressed |= out_of_share(request, share, &mut pending, &mut done);
             if pending.is_empty() {
                 break;
             }
@@ -238,6 +258,43 @@ impl KafkaClient {
     }
 }
 
+/// Settles every pending group whose retries have used up their share of the deadline (or
+/// their last failure's shorter [`patience`](super::code::patience)) with its own
+/// [`ClientError::DeadlineExceeded`] naming that failure. True when one was settled.
+fn out_of_share<T>(
+    request: &'static str,
+    share: std::time::Duration,
+    pending: &mut BTreeMap<String, Pending>,
+    done: &mut GroupResults<T>,
+) -> bool {
+    let now = tokio::time::Instant::now();
+    let spent: Vec<String> = pending
+        .iter()
+        .filter(|(_, p)| {
+            let budget = p
+                .last
+                .as_ref()
+                .and_then(|e| e.broker_code())
+                .and_then(super::code::patience)
+                .map_or(share, |patience| patience.min(share));
+            p.since.is_some_and(|since| now >= since + budget)
+        })
+        .map(|(g, _)| g.clone())
+        .collect();
+    for group in &spent {
+        let Some(p) = pending.remove(group) else {
+            continue;
+        };
+        let error = ClientError::DeadlineExceeded {
+            operation: format!("{request} for group {group:?} (its share of the deadline)"),
+            timeout: p.since.map_or(share, |since| now - since),
+            last: p.last.map(Box::new),
+        };
+        done.insert(group.clone(), Err(GroupCallError::new(group, error)));
+    }
+    !spent.is_empty()
+}
+
 /// Records one group's answer: settled (true) or pending, with the coordinator kept only when
 /// the failure is not about where the group lives.
 fn settle<T>(
@@ -269,6 +326,7 @@ fn settle<T>(
             p.coordinator = None;
         }
         p.last = Some(error);
+        p.since.get_or_insert_with(tokio::time::Instant::now);
     }
     false
 }

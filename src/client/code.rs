@@ -105,6 +105,25 @@ impl Action {
     }
 }
 
+/// How long a group call may keep retrying `code` before the group is given up on, when that is
+/// shorter than the group's share of the deadline: for codes that say something about the
+/// group's own state, which waiting the whole deadline will not change.
+///
+/// UNSTABLE_OFFSET_COMMIT (88): a transaction holds offsets of the group that are neither
+/// committed nor aborted (KIP-447). A transaction being committed settles in milliseconds; one
+/// still open after three seconds is a producer mid-transaction (or a hung one, open until its
+/// `transaction.timeout.ms`, 60 s by default), and the caller should say so rather than wait.
+pub(crate) fn patience(code: i16) -> Option<std::time::Duration> {
+    match code {
+        UNSTABLE_OFFSET_COMMIT => Some(std::time::Duration::from_secs(3)),
+        _ => None,
+    }
+}
+
+/// UNSTABLE_OFFSET_COMMIT: an OffsetFetch with `require_stable` found transactional offsets
+/// pending for the group (KIP-447).
+pub const UNSTABLE_OFFSET_COMMIT: i16 = 88;
+
 /// One error code, the action it calls for, and which requests return it.
 struct Rule {
     code: i16,

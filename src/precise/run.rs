@@ -196,6 +196,7 @@ impl MirrorClient {
                 checkpoint_timestamp: read_at,
                 checkpoint_partition: -1,
                 checkpoint_offset: -1,
+                unknown_version: false,
             })
             .collect();
         let report = ReadReport {

@@ -178,6 +178,7 @@ pub(crate) fn source_only_rows(
                 checkpoint_timestamp: read_at_ms,
                 checkpoint_partition: -1,
                 checkpoint_offset: -1,
+                unknown_version: false,
             });
         }
     }

@@ -27,6 +27,11 @@ pub struct TranslatedOffset {
     pub checkpoint_partition: i32,
     /// The checkpoint record's offset in the checkpoints topic.
     pub checkpoint_offset: i64,
+    /// The checkpoint value's version was not 0 (MirrorMaker 2 writes 0). Decoded as version 0,
+    /// as Java does, and shown; `apply` never writes from it (verdict
+    /// `unknown-checkpoint-version`). Serialized only when true.
+    #[serde(skip_serializing_if = "is_false", default)]
+    pub unknown_version: bool,
 }
 
 /// One translated offset, borrowed from a [`Translation`](super::Translation). Serializes with
@@ -54,6 +59,11 @@ pub struct OffsetRef<'a> {
     pub checkpoint_partition: i32,
     /// The checkpoint record's offset in the checkpoints topic.
     pub checkpoint_offset: i64,
+    /// The checkpoint value's version was not 0 (MirrorMaker 2 writes 0). Decoded as version 0,
+    /// as Java does, and shown; `apply` never writes from it (verdict
+    /// `unknown-checkpoint-version`). Serialized only when true.
+    #[serde(skip_serializing_if = "is_false", default)]
+    pub unknown_version: bool,
 }
 
 impl OffsetRef<'_> {
@@ -70,6 +80,11 @@ impl OffsetRef<'_> {
             checkpoint_timestamp: self.checkpoint_timestamp,
             checkpoint_partition: self.checkpoint_partition,
             checkpoint_offset: self.checkpoint_offset,
+            unknown_version: self.unknown_version,
         }
     }
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }

@@ -54,6 +54,9 @@ pub(crate) struct OffsetTable {
     len: usize,
     /// The group ranks with at least one offset, sorted.
     live_groups: Vec<u32>,
+    /// The groups whose id, as read, is not valid UTF-8: each decoded name (Java's, with
+    /// U+FFFD) and the distinct byte strings behind it. Rare: empty in any sane read.
+    not_utf8: std::collections::BTreeMap<Box<str>, Vec<Box<[u8]>>>,
 }
 
 /// Where one offset is: (part, entry).
@@ -97,6 +100,22 @@ impl OffsetTable {
                 .iter()
                 .flat_map(|(_, p)| p.topic_names.iter().map(|name| decode(name))),
         );
+        // Decoded alike, they are one group to Java (and to the translation); apply must know
+        // that the name is not what the checkpoints hold.
+        let mut not_utf8: std::collections::BTreeMap<Box<str>, Vec<Box<[u8]>>> =
+            std::collections::BTreeMap::new();
+        for (_, p) in &parts {
+            for name in p
+                .group_names
+                .iter()
+                .filter(|n| std::str::from_utf8(n).is_err())
+            {
+                let raw = not_utf8.entry(decode(name).into()).or_default();
+                if !raw.contains(name) {
+                    raw.push(name.clone());
+                }
+            }
+        }
         // One source's parts together, in plan order within it.
         parts.sort_by_cached_key(|(source, _)| rank(&sources, source));
         let mut sorted = Vec::with_capacity(parts.len());
@@ -117,6 +136,7 @@ impl OffsetTable {
             blocks,
             len: 0,
             live_groups: Vec::new(),
+            not_utf8,
         };
         let mut live_groups: Vec<u32> = Vec::new();
         let mut len = 0;
@@ -149,6 +169,12 @@ impl OffsetTable {
                 .collect();
             Winners::new(self, cursors).map(move |at| self.view(*source, at))
         })
+    }
+
+    /// The byte strings behind `group` when its id, as read, was not valid UTF-8 (`group` is
+    /// then Java's lossy decoding of each of them).
+    pub(crate) fn group_id_bytes(&self, group: &str) -> Option<&[Box<[u8]>]> {
+        self.not_utf8.get(group).map(Vec::as_slice)
     }
 
     /// The distinct groups with at least one offset, sorted.
@@ -230,6 +256,7 @@ impl OffsetTable {
             checkpoint_timestamp: entry.timestamp,
             checkpoint_partition: part.checkpoint_partition,
             checkpoint_offset: part.offset(entry),
+            unknown_version: entry.nonzero_version(),
         }
     }
 

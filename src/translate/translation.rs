@@ -96,6 +96,25 @@ impl Translation {
         self.offsets.groups()
     }
 
+    /// When `group`'s id in the checkpoints is not valid UTF-8: each distinct byte string behind
+    /// it, escaped (`orders\xff`). `group` is then Java's lenient decoding (invalid bytes become
+    /// U+FFFD), which two different byte strings can share: `apply` never writes such a group.
+    ///
+    /// ```
+    /// # fn example(translation: &mm2_offsets::translate::Translation) {
+    /// if let Some(raw) = translation.group_id_not_utf8("orders-\u{fffd}") {
+    ///     println!("group id not UTF-8: {}", raw.join(", "));
+    /// }
+    /// # }
+    /// ```
+    pub fn group_id_not_utf8(&self, group: &str) -> Option<Vec<String>> {
+        self.offsets.group_id_bytes(group).map(|raw| {
+            raw.iter()
+                .map(|bytes| bytes.escape_ascii().to_string())
+                .collect()
+        })
+    }
+
     /// The offsets of one group (from any source), sorted by source, topic, partition.
     pub fn group<'a>(&'a self, group: &str) -> impl Iterator<Item = OffsetRef<'a>> + 'a {
         self.offsets.group(group)

@@ -116,9 +116,12 @@ pub(crate) struct Folded {
 const LIVE: u32 = 1 << 31;
 /// [`Latest::topic`]'s bit for "has non-empty metadata in [`Part::metadata`]".
 const HAS_METADATA: u32 = 1 << 30;
-/// Topic ids fit below the flag bits: more than 2^30 distinct topic names would take 40 GiB of
+/// [`Latest::topic`]'s bit for "the winning checkpoint's value version is not 0": decoded as
+/// version 0, as Java does, shown and counted, never written from by apply.
+const NONZERO_VERSION: u32 = 1 << 29;
+/// Topic ids fit below the flag bits: more than 2^29 distinct topic names would take 20 GiB of
 /// names first.
-const TOPIC_ID: u32 = HAS_METADATA - 1;
+const TOPIC_ID: u32 = NONZERO_VERSION - 1;
 /// [`Latest::offset`] of a checkpoint whose offset is not `Part::base` plus a `u32`: its offset
 /// is in [`Part::wide`].
 pub(crate) const WIDE_OFFSET: u32 = u32::MAX;
@@ -159,6 +162,11 @@ impl Latest {
 
     pub(crate) fn has_metadata(&self) -> bool {
         self.topic & HAS_METADATA != 0
+    }
+
+    /// Whether the winning checkpoint's value version was not 0.
+    pub(crate) fn nonzero_version(&self) -> bool {
+        self.topic & NONZERO_VERSION != 0
     }
 
     pub(crate) fn key(&self) -> PartKey {
@@ -242,6 +250,7 @@ impl Part {
                 partition: o.partition,
             };
             latest.set_flag(LIVE, true);
+            latest.set_flag(NONZERO_VERSION, o.unknown_version);
             if delta.is_none() {
                 part.wide.insert(key, o.checkpoint_offset);
             }
@@ -443,6 +452,10 @@ impl<'a> Accumulator<'a> {
         entry.upstream_offset = value.upstream_offset;
         entry.downstream_offset = value.downstream_offset;
         entry.set_flag(LIVE, true);
+        entry.set_flag(
+            NONZERO_VERSION,
+            value.version != crate::mm2::checkpoint::VERSION,
+        );
         // Metadata is rare and usually unchanged: a newer checkpoint of the same key costs no
         // allocation and, without metadata, no lookup.
         let had = entry.has_metadata();

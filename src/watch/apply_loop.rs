@@ -133,6 +133,9 @@ pub struct TickReport {
     pub plan: Option<ApplyPlan>,
     /// What the executor did, when the run got that far.
     pub report: Option<ApplyReport>,
+    /// The run's outcome counted from its per-partition results (the one summary `apply`
+    /// prints), when the run got as far as an execute.
+    pub summary: Option<crate::apply::Summary>,
 }
 
 impl TickReport {
@@ -151,6 +154,7 @@ impl TickReport {
             notes: Vec::new(),
             plan: None,
             report: None,
+            summary: None,
         }
     }
 
@@ -198,6 +202,11 @@ impl TickReport {
                     *self.skipped_groups.entry(why).or_default() += 1;
                     self.notes.push(note(Some(why), reason.to_string()));
                 }
+                // Written (acknowledged) but not read back: not an error, and named.
+                GroupOutcome::Unverified => self.notes.push(note(
+                    None,
+                    "committed (acknowledged) but not read back as written: unverified".to_string(),
+                )),
                 GroupOutcome::Partial => {
                     self.errors += 1;
                     self.notes.push(note(
@@ -211,7 +220,9 @@ impl TickReport {
                 }
             }
         }
-        self.committed_partitions = report.committed();
+        let summary = crate::apply::Summary::of_execute(&plan, &report);
+        self.committed_partitions = summary.committed;
+        self.summary = Some(summary);
         self.plan = Some(plan);
         self.report = Some(report);
     }
@@ -228,11 +239,18 @@ impl fmt::Display for TickReport {
             }
             None => write!(f, "map without as_of")?,
         }
-        write!(
-            f,
-            ", {} group(s): {} applied, {} partition(s) committed and read back",
-            self.groups, self.applied_groups, self.committed_partitions
-        )?;
+        match &self.summary {
+            Some(summary) => write!(
+                f,
+                ", {} group(s): {} applied; {summary}",
+                self.groups, self.applied_groups
+            )?,
+            None => write!(
+                f,
+                ", {} group(s): {} applied, {} partition(s) committed and read back",
+                self.groups, self.applied_groups, self.committed_partitions
+            )?,
+        }
         let skipped: Vec<String> = self
             .skipped_groups
             .iter()

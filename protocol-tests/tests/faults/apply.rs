@@ -245,7 +245,7 @@ fn account(row: &str, target: &str, run: &Run, cluster: &BTreeMap<(String, i32),
                     })
                 }
                 None if group_unknown => Reported::Unknown,
-                None if matches!(outcome, "applied" | "partial") => {
+                None if matches!(outcome, "applied" | "partial" | "unverified") => {
                     acc.problems.push(format!(
                         "{name}-{p}: group {outcome} but partition not listed"
                     ));

@@ -8,7 +8,7 @@
 
 use std::io::{self, Write};
 
-use mm2_offsets::apply::{ApplyPlan, ApplyReport, PLAN_SCHEMA_VERSION};
+use mm2_offsets::apply::{ApplyPlan, ApplyReport, PLAN_SCHEMA_VERSION, Summary};
 use serde::Serialize;
 
 /// Where the pretty printer puts a `groups` array two levels deep (a key of `plan` or
@@ -18,13 +18,14 @@ const HOLE: &str = "\n    \"groups\": []";
 /// The indentation of an element of such an array.
 const ELEMENT_INDENT: &str = "      ";
 
-/// Writes `{"executed", "plan", "result", "schema_version"}` as `serde_json::to_writer_pretty`
+/// Writes `{"executed", "plan", "result", "schema_version", "summary"}` as `serde_json::to_writer_pretty`
 /// of the same `serde_json::json!` document writes it, followed by a line break.
 pub(crate) fn write_answer(
     out: &mut dyn Write,
     executed: bool,
     plan: &ApplyPlan,
     report: Option<&ApplyReport>,
+    summary: &Summary,
 ) -> io::Result<()> {
     // Every field but the groups: a struct literal, so that a field added to the plan is a
     // compile error here rather than a field missing from the answer.
@@ -44,6 +45,7 @@ pub(crate) fn write_answer(
         "executed": executed,
         "plan": &head,
         "result": &report_head,
+        "summary": summary,
     });
     let text = serde_json::to_string_pretty(&skeleton).map_err(io::Error::other)?;
     let pieces: Vec<&str> = text.split(HOLE).collect();
@@ -55,6 +57,7 @@ pub(crate) fn write_answer(
             "executed": executed,
             "plan": plan,
             "result": report,
+            "summary": summary,
         });
         serde_json::to_writer_pretty(&mut *out, &doc).map_err(io::Error::other)?;
         return writeln!(out);
@@ -167,12 +170,18 @@ mod tests {
         }
     }
 
-    fn through_a_value(executed: bool, plan: &ApplyPlan, report: Option<&ApplyReport>) -> String {
+    fn through_a_value(
+        executed: bool,
+        plan: &ApplyPlan,
+        report: Option<&ApplyReport>,
+        summary: &Summary,
+    ) -> String {
         let doc = serde_json::json!({
             "schema_version": PLAN_SCHEMA_VERSION,
             "executed": executed,
             "plan": plan,
             "result": report,
+            "summary": summary,
         });
         serde_json::to_string_pretty(&doc).unwrap() + "\n"
     }
@@ -183,11 +192,15 @@ mod tests {
             let plan = plan(groups);
             for report in [None, Some(report(groups))] {
                 let executed = report.is_some();
+                let summary = match &report {
+                    Some(r) => Summary::of_execute(&plan, r),
+                    None => Summary::of_plan(&plan),
+                };
                 let mut out = Vec::new();
-                write_answer(&mut out, executed, &plan, report.as_ref()).unwrap();
+                write_answer(&mut out, executed, &plan, report.as_ref(), &summary).unwrap();
                 assert_eq!(
                     String::from_utf8(out).unwrap(),
-                    through_a_value(executed, &plan, report.as_ref()),
+                    through_a_value(executed, &plan, report.as_ref(), &summary),
                     "{groups} group(s), report {}",
                     report.is_some()
                 );

@@ -83,24 +83,45 @@ fn run_cli() -> i32 {
 
 /// Whether the caller closed stdout (`>&-`). Rust's runtime puts /dev/null, opened for reading
 /// and writing, on a closed standard descriptor before `main`, so the output would vanish with
-/// exit code 0. A shell's `> /dev/null` opens it write-only, so the two can be told apart.
+/// exit code 0. That /dev/null cannot be told from one the caller opened read-write (Python's
+/// `subprocess.DEVNULL`, systemd's `StandardOutput=null`), which is a writable stdout: so the
+/// descriptor is looked at before the runtime touches it, by the `.init_array` constructor below.
 fn stdout_closed() -> Option<&'static str> {
-    let fd = match std::io::stdout().as_fd().try_clone_to_owned() {
-        Ok(fd) => std::fs::File::from(fd),
-        Err(_) => return Some("closed"),
-    };
-    let (Ok(ours), Ok(null)) = (fd.metadata(), std::fs::metadata("/dev/null")) else {
-        return None;
-    };
-    use std::os::unix::fs::MetadataExt;
-    if ours.rdev() != null.rdev() || ours.ino() != null.ino() {
-        return None;
+    if std::io::stdout().as_fd().try_clone_to_owned().is_err() {
+        return Some("closed");
     }
-    // The access mode, from the kernel's description of descriptor 1 (Linux): O_RDWR is 2.
-    let info = std::fs::read_to_string("/proc/self/fdinfo/1").ok()?;
-    let flags = info.lines().find_map(|l| l.strip_prefix("flags:"))?.trim();
-    let flags = u32::from_str_radix(flags, 8).ok()?;
-    (flags & 3 == 2).then_some("closed (>&-)")
+    STDOUT_CLOSED_AT_EXEC
+        .load(std::sync::atomic::Ordering::Relaxed)
+        .then_some("closed (>&-)")
+}
+
+/// Set before `main` (and before Rust's runtime opens /dev/null on closed standard
+/// descriptors) when descriptor 1 was not open at exec.
+static STDOUT_CLOSED_AT_EXEC: std::sync::atomic::AtomicBool =
+    std::sync::atomic::AtomicBool::new(false);
+
+#[cfg(target_os = "linux")]
+mod at_exec {
+    unsafe extern "C" {
+        /// libc's `fcntl`, linked by std; only `F_GETFD` is asked, which takes no argument.
+        fn fcntl(fd: i32, cmd: i32, ...) -> i32;
+    }
+    /// `F_GETFD` on Linux.
+    const F_GETFD: i32 = 1;
+
+    /// Runs from `.init_array`, before `main` and before std's own start-up: whether descriptor
+    /// 1 is open is then the caller's doing.
+    extern "C" fn look_at_stdout() {
+        // SAFETY: fcntl(F_GETFD) only reads the descriptor table; it is async-signal-safe and
+        // needs nothing initialised.
+        let closed = unsafe { fcntl(1, F_GETFD) } == -1;
+        super::STDOUT_CLOSED_AT_EXEC.store(closed, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    // SAFETY: a plain `extern "C" fn()` with no arguments, as `.init_array` entries are called.
+    #[used]
+    #[unsafe(link_section = ".init_array")]
+    static STDOUT_AT_EXEC: extern "C" fn() = look_at_stdout;
 }
 
 fn init_logging(verbose: u8) {

@@ -253,7 +253,8 @@ async fn an_empty_group_is_committed_an_active_one_is_not_and_nothing_is_rewound
     assert_eq!(cluster.committed("ahead"), offsets(&[(0, 50)]));
     let line = report.to_string();
     assert!(
-        line.contains("1 applied, 2 partition(s) committed")
+        line.contains("1 applied; 2 of 2 partition(s) to write committed and read back")
+            && line.contains("2 refused (group-active 1, would-rewind 1)")
             && line.contains("skipped groups: active 1")
             && line.contains("refused partitions: would-rewind 1"),
         "{line}"

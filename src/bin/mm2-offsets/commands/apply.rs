@@ -5,7 +5,7 @@ use std::io::{IsTerminal, Write};
 
 use mm2_offsets::apply::{
     self, ApplyOptions, ApplyPlan, ApplyReport, CommitState, GroupOutcome, GroupStatus, PlanInput,
-    VerdictRules,
+    Verdict, VerdictRules,
 };
 use mm2_offsets::client::{Deadline, GroupProtocol, KafkaClient};
 use mm2_offsets::select::GroupSelector;
@@ -111,10 +111,20 @@ pub(crate) async fn run(args: ApplyArgs) -> Result<i32, Stop> {
     // Buffered: stdout is line-buffered, and a pretty plan of thousands of groups has hundreds
     // of thousands of lines (one write each).
     let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+    // The one summary, counted from the outcomes: the JSON, the CSV's rows, the stderr line
+    // and the exit code all say what it says.
+    let summary = match &report {
+        Some(report) => apply::Summary::of_execute(&plan, report),
+        None => apply::Summary::of_plan(&plan),
+    };
     let written = match args.translate.output.format {
-        OutputFormat::Json => {
-            crate::answer_json::write_answer(&mut out, args.execute, &plan, report.as_ref())
-        }
+        OutputFormat::Json => crate::answer_json::write_answer(
+            &mut out,
+            args.execute,
+            &plan,
+            report.as_ref(),
+            &summary,
+        ),
         OutputFormat::Csv => crate::plan_csv::write(
             &mut out,
             &plan,
@@ -130,7 +140,7 @@ pub(crate) async fn run(args: ApplyArgs) -> Result<i32, Stop> {
     let printed = written.and_then(|_| out.flush());
     drop(out);
     phase("answer written", &deadline);
-    let code = crate::signals::exit_code(summarize(&plan, report.as_ref(), args.execute));
+    let code = crate::signals::exit_code(summarize("apply", &summary));
     printed.map_err(output_failed)?;
     Ok(code)
 }
@@ -352,6 +362,14 @@ pub(crate) fn write_table_of(
                     format!("{:?} (clamped, was {:?})", p.verdict, from)
                 }
                 (GroupStatus::Ready, None) => p.verdict.as_str().to_string(),
+                (GroupStatus::Refused { .. }, _)
+                    if matches!(
+                        p.verdict,
+                        Verdict::PendingTransaction | Verdict::GroupIdNotUtf8
+                    ) =>
+                {
+                    p.verdict.as_str().to_string()
+                }
                 (GroupStatus::Refused { .. }, _) => "group-refused".to_string(),
                 (GroupStatus::Error { .. }, _) => "group-error".to_string(),
                 _ => "group-not-ready".to_string(),
@@ -373,9 +391,10 @@ pub(crate) fn write_table_of(
                                 (CommitState::Committed, _, Some(o)) if o == x.offset => {
                                     "committed, read back".to_string()
                                 }
-                                (CommitState::Committed, _, other) => {
-                                    format!("committed, read back {}", opt(other))
-                                }
+                                (CommitState::Committed, _, other) => format!(
+                                    "committed (acknowledged), unverified: read back {}",
+                                    opt(other)
+                                ),
                                 (CommitState::Refused, e, _) => format!(
                                     "refused by the re-check: {}",
                                     esc(e.as_deref().unwrap_or("?"))
@@ -442,6 +461,10 @@ pub(crate) fn write_table_of(
                     format!("skipped: {}", esc(&reason.to_string()))
                 }
                 GroupOutcome::Partial => "partially applied (see rows)".to_string(),
+                GroupOutcome::Unverified => {
+                    "committed (acknowledged), not read back as written: unverified (see rows)"
+                        .to_string()
+                }
                 GroupOutcome::Error {
                     message,
                     state_unknown,
@@ -472,62 +495,24 @@ pub(crate) fn write_table_of(
     Ok(())
 }
 
-/// Prints the one-line summary on stderr and returns the exit code.
-fn summarize(plan: &ApplyPlan, report: Option<&ApplyReport>, execute: bool) -> i32 {
-    let planned: usize = plan.groups.iter().map(|g| g.to_commit().count()).sum();
-    let refused = plan.has_refusals();
-    if report.is_none() && plan.has_errors() {
-        // Authorization or coordinator failures: exit 1, as for any error, even in a dry run.
-        eprintln!(
-            "dry run: {planned} partition(s) would be committed; some groups could not be read (errors above); nothing written"
-        );
-        return EXIT_ERROR;
-    }
-    match report {
-        None if plan.is_noop() => {
-            eprintln!(
-                "dry run: nothing to apply (already applied, or nothing allowed){}",
-                if refused {
-                    "; some groups or partitions are refused"
-                } else {
-                    ""
-                }
-            );
-            if refused { EXIT_INCOMPLETE } else { EXIT_OK }
-        }
-        None => {
-            eprintln!(
-                "dry run: {planned} partition(s) would be committed; nothing written (pass --execute to commit)"
-            );
-            if refused { EXIT_INCOMPLETE } else { EXIT_OK }
-        }
-        Some(report) => {
-            let committed = report.committed();
-            if report.has_errors() {
-                eprintln!(
-                    "apply: {committed} partition(s) committed and read back; some groups failed (errors above), the others were applied"
-                );
-                EXIT_ERROR
-            } else if planned == 0 {
-                eprintln!(
-                    "apply: no-op, every offset is already applied{}",
-                    if refused {
-                        "; some groups or partitions are refused"
-                    } else {
-                        ""
-                    }
-                );
-                if refused { EXIT_INCOMPLETE } else { EXIT_OK }
-            } else if refused || report.has_skips() {
-                eprintln!(
-                    "apply: {committed} partition(s) committed and read back; some groups or partitions were refused or skipped (named above)"
-                );
-                EXIT_INCOMPLETE
-            } else {
-                debug_assert!(execute);
-                eprintln!("apply: {committed} partition(s) committed and read back");
-                EXIT_OK
-            }
-        }
+/// Prints the one-line summary on stderr and returns its exit code: 1 when something failed or
+/// a commit's outcome is unknown, 3 when something was refused, not read back or not attempted,
+/// 0 otherwise (see [`apply::Summary`]).
+pub(crate) fn summarize(command: &str, summary: &apply::Summary) -> i32 {
+    let pass = if summary.executed || summary.is_noop() || summary.to_write == 0 {
+        ""
+    } else {
+        " (pass --execute to commit)"
+    };
+    eprintln!("{command}: {summary}{pass}");
+    exit_code(summary.result())
+}
+
+/// The exit code of a run's result.
+pub(crate) fn exit_code(result: apply::RunResult) -> i32 {
+    match result {
+        apply::RunResult::Complete => EXIT_OK,
+        apply::RunResult::Incomplete => EXIT_INCOMPLETE,
+        apply::RunResult::Failed => EXIT_ERROR,
     }
 }

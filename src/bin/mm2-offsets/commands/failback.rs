@@ -26,7 +26,7 @@ use serde_json::Value;
 
 use crate::args::{ConnectionArgs, FailbackArgs, OutputFormat};
 use crate::escape::for_terminal;
-use crate::exit::{EXIT_ERROR, EXIT_INCOMPLETE, EXIT_OK, Stop, output_failed};
+use crate::exit::{EXIT_ERROR, EXIT_INCOMPLETE, Stop, output_failed};
 use crate::session::precise::{offset_syncs_alias, offset_syncs_topics};
 use crate::{connection, hints, session};
 
@@ -172,6 +172,11 @@ pub(crate) async fn run(args: FailbackArgs) -> Result<i32, Stop> {
                 "plan": &mut doc,
                 "result": &report,
             });
+            let summary = match &report {
+                Some(report) => apply::Summary::of_execute(&plan, report),
+                None => apply::Summary::of_plan(&plan),
+            };
+            full["summary"] = serde_json::to_value(&summary).unwrap_or_default();
             full["untranslated"] = serde_json::to_value(&failback.untranslated).unwrap_or_default();
             full["group_errors"] = serde_json::to_value(&failback.group_errors).unwrap_or_default();
             full["missing_groups"] =
@@ -808,51 +813,42 @@ fn reason(why: &mm2_offsets::failback::Untranslated) -> String {
         .unwrap_or_default()
 }
 
-/// The one-line summary on stderr, and the exit code: 1 on an error (a group that could not be
-/// read on either cluster, a failed commit), 3 when something was refused, skipped or not
+/// The one-line summary on stderr, and the exit code, counted from the outcomes as `apply`'s
+/// is ([`apply::Summary`]): 1 on an error (a group that could not be read on either cluster, a
+/// failed commit), 3 when something was refused (by its verdict, named), not read back or not
 /// failed back, 0 otherwise.
 fn summarize(
     plan: &ApplyPlan,
     report: Option<&ApplyReport>,
     failback: &FailbackTranslation,
 ) -> i32 {
-    let planned: usize = plan.groups.iter().map(|g| g.to_commit().count()).sum();
+    let summary = match report {
+        Some(report) => apply::Summary::of_execute(plan, report),
+        None => apply::Summary::of_plan(plan),
+    };
     let left_out = failback.untranslated.len();
-    let read_errors = !failback.group_errors.is_empty();
-    let incomplete = plan.has_refusals() || left_out > 0;
-    let tail = if incomplete {
-        format!("; {left_out} offset(s) not failed back, or refused (named above)")
+    let read_errors = failback.group_errors.len();
+    let mut tail = String::new();
+    if left_out > 0 {
+        tail.push_str(&format!(
+            "; {left_out} offset(s) of the backup could not be failed back (named above)"
+        ));
+    }
+    if read_errors > 0 {
+        tail.push_str(&format!(
+            "; {read_errors} group(s) could not be read (named above)"
+        ));
+    }
+    let pass = if summary.executed || summary.to_write == 0 {
+        ""
     } else {
-        String::new()
+        " (pass --execute to commit)"
     };
-    let errors = match report {
-        None => {
-            eprintln!(
-                "dry run: {planned} partition(s) would be committed on the primary; nothing written (pass --execute to commit){tail}"
-            );
-            plan.has_errors()
-        }
-        Some(report) => {
-            let skipped = if report.has_skips() && !incomplete {
-                "; some groups or partitions were refused by the re-check just before the commit (named above)"
-            } else {
-                ""
-            };
-            eprintln!(
-                "failback: {} partition(s) committed on the primary and read back{tail}{skipped}",
-                report.committed()
-            );
-            // As for apply: a refusal (a group skipped, a partition refused by the re-check)
-            // is exit 3, a failure exit 1.
-            report.has_errors()
-        }
-    };
-    if errors || read_errors {
-        EXIT_ERROR
-    } else if incomplete || report.is_some_and(ApplyReport::has_skips) {
-        EXIT_INCOMPLETE
-    } else {
-        EXIT_OK
+    eprintln!("failback: on the primary, {summary}{tail}{pass}");
+    match summary.result() {
+        _ if read_errors > 0 => EXIT_ERROR,
+        apply::RunResult::Complete if left_out > 0 => EXIT_INCOMPLETE,
+        result => super::apply::exit_code(result),
     }
 }
 

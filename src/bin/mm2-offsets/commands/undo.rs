@@ -13,7 +13,7 @@ use mm2_offsets::translate::Translation;
 
 use crate::args::{ConnectionArgs, OutputFormat};
 use crate::escape::for_terminal;
-use crate::exit::{EXIT_ERROR, EXIT_INCOMPLETE, EXIT_OK, EXIT_USAGE, Stop, output_failed};
+use crate::exit::{EXIT_USAGE, Stop, output_failed};
 use crate::session;
 
 /// The undo file of a run, created before anything is read from the cluster.
@@ -184,6 +184,7 @@ pub(crate) async fn run_file(
                 "executed": execute,
                 "undo": &undo,
                 "result": &report,
+                "summary": apply::Summary::of_undo(&report),
             });
             serde_json::to_writer(&mut out, &doc)
                 .map_err(std::io::Error::other)
@@ -293,28 +294,8 @@ fn name(state: UndoState) -> &'static str {
     }
 }
 
+/// The undo's line on stderr and its exit code, from the one summary apply and failback print
+/// too (counted from the partitions' states: restored and read back, refused by state, ...).
 fn summarize(report: &UndoReport) -> i32 {
-    let total: usize = report.groups.iter().map(|g| g.partitions.len()).sum();
-    if report.executed {
-        eprintln!(
-            "undo: {} of {total} partition(s) restored and read back{}",
-            report.restored(),
-            if report.has_refusals() {
-                "; some were refused or skipped (named above)"
-            } else {
-                ""
-            }
-        );
-    } else {
-        eprintln!(
-            "dry run: the undo would restore what is listed; nothing written (pass --execute)"
-        );
-    }
-    if report.has_errors() {
-        EXIT_ERROR
-    } else if report.has_refusals() {
-        EXIT_INCOMPLETE
-    } else {
-        EXIT_OK
-    }
+    super::apply::summarize("undo", &apply::Summary::of_undo(report))
 }
