@@ -394,6 +394,7 @@ fn unwritten(p: Progress, error: GroupCallError) -> Result<CommitCodes, GroupCal
     let code = error
         .source
         .broker_code()
+        .map(|c| c.code())
         .or(p.refusal)
         .unwrap_or(COORDINATOR_NOT_AVAILABLE);
     let mut answered = p.answered;
