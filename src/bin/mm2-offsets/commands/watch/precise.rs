@@ -96,8 +96,12 @@ impl PreciseServe {
         let mut report = ReadReport::default();
         report.complete = status.caught_up;
         report.records = status.records;
-        let precise =
-            PreciseTranslation::offline(snapshot.translation.clone(), &index, &self.policy, report);
+        let precise = PreciseTranslation::offline(
+            (*snapshot.translation).clone(),
+            &index,
+            &self.policy,
+            report,
+        );
         let millis = |t: Option<std::time::SystemTime>| {
             t.and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
                 .map(|d| d.as_millis() as u64)
