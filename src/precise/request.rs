@@ -25,7 +25,7 @@ pub enum Syncs {
         /// What reading it did.
         report: ReadReport,
     },
-    /// A snapshot `watch --precise` wrote while the topic was readable (the source may be
+    /// A snapshot a [`SyncsWatcher`](crate::watch::SyncsWatcher) wrote while the topic was readable (the source may be
     /// gone), re-indexed with `interpolation`.
     Snapshot {
         /// The snapshot.

@@ -1,7 +1,7 @@
 //! A compact, versioned, checksummed snapshot of the offset-sync history, for precise
-//! translation after the source cluster (and its offset-syncs topic) is gone: `watch
-//! --precise` writes one while the topic is readable; `translate`/`apply --precise
-//! --syncs-snapshot FILE` read it.
+//! translation after the source cluster (and its offset-syncs topic) is gone: a
+//! [`SyncsWatcher`](crate::watch::SyncsWatcher) writes one while the topic is readable; a
+//! precise translation reads it back ([`SyncSnapshot::read_file`]).
 //!
 //! # What a snapshot proves
 //! Each sync in it is a fact: "upstream record `u` was copied to downstream offset `d`".

@@ -1,12 +1,12 @@
-//! `watch --precise`: the offset-sync history kept live while the source cluster is up, and
+//! [`SyncsWatcher`]: the offset-sync history kept live while the source cluster is up, and
 //! written down so that precise translation survives losing it.
 //!
 //! [`SyncsWatcher::start`] reads the offset-syncs topic from its log start and then tails it
 //! (long-poll Fetch, one task per partition, the client's retry policy, never giving up). It
 //! answers with the current [`SyncIndex`] and, every `snapshot_interval` when the history
 //! changed, writes a [`SyncSnapshot`] atomically to `snapshot_path` (a temporary file renamed
-//! over the old one): after a disaster, `translate --precise --syncs-snapshot FILE` uses the
-//! last one written. A snapshot is written only once every partition has been read to its end
+//! over the old one): after a disaster, a precise translation from
+//! [`Syncs::Snapshot`](crate::precise::Syncs::Snapshot) uses the last one written. A snapshot is written only once every partition has been read to its end
 //! at least once, so a snapshot never holds half a history.
 
 use std::collections::BTreeMap;
