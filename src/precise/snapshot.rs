@@ -56,6 +56,7 @@ pub type PartitionHistory = (Vec<u8>, i32, Vec<(i64, i64)>);
 
 /// The offset-sync history as of one moment.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct SyncSnapshot {
     /// When it was taken (ms since the epoch).
     pub created_ms: i64,

@@ -162,6 +162,7 @@ pub struct GroupInputs {
 
 /// What record matching did for one row.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct RowMatch {
     /// The offset the syncs prove (the answer without record matching).
     pub syncs_offset: i64,
@@ -173,6 +174,7 @@ pub struct RowMatch {
 
 /// Record matching's result.
 #[derive(Clone, Debug, Default)]
+#[non_exhaustive]
 pub struct Matching {
     /// One per row of the translation.
     pub rows: Vec<RowMatch>,

@@ -52,6 +52,7 @@ pub struct Snapshot {
 /// the caller asked, under the same lock as the check that the map had not changed since `map`
 /// was copied, so `status.as_of` is the freshness of `map`.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct SharedSnapshot {
     /// The map's copy. Its own `as_of`, `taken_at` and `status` are those of the copy's moment;
     /// use [`SharedSnapshot::status`] for the current ones.

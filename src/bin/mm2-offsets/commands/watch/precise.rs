@@ -59,16 +59,14 @@ pub async fn start(
         }
         None => None,
     };
-    let watcher = SyncsWatcher::start(SyncsWatchOptions {
-        client: syncs.client.clone(),
-        topic: syncs.topic.clone(),
-        snapshot_path: snapshot_path.clone(),
-        snapshot_interval: p.snapshot_interval,
-        max_wait: args.poll,
-        start_timeout: args.timeout,
-    })
-    .await
-    .map_err(|e| format!("offset-syncs topic {}: {e}", for_terminal(&syncs.topic)))?;
+    let mut options = SyncsWatchOptions::new(syncs.client.clone(), syncs.topic.clone());
+    options.snapshot_path = snapshot_path.clone();
+    options.snapshot_interval = p.snapshot_interval;
+    options.max_wait = args.poll;
+    options.start_timeout = args.timeout;
+    let watcher = SyncsWatcher::start(options)
+        .await
+        .map_err(|e| format!("offset-syncs topic {}: {e}", for_terminal(&syncs.topic)))?;
     eprintln!(
         "precise: following {}{}",
         for_terminal(&syncs.topic),
