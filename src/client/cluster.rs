@@ -144,6 +144,10 @@ impl KafkaClient {
         for pass in 1..=Self::REFUSED_PASSES {
             match self.connect_any().await {
                 Ok(_) => return Ok(()),
+                // Authentication, TLS or settings: the same again on the next attempt.
+                Err(unreached) if !unreached.error.action().is_retriable() => {
+                    return Err(unreached.error);
+                }
                 Err(unreached) if !unreached.all_refused => return Ok(()),
                 Err(unreached) if pass == Self::REFUSED_PASSES => return Err(unreached.error),
                 Err(unreached) => {
