@@ -11,9 +11,8 @@
 //! Group ids and topic names come from the cluster, so they are printed escaped (`{:?}`): a name
 //! holding terminal control characters cannot rewrite the screen.
 
-use std::collections::BTreeMap;
 use std::process::ExitCode;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use mm2_offsets::apply::{self, ApplyOptions, ApplyPlan, ApplyReport};
 use mm2_offsets::client::Deadline;
@@ -70,27 +69,12 @@ async fn failover(
     let translation = client.translate(&request).await?;
 
     // The plan reads the target (group states, committed offsets, log ranges) and writes
-    // nothing. The heartbeats topic MM2 replicates from the source tells a stopped MirrorMaker 2
-    // from an idle group.
-    let policy = client.replication_policy();
-    let heartbeats = BTreeMap::from([(
-        source.clone(),
-        policy.format_remote_topic(&source, policy.heartbeats_topic()),
-    )]);
+    // nothing. The heartbeats topic MM2 replicates from each source (`primary.heartbeats` under
+    // the default policy) tells a stopped MirrorMaker 2 from an idle group: `plan_apply` reads
+    // it under the client's replication policy.
     let options = ApplyOptions::default();
-    let now_ms = SystemTime::now()
-        .duration_since(SystemTime::UNIX_EPOCH)?
-        .as_millis() as i64;
     let deadline = Deadline::after(Duration::from_secs(60));
-    let plan = apply::plan(
-        client.kafka(),
-        &translation,
-        &heartbeats,
-        &options,
-        now_ms,
-        &deadline,
-    )
-    .await?;
+    let plan = client.plan_apply(&translation, &options, &deadline).await?;
     // Only groups without members, no rewinds, each group re-checked just before its commit.
     let report = if execute {
         Some(apply::execute(client.kafka(), &plan, &options).await)

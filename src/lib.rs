@@ -33,6 +33,8 @@
 //! fixes ([`client::IsolationLevel`], [`config::SecurityProtocol`],
 //! [`records::TimestampType`]).
 #![forbid(unsafe_code)]
+// docs.rs (and `RUSTDOCFLAGS="--cfg docsrs" cargo +nightly doc`) marks feature-gated items.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![warn(missing_docs)]
 
 pub mod apply;
@@ -51,6 +53,7 @@ pub mod watch;
 // integration tests and fuzz targets through the non-default `unstable-wire` feature, and not
 // covered by semver (its name says so, as rskafka's `unstable-fuzzing` does).
 #[cfg(feature = "unstable-wire")]
+#[cfg_attr(docsrs, doc(cfg(feature = "unstable-wire")))]
 pub mod wire;
 #[cfg(not(feature = "unstable-wire"))]
 mod wire;

@@ -65,10 +65,8 @@ async fn run(
     )?;
     let mut config = ClientConfig::plaintext([bootstrap]);
     config.connections_per_broker = knob("MM2O_BENCH_LANES", in_flight + 1)?;
-    let commit_options = CommitOptions {
-        in_flight_per_coordinator: in_flight,
-        ..CommitOptions::default()
-    };
+    let mut commit_options = CommitOptions::default();
+    commit_options.in_flight_per_coordinator = in_flight;
     let client = MirrorClient::connect(config, ReplicationPolicy::default()).await?;
     let started = Instant::now();
     let mut request = TranslateRequest::new(source.to_string(), GroupSelector::patterns([regex])?);

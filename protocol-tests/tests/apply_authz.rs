@@ -25,17 +25,17 @@ use mm2_offsets::wire::BrokerConnection;
 const BIN: &str = env!("CARGO_BIN_EXE_mm2-offsets");
 
 // Kafka's AclOperation, AclPermissionType, ResourceType and PatternType codes.
-const ALL: i8 = 2;
+pub(crate) const ALL: i8 = 2;
 const READ: i8 = 3;
-const DESCRIBE: i8 = 8;
-const DENY: i8 = 2;
+pub(crate) const DESCRIBE: i8 = 8;
+pub(crate) const DENY: i8 = 2;
 const ALLOW: i8 = 3;
-const TOPIC: i8 = 2;
+pub(crate) const TOPIC: i8 = 2;
 const GROUP: i8 = 3;
 const LITERAL: i8 = 3;
 
 /// One ACL: (resource type, name, operation, permission) for the test's restricted user.
-type Acl<'a> = (i8, &'a str, i8, i8);
+pub(crate) type Acl<'a> = (i8, &'a str, i8, i8);
 
 /// Writes MirrorMaker 2 checkpoint records (group, topic, partition, downstream offset) to
 /// `<source>.checkpoints.internal` with the Java producer.
@@ -65,7 +65,7 @@ fn write_checkpoints(cluster: &Cluster, source: &str, rows: &[(&str, &str, i32, 
 
 /// Adds `acls` for `principal` as the harness's super user, and waits until the broker's
 /// authorizer holds them all.
-async fn add_acls(admin: &BrokerConnection, principal: &str, acls: &[Acl<'_>]) {
+pub(crate) async fn add_acls(admin: &BrokerConnection, principal: &str, acls: &[Acl<'_>]) {
     let version = admin.negotiate(ApiKey::CreateAcls, 1..=3).unwrap();
     let creations = acls
         .iter()

@@ -12,6 +12,7 @@ mod apply_authz;
 mod apply_kafka;
 mod cli_cases;
 mod client_kafka;
+mod error_kinds;
 // The way back, on the failover suite's clusters (its MirrorMaker 2 is killed and restarted).
 #[cfg(feature = "failover-tests")]
 mod failback_mm2;

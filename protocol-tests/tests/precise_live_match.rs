@@ -213,14 +213,9 @@ pub async fn check_matching(
     source_offsets: bool,
     truths: &Truths,
 ) -> (PreciseTranslation, Distances) {
-    let precise = PreciseRequest {
-        source_offsets: source_offsets.then(|| source.clone()),
-        match_records: Some(MatchRecords {
-            source: source.clone(),
-            options: MatchOptions::default(),
-        }),
-        ..PreciseRequest::new(syncs)
-    };
+    let mut precise = PreciseRequest::new(syncs);
+    precise.source_offsets = source_offsets.then(|| source.clone());
+    precise.match_records = Some(MatchRecords::new(source.clone(), MatchOptions::default()));
     let started = Instant::now();
     let out = Box::pin(mirror.translate_precise_with(request, &precise))
         .await

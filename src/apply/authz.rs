@@ -62,7 +62,10 @@ pub(crate) fn topic_denied(request: &str, topic: &str) -> String {
 /// batched request shared by many groups ([`ClientError::Shared`]), or as the last failure
 /// before a deadline: [`ClientError::broker_code`] sees through both.
 pub(crate) fn explain(error: &GroupCallError) -> String {
-    match (error.source.broker_code(), request_of(&error.source)) {
+    match (
+        error.source.broker_code().map(|c| c.code()),
+        request_of(&error.source),
+    ) {
         (Some(GROUP_AUTHORIZATION_FAILED), Some(request)) => group_denied(request, &error.group),
         (Some(TOPIC_AUTHORIZATION_FAILED), Some(request)) => format!(
             "TOPIC_AUTHORIZATION_FAILED: the principal lacks DESCRIBE on a topic of group {:?} \

@@ -189,7 +189,7 @@ pub(crate) async fn read_groups(
 /// until the group's patience ran out, see `client::batch`) refuses the group by name; anything
 /// else is a failure to read it.
 fn offsets_error(error: GroupCallError) -> GroupError {
-    if error.source.broker_code() == Some(crate::client::UNSTABLE_OFFSET_COMMIT) {
+    if error.source.broker_code().map(|c| c.code()) == Some(crate::client::UNSTABLE_OFFSET_COMMIT) {
         let detail =
             pending_detail(&error.source).unwrap_or_else(|| format!("group {:?}", error.group));
         return GroupError::Refused(super::GroupRefusal::PendingTransaction { detail });

@@ -3,6 +3,9 @@
 //! and trust stores (JKS, PKCS12, PEM) read into certificates and keys, and OAuth access tokens
 //! from an OIDC token endpoint by the client-credentials grant.
 //!
+//! PKCS12 stores are read only with the crate feature `pkcs12` (on by default): without it, a
+//! PKCS12 file fails at connect time with an error naming the feature. JKS and PEM always work.
+//!
 //! Nothing here frames a Kafka request: the `wire` layer uses these to open and authenticate
 //! its connections, and turns an [`AuthError`] into its own error of the same text.
 

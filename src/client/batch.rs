@@ -275,7 +275,7 @@ fn out_of_share<T>(
                 .last
                 .as_ref()
                 .and_then(|e| e.broker_code())
-                .and_then(super::code::patience)
+                .and_then(|code| super::code::patience(code.code()))
                 .map_or(share, |patience| patience.min(share));
             p.since.is_some_and(|since| now >= since + budget)
         })

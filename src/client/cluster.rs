@@ -8,14 +8,14 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::StrBytes;
 
-use super::deadline::Deadline;
+use super::deadline::{Backoff, Deadline};
 use super::error::ClientError;
 use super::metadata::{BrokerInfo, PartitionInfo, SharedTopic, TopicInfo};
 use super::pool::ConnectionPool;
 use super::retry::{Retrier, retry_with_backoff};
 use crate::config::ClientConfig;
-use crate::wire::BrokerConnection;
 use crate::wire::responses::{self, metadata::MetadataResponse};
+use crate::wire::{BrokerConnection, WireError};
 
 /// Which offset ListOffsets should return.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -102,23 +102,67 @@ impl KafkaClient {
     /// list is tried again with backoff, as Java's client does.
     ///
     /// # Time bound
-    /// The whole call is bounded by [`ClientConfig::request_timeout`] (30 s by default), then
-    /// fails with [`ClientError::DeadlineExceeded`] naming the last failure. No other budget
-    /// applies: a translation's `TranslateRequest::timeout` starts only with the read. To give up sooner on an unreachable cluster, lower
-    /// `request_timeout`, or wrap the call in `tokio::time::timeout`.
+    /// When every bootstrap server refuses the connection (nothing listens on that host and
+    /// port) on [`REFUSED_PASSES`](Self::REFUSED_PASSES) passes over the list, a short backoff
+    /// apart, the call fails at once with [`ClientError::Bootstrap`], whose
+    /// [`kind`](ClientError::kind) is [`ErrorKind::Unreachable`](super::ErrorKind::Unreachable):
+    /// a mistyped port or a stopped cluster is reported in a fraction of a second. Any other
+    /// failure (a server that stalls, resets, or is still starting) is retried until
+    /// [`ClientConfig::request_timeout`] (30 s by default), then fails with
+    /// [`ClientError::DeadlineExceeded`] naming the last failure. No other budget applies: a
+    /// translation's `TranslateRequest::timeout` starts only with the read. To give up sooner,
+    /// lower `request_timeout`, or wrap the call in `tokio::time::timeout`.
+    ///
+    /// TLS certificates, key stores and CA files are read on a blocking thread
+    /// ([`tokio::task::spawn_blocking`]), not on the caller's async worker.
     pub async fn connect(config: ClientConfig) -> Result<Self, ClientError> {
         if config.bootstrap_servers.is_empty() {
             return Err(ClientError::NoBootstrapServers);
         }
+        let deadline = Deadline::after(config.request_timeout);
         let client = KafkaClient {
             inner: Arc::new(Inner {
-                pool: ConnectionPool::new(config)?,
+                pool: ConnectionPool::load(config).await?,
                 brokers: RwLock::new(HashMap::new()),
             }),
         };
-        let deadline = Deadline::after(client.config().request_timeout);
+        client.first_connection(&deadline).await?;
         client.metadata(Some(&[]), &deadline).await?;
         Ok(client)
+    }
+
+    /// How many passes over the bootstrap servers in which every one refused the connection
+    /// make [`connect`](Self::connect) give up at once (two: one refusal can be a broker
+    /// restarting its listener between two passes).
+    pub const REFUSED_PASSES: usize = 2;
+
+    /// Waits for a first connection to any bootstrap server, giving up after
+    /// [`REFUSED_PASSES`](Self::REFUSED_PASSES) passes in which every server refused; other
+    /// failures are left to the metadata request's own retries.
+    async fn first_connection(&self, deadline: &Deadline) -> Result<(), ClientError> {
+        let mut backoff = Backoff::default();
+        for pass in 1..=Self::REFUSED_PASSES {
+            match self.connect_any().await {
+                Ok(_) => return Ok(()),
+                // Authentication, TLS or settings: the same again on the next attempt.
+                Err(unreached) if !unreached.error.action().is_retriable() => {
+                    return Err(unreached.error);
+                }
+                Err(unreached) if !unreached.all_refused => return Ok(()),
+                Err(unreached) if pass == Self::REFUSED_PASSES => return Err(unreached.error),
+                Err(unreached) => {
+                    tracing::debug!(error = %unreached.error, pass, "every bootstrap server refused");
+                    if !backoff.wait(deadline).await {
+                        return Err(ClientError::deadline(
+                            "connecting to the bootstrap servers".into(),
+                            deadline,
+                            Some(unreached.error),
+                        ));
+                    }
+                }
+            }
+        }
+        Ok(())
     }
 
     /// The configuration this client was built from.
@@ -186,9 +230,17 @@ impl KafkaClient {
 
     /// Any working connection: a known broker first, else each bootstrap server in turn.
     pub(super) async fn any_connection(&self) -> Result<BrokerConnection, ClientError> {
+        self.connect_any()
+            .await
+            .map_err(|unreached| unreached.error)
+    }
+
+    /// [`any_connection`](Self::any_connection), telling whether every candidate refused.
+    async fn connect_any(&self) -> Result<BrokerConnection, Unreached> {
         let mut candidates: Vec<String> = self.brokers().iter().map(BrokerInfo::address).collect();
         candidates.extend(self.config().bootstrap_servers.iter().cloned());
         let mut last = None;
+        let mut all_refused = true;
         for address in &candidates {
             match self.inner.pool.get(address, 0).await {
                 Ok(conn) => return Ok(conn),
@@ -196,19 +248,24 @@ impl KafkaClient {
                     tracing::debug!(broker = %address, error = %e, "cannot connect");
                     if !e.is_retriable() {
                         // Authentication or TLS failures will not differ on another broker.
-                        return Err(e.into());
+                        return Err(Unreached {
+                            error: e.into(),
+                            all_refused: false,
+                        });
                     }
+                    all_refused &= is_refused(&e);
                     last = Some(e);
                 }
             }
         }
-        match last {
-            Some(last) => Err(ClientError::Bootstrap {
+        let error = match last {
+            Some(last) => ClientError::Bootstrap {
                 servers: candidates.join(","),
                 last: Box::new(last),
-            }),
-            None => Err(ClientError::NoBootstrapServers),
-        }
+            },
+            None => ClientError::NoBootstrapServers,
+        };
+        Err(Unreached { error, all_refused })
     }
 
     /// Sends a Metadata request for `topics` (`None` = all topics, `Some(&[])` = brokers only),
@@ -320,6 +377,22 @@ impl KafkaClient {
                 .after(error, || format!("describing topic {topic}"))
                 .await?;
         }
+    }
+}
+
+/// Why no connection could be made, and whether every server refused it outright.
+struct Unreached {
+    error: ClientError,
+    all_refused: bool,
+}
+
+/// Whether the TCP connect was refused: nothing listens on that host and port (an RST to the
+/// SYN), as opposed to a timeout, a reset after accepting, or a name that does not resolve.
+fn is_refused(error: &WireError) -> bool {
+    match error {
+        WireError::Io { source, .. } => source.kind() == std::io::ErrorKind::ConnectionRefused,
+        WireError::ConnectionBroken { cause, .. } => is_refused(cause),
+        _ => false,
     }
 }
 

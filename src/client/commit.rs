@@ -49,6 +49,7 @@ pub type CommitCodes = BTreeMap<(String, i32), i16>;
 
 /// How [`KafkaClient::commit_offsets`] paces its commits.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct CommitOptions {
     /// OffsetCommits in flight per coordinator (at least 1).
     pub in_flight_per_coordinator: usize,
@@ -394,6 +395,7 @@ fn unwritten(p: Progress, error: GroupCallError) -> Result<CommitCodes, GroupCal
     let code = error
         .source
         .broker_code()
+        .map(|c| c.code())
         .or(p.refusal)
         .unwrap_or(COORDINATOR_NOT_AVAILABLE);
     let mut answered = p.answered;

@@ -168,9 +168,20 @@ impl ClientError {
 
     /// The Kafka error code behind this error, if a broker answered with one: directly, through
     /// a request shared by several groups, or as the last failure before a deadline.
-    pub fn broker_code(&self) -> Option<i16> {
+    ///
+    /// ```
+    /// use mm2_offsets::client::{ClientError, ErrorCode, ErrorKind};
+    ///
+    /// # fn check(error: &ClientError) {
+    /// if error.broker_code() == Some(ErrorCode::new(30)) {
+    ///     // GROUP_AUTHORIZATION_FAILED, also reported as ErrorKind::Authorization.
+    ///     assert_eq!(error.kind(), ErrorKind::Authorization);
+    /// }
+    /// # }
+    /// ```
+    pub fn broker_code(&self) -> Option<ErrorCode> {
         match self {
-            ClientError::Broker { code, .. } => Some(code.code()),
+            ClientError::Broker { code, .. } => Some(*code),
             ClientError::Shared(inner) => inner.broker_code(),
             ClientError::DeadlineExceeded {
                 last: Some(last), ..

@@ -16,7 +16,9 @@ use kafka_protocol::messages::{ApiKey, FindCoordinatorRequest};
 use kafka_protocol::protocol::StrBytes;
 
 use super::cluster::KafkaClient;
+use super::code::ErrorCode;
 use super::error::ClientError;
+use super::kind::ErrorKind;
 use crate::wire::BrokerConnection;
 use crate::wire::responses::{self, find_coordinator::FindCoordinatorResponse};
 
@@ -60,7 +62,19 @@ impl GroupCallError {
         }
     }
 
-    /// The Kafka error code, if the broker answered with one.
+    /// What kind of failure this is ([`ClientError::kind`]): an embedder's branch on it.
+    pub fn kind(&self) -> ErrorKind {
+        self.source.kind()
+    }
+
+    /// The Kafka error code behind the failure, if a broker answered with one, looking through
+    /// a shared batch failure and a deadline ([`ClientError::broker_code`]).
+    pub fn broker_code(&self) -> Option<ErrorCode> {
+        self.source.broker_code()
+    }
+
+    /// The raw Kafka error code, if the broker answered this group with one directly (not
+    /// through a deadline or a shared failure; see [`broker_code`](Self::broker_code)).
     pub fn code(&self) -> Option<i16> {
         match self.source.as_ref() {
             ClientError::Broker { code, .. } => Some(code.code()),

@@ -33,6 +33,7 @@ pub type TopicResults<T> = BTreeMap<String, Result<T, ClientError>>;
 /// A partition's log start and end (the high watermark, or the last stable offset under
 /// read_committed).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct LogRange {
     /// The log start offset.
     pub start: i64,

@@ -64,6 +64,7 @@ mod error;
 pub(crate) mod fake;
 mod fetch;
 mod groups;
+mod kind;
 mod list_groups;
 mod log_offsets;
 mod metadata;
@@ -88,6 +89,7 @@ pub use groups::{
     CommittedOffset, GroupCallError, GroupCoordinator, GroupDescription, GroupOffsets,
     GroupProtocol, GroupResults, OffsetToCommit,
 };
+pub use kind::ErrorKind;
 pub use list_groups::ListedGroup;
 pub(crate) use list_groups::{NOT_CONSUMER_GROUP_TYPES, not_a_consumer_group};
 pub use log_offsets::{LogRange, TopicResults};

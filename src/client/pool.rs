@@ -31,6 +31,21 @@ impl ConnectionPool {
         })
     }
 
+    /// [`new`](Self::new) on a blocking thread: the TLS material (PEM files, key and trust
+    /// stores) is read with `std::fs`, which must not stall the caller's async worker.
+    pub(crate) async fn load(config: ClientConfig) -> Result<Self, WireError> {
+        let fallback = config.clone();
+        match tokio::task::spawn_blocking(move || ConnectionPool::new(config)).await {
+            Ok(pool) => pool,
+            // Loading panicked (a bug): resume the panic in the caller, as a direct call would.
+            Err(e) => match e.try_into_panic() {
+                Ok(panic) => std::panic::resume_unwind(panic),
+                // The runtime is shutting down: load on this thread.
+                Err(_) => ConnectionPool::new(fallback),
+            },
+        }
+    }
+
     pub(crate) fn config(&self) -> &ClientConfig {
         &self.config
     }

@@ -15,8 +15,8 @@ use super::settings::{Setting, Settings, parse_millis};
 use super::{ClientConfig, ConfigError, ConfigWarning, Properties, SecurityProtocol};
 
 impl ClientConfig {
-    /// Reads client settings from Java-style properties, as given to Kafka's tools with
-    /// `--command-config` (or as built by [`layered`](super::layered) and
+    /// Reads client settings from Java-style properties, as Kafka's own tools read a
+    /// client configuration file (or as built by [`layered`](super::layered) and
     /// [`mm2_client_properties`](super::mm2_client_properties)).
     ///
     /// Returns the configuration and warnings ([`ConfigWarning`], one line each when
@@ -40,6 +40,9 @@ impl ClientConfig {
     /// `MirrorClient` drops them); `ssl.*store.type` is matched in any case; a JKS or PKCS12
     /// key store must hold exactly one private key; and `sasl.mechanism` has no default
     /// (Java's is GSSAPI).
+    ///
+    /// PKCS12 stores need the crate feature `pkcs12` (on by default); without it they are
+    /// accepted here and fail when the client connects, naming the feature.
     ///
     /// ```
     /// use mm2_offsets::config::{ClientConfig, Properties, SaslMechanism, SecurityProtocol};

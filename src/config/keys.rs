@@ -58,7 +58,8 @@ pub const SASL_LOGIN_CONNECT_TIMEOUT_MS: &str = "sasl.login.connect.timeout.ms";
 /// `sasl.login.read.timeout.ms`: longest wait for the token endpoint's answer.
 pub const SASL_LOGIN_READ_TIMEOUT_MS: &str = "sasl.login.read.timeout.ms";
 
-/// `ssl.truststore.type`: `PEM`, `JKS` (Java's default) or `PKCS12`.
+/// `ssl.truststore.type`: `PEM`, `JKS` (Java's default) or `PKCS12` (PKCS12 content needs the
+/// crate feature `pkcs12`, on by default).
 pub const SSL_TRUSTSTORE_TYPE: &str = "ssl.truststore.type";
 /// `ssl.truststore.location`: a PEM file of CA certificates, or a JKS or PKCS12 store.
 pub const SSL_TRUSTSTORE_LOCATION: &str = "ssl.truststore.location";
@@ -68,7 +69,8 @@ pub const SSL_TRUSTSTORE_CERTIFICATES: &str = "ssl.truststore.certificates";
 pub const SSL_TRUSTSTORE_PASSWORD: &str = "ssl.truststore.password";
 /// Ours: a file whose content (without trailing line breaks) is `ssl.truststore.password`.
 pub const SSL_TRUSTSTORE_PASSWORD_FILE: &str = "ssl.truststore.password.file";
-/// `ssl.keystore.type`: `PEM`, `JKS` (Java's default) or `PKCS12`.
+/// `ssl.keystore.type`: `PEM`, `JKS` (Java's default) or `PKCS12` (PKCS12 content needs the
+/// crate feature `pkcs12`, on by default).
 pub const SSL_KEYSTORE_TYPE: &str = "ssl.keystore.type";
 /// `ssl.keystore.location`: one PEM file holding the private key and the certificate chain, or
 /// a JKS or PKCS12 store with one private key entry.

@@ -107,6 +107,11 @@ impl std::fmt::Debug for PemSource {
 /// The format of a Java key store file (`ssl.truststore.type` / `ssl.keystore.type`).
 ///
 /// As Java 17 does, either type reads either format: the file's content decides.
+///
+/// Reading a PKCS12 file (whichever type is declared) needs the crate feature `pkcs12` (on by
+/// default). Built without it, such a store fails when the client connects
+/// ([`ErrorKind::Config`](crate::client::ErrorKind::Config)), with an error that names the
+/// feature; JKS and PEM need no feature.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum KeyStoreType {
@@ -117,6 +122,8 @@ pub enum KeyStoreType {
 }
 
 /// A JKS or PKCS12 store file and its passwords; `Debug` never shows the passwords.
+///
+/// PKCS12 content needs the crate feature `pkcs12` (on by default; see [`KeyStoreType`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct KeyStoreFile {

@@ -54,6 +54,7 @@ pub(crate) struct RangeHistory {
 
 /// Records of the offset-syncs topic that are not offset syncs.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct NotSyncs {
     /// Records that decode as MirrorMaker 2 checkpoints.
     pub checkpoints: u64,

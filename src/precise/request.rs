@@ -25,7 +25,7 @@ pub enum Syncs {
         /// What reading it did.
         report: ReadReport,
     },
-    /// A snapshot `watch --precise` wrote while the topic was readable (the source may be
+    /// A snapshot a [`SyncsWatcher`](crate::watch::SyncsWatcher) wrote while the topic was readable (the source may be
     /// gone), re-indexed with `interpolation`.
     Snapshot {
         /// The snapshot.
@@ -70,6 +70,7 @@ impl Syncs {
 /// An upstream position to translate: `group` (empty for none), the topic on the source,
 /// the partition and the upstream offset.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[non_exhaustive]
 pub struct UpstreamPosition {
     /// The consumer group, or `""`.
     pub group: String,
@@ -81,8 +82,26 @@ pub struct UpstreamPosition {
     pub offset: i64,
 }
 
+impl UpstreamPosition {
+    /// The upstream `offset` of `group` (`""` for none) on `topic`-`partition` of the source.
+    pub fn new(
+        group: impl Into<String>,
+        topic: impl Into<String>,
+        partition: i32,
+        offset: i64,
+    ) -> Self {
+        UpstreamPosition {
+            group: group.into(),
+            topic: topic.into(),
+            partition,
+            offset,
+        }
+    }
+}
+
 /// Record matching's connection and settings.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct MatchRecords {
     /// The source cluster: the upstream topics are read there.
     pub source: KafkaClient,
@@ -90,8 +109,16 @@ pub struct MatchRecords {
     pub options: MatchOptions,
 }
 
+impl MatchRecords {
+    /// Record matching against the `source` cluster, read with `options`.
+    pub fn new(source: KafkaClient, options: MatchOptions) -> Self {
+        MatchRecords { source, options }
+    }
+}
+
 /// What a precise translation uses beyond the checkpoints.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct PreciseRequest {
     /// The sync history.
     pub syncs: Syncs,

@@ -165,8 +165,7 @@ impl MirrorClient {
     }
 
     /// Translates upstream positions that are not MM2's checkpoints: a stream processor's own
-    /// checkpoint of its source positions (`translate --offsets-file`, `input` offsets-file,
-    /// group `""`), or groups' source offsets checked by [`verify`](Self::verify). Each
+    /// checkpoint of its source positions (group `""`), or groups' source offsets checked by [`verify`](Self::verify). Each
     /// position of the flow from `source_alias` goes through the sync history, with its bound,
     /// matched when `precise` asks; no MM2 offset (-1), no checkpoint is read. Positions on
     /// topics without sync history are left out.
@@ -249,8 +248,8 @@ impl MirrorClient {
 }
 
 impl PreciseTranslation {
-    /// `translation` re-translated with `index` and nothing else read (no matching): what
-    /// `watch --precise` serves from its live history.
+    /// `translation` re-translated with `index` and nothing else read (no matching): what a
+    /// [`SyncsWatcher`](crate::watch::SyncsWatcher)'s live history can serve.
     pub fn offline(
         translation: Translation,
         index: &SyncIndex,

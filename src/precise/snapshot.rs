@@ -1,7 +1,7 @@
 //! A compact, versioned, checksummed snapshot of the offset-sync history, for precise
-//! translation after the source cluster (and its offset-syncs topic) is gone: `watch
-//! --precise` writes one while the topic is readable; `translate`/`apply --precise
-//! --syncs-snapshot FILE` read it.
+//! translation after the source cluster (and its offset-syncs topic) is gone: a
+//! [`SyncsWatcher`](crate::watch::SyncsWatcher) writes one while the topic is readable; a
+//! precise translation reads it back ([`SyncSnapshot::read_file`]).
 //!
 //! # What a snapshot proves
 //! Each sync in it is a fact: "upstream record `u` was copied to downstream offset `d`".
@@ -56,6 +56,7 @@ pub type PartitionHistory = (Vec<u8>, i32, Vec<(i64, i64)>);
 
 /// The offset-sync history as of one moment.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct SyncSnapshot {
     /// When it was taken (ms since the epoch).
     pub created_ms: i64,

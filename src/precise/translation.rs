@@ -47,7 +47,8 @@ impl PreciseTranslation {
 
     /// The offsets to use as a [`Translation`]: each row's `offset` is the precise one and its
     /// `upstream_offset` the input translated; names, metadata and checkpoint positions are
-    /// the checkpoint's. What `apply --precise` plans and `-o csv` / `reset-csv` print.
+    /// the checkpoint's. What a precise apply plans ([`crate::apply::plan`] takes a
+    /// [`Translation`]).
     pub fn to_translation(&self) -> Translation {
         self.translation.clone().with_offsets(
             self.precise
@@ -108,7 +109,7 @@ pub enum Input {
     /// checkpointed (after a restart its store forgets what lies below the rewind): there is
     /// no MM2 offset (`mm2_offset` -1).
     SourceOnly,
-    /// An upstream position from `translate --offsets-file` (not a consumer group's).
+    /// An upstream position given to [`MirrorClient::translate_positions`](crate::translate::MirrorClient::translate_positions) (not a consumer group's).
     OffsetsFile,
 }
 
@@ -161,8 +162,9 @@ pub struct GroupInputs {
 
 /// What record matching did for one row.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct RowMatch {
-    /// The offset the syncs prove (what `--precise` alone answers).
+    /// The offset the syncs prove (the answer without record matching).
     pub syncs_offset: i64,
     /// Its rule.
     pub syncs_rule: Rule,
@@ -172,6 +174,7 @@ pub struct RowMatch {
 
 /// Record matching's result.
 #[derive(Clone, Debug, Default)]
+#[non_exhaustive]
 pub struct Matching {
     /// One per row of the translation.
     pub rows: Vec<RowMatch>,

@@ -23,11 +23,12 @@ pub struct ApplyLoopOptions {
     /// From the start of one run to the start of the next. Runs never overlap: one that takes
     /// longer delays the next.
     pub interval: Duration,
-    /// The rules and commit window of each run, as for `apply`. The defaults are those of
-    /// `apply --execute` without force flags. (Its `timeout` is not used: see `tick_timeout`.)
+    /// The rules and commit window of each run, as for [`apply::execute_with`]. The defaults
+    /// are [`ApplyOptions::default`]: every guard on, nothing forced. (Its `timeout` is not
+    /// used: see `tick_timeout`.)
     pub apply: ApplyOptions,
     /// Budget for one whole run: the plan, the re-checks, the commits and the read-back share
-    /// it, as `apply --timeout` does.
+    /// it, as one [`Deadline`](crate::client::Deadline) for the whole apply.
     pub tick_timeout: Duration,
     /// The map is applied only when it was caught up at most this long ago (now minus
     /// [`Snapshot::as_of`]).
@@ -357,8 +358,8 @@ impl MapSource for Watcher {
 ///    commits (still without members, committed offsets unchanged) and reads the commits back,
 ///    within the same budget as the plan ([`ApplyLoopOptions::tick_timeout`]).
 ///
-/// There is no other commit path: what a run writes is exactly what `apply --execute` would
-/// write with the same rules. With the default [`VerdictRules`](crate::apply::VerdictRules)
+/// There is no other commit path: what a run writes is exactly what [`apply::plan`] and
+/// [`apply::execute_with`] would write with the same [`ApplyOptions`]. With the default [`VerdictRules`](crate::apply::VerdictRules)
 /// that means no rewind, nothing outside the target's log, no missing topic or partition, and
 /// only groups that are absent on the target or Empty. A group skipped or failed in one run is
 /// planned afresh in the next; a commit whose outcome was lost is re-read by the next plan.

@@ -278,15 +278,16 @@ impl Watcher {
         status_of(&state, &self.shared().options, SystemTime::now())
     }
 
-    /// A copy of the map with its freshness. The copy is the caller's: the tail goes on while it
-    /// is served. Each call copies the whole map under the lock the tail needs; a server
-    /// answering many requests wants [`shared_snapshot`](Watcher::shared_snapshot).
+    /// The map with its freshness and the status of this moment. The map
+    /// ([`Snapshot::translation`]) is shared by reference: while it has not changed, a call
+    /// only checks that under the lock the tail needs and hands out the last copy; after a
+    /// change, the first call copies it once (on the caller's thread; the index is built after
+    /// the lock is released) for every call after. A snapshot held does not move while the
+    /// tail goes on. From async code that may meet a changed large map, prefer
+    /// [`shared_snapshot`](Watcher::shared_snapshot), which copies off the async workers and
+    /// makes concurrent callers wait for one copy.
     pub fn snapshot(&self) -> Snapshot {
-        let now = SystemTime::now();
-        let state = self.shared().lock();
-        let copied = snapshot::Copied::take(&state, &self.shared().options, now);
-        drop(state);
-        copied.finish(&self.shared().options)
+        snapshot::snapshot(&self.running.shared, &self.running.snapshots)
     }
 
     /// The map shared by reference: copied once after each change of the map (by one caller,

@@ -1,12 +1,12 @@
-//! `watch --precise`: the offset-sync history kept live while the source cluster is up, and
+//! [`SyncsWatcher`]: the offset-sync history kept live while the source cluster is up, and
 //! written down so that precise translation survives losing it.
 //!
 //! [`SyncsWatcher::start`] reads the offset-syncs topic from its log start and then tails it
 //! (long-poll Fetch, one task per partition, the client's retry policy, never giving up). It
 //! answers with the current [`SyncIndex`] and, every `snapshot_interval` when the history
 //! changed, writes a [`SyncSnapshot`] atomically to `snapshot_path` (a temporary file renamed
-//! over the old one): after a disaster, `translate --precise --syncs-snapshot FILE` uses the
-//! last one written. A snapshot is written only once every partition has been read to its end
+//! over the old one): after a disaster, a precise translation from
+//! [`Syncs::Snapshot`](crate::precise::Syncs::Snapshot) uses the last one written. A snapshot is written only once every partition has been read to its end
 //! at least once, so a snapshot never holds half a history.
 
 use std::collections::BTreeMap;
@@ -26,6 +26,7 @@ use crate::records::{Batches, Scratch};
 
 /// How to keep the history.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct SyncsWatchOptions {
     /// The cluster holding the offset-syncs topic.
     pub client: KafkaClient,
@@ -41,8 +42,25 @@ pub struct SyncsWatchOptions {
     pub start_timeout: Duration,
 }
 
+impl SyncsWatchOptions {
+    /// Follow `topic` on the cluster `client` reaches, with the snapshot in memory only
+    /// (set `snapshot_path` to write it), written every 10 s when the history changed, idle
+    /// Fetches held up to 1 s, and 30 s to find the topic at start.
+    pub fn new(client: KafkaClient, topic: impl Into<String>) -> Self {
+        SyncsWatchOptions {
+            client,
+            topic: topic.into(),
+            snapshot_path: None,
+            snapshot_interval: Duration::from_secs(10),
+            max_wait: Duration::from_secs(1),
+            start_timeout: Duration::from_secs(30),
+        }
+    }
+}
+
 /// What the history watch did so far.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct SyncsStatus {
     /// Every partition of the topic was read to its end at least once.
     pub caught_up: bool,

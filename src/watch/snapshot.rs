@@ -37,10 +37,11 @@ pub struct Snapshot {
     /// When the snapshot was taken.
     pub taken_at: SystemTime,
     /// The translated offsets; `report.complete` is whether the first full read is done, and
-    /// `report.partitions` tells how far each checkpoints partition has been read.
-    pub translation: Translation,
-    /// Each group's oldest checkpoint, sorted by source and group.
-    pub oldest_checkpoint_per_group: Vec<GroupAge>,
+    /// `report.partitions` tells how far each checkpoints partition has been read. Shared by
+    /// reference with every snapshot taken until the map changes.
+    pub translation: Arc<Translation>,
+    /// Each group's oldest checkpoint, sorted by source and group (shared as `translation`).
+    pub oldest_checkpoint_per_group: Arc<[GroupAge]>,
     /// Counters and readiness at the same moment.
     pub status: WatchStatus,
 }
@@ -51,6 +52,7 @@ pub struct Snapshot {
 /// the caller asked, under the same lock as the check that the map had not changed since `map`
 /// was copied, so `status.as_of` is the freshness of `map`.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct SharedSnapshot {
     /// The map's copy. Its own `as_of`, `taken_at` and `status` are those of the copy's moment;
     /// use [`SharedSnapshot::status`] for the current ones.
@@ -161,8 +163,8 @@ impl Copied {
         Snapshot {
             as_of: self.status.as_of,
             taken_at: self.now,
-            translation,
-            oldest_checkpoint_per_group: self.oldest_checkpoint_per_group,
+            translation: Arc::new(translation),
+            oldest_checkpoint_per_group: self.oldest_checkpoint_per_group.into(),
             status: self.status,
         }
     }
@@ -201,6 +203,28 @@ fn copy(shared: &Shared, cache: &SnapshotCache) -> SharedSnapshot {
     };
     *cache.last.lock().unwrap_or_else(|e| e.into_inner()) = Some((version, map));
     snapshot
+}
+
+impl SharedSnapshot {
+    /// The map of the copy with the status of this moment: no copy, two reference counts.
+    fn into_snapshot(self) -> Snapshot {
+        Snapshot {
+            as_of: self.status.as_of,
+            taken_at: self.taken_at,
+            translation: self.map.translation.clone(),
+            oldest_checkpoint_per_group: self.map.oldest_checkpoint_per_group.clone(),
+            status: self.status,
+        }
+    }
+}
+
+/// See [`Watcher::snapshot`](super::Watcher::snapshot): the last copy when the map has not
+/// changed since, else a new copy (on the caller's thread), kept for the callers after.
+pub(super) fn snapshot(shared: &Shared, cache: &SnapshotCache) -> Snapshot {
+    match current(shared, cache) {
+        Some(last) => last.into_snapshot(),
+        None => copy(shared, cache).into_snapshot(),
+    }
 }
 
 /// See [`Watcher::shared_snapshot`](super::Watcher::shared_snapshot).
@@ -335,5 +359,27 @@ mod tests {
         assert_eq!(maps[0].translation.len(), 2);
         assert!(!Arc::ptr_eq(&maps[0], &first.map));
         assert!(maps.iter().all(|m| Arc::ptr_eq(m, &maps[0])), "one copy");
+    }
+
+    #[test]
+    fn snapshots_share_the_map_until_it_changes_with_the_status_of_their_moment() {
+        let w = watch();
+        let cache = SnapshotCache::default();
+        apply(&w, "g", 7);
+        let first = snapshot(&w, &cache);
+        assert_eq!(first.translation.len(), 1);
+        w.lock().partitions[0].caught_up_at = Some(at(20));
+        let again = snapshot(&w, &cache);
+        assert!(
+            Arc::ptr_eq(&first.translation, &again.translation),
+            "no copy"
+        );
+        assert_eq!((first.as_of, again.as_of), (Some(at(10)), Some(at(20))));
+        assert_eq!(again.status.as_of, Some(at(20)));
+        apply(&w, "h", 8);
+        let changed = snapshot(&w, &cache);
+        assert_eq!(changed.translation.len(), 2);
+        assert!(!Arc::ptr_eq(&first.translation, &changed.translation));
+        assert_eq!(first.translation.len(), 1, "a held snapshot does not move");
     }
 }

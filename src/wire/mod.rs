@@ -14,16 +14,19 @@ mod connection;
 // The response decoders and the fuzzing hooks are internals: public only to the fuzz targets,
 // through the non-default `unstable-fuzzing` feature, and never a semver promise.
 #[cfg(feature = "unstable-fuzzing")]
+#[cfg_attr(docsrs, doc(cfg(feature = "unstable-fuzzing")))]
 pub mod decode;
 #[cfg(not(feature = "unstable-fuzzing"))]
 pub(crate) mod decode;
 mod error;
 mod frame;
 #[cfg(feature = "unstable-fuzzing")]
+#[cfg_attr(docsrs, doc(cfg(feature = "unstable-fuzzing")))]
 pub mod fuzzing;
 mod header;
 mod mux;
 #[cfg(feature = "unstable-fuzzing")]
+#[cfg_attr(docsrs, doc(cfg(feature = "unstable-fuzzing")))]
 pub mod responses;
 #[cfg(not(feature = "unstable-fuzzing"))]
 pub(crate) mod responses;
@@ -34,6 +37,7 @@ mod tls_stream;
 pub(crate) mod testing;
 
 #[cfg(feature = "unstable-wire")]
+#[cfg_attr(docsrs, doc(cfg(feature = "unstable-wire")))]
 pub use api_versions::ApiVersionTable;
 pub use connection::{BrokerConnection, Connector};
 pub(crate) use error::to_millis;
@@ -44,4 +48,5 @@ pub use error::{WireError, error_name};
 /// this crate was built with. A kafka-protocol upgrade that changes them is a breaking change of
 /// this crate, and its changelog says so.
 #[cfg(feature = "unstable-wire")]
+#[cfg_attr(docsrs, doc(cfg(feature = "unstable-wire")))]
 pub use kafka_protocol;

@@ -35,3 +35,25 @@ pub fn output_failed(error: std::io::Error) -> Stop {
         Stop::Error(format!("cannot write the output: {error}"))
     }
 }
+
+/// Prints the one-line summary on stderr and returns its exit code: 1 when something failed or
+/// a commit's outcome is unknown, 3 when something was refused, not read back or not attempted,
+/// 0 otherwise (see `mm2_offsets::mm2_offsets::apply::Summary`).
+pub(crate) fn summarize(command: &str, summary: &mm2_offsets::apply::Summary) -> i32 {
+    let pass = if summary.executed || summary.is_noop() || summary.to_write == 0 {
+        ""
+    } else {
+        " (pass --execute to commit)"
+    };
+    eprintln!("{command}: {summary}{pass}");
+    exit_code(summary.result())
+}
+
+/// The exit code of a run's result.
+pub(crate) fn exit_code(result: mm2_offsets::apply::RunResult) -> i32 {
+    match result {
+        mm2_offsets::apply::RunResult::Complete => EXIT_OK,
+        mm2_offsets::apply::RunResult::Incomplete => EXIT_INCOMPLETE,
+        mm2_offsets::apply::RunResult::Failed => EXIT_ERROR,
+    }
+}

@@ -9,8 +9,8 @@ use kafka_protocol::messages::ApiKey;
 
 use super::{FakeCluster, Fault};
 use crate::client::{
-    ClientError, CommitOptions, Coordinators, Deadline, GroupProtocol, IsolationLevel, KafkaClient,
-    OffsetSpec, OffsetToCommit, PartitionsWanted, found_coordinators,
+    ClientError, CommitOptions, Coordinators, Deadline, ErrorCode, GroupProtocol, IsolationLevel,
+    KafkaClient, OffsetSpec, OffsetToCommit, PartitionsWanted, found_coordinators,
 };
 use crate::config::ClientConfig;
 
@@ -347,7 +347,7 @@ async fn a_pending_transactional_commit_is_asked_again_never_read_as_no_offset()
         text.contains("UNSTABLE_OFFSET_COMMIT") && text.contains("orders-1"),
         "{text}"
     );
-    assert_eq!(error.source.broker_code(), Some(88));
+    assert_eq!(error.source.broker_code(), Some(ErrorCode::new(88)));
     assert!(fetched["g-003"].is_ok());
 }
 

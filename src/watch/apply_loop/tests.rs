@@ -91,8 +91,8 @@ fn map(rows: &[(&str, i32, i64)], ready: bool, age: Duration) -> FakeMap {
         snapshot: Mutex::new(Snapshot {
             as_of: Some(as_of),
             taken_at: now,
-            translation: translator.finish("primary"),
-            oldest_checkpoint_per_group: vec![],
+            translation: std::sync::Arc::new(translator.finish("primary")),
+            oldest_checkpoint_per_group: std::sync::Arc::new([]),
             status: status(ready, Some(as_of)),
         }),
         later: Mutex::new(None),
@@ -159,11 +159,7 @@ async fn a_map_not_ready_or_too_old_writes_nothing_and_says_why() {
     }
     // An incomplete read is not ready either, whatever the flags say.
     let incomplete = map(&rows, true, Duration::ZERO);
-    incomplete
-        .snapshot
-        .lock()
-        .unwrap()
-        .translation
+    std::sync::Arc::make_mut(&mut incomplete.snapshot.lock().unwrap().translation)
         .report
         .complete = false;
     let report = apply.tick_on(&incomplete).await;

@@ -68,6 +68,7 @@ pub struct LeaderIdAndEpoch {
 
 /// An aborted transaction overlapping the returned records (READ_COMMITTED fetches).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct AbortedTransaction {
     /// The producer that aborted.
     pub producer_id: i64,

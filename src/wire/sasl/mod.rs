@@ -99,7 +99,9 @@ pub(crate) async fn authenticate(
                                 .to_string(),
                         )
                     })?;
-                    let token = oauthbearer::read_token(path).map_err(&fail)?;
+                    let token = oauthbearer::read_token_blocking(path)
+                        .await
+                        .map_err(&fail)?;
                     (Secret::new(token), path.display().to_string())
                 }
             };

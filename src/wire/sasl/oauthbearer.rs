@@ -35,6 +35,20 @@ pub(crate) fn read_token(path: &Path) -> Result<String, String> {
     Ok(token.to_string())
 }
 
+/// [`read_token`] on a blocking thread: it runs at every authentication, inside the async
+/// connect, and a file read must not stall the caller's async worker.
+pub(crate) async fn read_token_blocking(path: &Path) -> Result<String, String> {
+    let owned = path.to_path_buf();
+    match tokio::task::spawn_blocking(move || read_token(&owned)).await {
+        Ok(token) => token,
+        Err(e) => match e.try_into_panic() {
+            Ok(panic) => std::panic::resume_unwind(panic),
+            // The runtime is shutting down: read it on this thread.
+            Err(_) => read_token(path),
+        },
+    }
+}
+
 /// The client's initial response.
 pub(crate) fn initial_response(token: &str) -> Vec<u8> {
     format!("n,,\x01auth=Bearer {token}\x01\x01").into_bytes()

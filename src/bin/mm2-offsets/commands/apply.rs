@@ -12,7 +12,7 @@ use mm2_offsets::select::GroupSelector;
 use mm2_offsets::translate::Translation;
 
 use crate::args::{ApplyArgs, OutputFormat};
-use crate::exit::{EXIT_ERROR, EXIT_INCOMPLETE, EXIT_OK, Stop, output_failed};
+use crate::exit::{EXIT_ERROR, EXIT_INCOMPLETE, Stop, output_failed};
 use crate::session;
 
 /// The largest plan file read: a plan row is about 400 bytes, so this holds some 600,000
@@ -140,7 +140,7 @@ pub(crate) async fn run(args: ApplyArgs) -> Result<i32, Stop> {
     let printed = written.and_then(|_| out.flush());
     drop(out);
     phase("answer written", &deadline);
-    let code = crate::signals::exit_code(summarize("apply", &summary));
+    let code = crate::signals::exit_code(crate::exit::summarize("apply", &summary));
     printed.map_err(output_failed)?;
     Ok(code)
 }
@@ -493,26 +493,4 @@ pub(crate) fn write_table_of(
         )?;
     }
     Ok(())
-}
-
-/// Prints the one-line summary on stderr and returns its exit code: 1 when something failed or
-/// a commit's outcome is unknown, 3 when something was refused, not read back or not attempted,
-/// 0 otherwise (see [`apply::Summary`]).
-pub(crate) fn summarize(command: &str, summary: &apply::Summary) -> i32 {
-    let pass = if summary.executed || summary.is_noop() || summary.to_write == 0 {
-        ""
-    } else {
-        " (pass --execute to commit)"
-    };
-    eprintln!("{command}: {summary}{pass}");
-    exit_code(summary.result())
-}
-
-/// The exit code of a run's result.
-pub(crate) fn exit_code(result: apply::RunResult) -> i32 {
-    match result {
-        apply::RunResult::Complete => EXIT_OK,
-        apply::RunResult::Incomplete => EXIT_INCOMPLETE,
-        apply::RunResult::Failed => EXIT_ERROR,
-    }
 }

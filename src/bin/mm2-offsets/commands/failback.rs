@@ -848,7 +848,7 @@ fn summarize(
     match summary.result() {
         _ if read_errors > 0 => EXIT_ERROR,
         apply::RunResult::Complete if left_out > 0 => EXIT_INCOMPLETE,
-        result => super::apply::exit_code(result),
+        result => crate::exit::exit_code(result),
     }
 }
 

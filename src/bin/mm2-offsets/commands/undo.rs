@@ -297,5 +297,5 @@ fn name(state: UndoState) -> &'static str {
 /// The undo's line on stderr and its exit code, from the one summary apply and failback print
 /// too (counted from the partitions' states: restored and read back, refused by state, ...).
 fn summarize(report: &UndoReport) -> i32 {
-    super::apply::summarize("undo", &apply::Summary::of_undo(report))
+    crate::exit::summarize("undo", &apply::Summary::of_undo(report))
 }

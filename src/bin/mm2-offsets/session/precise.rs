@@ -74,29 +74,24 @@ pub async fn read(
     } else {
         None
     };
-    let precise = PreciseRequest {
-        syncs,
-        source_offsets: source_cluster.clone().filter(|_| p.from_source_offsets),
-        match_records: source_cluster
-            .filter(|_| p.match_records)
-            .map(|source| MatchRecords {
-                source,
-                options: MatchOptions {
-                    parallelism: usize::from(args.parallelism),
-                    max_fetch_bytes: args.max_fetch_bytes,
-                    ..MatchOptions::default()
-                },
-            }),
-    };
+    let mut precise = PreciseRequest::new(syncs);
+    precise.source_offsets = source_cluster.clone().filter(|_| p.from_source_offsets);
+    precise.match_records = source_cluster.filter(|_| p.match_records).map(|source| {
+        MatchRecords::new(
+            source,
+            MatchOptions {
+                parallelism: usize::from(args.parallelism),
+                max_fetch_bytes: args.max_fetch_bytes,
+                ..MatchOptions::default()
+            },
+        )
+    });
     let translated = match &p.offsets_file {
         Some(path) => {
             let positions: Vec<UpstreamPosition> = crate::offsets_file::read(path)?
                 .into_iter()
-                .map(|(topic, partition, offset)| UpstreamPosition {
-                    group: String::new(),
-                    topic,
-                    partition,
-                    offset,
+                .map(|(topic, partition, offset)| {
+                    UpstreamPosition::new("", topic, partition, offset)
                 })
                 .collect();
             client

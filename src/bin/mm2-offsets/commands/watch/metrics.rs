@@ -269,7 +269,7 @@ pub fn render(scrape: &Scrape<'_>) -> String {
         "gauge",
         "Age of the oldest checkpoint among the group's partitions: an idle group ages, a live MirrorMaker 2 keeps mm2_source_up at 1.",
     );
-    for g in &snapshot.oldest_checkpoint_per_group {
+    for g in snapshot.oldest_checkpoint_per_group.iter() {
         w.sample(
             "mm2_consumergroup_oldest_checkpoint_age_seconds",
             &[("source", &g.source), ("group", &g.group)],

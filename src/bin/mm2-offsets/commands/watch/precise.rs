@@ -59,16 +59,14 @@ pub async fn start(
         }
         None => None,
     };
-    let watcher = SyncsWatcher::start(SyncsWatchOptions {
-        client: syncs.client.clone(),
-        topic: syncs.topic.clone(),
-        snapshot_path: snapshot_path.clone(),
-        snapshot_interval: p.snapshot_interval,
-        max_wait: args.poll,
-        start_timeout: args.run.timeout,
-    })
-    .await
-    .map_err(|e| format!("offset-syncs topic {}: {e}", for_terminal(&syncs.topic)))?;
+    let mut options = SyncsWatchOptions::new(syncs.client.clone(), syncs.topic.clone());
+    options.snapshot_path = snapshot_path.clone();
+    options.snapshot_interval = p.snapshot_interval;
+    options.max_wait = args.poll;
+    options.start_timeout = args.run.timeout;
+    let watcher = SyncsWatcher::start(options)
+        .await
+        .map_err(|e| format!("offset-syncs topic {}: {e}", for_terminal(&syncs.topic)))?;
     eprintln!(
         "precise: following {}{}",
         for_terminal(&syncs.topic),
@@ -96,8 +94,12 @@ impl PreciseServe {
         let mut report = ReadReport::default();
         report.complete = status.caught_up;
         report.records = status.records;
-        let precise =
-            PreciseTranslation::offline(snapshot.translation.clone(), &index, &self.policy, report);
+        let precise = PreciseTranslation::offline(
+            (*snapshot.translation).clone(),
+            &index,
+            &self.policy,
+            report,
+        );
         let millis = |t: Option<std::time::SystemTime>| {
             t.and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
                 .map(|d| d.as_millis() as u64)
