@@ -148,6 +148,15 @@ impl KafkaClient {
                 Err(unreached) if !unreached.error.action().is_retriable() => {
                     return Err(unreached.error);
                 }
+                // A stall (a TLS port, not Kafka) that used up the budget: say what stalled,
+                // or the metadata request that follows would fail naming nothing.
+                Err(unreached) if !unreached.all_refused && deadline.expired() => {
+                    return Err(ClientError::deadline(
+                        "connecting to the bootstrap servers".into(),
+                        deadline,
+                        Some(unreached.error),
+                    ));
+                }
                 Err(unreached) if !unreached.all_refused => return Ok(()),
                 Err(unreached) if pass == Self::REFUSED_PASSES => return Err(unreached.error),
                 Err(unreached) => {
