@@ -424,4 +424,19 @@ async fn replication_counts_what_the_backup_lacks() {
         );
     }
     assert_eq!(doc["total"]["not_copied"], 12);
+    // The document against its schema (docs/schemas/replication.schema.json).
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("replication__01-cli.json"), &out.stdout).unwrap();
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/schemas/validate.py");
+    let check = std::process::Command::new("python3")
+        .arg(&script)
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(
+        check.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&check.stdout),
+        String::from_utf8_lossy(&check.stderr)
+    );
 }
