@@ -3,7 +3,7 @@
 //! records of both clusters.
 //!
 //! For each remote partition the backup's copy is followed to its tip
-//! ([`match_tip`](crate::precise::record_match::reverse::match_tip)): the newest offset sync
+//! ([`match_tip`]): the newest offset sync
 //! below the replica's log end narrows the search, and record matching proves which source
 //! record the replica's records copy, so `copied_to` follows the greatest source record with a
 //! copy (past a restart's duplicate block), never the replica's log end nor the last sync, and
