@@ -12,6 +12,7 @@
 //! | [`failback`]  | the way back: the reverse rule, reverse record matching, the failback translation |
 //! | [`verify`]    | committed target offsets checked against the source, record by record |
 //! | [`apply`]     | plans, verdicts, the executor that commits offsets on the target, undo plans |
+//! | [`replication`] | what a failover would lose now: per remote partition, the source records not yet copied, proven by the records |
 //! | [`precise`]   | the offset-sync history: re-translation, source offsets, record matching |
 //! | [`translate`] | planning the read, fetch workers, the translator, the read report |
 //! | [`select`]    | which groups: ids, Java `Pattern`s exactly, all |
@@ -45,6 +46,7 @@ pub mod failback;
 pub mod mm2;
 pub mod precise;
 pub mod records;
+pub mod replication;
 pub mod select;
 pub mod translate;
 pub mod verify;

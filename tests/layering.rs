@@ -13,6 +13,7 @@ const LAYERS_TOP_DOWN: &[&str] = &[
     "failback",
     "verify",
     "apply",
+    "replication",
     "precise",
     "translate",
     "select",

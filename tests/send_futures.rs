@@ -67,7 +67,9 @@ const LISTED: &[&str] = &[
     "src/failback/translate.rs:translate_failback",
     "src/precise/read.rs:read_sync_index",
     "src/precise/record_match/mod.rs:match_rows",
-    "src/failback/record_match.rs:match_reverse",
+    "src/precise/record_match/reverse.rs:match_reverse",
+    "src/precise/record_match/reverse.rs:match_tip",
+    "src/replication/mod.rs:measure",
     "src/precise/run.rs:translate_from_source_offsets",
     "src/precise/run.rs:translate_positions",
     "src/precise/run.rs:translate_precise",
@@ -244,6 +246,23 @@ fn futures_are_send(
         |_: &str, _: i32| None,
         &precise::record_match::MatchOptions::default(),
         *deadline,
+    ));
+    send(precise::record_match::reverse::match_tip(
+        kafka,
+        kafka,
+        &[],
+        |_: &str, _: i32| None,
+        &precise::record_match::MatchOptions::default(),
+        *deadline,
+    ));
+
+    // replication
+    send(mm2_offsets::replication::measure(
+        kafka,
+        kafka,
+        syncs,
+        &mm2_offsets::mm2::ReplicationPolicy::default(),
+        &mm2_offsets::replication::ReplicationRequest::new("primary", GroupSelector::all()),
     ));
 
     // watch

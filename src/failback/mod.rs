@@ -64,7 +64,9 @@
 //! ([`FailbackRow::unmatched`]).
 
 mod index;
-mod record_match;
+/// Reverse record matching lives in `precise` (the `replication` layer, below `apply`, uses it
+/// too); failback keeps its names.
+use crate::precise::record_match::reverse as record_match;
 mod rule;
 mod stretch_proof;
 mod translate;

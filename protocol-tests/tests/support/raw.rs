@@ -151,6 +151,11 @@ impl Raw {
         for (k, v) in records {
             builder = builder.record(k.as_deref(), v.as_deref());
         }
+        self.produce_batch(topic, partition, builder).await
+    }
+
+    /// Appends the batch `builder` builds to `topic`-`partition` (its timestamps as set).
+    pub async fn produce_batch(&self, topic: &str, partition: i32, builder: BatchBuilder) {
         let v = self.conn.negotiate(ApiKey::Produce, 3..=9).unwrap();
         let request = ProduceRequest::default()
             .with_acks(-1)

@@ -51,6 +51,10 @@ pub enum Command {
     /// offsets on the source, record by record: exact, behind (records re-read), ahead (records
     /// skipped) or unknown. Exit 1 when a partition is ahead, 3 when some are unknown.
     Verify(Box<VerifyArgs>),
+    /// What a failover would lose right now: per remote partition of a --source on this
+    /// (backup) cluster, the records of the primary that have no copy here, proven by the
+    /// records of both clusters. Exit 3 when a partition is not proven.
+    Replication(Box<ReplicationArgs>),
     /// List MirrorMaker 2 topics on the cluster: checkpoints, heartbeats and remote topics.
     Topics(TopologyArgs),
     /// List upstream clusters (from heartbeat topics) with their replication hop counts.
@@ -606,6 +610,48 @@ pub struct VerifyArgs {
     /// --timeout, --fail-on-missing-groups, --no-progress.
     #[command(flatten)]
     pub run: RunArgs,
+    /// -o.
+    #[command(flatten)]
+    pub output: OutputArgs,
+    /// Largest Fetch response per partition, in bytes, 1024 to 2147483647.
+    #[arg(long, default_value_t = mm2_offsets::client::DEFAULT_FETCH_MAX_BYTES, value_name = "BYTES", value_parser = parse::max_fetch_bytes, allow_negative_numbers = true)]
+    pub max_fetch_bytes: i32,
+}
+
+/// Examples shown at the end of `replication --help`.
+pub const REPLICATION_EXAMPLES: &str = "Examples:
+  # every remote topic of 'primary' on the backup; the offset syncs on the primary
+  mm2-offsets replication --bootstrap-server backup:9092 --source primary \\
+      --source-bootstrap-server primary:9092
+
+  # two topics and a family, as JSON
+  mm2-offsets replication --bootstrap-server backup:9092 --source primary \\
+      --source-bootstrap-server primary:9092 --topic orders --topic-regex 'billing-.*' -o json";
+
+/// `mm2-offsets replication`.
+#[derive(Debug, Args)]
+pub struct ReplicationArgs {
+    /// Connection to the backup (the cluster MirrorMaker 2 copies to).
+    #[command(flatten)]
+    pub connection: ConnectionArgs,
+    /// The primary's alias: the prefix of its topics' replicas here (primary.orders).
+    #[arg(long, value_name = "ALIAS")]
+    pub source: String,
+    /// A topic, by its name on the primary (orders) or here (primary.orders) (repeatable).
+    /// Default: every remote topic of --source.
+    #[arg(long = "topic", value_name = "TOPIC")]
+    pub topics: Vec<String>,
+    /// A Java regular expression that must match the WHOLE topic name, on the primary or here
+    /// (repeatable).
+    #[arg(long = "topic-regex", value_name = "REGEX")]
+    pub topic_regexes: Vec<String>,
+    /// The primary (--source-bootstrap-server) and its offset-syncs topic (by default on the
+    /// primary; --syncs-* with offset-syncs.topic.location=target).
+    #[command(flatten)]
+    pub syncs: SyncsArgs,
+    /// Budget for the whole run, e.g. 30s, 500ms, 2m.
+    #[arg(long, value_name = "DURATION", value_parser = parse::timeout, default_value = "60s", allow_hyphen_values = true)]
+    pub timeout: Duration,
     /// -o.
     #[command(flatten)]
     pub output: OutputArgs,

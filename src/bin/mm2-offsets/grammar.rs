@@ -131,6 +131,26 @@ pub const COMMANDS: &[CommandGrammar] = &[
         ],
     },
     CommandGrammar {
+        name: "replication",
+        formats: TABLE_JSON_CSV,
+        exit_codes: &[
+            ExitCode {
+                code: OK,
+                meaning: "every selected remote partition measured and proven (records not copied may be any number)",
+            },
+            ExitCode {
+                code: ERROR,
+                meaning: "error: connection, authentication, the offset-syncs topic missing or not read completely within --timeout",
+            },
+            USAGE_ERROR,
+            ExitCode {
+                code: INCOMPLETE,
+                meaning: "some partitions are not proven (each says why, left out of the total); the others were printed",
+            },
+            STDOUT_CLOSED,
+        ],
+    },
+    CommandGrammar {
         name: "watch",
         formats: &[],
         exit_codes: &[
@@ -279,6 +299,7 @@ fn after_help(grammar: &CommandGrammar) -> String {
         "failback" => Some(args::FAILBACK_EXAMPLES),
         "watch" => Some(args::WATCH_EXAMPLES),
         "apply" => Some(args::APPLY_EXAMPLES),
+        "replication" => Some(args::REPLICATION_EXAMPLES),
         _ => None,
     };
     let mut parts: Vec<String> = examples.into_iter().map(str::to_string).collect();
@@ -309,7 +330,7 @@ pub fn command() -> clap::Command {
          an error, 2 on a usage error, and 141 when its stdout's reader went away; 3 means \
          something else in each (translate: an incomplete read printed because of \
          --allow-partial; apply and failback: something refused or skipped; verify: some \
-         partitions unknown).",
+         partitions unknown; replication: some partitions not proven).",
         HELP_WIDTH,
         2,
     );
@@ -466,6 +487,9 @@ mod tests {
             "failback" => {
                 argv.extend(["--from-bootstrap-server", "b:9092", "--source", "p"]);
                 argv.extend(["--all-groups"]);
+            }
+            "replication" => {
+                argv.extend(["--source", "p", "--source-bootstrap-server", "p:9092"]);
             }
             _ => {}
         }

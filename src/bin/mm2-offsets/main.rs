@@ -148,6 +148,7 @@ async fn run(command: Command) -> Result<i32, Stop> {
         Command::Failback(args) => commands::failback::run(*args).await,
         Command::Watch(args) => commands::watch::run(*args).await.map_err(Stop::from),
         Command::Verify(args) => commands::verify::run(*args).await,
+        Command::Replication(args) => commands::replication::run(*args).await,
         Command::Topics(args) => commands::topics::run(args).await,
         Command::Upstream(args) => commands::upstream::run(args).await,
         Command::Completions { shell } => {

@@ -28,6 +28,14 @@ pub fn check(command: &Command) -> Result<(), String> {
             apply_usage(args)
         }
         Command::Failback(args) => failback_usage(args),
+        Command::Replication(args) => {
+            connection(&args.connection)?;
+            source_alias(&args.source)?;
+            if !args.syncs.names_source_cluster() && !args.syncs.names_syncs_cluster() {
+                return Err("replication reads the primary: pass --source-bootstrap-server (or --source-command-config)".to_string());
+            }
+            Ok(())
+        }
         Command::Verify(args) => {
             connection(&args.connection)?;
             args.sources
@@ -253,6 +261,7 @@ fn output_format(command: &Command) -> Result<(), String> {
         Command::Apply(a) => ("apply", a.translate.output.format),
         Command::Failback(a) => ("failback", a.output.format),
         Command::Verify(a) => ("verify", a.output.format),
+        Command::Replication(a) => ("replication", a.output.format),
         Command::Topics(a) => ("topics", a.output.format),
         Command::Upstream(a) => ("upstream", a.output.format),
         Command::Watch(_) | Command::Completions { .. } | Command::Man => return Ok(()),

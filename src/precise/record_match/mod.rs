@@ -32,6 +32,7 @@
 pub(crate) mod digest;
 pub(crate) mod plan;
 mod read;
+pub mod reverse;
 pub(crate) mod side;
 pub(crate) mod walk;
 

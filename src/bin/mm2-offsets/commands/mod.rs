@@ -5,6 +5,7 @@
 pub mod apply;
 pub mod failback;
 pub mod generate;
+pub mod replication;
 pub mod topics;
 pub mod translate;
 pub mod undo;

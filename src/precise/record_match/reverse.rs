@@ -283,6 +283,7 @@ fn last_read(bounds: &Bounds, from: usize, to: usize, a: usize) -> Result<i64, R
 /// [`reach_below`] of the same history; `bottom` what [`bottom`] chose to read (`None`: the
 /// part below the oldest sync is assumed); `unread` why a read stopped, if one did.
 #[allow(clippy::too_many_arguments)]
+#[cfg(test)]
 pub(crate) fn answer(
     up: &Upstream<'_>,
     down: &Side,
@@ -290,6 +291,42 @@ pub(crate) fn answer(
     log: &LogOrder,
     reach: &[i64],
     ends: Ends,
+    (downstream, window): (i64, Option<Window>),
+    (bottom, unread): (Option<i64>, Option<ReverseUnmatched>),
+) -> Result<ReverseMatch, ReverseUnmatched> {
+    answer_for(
+        Goal::NextRead,
+        (up, down, bounds, log, reach, ends),
+        (downstream, window),
+        (bottom, unread),
+    )
+}
+
+/// What the answer is for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Goal {
+    /// A group's next record on the primary (failback): an aborted `X` no record copies is
+    /// refused, since a read_committed MM2 never delivered it.
+    NextRead,
+    /// The first primary record with no copy on the backup (`replication`): an aborted `X` is
+    /// such a record, and `ends.upstream` is the last stable offset (the first record of the
+    /// oldest open transaction has no copy either).
+    FirstNotCopied,
+}
+
+/// The inputs of [`answer`] that do not change from row to row.
+type Read<'a, 'b> = (
+    &'a Upstream<'b>,
+    &'a Side,
+    &'a Bounds,
+    &'a LogOrder,
+    &'a [i64],
+    Ends,
+);
+
+fn answer_for(
+    goal: Goal,
+    (up, down, bounds, log, reach, ends): Read<'_, '_>,
     (downstream, window): (i64, Option<Window>),
     (bottom, unread): (Option<i64>, Option<ReverseUnmatched>),
 ) -> Result<ReverseMatch, ReverseUnmatched> {
@@ -326,7 +363,7 @@ pub(crate) fn answer(
                 (to..down.first_at(window.end))
                     .any(|k| bounds.lb[k] == r.offset && bounds.ub[k] == r.offset)
             };
-            if !r.committed && !copied_later() {
+            if goal == Goal::NextRead && !r.committed && !copied_later() {
                 return Err(ReverseUnmatched::NextAborted);
             }
             (r.offset, Some(r))
@@ -424,7 +461,71 @@ where
     by_partition(backward, clusters, keys.zip(offsets), histories).await
 }
 
+/// One remote partition whose copy is checked at its tip: the replica on the backup and the
+/// original on the primary.
+#[derive(Clone, Debug)]
+pub struct TipRow<'a> {
+    /// The replica on the backup (downstream), e.g. `primary.orders`.
+    pub downstream_topic: &'a str,
+    /// The original topic on the primary (upstream), e.g. `orders`.
+    pub upstream_topic: &'a str,
+    /// The partition (the same on both sides).
+    pub partition: i32,
+}
+
+/// How far the backup's copy of each partition reaches, proven by the records: for each row,
+/// the primary offset of the first record (committed, aborted, or the first of the oldest open
+/// transaction) that has no copy on the backup, the primary's log end when every record has one.
+///
+/// It is [`match_reverse`] asked at the replica's log end, read when the partition is matched
+/// (before the primary's ends, so every record copied by then existed upstream): a reader at the
+/// log end has read every copy, so the answer follows the greatest primary record copied, the
+/// first copies past a restart's duplicate block included, never the replica's log end nor the
+/// last sync. An aborted record no record copies is such a first record (a read_committed MM2
+/// never copies it) rather than a refusal, and the read stops at the primary's last stable
+/// offset. `ReverseUnmatched::NoSync`: the replica holds no sync below its end (empty, or
+/// nothing synced yet).
+pub async fn match_tip<'a, F>(
+    source: &KafkaClient,
+    target: &KafkaClient,
+    rows: &[TipRow<'a>],
+    histories: F,
+    options: &MatchOptions,
+    deadline: Deadline,
+) -> (Vec<Result<ReverseMatch, ReverseUnmatched>>, MatchStats)
+where
+    F: Fn(&str, i32) -> Option<Vec<(i64, i64)>>,
+{
+    let tip = Direction {
+        not_read: Err(ReverseUnmatched::NotRead),
+        partition: |c, job, pair, d| {
+            Box::pin(match_partition_for(Goal::FirstNotCopied, c, job, pair, d))
+        },
+    };
+    let keys = rows
+        .iter()
+        .map(|r| (r.downstream_topic, r.upstream_topic, r.partition));
+    let clusters = Clusters {
+        source,
+        target,
+        options,
+        deadline,
+    };
+    // The offset is read with the ends (`match_partition_for`).
+    by_partition(tip, clusters, keys.zip(std::iter::repeat(0)), histories).await
+}
+
 async fn match_partition(
+    clusters: Clusters<'_>,
+    job: &PartitionJob,
+    pair: &PairEnds,
+    digester: &Digester,
+) -> PartitionOutcome<Result<ReverseMatch, ReverseUnmatched>> {
+    match_partition_for(Goal::NextRead, clusters, job, pair, digester).await
+}
+
+async fn match_partition_for(
+    goal: Goal,
     clusters: Clusters<'_>,
     job: &PartitionJob,
     pair: &PairEnds,
@@ -440,8 +541,12 @@ async fn match_partition(
             "a partition missing from the ends".to_string(),
         );
     };
+    let offsets = match goal {
+        Goal::NextRead => job.offsets.clone(),
+        Goal::FirstNotCopied => vec![ends.downstream; job.offsets.len()],
+    };
     let bottom = bottom(&job.history, start, BOTTOM_MAX);
-    let (windows, read) = plan(&job.history, &job.offsets, ends, stable, (bottom, LOOKBACK));
+    let (windows, read) = plan(&job.history, &offsets, ends, stable, (bottom, LOOKBACK));
     let (up, down, stopped) = job.read(clusters, pair, &read, digester).await;
     let unread = stopped.map(|budget| {
         if budget {
@@ -457,22 +562,27 @@ async fn match_partition(
         Err(at) => return outcome.inconsistent(job, Err(ReverseUnmatched::Inconsistent), at),
     };
     let reach = reach_below(&upstream, job.history.syncs());
-    outcome.answers = job
-        .offsets
+    // Past the last stable offset nothing was read (read_committed): there the first record of
+    // the oldest open transaction has no copy.
+    let answer_ends = match goal {
+        Goal::NextRead => ends,
+        Goal::FirstNotCopied => Ends {
+            upstream: stable.min(ends.upstream),
+            ..ends
+        },
+    };
+    let read_parts = (
+        &upstream,
+        &down,
+        &bounds,
+        &job.history,
+        &reach[..],
+        answer_ends,
+    );
+    outcome.answers = offsets
         .iter()
         .zip(&windows)
-        .map(|(&d, &w)| {
-            answer(
-                &upstream,
-                &down,
-                &bounds,
-                &job.history,
-                &reach,
-                ends,
-                (d, w),
-                (bottom, unread),
-            )
-        })
+        .map(|(&d, &w)| answer_for(goal, read_parts, (d, w), (bottom, unread)))
         .collect();
     if let Some(why) = unread {
         outcome.unread = Some(why.name().to_string());
@@ -481,5 +591,5 @@ async fn match_partition(
 }
 
 #[cfg(test)]
-#[path = "record_match_tests.rs"]
+#[path = "reverse_tests.rs"]
 mod tests;

@@ -10,7 +10,7 @@
 use proptest::prelude::*;
 
 use super::{ReverseMatch, ReverseUnmatched, answer, bottom, plan, reach_below};
-use crate::failback::rule::ReverseIndexBuilder;
+use crate::failback::ReverseIndexBuilder;
 use crate::precise::history::LogOrder;
 use crate::precise::record_match::tests::{
     Event, Flow, Scenario, Slot, copy, distinct, marked_and_aborted, plain, restart_after_commit,

@@ -1,0 +1,442 @@
+//! `replication` on real brokers: flows laid by hand, the primary on Kafka 4.4 (k4), the backup on
+//! Kafka 3.9 (k39). Each source topic gets records (plain, or transactional through the Java
+//! producer), its replica on the backup gets copies of some of them, written as MirrorMaker 2
+//! writes them (same key, value and timestamp, read_committed: no aborted record, no marker),
+//! and the offset syncs MM2 would have sent. Then more records are produced on the source "after
+//! the copy stopped", and `measure` (and the command) must count exactly those.
+//!
+//! The expected figures come from the producer side (what this test wrote and read back from
+//! the source), never from the code under test.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use mm2_offsets::client::{Deadline, IsolationLevel, KafkaClient, OffsetSpec, ReadOptions};
+use mm2_offsets::mm2::ReplicationPolicy;
+use mm2_offsets::mm2::offset_sync::{OffsetSyncKey, OffsetSyncValue, encode_key, encode_value};
+use mm2_offsets::precise::SyncsSource;
+use mm2_offsets::records::builder::{BatchBuilder, RecordSpec};
+use mm2_offsets::records::{Batches, Scratch};
+use mm2_offsets::replication::{ReplicationRequest, ReplicationRow, measure};
+use mm2_offsets::select::GroupSelector;
+
+use crate::support::raw::{Raw, Records};
+use crate::support::{cluster, data_writer, unique_topic};
+
+/// A source record as a read_committed MirrorMaker 2 delivers it.
+#[derive(Clone, Debug)]
+struct Rec {
+    offset: i64,
+    timestamp: i64,
+    key: Option<Vec<u8>>,
+    value: Option<Vec<u8>>,
+}
+
+/// Every record of `topic`-`partition` a read_committed consumer reads, with its offset.
+async fn delivered(client: &KafkaClient, topic: &str, partition: i32) -> Vec<Rec> {
+    let deadline = Deadline::after(Duration::from_secs(30));
+    let info = client.describe_topic(topic, &deadline).await.unwrap();
+    let end = client
+        .list_offsets(
+            &info,
+            &[partition],
+            OffsetSpec::Latest,
+            IsolationLevel::ReadCommitted,
+            &deadline,
+        )
+        .await
+        .unwrap()[&partition];
+    let mut options = ReadOptions::default();
+    options.isolation = IsolationLevel::ReadCommitted;
+    let mut stream = client.read_range(info, partition, 0, end, options, deadline);
+    let mut scratch = Scratch::new();
+    let mut out = Vec::new();
+    while let Some(chunk) = stream.next_chunk().await {
+        let chunk = chunk.unwrap();
+        let mut filter = chunk.aborted_filter(IsolationLevel::ReadCommitted);
+        for batch in Batches::new(&chunk.records) {
+            let batch = batch.unwrap();
+            if !filter.check(&batch, &mut scratch).unwrap().is_deliver() {
+                continue;
+            }
+            for record in batch.records(&mut scratch).unwrap() {
+                let r = record.unwrap();
+                if r.offset < end {
+                    out.push(Rec {
+                        offset: r.offset,
+                        timestamp: r.timestamp,
+                        key: r.key.map(<[u8]>::to_vec),
+                        value: r.value.map(<[u8]>::to_vec),
+                    });
+                }
+            }
+        }
+    }
+    assert_eq!(
+        stream.position(),
+        end,
+        "{topic}-{partition} read to its end"
+    );
+    out
+}
+
+/// Appends copies of `records` to the replica, one batch, their timestamps kept (CreateTime).
+async fn copy(backup: &Raw, replica: &str, partition: i32, records: &[Rec]) {
+    let Some(first) = records.first() else {
+        return;
+    };
+    let mut batch = BatchBuilder::new(0);
+    batch.base_timestamp = first.timestamp;
+    for (i, r) in records.iter().enumerate() {
+        let mut spec = RecordSpec::new(i as i32, r.key.as_deref(), r.value.as_deref());
+        spec.timestamp_delta = r.timestamp - first.timestamp;
+        batch = batch.push(spec);
+    }
+    backup.produce_batch(replica, partition, batch).await;
+}
+
+/// The offset syncs `(upstream, downstream)` of `topic`-`partition`, as MM2 writes them.
+async fn syncs(primary: &Raw, syncs_topic: &str, topic: &str, partition: i32, list: &[(i64, i64)]) {
+    let records: Records = list
+        .iter()
+        .map(|&(u, d)| {
+            let key = encode_key(&OffsetSyncKey {
+                topic: topic.as_bytes(),
+                partition,
+            })
+            .unwrap();
+            let value = encode_value(&OffsetSyncValue {
+                upstream_offset: u,
+                downstream_offset: d,
+            });
+            (Some(key), Some(value))
+        })
+        .collect();
+    primary.produce(syncs_topic, 0, &records).await;
+}
+
+/// `count` plain records on `topic`-`partition`, one batch stamped now.
+async fn produce(raw: &Raw, topic: &str, partition: i32, tag: &str, count: usize) {
+    let records: Records = (0..count)
+        .map(|i| (Some(format!("{tag}-{i}").into_bytes()), Some(b"v".to_vec())))
+        .collect();
+    raw.produce(topic, partition, &records).await;
+}
+
+/// What a case must measure.
+#[derive(Debug, PartialEq)]
+struct Want {
+    copied_to: i64,
+    not_copied: u64,
+    aborted: u64,
+    oldest: Option<i64>,
+}
+
+fn got(row: &ReplicationRow) -> Want {
+    Want {
+        copied_to: row.copied_to.unwrap_or(-1),
+        not_copied: row.not_copied.unwrap_or(u64::MAX),
+        aborted: row.aborted_not_copied.unwrap_or(u64::MAX),
+        oldest: row.oldest_not_copied_timestamp,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replication_counts_what_the_backup_lacks() {
+    let (k4, k39) = (cluster("k4"), cluster("k39"));
+    let (primary_raw, backup_raw) = (Raw::connect(&k4).await, Raw::connect(&k39).await);
+    let primary = KafkaClient::connect(k4.plaintext()).await.unwrap();
+    let backup = KafkaClient::connect(k39.plaintext()).await.unwrap();
+    // One alias per run: its replicas are the only topics on the backup with its prefix.
+    let alias = unique_topic("rp").replace('-', "");
+    let syncs_topic = format!("mm2-offset-syncs.{alias}-backup.internal");
+    primary_raw.create_topic(&syncs_topic, 1).await;
+    let name = |case: &str| format!("{alias}-{case}");
+    let replica = |case: &str| format!("{alias}.{alias}-{case}");
+    let mut want: BTreeMap<String, Want> = BTreeMap::new();
+    let mut produced_after: BTreeMap<String, usize> = BTreeMap::new();
+
+    // caught up: 20 records, all copied.
+    let case = "caught";
+    primary_raw.create_topic(&name(case), 1).await;
+    backup_raw.create_topic(&replica(case), 1).await;
+    produce(&primary_raw, &name(case), 0, case, 20).await;
+    let source = delivered(&primary, &name(case), 0).await;
+    copy(&backup_raw, &replica(case), 0, &source).await;
+    syncs(
+        &primary_raw,
+        &syncs_topic,
+        &name(case),
+        0,
+        &[(0, 0), (10, 10)],
+    )
+    .await;
+    want.insert(
+        replica(case),
+        Want {
+            copied_to: 20,
+            not_copied: 0,
+            aborted: 0,
+            oldest: None,
+        },
+    );
+    produced_after.insert(replica(case), 0);
+
+    // behind: 30 copied, then 7 produced after the copy stopped (two batches).
+    let case = "behind";
+    primary_raw.create_topic(&name(case), 1).await;
+    backup_raw.create_topic(&replica(case), 1).await;
+    produce(&primary_raw, &name(case), 0, case, 30).await;
+    let source = delivered(&primary, &name(case), 0).await;
+    copy(&backup_raw, &replica(case), 0, &source).await;
+    syncs(
+        &primary_raw,
+        &syncs_topic,
+        &name(case),
+        0,
+        &[(0, 0), (20, 20)],
+    )
+    .await;
+    produce(&primary_raw, &name(case), 0, "after", 4).await;
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    produce(&primary_raw, &name(case), 0, "later", 3).await;
+    let all = delivered(&primary, &name(case), 0).await;
+    assert_eq!(all.len(), 37);
+    want.insert(
+        replica(case),
+        Want {
+            copied_to: 30,
+            not_copied: 7,
+            aborted: 0,
+            oldest: Some(all[30].timestamp),
+        },
+    );
+    produced_after.insert(replica(case), 7);
+
+    // transactional: commit, abort, commit (5 records each, a marker after each); the first
+    // transaction copied, then the copy stopped. 0-4 data, 5 marker, 6-10 aborted, 11 marker,
+    // 12-16 committed, 17 marker.
+    let case = "txn";
+    backup_raw.create_topic(&replica(case), 1).await;
+    data_writer(
+        &k4,
+        "transactions",
+        &[
+            "--topic",
+            &name(case),
+            "--txn-size",
+            "5",
+            "--plan",
+            "commit,abort,commit",
+            "--transactional-id",
+            &name(case),
+        ],
+    );
+    let source = delivered(&primary, &name(case), 0).await;
+    let offsets: Vec<i64> = source.iter().map(|r| r.offset).collect();
+    assert_eq!(offsets, [0, 1, 2, 3, 4, 12, 13, 14, 15, 16], "the log laid");
+    copy(&backup_raw, &replica(case), 0, &source[..5]).await;
+    syncs(&primary_raw, &syncs_topic, &name(case), 0, &[(0, 0)]).await;
+    want.insert(
+        replica(case),
+        Want {
+            // The first record with no copy: the first aborted one.
+            copied_to: 6,
+            not_copied: 5,
+            aborted: 5,
+            oldest: Some(source[5].timestamp),
+        },
+    );
+    produced_after.insert(replica(case), 5);
+
+    // a restart's duplicate block, passed: 0-29 copied at 0-29, MM2 restarted at 20 (sync
+    // (20, 30)) and copied 20-34 at 30-44; the source holds 40.
+    let case = "restart";
+    primary_raw.create_topic(&name(case), 1).await;
+    backup_raw.create_topic(&replica(case), 1).await;
+    produce(&primary_raw, &name(case), 0, case, 40).await;
+    let source = delivered(&primary, &name(case), 0).await;
+    copy(&backup_raw, &replica(case), 0, &source[..30]).await;
+    copy(&backup_raw, &replica(case), 0, &source[20..35]).await;
+    syncs(
+        &primary_raw,
+        &syncs_topic,
+        &name(case),
+        0,
+        &[(0, 0), (20, 30), (30, 40)],
+    )
+    .await;
+    want.insert(
+        replica(case),
+        Want {
+            copied_to: 35,
+            not_copied: 5,
+            aborted: 0,
+            oldest: Some(source[35].timestamp),
+        },
+    );
+    produced_after.insert(replica(case), 5);
+
+    // a restart's duplicate block at the tip, not passed yet: 0-29 copied at 0-29, MM2
+    // restarted at 20 and re-copied 20-24 at 30-34. The backup's last record copies 24 and the
+    // last sync is (20, 30), but 25-29 have copies: copied_to is 30, not 25 nor 21.
+    let case = "tail";
+    primary_raw.create_topic(&name(case), 1).await;
+    backup_raw.create_topic(&replica(case), 1).await;
+    produce(&primary_raw, &name(case), 0, case, 40).await;
+    let source = delivered(&primary, &name(case), 0).await;
+    copy(&backup_raw, &replica(case), 0, &source[..30]).await;
+    copy(&backup_raw, &replica(case), 0, &source[20..25]).await;
+    syncs(
+        &primary_raw,
+        &syncs_topic,
+        &name(case),
+        0,
+        &[(0, 0), (20, 30)],
+    )
+    .await;
+    want.insert(
+        replica(case),
+        Want {
+            copied_to: 30,
+            not_copied: 10,
+            aborted: 0,
+            oldest: Some(source[30].timestamp),
+        },
+    );
+    produced_after.insert(replica(case), 10);
+
+    // an empty remote partition (and an empty source): 0.
+    let case = "empty";
+    primary_raw.create_topic(&name(case), 1).await;
+    backup_raw.create_topic(&replica(case), 1).await;
+    want.insert(
+        replica(case),
+        Want {
+            copied_to: 0,
+            not_copied: 0,
+            aborted: 0,
+            oldest: None,
+        },
+    );
+    produced_after.insert(replica(case), 0);
+
+    // nothing copied yet: an empty replica of a source with 6 records.
+    let case = "fresh";
+    primary_raw.create_topic(&name(case), 1).await;
+    backup_raw.create_topic(&replica(case), 1).await;
+    produce(&primary_raw, &name(case), 0, case, 6).await;
+    let source = delivered(&primary, &name(case), 0).await;
+    want.insert(
+        replica(case),
+        Want {
+            copied_to: 0,
+            not_copied: 6,
+            aborted: 0,
+            oldest: Some(source[0].timestamp),
+        },
+    );
+    produced_after.insert(replica(case), 6);
+
+    let policy = ReplicationPolicy::default();
+    let syncs_source = SyncsSource::for_topic(primary.clone(), syncs_topic.clone());
+    let mut request = ReplicationRequest::new(alias.clone(), GroupSelector::all());
+    request.timeout = Duration::from_secs(60);
+    let report = measure(&backup, &primary, &syncs_source, &policy, &request)
+        .await
+        .unwrap();
+    println!(
+        "{:<8} {:>14} {:>10} {:>9} {:>7} {:>14} unproven",
+        "case", "produced_after", "not_copied", "copied_to", "aborted", "oldest"
+    );
+    let show = |v: Option<String>| v.unwrap_or_else(|| "-".to_string());
+    for row in &report.rows {
+        println!(
+            "{:<8} {:>14} {:>10} {:>9} {:>7} {:>14} {}",
+            row.topic.rsplit('-').next().unwrap(),
+            produced_after.get(&row.topic).copied().unwrap_or(0),
+            show(row.not_copied.map(|v| v.to_string())),
+            show(row.copied_to.map(|v| v.to_string())),
+            show(row.aborted_not_copied.map(|v| v.to_string())),
+            show(row.oldest_not_copied_timestamp.map(|v| v.to_string())),
+            show(row.unproven.clone()),
+        );
+    }
+    let found: BTreeMap<String, Want> = report
+        .rows
+        .iter()
+        .map(|r| (r.topic.clone(), got(r)))
+        .collect();
+    assert_eq!(found, want);
+    for row in &report.rows {
+        assert_eq!(row.partition, 0);
+        assert_eq!(row.open_not_copied, Some(0), "{}", row.topic);
+        assert_eq!(row.lost_before_copy, 0, "{}", row.topic);
+        assert_eq!(
+            row.seconds_behind == Some(0.0),
+            row.oldest_not_copied_timestamp.is_none(),
+            "{}",
+            row.topic
+        );
+    }
+    assert_eq!(report.total.not_copied, 7 + 5 + 5 + 10 + 6);
+    assert_eq!(report.total.aborted_not_copied, 5);
+    assert_eq!(report.total.partitions, 7);
+    assert_eq!(report.total.partitions_behind, 5);
+    assert!(report.is_complete());
+
+    // The command prints the same rows.
+    let bin = env!("CARGO_BIN_EXE_mm2-offsets");
+    let out = std::process::Command::new(bin)
+        .args([
+            "replication",
+            "--bootstrap-server",
+            k39.var("PLAINTEXT"),
+            "--source",
+            &alias,
+            "--source-bootstrap-server",
+            k4.var("PLAINTEXT"),
+            "--syncs-topic",
+            &syncs_topic,
+            "--topic-regex",
+            &format!("{alias}-(behind|txn)"),
+            "-o",
+            "json",
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["schema_version"], 1);
+    let rows = doc["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 2, "{doc}");
+    for row in rows {
+        let topic = row["topic"].as_str().unwrap();
+        let w = &want[topic];
+        assert_eq!(row["copied_to"], w.copied_to, "{topic}");
+        assert_eq!(row["not_copied"], w.not_copied, "{topic}");
+        assert_eq!(row["aborted_not_copied"], w.aborted, "{topic}");
+        assert_eq!(
+            row["oldest_not_copied_timestamp"],
+            serde_json::json!(w.oldest),
+            "{topic}"
+        );
+    }
+    assert_eq!(doc["total"]["not_copied"], 12);
+    // The document against its schema (docs/schemas/replication.schema.json).
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("replication__01-cli.json"), &out.stdout).unwrap();
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/schemas/validate.py");
+    let check = std::process::Command::new("python3")
+        .arg(&script)
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(
+        check.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&check.stdout),
+        String::from_utf8_lossy(&check.stderr)
+    );
+}
