@@ -30,6 +30,7 @@ use mm2_offsets::config::{
 use mm2_offsets::mm2::ReplicationPolicy;
 use mm2_offsets::precise::record_match::MatchOptions;
 use mm2_offsets::precise::{MatchRecords, PreciseRequest, Syncs, SyncsSource, UpstreamPosition};
+use mm2_offsets::replication::ReplicationRequest;
 use mm2_offsets::select::GroupSelector;
 use mm2_offsets::translate::TranslateRequest;
 use mm2_offsets::watch::{ApplyLoopOptions, SyncsWatchOptions, WatchOptions};
@@ -48,6 +49,7 @@ const OPTIONS: &[&str] = &[
     "precise::PreciseRequest",
     "precise::SyncsSource",
     "precise::UpstreamPosition",
+    "replication::ReplicationRequest",
     "translate::TranslateRequest",
     "watch::ApplyLoopOptions",
     "watch::SyncsWatchOptions",
@@ -80,6 +82,10 @@ const RESULTS: &[&str] = &[
     "precise::RowMatch",
     "precise::SyncSnapshot",
     "precise::snapshot::SyncSnapshot",
+    "replication::Counts",
+    "replication::Replication",
+    "replication::ReplicationRow",
+    "replication::Totals",
     "records::BatchHeader",
     "records::ControlRecord",
     "records::Record",
@@ -153,10 +159,22 @@ fn options_are_built_without_struct_literals(client: KafkaClient) {
     apply_loop.max_map_age = Duration::from_secs(30);
     let mut syncs_watch = SyncsWatchOptions::new(client, "mm2-offset-syncs.backup.internal");
     syncs_watch.snapshot_path = Some(PathBuf::from("syncs.snapshot"));
+    let mut replication = ReplicationRequest::new("primary", GroupSelector::all());
+    replication.timeout = Duration::from_secs(30);
     let mut watch = WatchOptions::new("primary", GroupSelector::all());
     watch.max_wait = Duration::from_millis(500);
     let _ = (
-        commit, read, config, store, grant, sasl, tls, precise, position, request,
+        commit,
+        read,
+        config,
+        store,
+        grant,
+        sasl,
+        tls,
+        precise,
+        position,
+        request,
+        replication,
     );
     let _ = (apply_loop, syncs_watch, watch);
 }

@@ -10,6 +10,7 @@ use crate::records::{Batches, Scratch, Verdict};
 
 /// The records of one range of the primary, by kind.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Counts {
     /// Committed data records (below the last stable offset, not in an aborted transaction).
     pub committed: u64,

@@ -98,6 +98,7 @@ impl ReplicationRequest {
 
 /// One remote partition: how far the backup's copy reaches and what a failover now would lose.
 #[derive(Clone, Debug, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct ReplicationRow {
     /// The remote topic on the backup, e.g. `primary.orders`.
     pub topic: String,
@@ -143,6 +144,7 @@ pub struct ReplicationRow {
 
 /// The sums over the proven rows.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct Totals {
     /// Rows.
     pub partitions: usize,
@@ -166,6 +168,7 @@ pub struct Totals {
 
 /// The measurement.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct Replication {
     /// Sorted by topic and partition.
     pub rows: Vec<ReplicationRow>,
