@@ -19,10 +19,10 @@
 //! `10^12` pairs. That holds only while `H` stays secret, and a digest would give it away (the
 //! polynomial of a known record can be solved for `H`): digests never leave the process (no
 //! log, no report, no file), and a new process draws a new key. SipHash-1-3 run twice (the
-//! digest before, 2026-12-02) gave the same guarantee at about a quarter of the speed: it was
-//! most of our CPU in `benches/match.sh` (BENCHMARKS.md). POLYVAL runs on the carry-less
-//! multiply instruction (PCLMULQDQ, PMULL), detected at run time, with a constant-time
-//! software fallback.
+//! digest until 2026-12-02) gave that guarantee too, at several times the cost per byte, and was
+//! the largest item of our CPU in `benches/match.sh` (BENCHMARKS.md, 2026-12-02). POLYVAL runs
+//! on the carry-less multiply instruction (PCLMULQDQ, PMULL), detected at run time, with a
+//! constant-time software fallback.
 
 use polyval::Polyval;
 use polyval::universal_hash::UniversalHash;
