@@ -315,3 +315,149 @@ async fn authorization_refusals_on_kafka_4() {
 async fn authorization_refusals_on_kafka_3_9() {
     refusals_on("k39").await;
 }
+
+/// Kafka's AclOperation code for DELETE.
+const DELETE: i8 = 6;
+
+/// Runs mm2-offsets as the restricted SCRAM user with `args` after the connection flags.
+fn as_restricted(cluster: &Cluster, args: &[&str]) -> (Option<i32>, String, String) {
+    let mut all = vec![
+        "--bootstrap-server",
+        cluster.var("SASL_PLAINTEXT"),
+        "--security-protocol",
+        "SASL_PLAINTEXT",
+        "--sasl-mechanism",
+        "SCRAM-SHA-512",
+        "--sasl-username",
+        cluster.var("AUTHZ_USER"),
+    ];
+    all.splice(0..0, args[..1].iter().copied());
+    all.extend_from_slice(&args[1..]);
+    let output = Command::new(BIN)
+        .args(&all)
+        .env("MM2_OFFSETS_SASL_PASSWORD", cluster.var("AUTHZ_PASSWORD"))
+        .output()
+        .unwrap();
+    (
+        output.status.code(),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+/// `--execute --undo-out` where the undo would delete an offset (a partition with none before)
+/// and the principal lacks DELETE on the group: refused (exit 2, nothing written, no undo file)
+/// unless `--allow-undo-without-delete`; then the undo restores what it may and reports the
+/// delete it may not do as `failed`, GROUP_AUTHORIZATION_FAILED, with the ACL to add.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_undo_that_could_not_delete_is_refused_before_writing_on_kafka_4() {
+    let cluster = cluster("k4");
+    assert_eq!(cluster.var("AUTHORIZER"), "standard");
+    let raw = crate::support::raw::Raw::connect(&cluster).await;
+    let admin = BrokerConnection::connect(cluster.var("PLAINTEXT"), &cluster.plaintext())
+        .await
+        .unwrap();
+    let topic = unique_topic("undoacl");
+    raw.create_topic(&topic, 2).await;
+    raw.fill(&topic, 2, 50).await;
+    let group = format!("{topic}-g");
+    // The group exists (so that the coordinator says what the principal may do to it) and
+    // holds an offset on partition 0 only: the undo of partition 1 is a delete.
+    raw.commit(&group, &topic, 0, 5).await;
+    let principal = format!("User:{}", cluster.var("AUTHZ_USER"));
+    add_acls(
+        &admin,
+        &principal,
+        &[
+            (GROUP, &group, DESCRIBE, ALLOW),
+            (GROUP, &group, READ, ALLOW),
+            (GROUP, &group, DELETE, DENY),
+        ],
+    )
+    .await;
+    let source = format!("undoacl{}", now_ms());
+    write_checkpoints(
+        &cluster,
+        &source,
+        &[(&group, &topic, 0, 10), (&group, &topic, 1, 20)],
+    );
+    let before = BTreeMap::from([((topic.clone(), 0), 5)]);
+    let undo = std::env::temp_dir().join(format!("{source}.undo.jsonl"));
+    let undo_path = undo.to_str().unwrap();
+    let apply = |extra: &'static [&'static str]| {
+        let mut args = vec![
+            "apply",
+            "--source",
+            &source,
+            "--group",
+            &group,
+            "--timeout",
+            "30s",
+            "--execute",
+            "--undo-out",
+            undo_path,
+        ];
+        args.extend_from_slice(extra);
+        as_restricted(&cluster, &args)
+    };
+
+    // 1. Refused before writing.
+    let (code, stdout, stderr) = apply(&[]);
+    println!("--- refused\n{stdout}{stderr}");
+    assert_eq!(code, Some(2), "{stdout}{stderr}");
+    assert!(
+        stderr.contains(&format!("the undo of group {group} could not run"))
+            && stderr.contains("1 partition(s) it writes had no committed offset")
+            && stderr.contains(&format!(
+                "lacks DELETE on Group {group:?} (OffsetDelete needs it)"
+            ))
+            && stderr.contains("kafka-acls.sh --add --operation Delete --group")
+            && stderr.contains("--allow-undo-without-delete")
+            && stderr.contains("nothing was written"),
+        "{stderr}"
+    );
+    assert!(!undo.exists(), "the refused run left its undo file");
+    assert_eq!(raw.committed(&group).await, before, "the refused run wrote");
+
+    // 2. With the override: written, and the undo file says what to put back.
+    let (code, stdout, stderr) = apply(&["--allow-undo-without-delete"]);
+    println!("--- allowed\n{stdout}{stderr}");
+    assert_eq!(code, Some(0), "{stdout}{stderr}");
+    assert!(
+        stderr.contains("warning: --undo-out: the undo of group"),
+        "{stderr}"
+    );
+    let written = BTreeMap::from([((topic.clone(), 0), 10), ((topic.clone(), 1), 20)]);
+    assert_eq!(raw.committed(&group).await, written);
+
+    // 3. The undo: partition 0 restored, partition 1's delete refused by name.
+    let (code, stdout, stderr) = as_restricted(
+        &cluster,
+        &[
+            "apply",
+            "--plan",
+            undo_path,
+            "--execute",
+            "--timeout",
+            "30s",
+            "-o",
+            "json",
+        ],
+    );
+    println!("--- undo\n{stdout}{stderr}");
+    let _ = std::fs::remove_file(&undo);
+    assert_eq!(code, Some(1), "{stdout}{stderr}");
+    assert!(!stdout.contains("\"state\":\"unknown\""), "{stdout}");
+    assert!(
+        stdout.contains("\"state\":\"failed\"")
+            && stdout.contains("GROUP_AUTHORIZATION_FAILED")
+            && stdout.contains("lacks DELETE on Group")
+            && stdout.contains("kafka-acls.sh --add --operation Delete --group"),
+        "{stdout}"
+    );
+    assert_eq!(
+        raw.committed(&group).await,
+        BTreeMap::from([((topic.clone(), 0), 5), ((topic.clone(), 1), 20)]),
+        "partition 0 restored, partition 1 left (its delete was refused)"
+    );
+}

@@ -36,14 +36,22 @@ fn topic_operation(request: &str) -> &'static str {
 /// The missing permission behind a group's refusal, e.g. `missing DESCRIBE on Group "g"
 /// (FindCoordinator needs it)`, followed by what to grant.
 pub(crate) fn group_denied(request: &str, group: &str) -> String {
+    format!(
+        "GROUP_AUTHORIZATION_FAILED: {} to the principal apply connects as, then run apply again",
+        lacks(request, group)
+    )
+}
+
+/// Which permission on `group` the principal lacks for `request`, and what to grant; shared by
+/// a refusal ([`group_denied`]) and the check before writing that an undo could run.
+pub(crate) fn lacks(request: &str, group: &str) -> String {
     let grant = if request == "OffsetDelete" {
         "grant DELETE on the group (kafka-acls.sh --add --operation Delete --group ...)"
     } else {
         "grant DESCRIBE and READ on the group"
     };
     format!(
-        "GROUP_AUTHORIZATION_FAILED: the principal lacks {} on Group {group:?} ({request} needs it); \
-         {grant} to the principal apply connects as, then run apply again",
+        "the principal lacks {} on Group {group:?} ({request} needs it); {grant}",
         group_operation(request)
     )
 }

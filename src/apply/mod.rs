@@ -198,9 +198,36 @@ pub struct GroupPlan {
     pub oldest_checkpoint_age_ms: i64,
     /// Its partitions, sorted by topic and partition.
     pub partitions: Vec<PartitionPlan>,
+    /// Whether the principal may delete the group's offsets (DELETE on the group), as the
+    /// coordinator's authorized operations said when planned; `None`: it did not say (the
+    /// group does not exist yet, or a broker before 2.3). An undo of a partition that had no
+    /// offset deletes it (OffsetDelete), so [`undo_blocked`](Self::undo_blocked) needs it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub may_delete_offsets: Option<bool>,
 }
 
 impl GroupPlan {
+    /// Whether an undo of this group's execute could not run: a partition it writes had no
+    /// committed offset (the undo deletes it, OffsetDelete) and the coordinator said the
+    /// principal lacks DELETE on the group. `false` when it did not say.
+    pub fn undo_blocked(&self) -> bool {
+        self.may_delete_offsets == Some(false) && self.to_commit().any(|p| p.current.is_none())
+    }
+
+    /// Why an undo of this group's execute could not run ([`undo_blocked`](Self::undo_blocked)),
+    /// with the ACL to add; `None` when it could, or when the coordinator did not say.
+    pub fn undo_blocked_reason(&self) -> Option<String> {
+        if !self.undo_blocked() {
+            return None;
+        }
+        let deletes = self.to_commit().filter(|p| p.current.is_none()).count();
+        Some(format!(
+            "{deletes} partition(s) it writes had no committed offset, so its undo deletes them \
+             (OffsetDelete), and {}",
+            authz::lacks("OffsetDelete", &self.group)
+        ))
+    }
+
     /// The partitions an execute writes (none unless the group is ready).
     pub fn to_commit(&self) -> impl Iterator<Item = &PartitionPlan> {
         let ready = self.status == GroupStatus::Ready;
@@ -547,6 +574,7 @@ fn plan_group(
         status,
         oldest_checkpoint_age_ms,
         partitions,
+        may_delete_offsets: description.as_ref().and_then(|d| d.may_delete_offsets()),
     }
 }
 

@@ -43,6 +43,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use futures::StreamExt;
 use serde::{Deserialize, Serialize};
 
+use super::authz::{
+    GROUP_AUTHORIZATION_FAILED, TOPIC_AUTHORIZATION_FAILED, group_denied, topic_denied,
+};
 use super::execute::WAVE;
 use super::journal::{JOURNAL_FORMAT, UndoEnd, UndoHeader, run_marker};
 use super::read::{
@@ -613,6 +616,16 @@ async fn undo_wave(
                 r.skipped = Some(HALTED.into());
                 r.partitions.clear();
             }
+            // The authorizer refused the commit: nothing was written, and the words say which
+            // ACL to add (see `settle_undo`).
+            Err(e) if refused_by_authorizer(&e) => {
+                let code = e
+                    .broker_code()
+                    .map_or(GROUP_AUTHORIZATION_FAILED, |c| c.code());
+                for o in restore {
+                    group_codes.insert((o.topic.clone(), o.partition), Ok(code));
+                }
+            }
             Err(e) => {
                 unknown |= e.is_outcome_unknown();
                 let why = e.to_string();
@@ -659,6 +672,14 @@ async fn undo_wave(
                 // The coordinator does not know the group: it holds no offsets at all.
                 Err(e) if e.code() == Some(GROUP_ID_NOT_FOUND) => {
                     out.extend(delete.iter().map(|k| (k.clone(), Ok(0))));
+                }
+                // The authorizer refused the whole request: a definite "not deleted", kept as
+                // its code so that the partition reads `failed` with the ACL to add.
+                Err(e) if refused_by_authorizer(&e) => {
+                    let code = e
+                        .broker_code()
+                        .map_or(GROUP_AUTHORIZATION_FAILED, |c| c.code());
+                    out.extend(delete.iter().map(|k| (k.clone(), Ok(code))));
                 }
                 Err(e) => {
                     let why = e.to_string();
@@ -846,9 +867,39 @@ fn settle_undo(result: &mut UndoGroupResult, codes: &Codes, read_back: Option<&G
                         .map_or_else(|| "none".to_string(), |o| o.to_string())
                 )),
             ),
-            Ok(code) => (UndoState::Failed, Some(ErrorCode::new(*code).to_string())),
+            Ok(code) => (
+                UndoState::Failed,
+                Some(refused_words(*code, r, &result.group)),
+            ),
             Err(why) => (UndoState::Unknown, Some(why.clone())),
         };
+    }
+}
+
+/// Whether the authorizer refused a group's whole request (GROUP_ / TOPIC_AUTHORIZATION_FAILED):
+/// a definite refusal, nothing written, never an unknown outcome.
+fn refused_by_authorizer(error: &crate::client::GroupCallError) -> bool {
+    error.broker_code().is_some_and(|c| {
+        matches!(
+            c.code(),
+            GROUP_AUTHORIZATION_FAILED | TOPIC_AUTHORIZATION_FAILED
+        )
+    })
+}
+
+/// A refused partition's words: the missing ACL by name and what to grant for an authorization
+/// refusal (the delete of a partition that had no offset needs DELETE on the group, KIP-496; a
+/// restore needs READ), else the error's name.
+fn refused_words(code: i16, partition: &UndoPartitionResult, group: &str) -> String {
+    let request = if partition.before.is_some() {
+        "OffsetCommit"
+    } else {
+        "OffsetDelete"
+    };
+    match code {
+        GROUP_AUTHORIZATION_FAILED => group_denied(request, group),
+        TOPIC_AUTHORIZATION_FAILED => topic_denied(request, &partition.topic),
+        _ => ErrorCode::new(code).to_string(),
     }
 }
 
@@ -910,5 +961,43 @@ mod tests {
         let no_cluster = HEADER.replace(r#""cluster_id":"c","#, "");
         assert!(UndoPlan::parse(&format!("{no_cluster}\n")).is_err());
         assert_eq!(UndoPlan::parse(""), Err(UndoFileError::Empty));
+    }
+
+    #[test]
+    fn an_authorization_refusal_is_failed_with_the_acl_to_add() {
+        let partition = |before| UndoPartitionResult {
+            topic: "t".into(),
+            partition: 0,
+            written: 3,
+            before,
+            found: Some(3),
+            state: UndoState::WouldDelete,
+            error: None,
+            read_back: Some(3),
+        };
+        let mut result = UndoGroupResult {
+            group: "g".into(),
+            skipped: None,
+            partitions: vec![partition(None), partition(Some(1))],
+        };
+        result.partitions[1].topic = "u".into();
+        let codes: Codes = [
+            (("t".to_string(), 0), Ok(GROUP_AUTHORIZATION_FAILED)),
+            (("u".to_string(), 0), Ok(TOPIC_AUTHORIZATION_FAILED)),
+        ]
+        .into();
+        settle_undo(&mut result, &codes, None);
+        let (delete, restore) = (&result.partitions[0], &result.partitions[1]);
+        assert_eq!(delete.state, UndoState::Failed);
+        let words = delete.error.as_deref().unwrap();
+        assert!(
+            words.starts_with("GROUP_AUTHORIZATION_FAILED")
+                && words.contains("lacks DELETE on Group \"g\" (OffsetDelete needs it)")
+                && words.contains("kafka-acls.sh --add --operation Delete --group"),
+            "{words}"
+        );
+        assert_eq!(restore.state, UndoState::Failed);
+        let words = restore.error.as_deref().unwrap();
+        assert!(words.contains("lacks READ on Topic \"u\""), "{words}");
     }
 }

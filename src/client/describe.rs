@@ -158,7 +158,10 @@ async fn consumer_group_describe(
         ApiKey::ConsumerGroupDescribe,
         responses::CONSUMER_GROUP_DESCRIBE_VERSIONS,
     )?;
-    let request = ConsumerGroupDescribeRequest::default().with_group_ids(group_ids(groups));
+    let request = ConsumerGroupDescribeRequest::default()
+        .with_group_ids(group_ids(groups))
+        // What the principal may do to the group: an undo's OffsetDelete needs DELETE (KIP-430).
+        .with_include_authorized_operations(true);
     let body = conn.send(&request, version).await?;
     decode(conn, ConsumerGroupDescribeResponse::decode, body, version)
 }
@@ -168,7 +171,10 @@ async fn describe_classic(
     groups: &[String],
 ) -> Result<DescribeGroupsResponse, ClientError> {
     let version = conn.negotiate(ApiKey::DescribeGroups, responses::DESCRIBE_GROUPS_VERSIONS)?;
-    let request = DescribeGroupsRequest::default().with_groups(group_ids(groups));
+    let request = DescribeGroupsRequest::default()
+        .with_groups(group_ids(groups))
+        // Ignored before v3, whose answers have no authorized operations.
+        .with_include_authorized_operations(true);
     let body = conn.send(&request, version).await?;
     decode(conn, DescribeGroupsResponse::decode, body, version)
 }
@@ -203,6 +209,7 @@ fn consumer_answers(
                 protocol_type: "consumer".to_string(),
                 state: g.group_state.clone(),
                 members: g.members.len(),
+                authorized_operations: authorized(g.authorized_operations),
             }),
             Some(g)
                 if g.error_code == GROUP_ID_NOT_FOUND || g.error_code == UNSUPPORTED_VERSION =>
@@ -257,6 +264,7 @@ fn classic_answers(
                 protocol_type: g.protocol_type.clone(),
                 state: g.group_state.clone(),
                 members: g.members.len(),
+                authorized_operations: authorized(g.authorized_operations),
             }),
         };
         out.insert(group.clone(), answer);
@@ -270,5 +278,12 @@ fn absent(group: &str) -> GroupDescription {
         protocol_type: String::new(),
         state: "Dead".to_string(),
         members: 0,
+        authorized_operations: None,
     }
+}
+
+/// The authorized-operations field as an answer: `i32::MIN` (Kafka's "not requested or not
+/// known", also what an answer before DescribeGroups v3 decodes to) is none.
+fn authorized(field: i32) -> Option<i32> {
+    (field != i32::MIN).then_some(field)
 }

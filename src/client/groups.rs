@@ -132,9 +132,25 @@ pub struct GroupDescription {
     pub state: String,
     /// How many members the group has.
     pub members: usize,
+    /// The ACL operations the principal may perform on the group, as the bit field
+    /// DescribeGroups (v3+) and ConsumerGroupDescribe return with `include_authorized_operations`
+    /// (KIP-430: bit `1 << n` for Kafka's `AclOperation` code `n`). `None` when the coordinator
+    /// did not say: the group does not exist yet, or DescribeGroups before v3.
+    pub authorized_operations: Option<i32>,
 }
 
+/// Kafka's `AclOperation` code for DELETE.
+const ACL_DELETE: i32 = 6;
+
 impl GroupDescription {
+    /// Whether the principal may delete the group's offsets (OffsetDelete, KIP-496, needs
+    /// DELETE on the group): `None` when the coordinator did not say
+    /// ([`authorized_operations`](Self::authorized_operations)).
+    pub fn may_delete_offsets(&self) -> Option<bool> {
+        self.authorized_operations
+            .map(|ops| ops & (1 << ACL_DELETE) != 0)
+    }
+
     /// Whether the group has no members, so that an admin commit cannot race a consumer.
     /// "Dead" from DescribeGroups counts only when ConsumerGroupDescribe did not know the group
     /// (see [`KafkaClient::describe_group`]); a "Dead" new-protocol group is not trusted.

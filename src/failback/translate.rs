@@ -198,6 +198,9 @@ impl FailbackTranslation {
                 partition: 0,
                 metadata: meta,
                 live: true,
+                // Failback's rows are translated from offset syncs, not read from a
+                // checkpoint value: no version to carry.
+                nonzero_version: false,
             });
         }
         let folded = Folded {

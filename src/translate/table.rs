@@ -660,6 +660,7 @@ mod tests {
             partition,
             metadata,
             live,
+            nonzero_version: false,
         };
         let slot = |pairs: &[((u32, i32), u32)]| pairs.iter().copied().collect::<FxHashMap<_, _>>();
         let folded = Folded {

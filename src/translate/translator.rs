@@ -97,6 +97,9 @@ pub(crate) struct Entry {
     pub(crate) metadata: u32,
     /// False after a tombstone.
     pub(crate) live: bool,
+    /// The winning checkpoint's value version was not 0 (see [`NONZERO_VERSION`]): carried so
+    /// that `watch`'s apply loop refuses it as `apply` does (`unknown-checkpoint-version`).
+    pub(crate) nonzero_version: bool,
 }
 
 /// Latest checkpoints by interned group and topic ids, as the live map of `watch` builds them.
@@ -314,6 +317,7 @@ impl Part {
                     partition,
                 };
                 latest.set_flag(LIVE, e.live);
+                latest.set_flag(NONZERO_VERSION, e.nonzero_version);
                 if delta.is_none() {
                     part.wide.insert(key, e.offset);
                 }

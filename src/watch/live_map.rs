@@ -79,6 +79,8 @@ struct LiveEntry {
     timestamp: i64,
     checkpoint_offset: i64,
     checkpoint_partition: i32,
+    /// The value's version was not 0: shown, never written from (the translator's flag).
+    nonzero_version: bool,
     /// Empty (no allocation) when the group committed no metadata, the common case.
     metadata: Box<[u8]>,
 }
@@ -193,6 +195,7 @@ impl LiveMap {
                 timestamp,
                 checkpoint_offset: offset,
                 checkpoint_partition: partition,
+                nonzero_version: value.version != 0,
                 metadata: value.metadata.into(),
             },
         );
@@ -252,6 +255,7 @@ impl LiveMap {
                 partition: live.checkpoint_partition,
                 metadata: meta,
                 live: true,
+                nonzero_version: live.nonzero_version,
             });
             slots[g as usize].insert((t, partition), index);
         }
@@ -277,6 +281,7 @@ fn update(
     entry.timestamp = timestamp;
     entry.checkpoint_partition = partition;
     entry.checkpoint_offset = offset;
+    entry.nonzero_version = value.version != 0;
     // The common case is unchanged metadata: no allocation.
     if entry.metadata.as_ref() != value.metadata {
         entry.metadata = value.metadata.into();
@@ -454,5 +459,41 @@ mod tests {
             assert_eq!(translated.count(reason), 1, "{reason:?}");
         }
         assert_eq!(translated.0[&SkipReason::Tombstone].first, [(3, 105)]);
+    }
+
+    /// A checkpoint of value version 99 reaches watch's apply loop flagged, as the one-shot
+    /// read flags it, so that the loop refuses it (`unknown-checkpoint-version`); a later
+    /// version-0 checkpoint of the same key clears the flag.
+    #[test]
+    fn a_nonzero_version_is_carried_to_the_table_and_cleared_by_a_version_0() {
+        let versioned = |version: i16, downstream: i64| {
+            checkpoint::encode_value(&checkpoint::CheckpointValue {
+                version,
+                upstream_offset: downstream + 10,
+                downstream_offset: downstream,
+                metadata: b"",
+            })
+            .unwrap()
+        };
+        let flags = |map: &LiveMap| -> Vec<(String, i32, i64, bool)> {
+            OffsetTable::build(vec![("s".into(), map.to_folded())])
+                .iter()
+                .map(|o| (o.group.into(), o.partition, o.offset, o.unknown_version))
+                .collect()
+        };
+        let mut map = LiveMap::new(GroupSelector::all());
+        map.apply(0, 0, 1, Some(&key("g", "t", 0)), Some(&versioned(99, 5)));
+        map.apply(0, 1, 1, Some(&key("g", "t", 1)), Some(&versioned(0, 6)));
+        assert_eq!(
+            flags(&map),
+            vec![("g".into(), 0, 5, true), ("g".into(), 1, 6, false)]
+        );
+        // The watch loop plans from this table: the flagged row is refused, as apply refuses it.
+        map.apply(0, 2, 2, Some(&key("g", "t", 0)), Some(&versioned(0, 7)));
+        map.apply(0, 3, 2, Some(&key("g", "t", 1)), Some(&versioned(99, 8)));
+        assert_eq!(
+            flags(&map),
+            vec![("g".into(), 0, 7, false), ("g".into(), 1, 8, true)]
+        );
     }
 }

@@ -140,6 +140,7 @@ mod tests {
                     status: GroupStatus::Ready,
                     oldest_checkpoint_age_ms: 5,
                     partitions: vec![partition("t", 0), partition("groups", 1)],
+                    may_delete_offsets: None,
                 })
                 .collect(),
             cluster_id: Some("c".into()),

@@ -350,6 +350,12 @@ pub struct ApplyArgs {
     /// with apply --plan FILE (checked against the cluster like any plan).
     #[arg(long, value_name = "FILE", requires = "execute")]
     pub undo_out: Option<PathBuf>,
+    /// With --undo-out: write even where the undo could not run. A partition that had no
+    /// committed offset is deleted by the undo (OffsetDelete, which needs DELETE on the group);
+    /// without this flag --undo-out refuses the run (exit 2, nothing written) when the
+    /// coordinator says the principal lacks DELETE on such a group.
+    #[arg(long, requires = "undo_out")]
+    pub allow_undo_without_delete: bool,
 }
 
 /// Examples shown at the end of `failback --help`.

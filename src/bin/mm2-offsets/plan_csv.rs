@@ -157,6 +157,7 @@ mod tests {
                 status: GroupStatus::Ready,
                 oldest_checkpoint_age_ms: 45,
                 partitions: vec![partition(0), partition(1)],
+                may_delete_offsets: None,
             }],
             cluster_id: Some("c".into()),
             sources: vec!["primary".into()],

@@ -88,6 +88,15 @@ pub(crate) async fn run(args: ApplyArgs) -> Result<i32, Stop> {
                 std::fs::write(path, json + "\n")
                     .map_err(|e| format!("cannot write --plan-out {}: {e}", path.display()))?;
             }
+            if args.execute
+                && let Some(code) = super::undo::refuse_blocked_undo(
+                    &plan,
+                    &mut undo_out,
+                    args.allow_undo_without_delete,
+                )
+            {
+                return Ok(code);
+            }
             let report = if args.execute {
                 Some(
                     super::undo::execute_with_undo(

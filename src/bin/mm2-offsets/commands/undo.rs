@@ -93,6 +93,51 @@ pub(crate) fn open_undo_out(
     }
 }
 
+/// With `--execute --undo-out`: refuses the run (exit 2, after the words) when the undo of
+/// some group could not run ([`GroupPlan::undo_blocked_reason`]: it would delete offsets and
+/// the principal lacks DELETE on the group), unless `allow` (`--allow-undo-without-delete`).
+/// The undo file, created by this run and holding no group yet, is removed: nothing was
+/// written. Checked per group before the first commit, so that the refusal is never partial.
+pub(crate) fn refuse_blocked_undo(
+    plan: &ApplyPlan,
+    undo_out: &mut Option<UndoOut>,
+    allow: bool,
+) -> Option<i32> {
+    let out = undo_out.as_ref()?;
+    let blocked: Vec<(&str, String)> = plan
+        .groups
+        .iter()
+        .filter_map(|g| g.undo_blocked_reason().map(|why| (g.group.as_str(), why)))
+        .collect();
+    if blocked.is_empty() {
+        return None;
+    }
+    let verb = if allow { "warning" } else { "error" };
+    for (group, why) in &blocked {
+        eprintln!(
+            "{verb}: --undo-out: the undo of group {} could not run: {}",
+            for_terminal(group),
+            for_terminal(why)
+        );
+    }
+    if allow {
+        eprintln!(
+            "warning: --allow-undo-without-delete: writing {} group(s) whose undo could not delete what it must",
+            blocked.len()
+        );
+        return None;
+    }
+    let path = out.path.clone();
+    *undo_out = None;
+    let _ = std::fs::remove_file(&path);
+    eprintln!(
+        "error: --undo-out refused: the undo of {} group(s) could not run; grant DELETE on them, \
+         or pass --allow-undo-without-delete to write without a complete way back; nothing was written",
+        blocked.len()
+    );
+    Some(EXIT_USAGE)
+}
+
 /// Executes `plan`; with `undo_out` (created by [`open_undo_out`]), guarded by the undo
 /// journal: every wave's previous offsets are written and flushed to the file before its
 /// commits are sent, and each commit carries the run's marker. An interrupt (SIGINT, SIGTERM)
