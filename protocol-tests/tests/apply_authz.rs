@@ -361,6 +361,12 @@ async fn an_undo_that_could_not_delete_is_refused_before_writing_on_kafka_4() {
     raw.create_topic(&topic, 2).await;
     raw.fill(&topic, 2, 50).await;
     let group = format!("{topic}-g");
+    // On a broker no group has used yet, __consumer_offsets is created by the first
+    // FindCoordinator, which a raw OffsetCommit never sends: ask for a coordinator first.
+    let client = mm2_offsets::client::KafkaClient::connect(cluster.plaintext())
+        .await
+        .unwrap();
+    crate::support::wait_for_group_coordinator(&client, std::time::Duration::from_secs(60)).await;
     // The group exists (so that the coordinator says what the principal may do to it) and
     // holds an offset on partition 0 only: the undo of partition 1 is a delete.
     raw.commit(&group, &topic, 0, 5).await;
