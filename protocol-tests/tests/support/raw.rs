@@ -224,10 +224,8 @@ impl Raw {
                             ),
                     ]),
             ]);
-        // The coordinator may be loading __consumer_offsets: on a broker no group has used yet
-        // it first creates the topic's 50 partitions, which took over 10 s on a loaded CI
-        // machine. Ask again for up to a minute.
-        for _ in 0..600 {
+        // The coordinator may be loading __consumer_offsets for a moment: ask again.
+        for _ in 0..100 {
             let mut body = self.conn.send(&request, v).await.unwrap();
             let response = OffsetCommitResponse::decode(&mut body, v).unwrap();
             match response.topics[0].partitions[0].error_code {
