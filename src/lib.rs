@@ -13,11 +13,13 @@
 //! | [`verify`]    | committed target offsets checked against the source, record by record |
 //! | [`apply`]     | plans, verdicts, the executor that commits offsets on the target, undo plans |
 //! | [`replication`] | what a failover would lose now: per remote partition, the source records not yet copied, proven by the records |
-//! | [`precise`]   | the offset-sync history: re-translation, source offsets, record matching |
+//! | [`precise`]   | the offset-sync history: re-translation, source offsets |
+//! | [`record_match`] | record matching: a group's next record found by content and position, forwards, backwards and at the tip |
 //! | [`translate`] | planning the read, fetch workers, the translator, the read report |
 //! | [`select`]    | which groups: ids, Java `Pattern`s exactly, all |
 //! | [`mm2`]       | checkpoint, heartbeat and offset-sync codecs, replication policies |
 //! | [`client`]    | bootstrap, metadata, leader routing, connection pool, retries, deadlines |
+//! | `responses`   | bounds-checked decoders of the brokers' responses (internal; public with the `unstable-fuzzing` feature) |
 //! | `wire`        | framing, correlation ids, ApiVersions, SASL exchanges (internal; public with the `unstable-wire` feature) |
 //! | [`auth`]      | TLS configuration, key stores (JKS, PKCS12, PEM), OAuth tokens |
 //! | [`records`]   | record batch v2 iteration, CRC32C, pure-Rust decompression |
@@ -42,11 +44,22 @@ pub mod apply;
 pub mod auth;
 pub mod client;
 pub mod config;
+// An in-memory cluster that speaks to the client's connection layer: the unit tests' broker.
 pub mod failback;
+#[cfg(test)]
+pub(crate) mod fake;
 pub mod mm2;
 pub mod precise;
+pub mod record_match;
 pub mod records;
 pub mod replication;
+// The bounds-checked decoders of the brokers' responses: internals, public only to the fuzz
+// targets through the non-default `unstable-fuzzing` feature, and never a semver promise.
+#[cfg(feature = "unstable-fuzzing")]
+#[cfg_attr(docsrs, doc(cfg(feature = "unstable-fuzzing")))]
+pub mod responses;
+#[cfg(not(feature = "unstable-fuzzing"))]
+pub(crate) mod responses;
 pub mod select;
 pub mod translate;
 pub mod verify;

@@ -13,7 +13,7 @@
 //!
 //! The exceptions: the MM2 record schemas of `mm2` (`CheckpointKey`, ...: the version 0 formats
 //! Kafka fixes; another version would be another type), and, until the modules' rework after
-//! this round, `apply`, `failback`, `verify` and `precise::record_match` (listed in
+//! this round, `apply`, `failback`, `verify` and `record_match` (listed in
 //! [`PENDING`]).
 
 #![allow(dead_code)]
@@ -28,8 +28,8 @@ use mm2_offsets::config::{
     Secret, TlsSettings,
 };
 use mm2_offsets::mm2::ReplicationPolicy;
-use mm2_offsets::precise::record_match::MatchOptions;
 use mm2_offsets::precise::{MatchRecords, PreciseRequest, Syncs, SyncsSource, UpstreamPosition};
+use mm2_offsets::record_match::MatchOptions;
 use mm2_offsets::replication::ReplicationRequest;
 use mm2_offsets::select::GroupSelector;
 use mm2_offsets::translate::TranslateRequest;
@@ -125,12 +125,7 @@ const SCHEMAS: &[&str] = &[
 ];
 
 /// Modules whose structs are settled in a later round (renames and paths change there).
-const PENDING: &[&str] = &[
-    "apply::",
-    "failback::",
-    "verify::",
-    "precise::record_match::",
-];
+const PENDING: &[&str] = &["apply::", "failback::", "verify::", "record_match::"];
 
 /// Each option struct, built as an embedder builds it: a constructor or `Default`, then fields.
 fn options_are_built_without_struct_literals(client: KafkaClient) {

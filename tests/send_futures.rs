@@ -22,8 +22,8 @@ use mm2_offsets::client::{
 use mm2_offsets::config::ClientConfig;
 use mm2_offsets::failback::{self, FailbackRequest, FailbackRow, Ranges, ReverseIndex};
 use mm2_offsets::mm2::ReplicationPolicy;
-use mm2_offsets::precise::record_match::{self, MatchOptions, MatchRow};
 use mm2_offsets::precise::{self, Input, PreciseRequest, Syncs, SyncsSource, UpstreamPosition};
+use mm2_offsets::record_match::{self, MatchOptions, MatchRow};
 use mm2_offsets::select::GroupSelector;
 use mm2_offsets::translate::{MirrorClient, TranslateRequest, Translation};
 use mm2_offsets::watch::{
@@ -66,9 +66,9 @@ const LISTED: &[&str] = &[
     "src/failback/translate.rs:sharpen_with_records",
     "src/failback/translate.rs:translate_failback",
     "src/precise/read.rs:read_sync_index",
-    "src/precise/record_match/mod.rs:match_rows",
-    "src/precise/record_match/reverse.rs:match_reverse",
-    "src/precise/record_match/reverse.rs:match_tip",
+    "src/record_match/mod.rs:match_rows",
+    "src/record_match/reverse.rs:match_reverse",
+    "src/record_match/reverse.rs:match_tip",
     "src/replication/mod.rs:measure",
     "src/precise/run.rs:translate_from_source_offsets",
     "src/precise/run.rs:translate_positions",
@@ -244,15 +244,15 @@ fn futures_are_send(
         kafka,
         &[],
         |_: &str, _: i32| None,
-        &precise::record_match::MatchOptions::default(),
+        &record_match::MatchOptions::default(),
         *deadline,
     ));
-    send(precise::record_match::reverse::match_tip(
+    send(record_match::reverse::match_tip(
         kafka,
         kafka,
         &[],
         |_: &str, _: i32| None,
-        &precise::record_match::MatchOptions::default(),
+        &record_match::MatchOptions::default(),
         *deadline,
     ));
 

@@ -32,8 +32,8 @@ use kafka_protocol::protocol::{Encodable, HeaderVersion, Message, Request, StrBy
 use mm2_offsets::records::{Batches, Scratch};
 use mm2_offsets::wire::ApiVersionTable;
 use mm2_offsets::wire::fuzzing::{ScramReplay, api_versions_response};
-use mm2_offsets::wire::responses::fetch::TopicRef;
-use mm2_offsets::wire::responses::{FetchResponse, MetadataResponse};
+use mm2_offsets::responses::fetch::TopicRef;
+use mm2_offsets::responses::{FetchResponse, MetadataResponse};
 use mm2_offsets_fuzz::decompress_seed;
 
 /// Seed files stay small: the fuzzers mutate whole inputs, and the repository keeps them.

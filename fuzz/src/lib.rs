@@ -11,16 +11,16 @@ use mm2_offsets::mm2::sync_index::Interpolation;
 use mm2_offsets::mm2::{checkpoint, heartbeat, offset_sync};
 use mm2_offsets::precise::{SyncSnapshot, index_from_batches};
 use mm2_offsets::records::{AbortedFilter, Batch, Batches, Compression, ControlRecord, Scratch};
+use mm2_offsets::responses::{
+    ConsumerGroupDescribeResponse, DescribeGroupsResponse, FetchResponse, FindCoordinatorResponse,
+    ListGroupsResponse, ListOffsetsResponse, MetadataResponse, OffsetCommitResponse,
+    OffsetDeleteResponse, OffsetFetchResponse,
+};
 use mm2_offsets::select::{GroupSelector, JavaPattern};
 use mm2_offsets::translate::BatchTranslator;
 use mm2_offsets::wire::fuzzing::{
     OAuthAnswer, SCRAM_CLIENT_NONCE, api_versions_response as decode_api_versions, key_store,
     oauth_token_answer, scram_server_final, scram_server_first,
-};
-use mm2_offsets::wire::responses::{
-    ConsumerGroupDescribeResponse, DescribeGroupsResponse, FetchResponse, FindCoordinatorResponse,
-    ListGroupsResponse, ListOffsetsResponse, MetadataResponse, OffsetCommitResponse,
-    OffsetDeleteResponse, OffsetFetchResponse,
 };
 
 // The command line's own argument definition and validation, compiled here from the binary's

@@ -15,8 +15,8 @@ use std::time::{Duration, Instant};
 
 use mm2_offsets::client::KafkaClient;
 use mm2_offsets::mm2::sync_index::Rule;
-use mm2_offsets::precise::record_match::MatchOptions;
 use mm2_offsets::precise::{MatchRecords, PreciseRequest, PreciseTranslation, Syncs};
+use mm2_offsets::record_match::MatchOptions;
 use mm2_offsets::translate::{MirrorClient, TranslateRequest};
 use mm2_offsets::verify::Verdict;
 

@@ -12,9 +12,9 @@ use super::journal::{UndoHeader, UndoJournal};
 use super::tests::translation;
 use super::undo::{UndoGroup, UndoPlan, execute_undo};
 use super::*;
-use crate::client::fake::batch_tests::{client_for, deadline};
-use crate::client::fake::coordinator_tests::assert_report_matches_the_cluster;
-use crate::client::fake::{FakeCluster, Fault};
+use crate::fake::batch_tests::{client_for, deadline};
+use crate::fake::coordinator_tests::assert_report_matches_the_cluster;
+use crate::fake::{FakeCluster, Fault};
 
 const TOPIC: &str = "orders";
 

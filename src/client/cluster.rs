@@ -14,7 +14,7 @@ use super::metadata::{BrokerInfo, PartitionInfo, SharedTopic, TopicInfo};
 use super::pool::ConnectionPool;
 use super::retry::{Retrier, retry_with_backoff};
 use crate::config::ClientConfig;
-use crate::wire::responses::{self, metadata::MetadataResponse};
+use crate::responses::{self, metadata::MetadataResponse};
 use crate::wire::{BrokerConnection, WireError};
 
 /// Which offset ListOffsets should return.

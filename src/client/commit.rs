@@ -33,8 +33,8 @@ use super::deadline::Deadline;
 use super::error::ClientError;
 use super::groups::GroupResults;
 use super::groups::{GroupCallError, GroupCoordinator, OffsetToCommit, decode};
+use crate::responses::{self, offset_commit::OffsetCommitResponse};
 use crate::wire::BrokerConnection;
-use crate::wire::responses::{self, offset_commit::OffsetCommitResponse};
 
 /// The codes this module acts on by name.
 const COORDINATOR_LOAD_IN_PROGRESS: i16 = 14;

@@ -25,11 +25,11 @@ use super::groups::{
     GROUP_ID_NOT_FOUND, GroupCallError, GroupCoordinator, GroupDescription, GroupProtocol,
     UNSUPPORTED_VERSION, decode, missing,
 };
-use crate::wire::BrokerConnection;
-use crate::wire::responses::{
+use crate::responses::{
     self, consumer_group_describe::ConsumerGroupDescribeResponse,
     describe_groups::DescribeGroupsResponse,
 };
+use crate::wire::BrokerConnection;
 
 /// Groups per ConsumerGroupDescribe / DescribeGroups request. Answers carry every member with
 /// its assignment, so they grow with the groups' size; Kafka has no limit, KAFKA-19558

@@ -21,12 +21,12 @@ use super::error::ClientError;
 use super::metadata::SharedTopic;
 use super::retry::Retrier;
 use crate::records::AbortedFilter;
-use crate::wire::responses::{self, fetch::FetchResponse, fetch::TopicRef};
+use crate::responses::{self, fetch::FetchResponse, fetch::TopicRef};
 
 /// Fetch v13 replaced topic names with topic ids (KIP-516).
 const FIRST_FETCH_VERSION_WITH_TOPIC_IDS: i16 = 13;
 
-pub use crate::wire::responses::fetch::AbortedTransaction;
+pub use crate::responses::fetch::AbortedTransaction;
 
 /// The record batches one Fetch returned for one partition.
 #[derive(Clone, Debug)]

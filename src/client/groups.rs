@@ -19,8 +19,8 @@ use super::cluster::KafkaClient;
 use super::code::ErrorCode;
 use super::error::ClientError;
 use super::kind::ErrorKind;
+use crate::responses::{self, find_coordinator::FindCoordinatorResponse};
 use crate::wire::BrokerConnection;
-use crate::wire::responses::{self, find_coordinator::FindCoordinatorResponse};
 
 /// Each group's answer, or why it has none.
 pub type GroupResults<T> = BTreeMap<String, Result<T, GroupCallError>>;

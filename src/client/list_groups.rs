@@ -22,7 +22,7 @@ use super::deadline::Deadline;
 use super::error::ClientError;
 use super::groups::GroupCoordinator;
 use super::retry::retry_with_backoff;
-use crate::wire::responses::{
+use crate::responses::{
     self,
     list_groups::{FIRST_WITH_TYPE, ListGroupsResponse},
 };

@@ -25,7 +25,7 @@ use super::deadline::Deadline;
 use super::error::ClientError;
 use super::metadata::{PartitionInfo, SharedTopic, TopicInfo};
 use super::retry::Retrier;
-use crate::wire::responses::{self, list_offsets::ListOffsetsResponse};
+use crate::responses::{self, list_offsets::ListOffsetsResponse};
 
 /// Each topic's answer, or why it has none.
 pub type TopicResults<T> = BTreeMap<String, Result<T, ClientError>>;

@@ -60,8 +60,6 @@ mod coordinator;
 mod deadline;
 mod describe;
 mod error;
-#[cfg(test)]
-pub(crate) mod fake;
 mod fetch;
 mod groups;
 mod kind;

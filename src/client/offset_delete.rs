@@ -23,7 +23,7 @@ use super::cluster::KafkaClient;
 use super::deadline::Deadline;
 use super::error::ClientError;
 use super::groups::{GroupCallError, GroupCoordinator};
-use crate::wire::responses::{self, offset_delete::OffsetDeleteResponse};
+use crate::responses::{self, offset_delete::OffsetDeleteResponse};
 
 impl KafkaClient {
     /// Deletes `group`'s committed offsets of `partitions` (topic, partition), on its

@@ -28,11 +28,11 @@ use super::error::ClientError;
 use super::groups::{
     CommittedOffset, GroupCoordinator, GroupOffsets, GroupResults, decode, missing,
 };
-use crate::wire::BrokerConnection;
-use crate::wire::responses::{
+use crate::responses::{
     self,
     offset_fetch::{FIRST_BATCHED, OffsetFetchGroup, OffsetFetchResponse},
 };
+use crate::wire::BrokerConnection;
 
 /// Groups per batched request (v8+).
 const GROUPS_PER_REQUEST: usize = 500;

@@ -66,7 +66,7 @@
 mod index;
 /// Reverse record matching lives in `precise` (the `replication` layer, below `apply`, uses it
 /// too); failback keeps its names.
-use crate::precise::record_match::reverse as record_match;
+use crate::record_match::reverse as record_match;
 mod rule;
 mod stretch_proof;
 mod translate;

@@ -18,9 +18,9 @@ use crate::client::{
 use crate::mm2::ReplicationPolicy;
 use crate::mm2::sync_index::Interpolation;
 use crate::precise::provenance::{self, SyncHistory};
-use crate::precise::record_match::{MatchOptions, MatchStats};
 use crate::precise::source_offsets::{SourceOffsets, fetch_committed_offsets};
 use crate::precise::{Provenance, SyncsSource, read_sync_runs};
+use crate::record_match::{MatchOptions, MatchStats};
 use crate::select::GroupSelector;
 use crate::translate::{
     Entry, Folded, Interner, Key, MIN_SPLIT_OFFSETS, MirrorClient, NO_METADATA, OffsetTable,

@@ -86,7 +86,7 @@ pub enum Rule {
     /// No sync at or below the upstream offset survives; MM2's offset is kept.
     NoSync,
     /// The records themselves: the group's next upstream record found downstream, its last
-    /// copy proven by content and position (`crate::precise::record_match`). Exact.
+    /// copy proven by content and position (`crate::record_match`). Exact.
     RecordMatch,
 }
 

@@ -2,10 +2,8 @@
 //! ([`crate::mm2::sync_index`]). The checkpoints (target cluster) and the offset syncs (source or
 //! target cluster) are read at the same time, under one deadline.
 
-pub(crate) mod history;
 pub(crate) mod provenance;
 mod read;
-pub mod record_match;
 mod request;
 mod retranslate;
 mod run;

@@ -5,11 +5,11 @@ use std::sync::Arc;
 
 use super::provenance::SyncHistory;
 use super::read::read_syncs;
-use super::record_match::MatchOptions;
 use super::snapshot::SyncSnapshot;
 use super::source::SyncsSource;
 use crate::client::{Deadline, KafkaClient};
 use crate::mm2::sync_index::{Interpolation, SyncIndex};
+use crate::record_match::MatchOptions;
 use crate::translate::{ReadReport, TranslateError, TranslateRequest};
 
 /// Where the sync history comes from.

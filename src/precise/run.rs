@@ -6,9 +6,7 @@
 use std::collections::BTreeMap;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use super::history::LogOrder;
 use super::provenance::{self, Provenance, SyncHistory};
-use super::record_match::{self, MatchRow, Unmatched};
 use super::request::{MatchRecords, PreciseRequest, Syncs, UpstreamPosition};
 use super::retranslate::{UpstreamTopics, retranslate};
 use super::source::SyncsSource;
@@ -19,6 +17,8 @@ use super::translation::{GroupInputs, Input, Matching, PreciseTranslation, RowIn
 use crate::client::{ClientError, Deadline, KafkaClient};
 use crate::mm2::ReplicationPolicy;
 use crate::mm2::sync_index::{PreciseOffset, Rule, SyncIndex};
+use crate::record_match::history::LogOrder;
+use crate::record_match::{self, MatchRow, Unmatched};
 use crate::translate::{
     MirrorClient, ReadReport, TranslateError, TranslateRequest, TranslatedOffset, Translation,
 };

@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use super::provenance::Provenance;
-use super::record_match::{MatchStats, Unmatched};
 use crate::mm2::sync_index::{PreciseOffset, Rule};
+use crate::record_match::{MatchStats, Unmatched};
 use crate::translate::{OffsetRef, ReadReport, Translation};
 
 /// A translation with each offset re-translated from the sync history.

@@ -55,9 +55,9 @@ use crate::client::{
 };
 use crate::mm2::ReplicationPolicy;
 use crate::precise::provenance::SyncHistory;
-use crate::precise::record_match::reverse::{ReverseUnmatched, TipRow, match_tip};
-use crate::precise::record_match::{MatchOptions, MatchStats};
 use crate::precise::{SyncsSource, read_sync_runs};
+use crate::record_match::reverse::{ReverseUnmatched, TipRow, match_tip};
+use crate::record_match::{MatchOptions, MatchStats};
 use crate::select::GroupSelector;
 use crate::translate::{MIN_SPLIT_OFFSETS, ReadReport, TranslateError, TranslateRequest};
 
@@ -138,7 +138,7 @@ pub struct ReplicationRow {
     pub unproven: Option<String>,
     /// The proof rests on the residual assumption of record matching (the backup's records
     /// below the oldest kept sync were not read, see
-    /// [`ReverseMatch`](crate::precise::record_match::reverse::ReverseMatch)).
+    /// [`ReverseMatch`](crate::record_match::reverse::ReverseMatch)).
     pub assumes_history: bool,
 }
 
@@ -428,7 +428,7 @@ async fn ends<'a>(
 async fn row(
     primary: &KafkaClient,
     remote: &Remote,
-    answer: Result<crate::precise::record_match::reverse::ReverseMatch, ReverseUnmatched>,
+    answer: Result<crate::record_match::reverse::ReverseMatch, ReverseUnmatched>,
     ends: Option<PartitionEnds>,
     measured_at_ms: i64,
     deadline: Deadline,

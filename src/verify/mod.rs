@@ -1,7 +1,7 @@
 //! Did a group resume at the right record? For each group, its committed offset on the target
 //! is compared with its committed offset on the source, record by record: the source offset
 //! `U` is translated with record matching (the exact downstream position `P` of the group's
-//! next record, [`crate::precise::record_match`]), and the target offset `D` is
+//! next record, [`crate::record_match`]), and the target offset `D` is
 //!
 //! | verdict | when | `records` |
 //! |---|---|---|
@@ -20,10 +20,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::Serialize;
 
 use crate::client::{ClientError, Deadline, IsolationLevel, KafkaClient, ReadOptions};
-use crate::precise::record_match::MatchOptions;
 use crate::precise::source_offsets::{fetch_committed_offsets, source_groups};
 use crate::precise::{Input, PreciseTranslation};
 use crate::precise::{MatchRecords, PreciseRequest, Syncs, UpstreamPosition};
+use crate::record_match::MatchOptions;
 use crate::records::Batches;
 use crate::translate::{MirrorClient, TranslateError, TranslateRequest};
 
@@ -273,7 +273,7 @@ fn decide(
     row: &mut VerifyRow,
     d: i64,
     at: i64,
-    unmatched: Option<crate::precise::record_match::Unmatched>,
+    unmatched: Option<crate::record_match::Unmatched>,
     upper: Option<i64>,
 ) {
     match unmatched {
@@ -368,7 +368,7 @@ async fn count_data(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::precise::record_match::Unmatched;
+    use crate::record_match::Unmatched;
 
     fn row() -> VerifyRow {
         VerifyRow {

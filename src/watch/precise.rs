@@ -441,8 +441,8 @@ impl SnapshotWriter {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::client::fake::FakeCluster;
     use crate::config::ClientConfig;
+    use crate::fake::FakeCluster;
     use crate::mm2::offset_sync::{OffsetSyncKey, OffsetSyncValue, encode_key, encode_value};
 
     /// Sync record `i` of the fake topic: orders-0 and orders-1 alternately, (u, d) = (10 k,

@@ -4,8 +4,8 @@
 use std::time::Duration;
 
 use super::*;
-use crate::client::fake::FakeCluster;
 use crate::config::ClientConfig;
+use crate::fake::FakeCluster;
 use crate::mm2::ReplicationPolicy;
 use crate::mm2::checkpoint::record_for_tests as checkpoint_record;
 use crate::select::GroupSelector;

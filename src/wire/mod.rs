@@ -11,7 +11,7 @@
 
 mod api_versions;
 mod connection;
-// The response decoders and the fuzzing hooks are internals: public only to the fuzz targets,
+// The decoder and the fuzzing hooks are internals: public only to the fuzz targets,
 // through the non-default `unstable-fuzzing` feature, and never a semver promise.
 #[cfg(feature = "unstable-fuzzing")]
 #[cfg_attr(docsrs, doc(cfg(feature = "unstable-fuzzing")))]
@@ -25,11 +25,6 @@ mod frame;
 pub mod fuzzing;
 mod header;
 mod mux;
-#[cfg(feature = "unstable-fuzzing")]
-#[cfg_attr(docsrs, doc(cfg(feature = "unstable-fuzzing")))]
-pub mod responses;
-#[cfg(not(feature = "unstable-fuzzing"))]
-pub(crate) mod responses;
 mod sasl;
 mod tls_stream;
 

@@ -9,9 +9,9 @@ use std::time::{Duration, SystemTime};
 use kafka_protocol::messages::ApiKey;
 
 use super::*;
-use crate::client::fake::{FakeCluster, Fault};
 use crate::client::{KafkaClient, OffsetToCommit};
 use crate::config::ClientConfig;
+use crate::fake::{FakeCluster, Fault};
 use crate::mm2::checkpoint::{self, CheckpointKey, CheckpointValue};
 use crate::records::builder::BatchBuilder;
 use crate::select::GroupSelector;

@@ -18,7 +18,7 @@ use mm2_offsets::apply::{
 use mm2_offsets::client::{Deadline, KafkaClient};
 use mm2_offsets::failback::FailbackRule;
 use mm2_offsets::failback::{FailbackRequest, FailbackTranslation, translate_failback};
-use mm2_offsets::precise::record_match::MatchOptions;
+use mm2_offsets::record_match::MatchOptions;
 use mm2_offsets::select::GroupSelector;
 use mm2_offsets::translate::MirrorClient;
 use serde::{Deserialize, Serialize};

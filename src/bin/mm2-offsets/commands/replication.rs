@@ -5,7 +5,7 @@
 use std::io::{IsTerminal, Write};
 
 use mm2_offsets::client::Deadline;
-use mm2_offsets::precise::record_match::MatchOptions;
+use mm2_offsets::record_match::MatchOptions;
 use mm2_offsets::replication::{Replication, ReplicationRequest, ReplicationRow, measure};
 use mm2_offsets::select::GroupSelector;
 

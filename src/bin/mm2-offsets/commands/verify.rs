@@ -7,7 +7,7 @@ use std::io::{IsTerminal, Write};
 
 use mm2_offsets::client::{Deadline, IsolationLevel};
 use mm2_offsets::precise::Syncs;
-use mm2_offsets::precise::record_match::MatchOptions;
+use mm2_offsets::record_match::MatchOptions;
 use mm2_offsets::translate::TranslateRequest;
 use mm2_offsets::verify::{Verdict, VerifyRow};
 

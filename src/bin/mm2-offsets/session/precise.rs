@@ -10,11 +10,11 @@ use std::time::Duration;
 use mm2_offsets::client::{Deadline, KafkaClient};
 use mm2_offsets::mm2::ReplicationPolicy;
 use mm2_offsets::mm2::sync_index::{Interpolation, PreciseOffset};
-use mm2_offsets::precise::record_match::MatchOptions;
 use mm2_offsets::precise::{
     Input, MatchRecords, PreciseRequest, PreciseTranslation, RowInput, SyncSnapshot, Syncs,
     SyncsSource, UpstreamPosition,
 };
+use mm2_offsets::record_match::MatchOptions;
 use mm2_offsets::select::GroupSelector;
 use mm2_offsets::translate::{
     JSON_SCHEMA_VERSION, MirrorClient, OffsetRef, TranslateRequest, Translation,

@@ -36,12 +36,12 @@
 //! after it in the window may copy `A` (each later record with `A`'s content has
 //! `lb > A`), and no later record proves an earlier record re-copied after `w` (which would
 //! put a later copy of `A` after it). The window ends where no copy of `A` can follow (see
-//! [`super::super::history`]) or at the log end.
+//! [`super::history`]) or at the log end.
 
 use rustc_hash::FxHashMap;
 
 use super::side::{Rec, Side, UNKNOWN_GAP};
-use crate::precise::history::LogOrder;
+use crate::record_match::history::LogOrder;
 
 /// An unknown upper bound.
 pub(crate) const HIGH: i64 = i64::MAX;

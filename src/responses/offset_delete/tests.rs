@@ -3,8 +3,8 @@ use kafka_protocol::messages::TopicName;
 use kafka_protocol::messages::offset_delete_response as k;
 
 use super::*;
-use crate::wire::responses::OFFSET_DELETE_VERSIONS;
-use crate::wire::responses::test_support::{assert_decodes_every_version, encode, s};
+use crate::responses::OFFSET_DELETE_VERSIONS;
+use crate::responses::test_support::{assert_decodes_every_version, encode, s};
 
 fn sample(_version: i16) -> k::OffsetDeleteResponse {
     k::OffsetDeleteResponse::default()

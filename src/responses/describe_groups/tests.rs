@@ -3,8 +3,8 @@ use kafka_protocol::messages::GroupId;
 use kafka_protocol::messages::describe_groups_response as k;
 
 use super::*;
-use crate::wire::responses::DESCRIBE_GROUPS_VERSIONS;
-use crate::wire::responses::test_support::{assert_decodes_every_version, encode, s};
+use crate::responses::DESCRIBE_GROUPS_VERSIONS;
+use crate::responses::test_support::{assert_decodes_every_version, encode, s};
 
 fn sample(version: i16) -> k::DescribeGroupsResponse {
     let tag = |n: i32| {

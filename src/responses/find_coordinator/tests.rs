@@ -3,8 +3,8 @@ use kafka_protocol::messages::BrokerId;
 use kafka_protocol::messages::find_coordinator_response as k;
 
 use super::*;
-use crate::wire::responses::FIND_COORDINATOR_VERSIONS;
-use crate::wire::responses::test_support::{assert_decodes_every_version, encode, s};
+use crate::responses::FIND_COORDINATOR_VERSIONS;
+use crate::responses::test_support::{assert_decodes_every_version, encode, s};
 
 fn sample(version: i16) -> k::FindCoordinatorResponse {
     let response = k::FindCoordinatorResponse::default().with_throttle_time_ms(if version >= 1 {

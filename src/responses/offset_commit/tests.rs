@@ -3,8 +3,8 @@ use kafka_protocol::messages::TopicName;
 use kafka_protocol::messages::offset_commit_response as k;
 
 use super::*;
-use crate::wire::responses::OFFSET_COMMIT_VERSIONS;
-use crate::wire::responses::test_support::{assert_decodes_every_version, encode, s};
+use crate::responses::OFFSET_COMMIT_VERSIONS;
+use crate::responses::test_support::{assert_decodes_every_version, encode, s};
 
 fn sample(version: i16) -> k::OffsetCommitResponse {
     let tags = |n: i32| {

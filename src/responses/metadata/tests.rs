@@ -3,10 +3,8 @@ use kafka_protocol::messages::metadata_response as k;
 use kafka_protocol::messages::{BrokerId, TopicName};
 
 use super::*;
-use crate::wire::responses::METADATA_VERSIONS;
-use crate::wire::responses::test_support::{
-    assert_truncations_and_trailing_rejected, encode, kuuid, s,
-};
+use crate::responses::METADATA_VERSIONS;
+use crate::responses::test_support::{assert_truncations_and_trailing_rejected, encode, kuuid, s};
 
 const TOPIC_ID: [u8; 16] = [
     0x10, 0x21, 0x32, 0x43, 0x54, 0x65, 0x76, 0x87, 0x98, 0xa9, 0xba, 0xcb, 0xdc, 0xed, 0xfe, 0x0f,

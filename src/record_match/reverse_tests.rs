@@ -11,12 +11,12 @@ use proptest::prelude::*;
 
 use super::{ReverseMatch, ReverseUnmatched, answer, bottom, plan, reach_below};
 use crate::failback::ReverseIndexBuilder;
-use crate::precise::history::LogOrder;
-use crate::precise::record_match::tests::{
+use crate::record_match::history::LogOrder;
+use crate::record_match::tests::{
     Event, Flow, Scenario, Slot, copy, distinct, marked_and_aborted, plain, restart_after_commit,
     sample_scenarios, scenario,
 };
-use crate::precise::record_match::walk::{Upstream, bounds};
+use crate::record_match::walk::{Upstream, bounds};
 
 /// For each downstream offset `D` (0 to the end): the first record MM2 delivered that has no
 /// copy below `D` (every written copy counts: the group read them before any compaction), or
@@ -372,7 +372,7 @@ fn the_stretches_below_catch_an_earlier_lifetime() {
 /// them with MM2 killed) and of the hand-laid flow, tallied. `--nocapture` shows it.
 #[test]
 fn sweep_every_offset_of_the_model_backwards() {
-    use crate::precise::record_match::tests::{killed_near_the_tip, tally};
+    use crate::record_match::tests::{killed_near_the_tip, tally};
     let count =
         |scenarios: Vec<Scenario>| {
             let mut rows = Vec::new();
@@ -414,7 +414,7 @@ fn sweep_every_offset_of_the_model_backwards() {
 /// proven by the floor the last sync gives that record.
 #[test]
 fn a_group_that_drained_the_backup_fails_back_exactly() {
-    use crate::precise::record_match::tests::killed_near_the_tip;
+    use crate::record_match::tests::killed_near_the_tip;
     let s = killed_near_the_tip();
     let (flow, rows) = run(&s, FULL);
     let &(_, last) = flow.syncs.last().unwrap();

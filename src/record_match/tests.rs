@@ -14,7 +14,7 @@ use super::side::{Side, SideBuilder};
 use super::walk::{Ends, Matched, Unmatched, Upstream, bounds};
 use crate::mm2::sync_index::{Interpolation, SyncIndexBuilder};
 use crate::mm2::sync_writer_model::SyncState;
-use crate::precise::history::LogOrder;
+use crate::record_match::history::LogOrder;
 
 /// An upstream offset: a data record (content, aborted) or a transaction marker.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

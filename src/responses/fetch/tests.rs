@@ -6,10 +6,8 @@ use kafka_protocol::messages::{BrokerId, ProducerId, TopicName};
 use proptest::prelude::*;
 
 use super::*;
-use crate::wire::responses::FETCH_VERSIONS;
-use crate::wire::responses::test_support::{
-    assert_truncations_and_trailing_rejected, encode, kuuid, s,
-};
+use crate::responses::FETCH_VERSIONS;
+use crate::responses::test_support::{assert_truncations_and_trailing_rejected, encode, kuuid, s};
 
 const ORDERS_ID: [u8; 16] = *b"orders-topic-id!";
 const OTHER_ID: [u8; 16] = *b"other--topic-id!";

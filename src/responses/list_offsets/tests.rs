@@ -3,8 +3,8 @@ use kafka_protocol::messages::TopicName;
 use kafka_protocol::messages::list_offsets_response as k;
 
 use super::*;
-use crate::wire::responses::LIST_OFFSETS_VERSIONS;
-use crate::wire::responses::test_support::{assert_truncations_and_trailing_rejected, encode, s};
+use crate::responses::LIST_OFFSETS_VERSIONS;
+use crate::responses::test_support::{assert_truncations_and_trailing_rejected, encode, s};
 
 fn sample(version: i16) -> k::ListOffsetsResponse {
     let flexible = version >= 6;

@@ -51,12 +51,12 @@
 //! later one.
 
 use crate::client::{Deadline, KafkaClient};
-use crate::precise::history::LogOrder;
-use crate::precise::record_match::digest::Digester;
-use crate::precise::record_match::plan::{ReadPlan, merged};
-use crate::precise::record_match::side::Side;
-use crate::precise::record_match::walk::{Bounds, Ends, HIGH, LOW, Upstream};
-use crate::precise::record_match::{
+use crate::record_match::digest::Digester;
+use crate::record_match::history::LogOrder;
+use crate::record_match::plan::{ReadPlan, merged};
+use crate::record_match::side::Side;
+use crate::record_match::walk::{Bounds, Ends, HIGH, LOW, Upstream};
+use crate::record_match::{
     Clusters, Direction, MatchOptions, MatchStats, PairEnds, PartitionJob, PartitionOutcome,
     by_partition, walk_bounds,
 };

@@ -3,7 +3,7 @@
 //! that a partition's records are fetched once whatever the number of groups on it.
 
 use super::walk::{Ends, Window};
-use crate::precise::history::LogOrder;
+use crate::record_match::history::LogOrder;
 
 /// Windows closer than this many offsets are read as one range: a Fetch costs more than a
 /// few records.

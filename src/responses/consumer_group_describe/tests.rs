@@ -3,8 +3,8 @@ use kafka_protocol::messages::consumer_group_describe_response as k;
 use kafka_protocol::messages::{GroupId, TopicName};
 
 use super::*;
-use crate::wire::responses::CONSUMER_GROUP_DESCRIBE_VERSIONS;
-use crate::wire::responses::test_support::{assert_decodes_every_version, encode, kuuid, s};
+use crate::responses::CONSUMER_GROUP_DESCRIBE_VERSIONS;
+use crate::responses::test_support::{assert_decodes_every_version, encode, kuuid, s};
 
 fn sample(version: i16) -> k::ConsumerGroupDescribeResponse {
     let tag = std::collections::BTreeMap::from([(5, Bytes::from_static(b"x"))]);

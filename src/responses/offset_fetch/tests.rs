@@ -3,8 +3,8 @@ use kafka_protocol::messages::offset_fetch_response as k;
 use kafka_protocol::messages::{GroupId, TopicName};
 
 use super::*;
-use crate::wire::responses::OFFSET_FETCH_VERSIONS;
-use crate::wire::responses::test_support::{assert_decodes_every_version, encode, s};
+use crate::responses::OFFSET_FETCH_VERSIONS;
+use crate::responses::test_support::{assert_decodes_every_version, encode, s};
 
 fn tags(version: i16, n: i32) -> std::collections::BTreeMap<i32, Bytes> {
     let mut fields = std::collections::BTreeMap::new();

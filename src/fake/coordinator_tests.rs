@@ -384,7 +384,7 @@ fn plan_for(cluster: &FakeCluster, groups: &[String]) -> ApplyPlan {
             })
             .collect(),
         // The plan, made on the fake, names its cluster id.
-        cluster_id: Some(crate::client::fake::FAKE_CLUSTER_ID.into()),
+        cluster_id: Some(crate::fake::FAKE_CLUSTER_ID.into()),
         sources: vec!["primary".into()],
         rules: Some(apply::VerdictRules::default()),
         input: Some(apply::PlanInput::Checkpoints),

@@ -1,9 +1,10 @@
 //! Record matching: exact downstream offsets proven by the records themselves.
 //!
 //! The sync history bounds where a group's next record was copied to a downstream window (from
-//! the last sync below the group's upstream offset `U` to the sync that proves no later copy,
-//! see `max_rereads` in [`PreciseTranslation`](super::PreciseTranslation)). Reading the upstream records from the window's rewind targets on
-//! and the downstream window, and comparing records by a keyed digest of their key, value and
+//! the last sync below the group's upstream offset `U` to the sync that proves no later copy:
+//! the bound a precise translation reports as `max_rereads`). Reading the upstream records from
+//! the window's rewind targets on and the downstream window, and comparing records by a keyed
+//! digest of their key, value and
 //! headers (and timestamp), proves which downstream record copies which upstream one
 //! (the argument is in `walk.rs`), and so the last copy of the group's next record: the offset
 //! from which the group reads every record at or after `U` and nothing before it that it
@@ -30,6 +31,7 @@
 //! refused, and where they repeat (identical records) it is not seen.
 
 pub(crate) mod digest;
+pub(crate) mod history;
 pub(crate) mod plan;
 mod read;
 pub mod reverse;
@@ -46,7 +48,7 @@ use futures::StreamExt;
 pub use walk::Unmatched;
 
 use crate::client::{ClientError, Deadline, IsolationLevel, KafkaClient, OffsetSpec, SharedTopic};
-use crate::precise::history::LogOrder;
+use crate::record_match::history::LogOrder;
 use digest::Digester;
 use read::{SideRead, Stopped};
 use walk::{Ends, Matched, Upstream};

@@ -19,7 +19,7 @@ use std::ops::RangeInclusive;
 
 use bytes::Bytes;
 
-use super::decode::{DecodeError, Decoder};
+use crate::wire::decode::{DecodeError, Decoder};
 
 pub mod consumer_group_describe;
 pub mod describe_groups;
