@@ -188,6 +188,20 @@ impl Replication {
     pub fn is_complete(&self) -> bool {
         self.total.unproven == 0
     }
+
+    /// Keeps the rows `keep` accepts (remote topic, partition) and sums them again: e.g. the
+    /// partitions of the groups a failover moves, out of their topics' measurement.
+    ///
+    /// ```no_run
+    /// # fn demo(mut report: mm2_offsets::replication::Replication) {
+    /// report.retain(|topic, partition| topic == "primary.orders" && partition == 0);
+    /// assert!(report.total.partitions <= 1);
+    /// # }
+    /// ```
+    pub fn retain(&mut self, mut keep: impl FnMut(&str, i32) -> bool) {
+        self.rows.retain(|r| keep(&r.topic, r.partition));
+        self.total = totals(&self.rows);
+    }
 }
 
 /// A remote partition to measure.

@@ -26,6 +26,7 @@ pub(crate) fn write_answer(
     plan: &ApplyPlan,
     report: Option<&ApplyReport>,
     summary: &Summary,
+    replication: Option<serde_json::Value>,
 ) -> io::Result<()> {
     // Every field but the groups: a struct literal, so that a field added to the plan is a
     // compile error here rather than a field missing from the answer.
@@ -40,25 +41,33 @@ pub(crate) fn write_answer(
         input: plan.input,
     };
     let report_head = report.map(|_| ApplyReport { groups: Vec::new() });
-    let skeleton = serde_json::json!({
+    let mut skeleton = serde_json::json!({
         "schema_version": PLAN_SCHEMA_VERSION,
         "executed": executed,
         "plan": &head,
         "result": &report_head,
         "summary": summary,
     });
+    // With a source connection: what the failover leaves on the primary (keys sorted, so it
+    // comes between `plan` and `result`).
+    if let Some(replication) = &replication {
+        skeleton["replication"] = replication.clone();
+    }
     let text = serde_json::to_string_pretty(&skeleton).map_err(io::Error::other)?;
     let pieces: Vec<&str> = text.split(HOLE).collect();
     let expected = 2 + usize::from(report.is_some());
     if pieces.len() != expected {
         // Not the shape this was written for: the slow way, still the same bytes.
-        let doc = serde_json::json!({
+        let mut doc = serde_json::json!({
             "schema_version": PLAN_SCHEMA_VERSION,
             "executed": executed,
             "plan": plan,
             "result": report,
             "summary": summary,
         });
+        if let Some(replication) = replication {
+            doc["replication"] = replication;
+        }
         serde_json::to_writer_pretty(&mut *out, &doc).map_err(io::Error::other)?;
         return writeln!(out);
     }
@@ -176,14 +185,18 @@ mod tests {
         plan: &ApplyPlan,
         report: Option<&ApplyReport>,
         summary: &Summary,
+        replication: Option<serde_json::Value>,
     ) -> String {
-        let doc = serde_json::json!({
+        let mut doc = serde_json::json!({
             "schema_version": PLAN_SCHEMA_VERSION,
             "executed": executed,
             "plan": plan,
             "result": report,
             "summary": summary,
         });
+        if let Some(replication) = replication {
+            doc["replication"] = replication;
+        }
         serde_json::to_string_pretty(&doc).unwrap() + "\n"
     }
 
@@ -197,14 +210,22 @@ mod tests {
                     Some(r) => Summary::of_execute(&plan, r),
                     None => Summary::of_plan(&plan),
                 };
-                let mut out = Vec::new();
-                write_answer(&mut out, executed, &plan, report.as_ref(), &summary).unwrap();
-                assert_eq!(
-                    String::from_utf8(out).unwrap(),
-                    through_a_value(executed, &plan, report.as_ref(), &summary),
-                    "{groups} group(s), report {}",
-                    report.is_some()
-                );
+                // With and without the `replication` section a source connection adds.
+                let sections = [
+                    None,
+                    Some(serde_json::json!({"primary": {"measured": false, "error": "refused"}})),
+                ];
+                for replication in sections {
+                    let mut out = Vec::new();
+                    let r = replication.clone();
+                    write_answer(&mut out, executed, &plan, report.as_ref(), &summary, r).unwrap();
+                    assert_eq!(
+                        String::from_utf8(out).unwrap(),
+                        through_a_value(executed, &plan, report.as_ref(), &summary, replication),
+                        "{groups} group(s), report {}",
+                        report.is_some()
+                    );
+                }
             }
         }
     }

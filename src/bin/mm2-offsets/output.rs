@@ -11,11 +11,16 @@ use mm2_offsets::translate::{JSON_SCHEMA_VERSION, OffsetRef, Translation};
 /// by offset: the same bytes serde_json writes for the library's `Serialize` of [`Translation`]
 /// (the one definition of the document), without a call per piece.
 pub fn write_json(out: &mut dyn Write, translation: &Translation) -> io::Result<()> {
-    write_json_to(ChunkedWriter::new(out), translation)
+    write_json_to(ChunkedWriter::new(out), translation, None)
 }
 
-/// [`write_json`] into `w` (e.g. a [`ChunkedWriter::background`] writer).
-pub fn write_json_to(mut w: ChunkedWriter<'_>, translation: &Translation) -> io::Result<()> {
+/// [`write_json`] into `w` (e.g. a [`ChunkedWriter::background`] writer), with `extra`
+/// members (`,"name":value...`) before the closing brace.
+pub fn write_json_to(
+    mut w: ChunkedWriter<'_>,
+    translation: &Translation,
+    extra: Option<&str>,
+) -> io::Result<()> {
     w.text("{\"schema_version\":");
     w.number(JSON_SCHEMA_VERSION);
     w.text(",\"complete\":");
@@ -41,7 +46,11 @@ pub fn write_json_to(mut w: ChunkedWriter<'_>, translation: &Translation) -> io:
         }
         w.json_string(group);
     }
-    w.text("]}\n");
+    w.byte(b']');
+    if let Some(extra) = extra {
+        w.text(extra);
+    }
+    w.text("}\n");
     w.finish()
 }
 

@@ -51,6 +51,7 @@ pub(crate) async fn run(args: ApplyArgs) -> Result<i32, Stop> {
         },
         ..ApplyOptions::default()
     };
+    let mut at_risk = None;
     let (client, plan, report) = match &args.plan {
         Some(path) => {
             match saved_plan(&args, path, &options, undo_out.as_mut(), &deadline).await? {
@@ -78,6 +79,19 @@ pub(crate) async fn run(args: ApplyArgs) -> Result<i32, Stop> {
                 return Ok(code);
             }
             phase("checkpoints read", &deadline);
+            // What this failover leaves behind on the primary, said before anything is written.
+            at_risk = session::at_risk::measure_for(
+                &args.translate.precise.syncs,
+                &args.translate.connection,
+                &mirror,
+                &translation,
+                args.translate.max_fetch_bytes,
+                &deadline,
+            )
+            .await;
+            if let Some(at_risk) = &at_risk {
+                at_risk.print();
+            }
             let plan = mirror
                 .plan_apply(&translation, &options, &deadline)
                 .await
@@ -133,6 +147,9 @@ pub(crate) async fn run(args: ApplyArgs) -> Result<i32, Stop> {
             &plan,
             report.as_ref(),
             &summary,
+            at_risk
+                .as_ref()
+                .map(session::at_risk::AtRiskReport::to_json),
         ),
         OutputFormat::Csv => crate::plan_csv::write(
             &mut out,

@@ -9,7 +9,7 @@ use mm2_offsets::record_match::MatchOptions;
 use mm2_offsets::replication::{Replication, ReplicationRequest, ReplicationRow, measure};
 use mm2_offsets::select::GroupSelector;
 
-use crate::args::{OutputFormat, ReplicationArgs, SyncsArgs};
+use crate::args::{OutputFormat, ReplicationArgs};
 use crate::exit::{EXIT_INCOMPLETE, EXIT_OK, Stop, output_failed};
 use crate::output::write_aligned;
 use crate::session;
@@ -27,19 +27,7 @@ pub async fn run(args: ReplicationArgs) -> Result<i32, Stop> {
     let budget = Deadline::after(args.timeout);
     let settings = crate::connection::settings(&args.connection)?;
     let client = session::connect(settings, budget.remaining()).await?;
-    // The offset-syncs topic is on the primary unless the --syncs-* flags say otherwise.
-    let syncs_args = if args.syncs.names_syncs_cluster()
-        && (args.syncs.syncs_bootstrap_server.is_some()
-            || args.syncs.syncs_command_config.is_some())
-    {
-        args.syncs.clone()
-    } else {
-        SyncsArgs {
-            syncs_bootstrap_server: args.syncs.source_bootstrap_server.clone(),
-            syncs_command_config: args.syncs.source_command_config.clone(),
-            ..args.syncs.clone()
-        }
-    };
+    let syncs_args = session::precise::syncs_on_source_by_default(&args.syncs);
     let syncs = session::precise::syncs_cluster(
         &syncs_args,
         &args.connection,

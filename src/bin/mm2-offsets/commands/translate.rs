@@ -35,10 +35,25 @@ pub async fn run(args: TranslateArgs) -> Result<i32, Stop> {
         // that passes --fail-on-missing-groups must not be told 0 when a group has none.
         return Ok(exit_code(&args, &missing, complete));
     }
-    let (_client, translation, _sources) =
+    let (client, translation, _sources) =
         session::read_translation(&args, groups, &budget, None).await?;
-    print_translation(&args, &translation)?;
+    let at_risk = session::at_risk::measure_for(
+        &args.precise.syncs,
+        &args.connection,
+        &client,
+        &translation,
+        args.max_fetch_bytes,
+        &budget,
+    )
+    .await;
+    let extra = at_risk
+        .as_ref()
+        .map(session::at_risk::AtRiskReport::json_member);
+    print_translation(&args, &translation, extra.as_deref())?;
     summarize(&translation);
+    if let Some(at_risk) = &at_risk {
+        at_risk.print();
+    }
     Ok(exit_code(
         &args,
         translation.missing_groups(),
@@ -67,10 +82,14 @@ fn exit_code(args: &TranslateArgs, missing: &[String], complete: bool) -> i32 {
     }
 }
 
-fn print_translation(args: &TranslateArgs, translation: &Translation) -> Result<(), Stop> {
+fn print_translation(
+    args: &TranslateArgs,
+    translation: &Translation,
+    extra: Option<&str>,
+) -> Result<(), Stop> {
     // What writing the answer costs next to the read (`-v` shows it; benches/compare.sh reads it).
     let started = std::time::Instant::now();
-    let printed = print_answer(args, translation);
+    let printed = print_answer(args, translation, extra);
     tracing::info!(
         rows = translation.len(),
         elapsed_ms = started.elapsed().as_secs_f64() * 1000.0,
@@ -79,7 +98,12 @@ fn print_translation(args: &TranslateArgs, translation: &Translation) -> Result<
     printed
 }
 
-fn print_answer(args: &TranslateArgs, translation: &Translation) -> Result<(), Stop> {
+/// `extra`: members added to the JSON document (the `replication` section).
+fn print_answer(
+    args: &TranslateArgs,
+    translation: &Translation,
+    extra: Option<&str>,
+) -> Result<(), Stop> {
     // The large answers are formatted here and written by a thread of their own, so that the
     // copy into a pipe and the formatting of the next chunk overlap.
     let background = match args.output.format {
@@ -88,7 +112,7 @@ fn print_answer(args: &TranslateArgs, translation: &Translation) -> Result<(), S
     };
     if let Some(w) = background {
         let written = match args.output.format {
-            OutputFormat::Json => output::write_json_to(w, translation),
+            OutputFormat::Json => output::write_json_to(w, translation, extra),
             _ => output::write_csv_to(w, translation, std::io::stdout().is_terminal()),
         };
         return written.map_err(output_failed);
@@ -96,7 +120,11 @@ fn print_answer(args: &TranslateArgs, translation: &Translation) -> Result<(), S
     let mut out = unbuffered_stdout();
     let written = match args.output.format {
         OutputFormat::Table => output::write_table(&mut out, translation),
-        OutputFormat::Json => output::write_json(&mut out, translation),
+        OutputFormat::Json => output::write_json_to(
+            crate::chunked::ChunkedWriter::new(&mut out),
+            translation,
+            extra,
+        ),
         OutputFormat::Csv => {
             output::write_csv(&mut out, translation, std::io::stdout().is_terminal())
         }

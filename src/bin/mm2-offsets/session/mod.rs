@@ -2,6 +2,7 @@
 //! within the run's budget (with the same diagnoses for every cluster), finding the sources, and
 //! reading the checkpoints with a progress line.
 
+pub mod at_risk;
 pub mod precise;
 
 use std::sync::Arc;

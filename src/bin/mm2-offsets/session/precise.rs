@@ -121,10 +121,22 @@ pub async fn run(
     request: &TranslateRequest,
 ) -> Result<(bool, Vec<String>), String> {
     let precise = read(args, client, request).await?;
+    let at_risk = super::at_risk::measure_for(
+        &args.precise.syncs,
+        &args.connection,
+        client,
+        &precise.translation,
+        args.max_fetch_bytes,
+        &Deadline::after(request.timeout),
+    )
+    .await;
+    let extra = at_risk
+        .as_ref()
+        .map(super::at_risk::AtRiskReport::json_member);
     let mut out = io::stdout().lock();
     let written = match args.output.format {
         OutputFormat::Table => write_table(&mut out, &precise),
-        OutputFormat::Json => write_json(&mut out, &precise),
+        OutputFormat::Json => write_json_with(&mut out, &precise, extra.as_deref()),
         OutputFormat::Csv => write_csv(&mut out, &precise, io::stdout().is_terminal()),
         OutputFormat::ResetCsv => {
             let translation = precise.to_translation();
@@ -146,6 +158,9 @@ pub async fn run(
     written
         .and_then(|_| out.flush())
         .map_err(|e| format!("cannot write the output: {e}"))?;
+    if let Some(at_risk) = &at_risk {
+        at_risk.print();
+    }
     let complete = precise.translation.report.complete && precise.syncs_report.complete;
     Ok((complete, precise.translation.missing_groups().to_vec()))
 }
@@ -338,6 +353,20 @@ async fn syncs_source(
     Ok(source_syncs)
 }
 
+/// The offset-syncs flags with the source cluster standing in for the offset-syncs cluster
+/// when no --syncs-* cluster is named: the offset-syncs topic is on the primary unless those
+/// flags say otherwise.
+pub fn syncs_on_source_by_default(p: &SyncsArgs) -> SyncsArgs {
+    if p.syncs_bootstrap_server.is_some() || p.syncs_command_config.is_some() {
+        return p.clone();
+    }
+    SyncsArgs {
+        syncs_bootstrap_server: p.source_bootstrap_server.clone(),
+        syncs_command_config: p.source_command_config.clone(),
+        ..p.clone()
+    }
+}
+
 /// The offset-syncs topic and a client for its cluster, from the --syncs-* flags (or the MM2
 /// config's --source alias).
 pub async fn syncs_cluster(
@@ -485,11 +514,7 @@ fn write_csv(out: &mut dyn Write, precise: &PreciseTranslation, terminal: bool) 
 /// `checkpoint_upstream_offset` and `max_rereads` added, `syncs_report` and `missing_groups`
 /// beside `report`; with `--match-records` also
 /// `syncs_offset`, `syncs_rule` and `unmatched` per row and `matching` at the top.
-fn write_json(out: &mut dyn Write, precise: &PreciseTranslation) -> io::Result<()> {
-    write_json_with(out, precise, None)
-}
-
-/// [`write_json`] with `extra` members (`,"name":value...`) before the closing brace.
+/// `extra`: members (`,"name":value...`) added before the closing brace.
 pub fn write_json_with(
     out: &mut dyn Write,
     precise: &PreciseTranslation,
