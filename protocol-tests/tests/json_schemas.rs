@@ -47,7 +47,7 @@ impl Documents {
     }
 
     /// Saves `text` (one JSON document) as an instance of `schema`.
-    fn add(&mut self, schema: &str, label: &str, text: &str) {
+    fn add(&mut self, schema: &str, label: &str, text: &str) -> serde_json::Value {
         let value: serde_json::Value = serde_json::from_str(text.trim())
             .unwrap_or_else(|e| panic!("{label}: not one JSON document ({e}):\n{text}"));
         // Every document carries the version, but an undo file's group and end lines, which the
@@ -58,11 +58,18 @@ impl Documents {
         self.count += 1;
         let name = format!("{schema}__{:02}-{label}.json", self.count);
         std::fs::write(self.dir.path().join(name), text).unwrap();
+        value
     }
 
     /// Runs the CLI with `args`: it must exit with one of `codes`; its stdout is a document of
     /// `schema`.
-    fn run(&mut self, schema: &str, label: &str, args: &[&str], codes: &[i32]) {
+    fn run(
+        &mut self,
+        schema: &str,
+        label: &str,
+        args: &[&str],
+        codes: &[i32],
+    ) -> serde_json::Value {
         let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
         let run = run_bounded(Path::new(BIN), &args, Duration::from_secs(60));
         let stdout = String::from_utf8_lossy(&run.stdout).into_owned();
@@ -72,7 +79,7 @@ impl Documents {
             run.code,
             run.stderr
         );
-        self.add(schema, label, &stdout);
+        self.add(schema, label, &stdout)
     }
 
     /// A file the CLI wrote (a plan, an undo file): a document of `schema`.
@@ -249,6 +256,31 @@ async fn every_output_matches_its_schema_on_kafka_4() {
         ]),
         &[3],
     );
+    // With a source connection every failover carries the `replication` section: here the
+    // hand-laid replica is not proven, so the section says so (complete false), never a 0.
+    let source = ["--source-bootstrap-server", primary];
+    for (schema, label, command) in [
+        ("translate", "translate-replication", "translate"),
+        ("apply", "apply-replication", "apply"),
+    ] {
+        let doc = docs.run(
+            schema,
+            label,
+            &with(&[
+                &[command],
+                &read,
+                &["--group", apply_group.as_str()],
+                &json,
+                &source,
+                &syncs_topic,
+            ]),
+            &[0],
+        );
+        let section = &doc["replication"][p.as_str()];
+        assert_eq!(section["measured"], true, "{label}: {doc}");
+        assert_eq!(section["total"]["partitions"], 1, "{label}: {doc}");
+        assert_eq!(section["total"]["unproven"], 1, "{label}: {doc}");
+    }
     docs.run(
         "translate",
         "translate-precise",

@@ -91,13 +91,12 @@ fn translate_usage(args: &TranslateArgs) -> Result<(), String> {
 
 /// The `--precise` family: every flag used, none ignored.
 fn precise_usage(p: &super::args::PreciseArgs, args: &TranslateArgs) -> Result<(), String> {
-    if !p.precise && (p.syncs.names_syncs_cluster() || p.syncs.names_source_cluster()) {
+    // A source connection is always used: the failover's replication figure (what it leaves on
+    // the primary) is measured with it, and its offset-syncs topic with the --syncs-* flags.
+    if !p.precise && p.syncs.names_syncs_cluster() && !p.syncs.names_source_cluster() {
         return Err(
-            "the --syncs-* and --source-* cluster flags are only used with --precise".to_string(),
+            "the --syncs-* flags are only used with --precise, or with --source-bootstrap-server (the replication figure)".to_string(),
         );
-    }
-    if p.syncs.names_source_cluster() && !p.from_source_offsets && !p.match_records {
-        return Err("--source-bootstrap-server and --source-command-config are only used by --from-source-offsets and --match-records".to_string());
     }
     if p.offsets_file.is_some() {
         if p.from_source_offsets {
