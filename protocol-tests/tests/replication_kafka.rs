@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use mm2_offsets::client::{Deadline, IsolationLevel, KafkaClient, OffsetSpec, ReadOptions};
 use mm2_offsets::mm2::ReplicationPolicy;
+use mm2_offsets::mm2::checkpoint::{self, CheckpointKey, CheckpointValue};
 use mm2_offsets::mm2::offset_sync::{OffsetSyncKey, OffsetSyncValue, encode_key, encode_value};
 use mm2_offsets::precise::SyncsSource;
 use mm2_offsets::records::builder::{BatchBuilder, RecordSpec};
@@ -424,6 +425,110 @@ async fn replication_counts_what_the_backup_lacks() {
         );
     }
     assert_eq!(doc["total"]["not_copied"], 12);
+
+    // Every failover says it: a group that resumes on the "behind" replica, translated and
+    // planned with a source connection, is told the 7 records its partition lacks, on stderr
+    // and in the JSON's `replication` section, for its partitions only (not "caught" nor the
+    // others of the flow).
+    let group = format!("{alias}-group");
+    let checkpoints = format!("{alias}.checkpoints.internal");
+    backup_raw.create_topic(&checkpoints, 1).await;
+    let key = checkpoint::encode_key(&CheckpointKey {
+        group: group.as_bytes(),
+        // MirrorMaker 2's checkpoints name the topic on the backup.
+        topic: replica("behind").as_bytes(),
+        partition: 0,
+    })
+    .unwrap();
+    let value = checkpoint::encode_value(&CheckpointValue {
+        version: 0,
+        upstream_offset: 20,
+        downstream_offset: 20,
+        metadata: b"",
+    })
+    .unwrap();
+    backup_raw
+        .produce(&checkpoints, 0, &[(Some(key), Some(value))])
+        .await;
+    for command in ["translate", "apply"] {
+        let out = std::process::Command::new(bin)
+            .args([
+                command,
+                "--bootstrap-server",
+                k39.var("PLAINTEXT"),
+                "--source",
+                &alias,
+                "--group",
+                &group,
+                "--source-bootstrap-server",
+                k4.var("PLAINTEXT"),
+                "--syncs-topic",
+                &syncs_topic,
+                "--no-progress",
+                "-o",
+                "json",
+            ])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{command}: {stderr}");
+        let behind = &want[&replica("behind")];
+        assert_eq!(behind.not_copied, 7, "the producer's figure");
+        let oldest = humantime::format_rfc3339_millis(
+            std::time::UNIX_EPOCH + Duration::from_millis(behind.oldest.unwrap() as u64),
+        );
+        let line = format!(
+            "failing over now leaves 7 records on the primary that the backup does not have (1 partitions, the oldest from {oldest})"
+        );
+        assert!(stderr.contains(&line), "{command}: {stderr}");
+        let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let section = &doc["replication"][alias.as_str()];
+        assert_eq!(section["measured"], true, "{command}: {doc}");
+        assert_eq!(section["total"]["not_copied"], 7, "{command}: {section}");
+        assert_eq!(section["total"]["partitions"], 1, "{command}: {section}");
+        let rows = section["rows"].as_array().unwrap();
+        assert_eq!(rows[0]["topic"], replica("behind"), "{command}: {section}");
+        assert_eq!(
+            rows[0]["copied_to"], behind.copied_to,
+            "{command}: {section}"
+        );
+        println!("{command}: {line}");
+    }
+    // A primary that cannot be reached is said plainly, never a 0.
+    let unreachable = std::process::Command::new(bin)
+        .args([
+            "translate",
+            "--bootstrap-server",
+            k39.var("PLAINTEXT"),
+            "--source",
+            &alias,
+            "--group",
+            &group,
+            "--source-bootstrap-server",
+            "127.0.0.1:1",
+            "--syncs-topic",
+            &syncs_topic,
+            "--timeout",
+            "10s",
+            "--no-progress",
+            "-o",
+            "json",
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&unreachable.stderr);
+    assert!(stderr.contains("NOT MEASURED"), "{stderr}");
+    assert!(!stderr.contains("leaves 0"), "{stderr}");
+    let doc: serde_json::Value = serde_json::from_slice(&unreachable.stdout).unwrap();
+    assert_eq!(
+        doc["replication"][alias.as_str()]["measured"],
+        false,
+        "{doc}"
+    );
+    println!(
+        "unreachable primary: {}",
+        stderr.lines().last().unwrap_or("")
+    );
     // The document against its schema (docs/schemas/replication.schema.json).
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("replication__01-cli.json"), &out.stdout).unwrap();

@@ -101,6 +101,25 @@ async fn one_source(
     .await
     .map_err(|e| format!("{} (offset-syncs topic {topic})", crate::hints::explain(&e)))?;
     report.retain(|topic, partition| partitions.contains(&(topic, partition)));
+    // A selected partition that is no replica of the source on the backup has no figure: said,
+    // never counted as caught up.
+    if report.rows.len() < partitions.len() {
+        let found: BTreeSet<(&str, i32)> = report
+            .rows
+            .iter()
+            .map(|r| (r.topic.as_str(), r.partition))
+            .collect();
+        let absent: Vec<String> = partitions
+            .iter()
+            .filter(|p| !found.contains(p))
+            .map(|(t, p)| format!("{}-{p}", crate::escape::for_terminal(t)))
+            .collect();
+        return Err(format!(
+            "{} selected partition(s) are not replicas of {source} on the backup ({}): no figure for them",
+            absent.len(),
+            absent.join(", ")
+        ));
+    }
     Ok(report)
 }
 
