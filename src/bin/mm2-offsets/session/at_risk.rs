@@ -17,7 +17,7 @@ use crate::args::{ConnectionArgs, SyncsArgs};
 /// The figure for one source alias, or why there is none.
 pub enum AtRisk {
     /// Measured: the rows of the selected groups' partitions only.
-    Measured(Replication),
+    Measured(Box<Replication>),
     /// Not measured: what failed, in words.
     Failed(String),
 }
@@ -61,7 +61,7 @@ pub async fn measure_for(
         )
         .await
         {
-            Ok(report) => AtRisk::Measured(report),
+            Ok(report) => AtRisk::Measured(Box::new(report)),
             Err(why) => AtRisk::Failed(why),
         };
         by_source.insert(source.to_string(), figure);
