@@ -11,7 +11,8 @@
 //! | [`watch`]     | the live translation map, its freshness, the periodic apply |
 //! | [`failback`]  | the way back: the reverse rule, reverse record matching, the failback translation |
 //! | [`verify`]    | committed target offsets checked against the source, record by record |
-//! | [`apply`]     | plans, verdicts, the executor that commits offsets on the target, undo plans |
+//! | [`undo`]      | the way back: an undo file read back, re-checked against the cluster and executed |
+//! | [`apply`]     | plans, verdicts, the executor that commits offsets on the target, the undo journal |
 //! | [`replication`] | what a failover would lose now: per remote partition, the source records not yet copied, proven by the records |
 //! | [`precise`]   | the offset-sync history: re-translation, source offsets |
 //! | [`record_match`] | record matching: a group's next record found by content and position, forwards, backwards and at the tip |
@@ -62,6 +63,7 @@ pub mod responses;
 pub(crate) mod responses;
 pub mod select;
 pub mod translate;
+pub mod undo;
 pub mod verify;
 pub mod watch;
 // Framing, connections and the kafka-protocol types they speak: internals, public only to the

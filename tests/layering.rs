@@ -12,6 +12,7 @@ const LAYERS_TOP_DOWN: &[&str] = &[
     "watch",
     "failback",
     "verify",
+    "undo",
     "apply",
     "replication",
     "precise",

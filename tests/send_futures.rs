@@ -12,7 +12,6 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::time::Duration;
 
-use mm2_offsets::apply::undo;
 use mm2_offsets::apply::{self, ApplyOptions, ApplyPlan};
 use mm2_offsets::client::{
     Backoff, CommitOptions, Coordinators, Deadline, GroupCoordinator, IsolationLevel, KafkaClient,
@@ -26,6 +25,7 @@ use mm2_offsets::precise::{self, Input, PreciseRequest, Syncs, SyncsSource, Upst
 use mm2_offsets::record_match::{self, MatchOptions, MatchRow};
 use mm2_offsets::select::GroupSelector;
 use mm2_offsets::translate::{MirrorClient, TranslateRequest, Translation};
+use mm2_offsets::undo;
 use mm2_offsets::watch::{
     ApplyLoop, SyncsWatchOptions, SyncsWatcher, TickReport, WatchOptions, Watcher,
 };
@@ -41,7 +41,7 @@ const LISTED: &[&str] = &[
     "src/apply/mod.rs:plan",
     "src/apply/mod.rs:plan_apply",
     "src/apply/recheck.rs:recheck",
-    "src/apply/undo.rs:execute_undo",
+    "src/undo/mod.rs:execute_undo",
     "src/client/cluster.rs:cluster_id",
     "src/client/cluster.rs:connect",
     "src/client/cluster.rs:describe_topic",

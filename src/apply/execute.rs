@@ -7,10 +7,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use serde::Serialize;
 
 use super::authz::{self, GROUP_AUTHORIZATION_FAILED, TOPIC_AUTHORIZATION_FAILED};
-use super::journal::{UndoEnd, UndoHeader, UndoJournal, mark, new_run_id};
+use super::journal::{
+    Committed, UndoEnd, UndoGroup, UndoHeader, UndoJournal, UndoPartition, mark, new_run_id,
+};
 use super::read::{non_consumer_groups, partitions_of};
 use super::recheck::{Context, Fresh, fresh_groups, moved_offsets, other_cluster};
-use super::undo::{Committed, UndoGroup, UndoPartition};
 use super::{
     ApplyOptions, ApplyPlan, Change, GroupError, GroupPlan, GroupRefusal, GroupStatus,
     PartitionPlan, SkipReason, Verdict, refusal,

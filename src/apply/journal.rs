@@ -12,15 +12,14 @@
 //!
 //! [`FileJournal`] writes JSON Lines: a header line, one line per group, and a last line when
 //! the run finished. A file cut at any point parses up to its last whole line;
-//! [`UndoPlan::parse`](super::undo::UndoPlan::parse) accepts a torn last line and says so.
+//! [`UndoPlan::parse`](crate::undo::UndoPlan::parse) accepts a torn last line and says so.
 //!
 //! Every commit of a journaled run also carries the run id at the end of its metadata
 //! ([`mark`]), so that an undo can prove from the cluster, not from the file, that this run
 //! wrote a partition: see [`run_marker`].
 //!
 //! ```
-//! use mm2_offsets::apply::journal::{UndoHeader, UndoJournal};
-//! use mm2_offsets::apply::undo::UndoGroup;
+//! use mm2_offsets::apply::journal::{UndoGroup, UndoHeader, UndoJournal};
 //!
 //! /// A journal an embedder keeps in memory (e.g. to send it elsewhere before each commit).
 //! #[derive(Default)]

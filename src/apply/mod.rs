@@ -18,17 +18,17 @@
 //! - Kafka's `AlterConsumerGroupOffsetsHandler`, `ClassicGroup.validateOffsetCommit`,
 //!   `ConsumerGroup.validateOffsetCommit`
 
-mod authz;
+pub(crate) mod authz;
 mod execute;
 pub mod journal;
 mod logs;
-mod read;
+pub(crate) mod read;
 mod reason;
 mod recheck;
 mod summary;
-pub mod undo;
 mod verdict;
 
+pub(crate) use execute::WAVE;
 pub use execute::{
     ApplyReport, CommitState, GroupOutcome, GroupResult, PartitionResult, WriteAhead, execute,
     execute_with, execute_write_ahead,
@@ -88,7 +88,7 @@ pub struct ApplyOptions {
     /// (plan, re-check, read-back) are batched per coordinator and need no window.
     pub concurrency: usize,
     /// Budget of [`execute`]. The other entry points ([`plan`], [`execute_with`],
-    /// [`execute_write_ahead`], [`recheck`], [`undo::execute_undo`]) take the run's one
+    /// [`execute_write_ahead`], [`recheck`], [`crate::undo::execute_undo`]) take the run's one
     /// deadline instead.
     pub timeout: std::time::Duration,
 }

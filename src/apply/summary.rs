@@ -21,7 +21,6 @@ use std::fmt;
 
 use serde::Serialize;
 
-use super::undo::{UndoReport, UndoState};
 use super::{
     ApplyPlan, ApplyReport, CommitState, GroupError, GroupOutcome, GroupPlan, GroupRefusal,
     GroupStatus, PartitionPlan, SkipReason, Verdict,
@@ -135,51 +134,6 @@ impl Summary {
         s
     }
 
-    /// An undo (dry run or execute): each partition restored or deleted and read back is
-    /// `committed`, one already as it was `unchanged`, one the re-check refuses
-    /// `refused` by its state (`changed-since`, `not-written-by-run`, `topic-changed`,
-    /// `out-of-range`), a skipped group's partitions refused by its reason.
-    pub fn of_undo(report: &UndoReport) -> Summary {
-        let mut s = Summary {
-            executed: report.executed,
-            ..Summary::default()
-        };
-        for g in &report.groups {
-            if g.skipped.is_some() {
-                // A skipped group lists no partitions: one refusal for the group.
-                s.refuse("group-skipped");
-                continue;
-            }
-            for p in &g.partitions {
-                match p.state {
-                    UndoState::WouldRestore | UndoState::WouldDelete => s.to_write += 1,
-                    UndoState::Restored | UndoState::Deleted => {
-                        s.to_write += 1;
-                        if p.read_back == p.before {
-                            s.committed += 1;
-                        } else {
-                            s.unverified += 1;
-                        }
-                    }
-                    UndoState::AlreadyRestored => s.unchanged += 1,
-                    UndoState::ChangedSince => s.refuse("changed-since"),
-                    UndoState::NotWrittenByRun => s.refuse("not-written-by-run"),
-                    UndoState::TopicChanged => s.refuse("topic-changed"),
-                    UndoState::OutOfRange => s.refuse("out-of-range"),
-                    UndoState::Failed => {
-                        s.to_write += 1;
-                        s.failed += 1;
-                    }
-                    UndoState::Unknown => {
-                        s.to_write += 1;
-                        s.unknown += 1;
-                    }
-                }
-            }
-        }
-        s
-    }
-
     /// A partition that an execute does not send: counted by its plan.
     fn count_planned(&mut self, g: &GroupPlan, p: &PartitionPlan) {
         match &g.status {
@@ -193,7 +147,8 @@ impl Summary {
         }
     }
 
-    fn refuse(&mut self, rule: &str) {
+    /// Counts one refusal by `rule` (the undo's summary counts its states with it).
+    pub(crate) fn refuse(&mut self, rule: &str) {
         *self.refused.entry(rule.to_string()).or_default() += 1;
     }
 

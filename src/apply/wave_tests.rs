@@ -10,11 +10,11 @@ use kafka_protocol::messages::ApiKey;
 use super::execute::{WAVE, execute_in_waves};
 use super::journal::{UndoHeader, UndoJournal};
 use super::tests::translation;
-use super::undo::{UndoGroup, UndoPlan, execute_undo};
 use super::*;
 use crate::fake::batch_tests::{client_for, deadline};
 use crate::fake::coordinator_tests::assert_report_matches_the_cluster;
 use crate::fake::{FakeCluster, Fault};
+use crate::undo::{UndoGroup, UndoPlan, execute_undo};
 
 const TOPIC: &str = "orders";
 
@@ -410,7 +410,7 @@ async fn an_undo_reads_and_writes_in_batches_and_restores_every_group() {
     let refused = execute_undo(&client, &edited, &options, true, &deadline()).await;
     assert_eq!(
         refused.groups[0].partitions[0].state,
-        super::undo::UndoState::NotWrittenByRun,
+        crate::undo::UndoState::NotWrittenByRun,
         "{refused:?}"
     );
     assert_eq!(cluster.committed("group-03")[&(TOPIC.to_string(), 0)], 77);
@@ -479,7 +479,7 @@ fn every_apply_future_is_send(
     client: &KafkaClient,
     planned: &ApplyPlan,
     translation: &Translation,
-    undo: &super::undo::UndoPlan,
+    undo: &crate::undo::UndoPlan,
 ) {
     fn send<T: Send>(_: T) {}
     let d = deadline();

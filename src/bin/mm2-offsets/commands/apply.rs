@@ -234,7 +234,7 @@ async fn saved_plan(
         MAX_PLAN_BYTES,
         "a plan is the JSON that apply --plan-out writes; this is probably the wrong file",
     )?;
-    if mm2_offsets::apply::undo::UndoPlan::is_undo_document(&text) {
+    if mm2_offsets::undo::UndoPlan::is_undo_document(&text) {
         // An undo file (apply/failback --undo-out): restored with its own re-checks.
         let t = &args.translate;
         let flags = (args.execute, args.undo_out.is_some());

@@ -12,15 +12,14 @@ use std::io::Write;
 use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use mm2_offsets::apply::{
-    self, ApplyOptions, ApplyPlan, ApplyReport, PlanInput, VerdictRules, undo::UndoPlan,
-};
+use mm2_offsets::apply::{self, ApplyOptions, ApplyPlan, ApplyReport, PlanInput, VerdictRules};
 use mm2_offsets::client::{Deadline, KafkaClient};
 use mm2_offsets::failback::FailbackRule;
 use mm2_offsets::failback::{FailbackRequest, FailbackTranslation, translate_failback};
 use mm2_offsets::record_match::MatchOptions;
 use mm2_offsets::select::GroupSelector;
 use mm2_offsets::translate::MirrorClient;
+use mm2_offsets::undo::UndoPlan;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 

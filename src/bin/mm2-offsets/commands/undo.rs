@@ -6,10 +6,10 @@ use std::io::{ErrorKind, Write};
 use std::path::{Path, PathBuf};
 
 use mm2_offsets::apply::journal::{FileJournal, UndoJournal};
-use mm2_offsets::apply::undo::{self, UndoPlan, UndoReport, UndoState};
 use mm2_offsets::apply::{self, ApplyOptions, ApplyPlan, ApplyReport, WriteAhead};
 use mm2_offsets::client::{Deadline, KafkaClient};
 use mm2_offsets::translate::Translation;
+use mm2_offsets::undo::{self, UndoPlan, UndoReport, UndoState};
 
 use crate::args::{ConnectionArgs, OutputFormat};
 use crate::escape::for_terminal;

@@ -1,9 +1,9 @@
 //! Undo: a plan that puts back what an execute changed.
 //!
-//! A journaled execute ([`execute_write_ahead`](super::execute_write_ahead) with an
-//! [`UndoJournal`](super::journal::UndoJournal)) records, before each wave's commits, every
+//! A journaled execute ([`execute_write_ahead`](crate::apply::execute_write_ahead) with an
+//! [`UndoJournal`](crate::apply::journal::UndoJournal)) records, before each wave's commits, every
 //! group's previous offsets (offset and metadata, or none) and what it will write; a
-//! [`FileJournal`](super::journal::FileJournal) is the undo file. [`UndoPlan::parse`] reads it
+//! [`FileJournal`](crate::apply::journal::FileJournal) is the undo file. [`UndoPlan::parse`] reads it
 //! back. [`execute_undo`] restores that state later, as a plan, with every row derived again:
 //!
 //! - the undo names the cluster it was written on (else it is refused, as a file of an older
@@ -12,7 +12,7 @@
 //! - each partition must hold now exactly the offset the run wrote (else `changed-since`:
 //!   someone committed after the run, and putting the old offset back would undo their work),
 //!   and that commit's metadata must end with the run's marker
-//!   ([`journal::run_marker`](super::journal::run_marker)): the cluster, not the file, says that this
+//!   ([`journal::run_marker`](crate::apply::journal::run_marker)): the cluster, not the file, says that this
 //!   run wrote it (else `not-written-by-run`);
 //! - the topic must be the same topic (its id; where the broker has no ids, a log end that
 //!   never went back below the one seen at the run) and the offset to restore must lie within
@@ -22,7 +22,7 @@
 //! reads from `auto.offset.reset` again, as it did.
 //!
 //! ```
-//! use mm2_offsets::apply::undo::UndoPlan;
+//! use mm2_offsets::undo::UndoPlan;
 //!
 //! let text = concat!(
 //!     r#"{"schema_version":1,"kind":"undo","format":"jsonl","cluster_id":"c1","run_id":"0123456789abcdef","created_at_ms":0}"#, "\n",
@@ -43,16 +43,15 @@ use std::collections::{BTreeMap, BTreeSet};
 use futures::StreamExt;
 use serde::{Deserialize, Serialize};
 
-use super::authz::{
+use crate::apply::authz::{
     GROUP_AUTHORIZATION_FAILED, TOPIC_AUTHORIZATION_FAILED, group_denied, topic_denied,
 };
-use super::execute::WAVE;
-use super::journal::{JOURNAL_FORMAT, UndoEnd, UndoHeader, run_marker};
-use super::read::{
+use crate::apply::journal::{JOURNAL_FORMAT, UndoEnd, UndoHeader, run_marker};
+use crate::apply::read::{
     GroupRead, checked, denied_topics, non_consumer_groups, partitions_of, read_groups, target_logs,
 };
-use super::{
-    ApplyOptions, GroupError, PLAN_SCHEMA_VERSION, PlanSchemaError, TargetLogs, refusal,
+use crate::apply::{
+    ApplyOptions, GroupError, PLAN_SCHEMA_VERSION, PlanSchemaError, TargetLogs, WAVE, refusal,
     target_partition, topic_id,
 };
 use crate::client::{
@@ -60,7 +59,7 @@ use crate::client::{
     PartitionsWanted, found_coordinators, not_a_consumer_group,
 };
 
-pub use super::journal::{Committed, UNDO_KIND, UndoGroup, UndoPartition};
+pub use crate::apply::journal::{Committed, UNDO_KIND, UndoGroup, UndoPartition};
 
 /// UNKNOWN_MEMBER_ID: on an admin commit, the group has (gained) members.
 const UNKNOWN_MEMBER_ID: i16 = 25;
@@ -903,101 +902,6 @@ fn refused_words(code: i16, partition: &UndoPartitionResult, group: &str) -> Str
     }
 }
 
+mod summary;
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    const HEADER: &str = r#"{"schema_version":1,"kind":"undo","format":"jsonl","cluster_id":"c","run_id":"0123456789abcdef","created_at_ms":5}"#;
-
-    fn group(name: &str, partition: i32) -> String {
-        format!(
-            r#"{{"group":"{name}","partitions":[{{"topic":"t","partition":{partition},"topic_id":null,"log_end":9,"written":3,"before":null}}]}}"#
-        )
-    }
-
-    #[test]
-    fn a_journal_cut_anywhere_parses_up_to_its_last_whole_line() {
-        let whole = format!(
-            "{HEADER}\n{}\n{}\n{{\"end\":{{\"finished_at_ms\":6,\"groups\":2,\"stopped\":null}}}}\n",
-            group("a", 0),
-            group("b", 0)
-        );
-        let parsed = UndoPlan::parse(&whole).unwrap();
-        assert_eq!(parsed.plan.groups.len(), 2);
-        assert_eq!(parsed.plan.run_id.as_deref(), Some("0123456789abcdef"));
-        assert!(parsed.end.is_some() && parsed.torn_line.is_none());
-        // Every prefix of the file: empty while the header is incomplete, else the whole lines
-        // before the cut, the cut line reported torn.
-        for cut in 0..whole.len() {
-            let prefix = &whole[..cut];
-            // A cut just before a newline leaves that line whole.
-            let at_line_end = whole.as_bytes()[cut] == b'\n';
-            let whole_lines = prefix.matches('\n').count() + usize::from(at_line_end);
-            match UndoPlan::parse(prefix) {
-                Err(UndoFileError::Empty) => assert!(cut < HEADER.len(), "{cut}"),
-                Ok(p) => {
-                    assert_eq!(p.plan.groups.len(), (whole_lines - 1).min(2), "{cut}");
-                    let torn = !prefix.ends_with('\n') && !at_line_end;
-                    assert_eq!(p.torn_line.is_some(), torn, "{cut}");
-                }
-                Err(e) => panic!("cut at {cut}: {e}"),
-            }
-        }
-    }
-
-    #[test]
-    fn a_broken_middle_line_a_duplicate_and_an_older_file_are_refused() {
-        let middle = format!("{HEADER}\n{{\"group\":\n{}\n", group("a", 0));
-        assert!(matches!(
-            UndoPlan::parse(&middle),
-            Err(UndoFileError::Line { line: 2, .. })
-        ));
-        let twice = format!("{HEADER}\n{}\n{}\n", group("a", 0), group("a", 0));
-        let e = UndoPlan::parse(&twice).unwrap_err().to_string();
-        assert!(e.contains("listed twice"), "{e}");
-        let older = "{\n  \"schema_version\": 1,\n  \"kind\": \"undo\",\n  \"created_at_ms\": 0,\n  \"groups\": []\n}\n";
-        assert!(UndoPlan::is_undo_document(older));
-        assert_eq!(UndoPlan::parse(older), Err(UndoFileError::Unbound));
-        let no_cluster = HEADER.replace(r#""cluster_id":"c","#, "");
-        assert!(UndoPlan::parse(&format!("{no_cluster}\n")).is_err());
-        assert_eq!(UndoPlan::parse(""), Err(UndoFileError::Empty));
-    }
-
-    #[test]
-    fn an_authorization_refusal_is_failed_with_the_acl_to_add() {
-        let partition = |before| UndoPartitionResult {
-            topic: "t".into(),
-            partition: 0,
-            written: 3,
-            before,
-            found: Some(3),
-            state: UndoState::WouldDelete,
-            error: None,
-            read_back: Some(3),
-        };
-        let mut result = UndoGroupResult {
-            group: "g".into(),
-            skipped: None,
-            partitions: vec![partition(None), partition(Some(1))],
-        };
-        result.partitions[1].topic = "u".into();
-        let codes: Codes = [
-            (("t".to_string(), 0), Ok(GROUP_AUTHORIZATION_FAILED)),
-            (("u".to_string(), 0), Ok(TOPIC_AUTHORIZATION_FAILED)),
-        ]
-        .into();
-        settle_undo(&mut result, &codes, None);
-        let (delete, restore) = (&result.partitions[0], &result.partitions[1]);
-        assert_eq!(delete.state, UndoState::Failed);
-        let words = delete.error.as_deref().unwrap();
-        assert!(
-            words.starts_with("GROUP_AUTHORIZATION_FAILED")
-                && words.contains("lacks DELETE on Group \"g\" (OffsetDelete needs it)")
-                && words.contains("kafka-acls.sh --add --operation Delete --group"),
-            "{words}"
-        );
-        assert_eq!(restore.state, UndoState::Failed);
-        let words = restore.error.as_deref().unwrap();
-        assert!(words.contains("lacks READ on Topic \"u\""), "{words}");
-    }
-}
+mod tests;
