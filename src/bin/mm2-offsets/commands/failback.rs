@@ -26,7 +26,7 @@ use serde_json::Value;
 use crate::args::{ConnectionArgs, FailbackArgs, OutputFormat};
 use crate::escape::for_terminal;
 use crate::exit::{EXIT_ERROR, EXIT_INCOMPLETE, Stop, output_failed};
-use crate::session::precise::{offset_syncs_alias, offset_syncs_topics};
+use crate::session::sync_clusters::{offset_syncs_alias, offset_syncs_topics};
 use crate::{connection, hints, session};
 
 /// The largest plan file read (as for `apply --plan`).

@@ -27,8 +27,8 @@ pub async fn run(args: ReplicationArgs) -> Result<i32, Stop> {
     let budget = Deadline::after(args.timeout);
     let settings = crate::connection::settings(&args.connection)?;
     let client = session::connect(settings, budget.remaining()).await?;
-    let syncs_args = session::precise::syncs_on_source_by_default(&args.syncs);
-    let syncs = session::precise::syncs_cluster(
+    let syncs_args = session::sync_clusters::syncs_on_source_by_default(&args.syncs);
+    let syncs = session::sync_clusters::syncs_cluster(
         &syncs_args,
         &args.connection,
         &client,
@@ -37,7 +37,7 @@ pub async fn run(args: ReplicationArgs) -> Result<i32, Stop> {
     )
     .await?;
     let primary =
-        session::precise::source_cluster(&args.syncs, Some(&syncs.client), &budget).await?;
+        session::sync_clusters::source_cluster(&args.syncs, Some(&syncs.client), &budget).await?;
     let mut request = ReplicationRequest::new(args.source.clone(), topics);
     request.timeout = budget.remaining();
     request.max_bytes_per_fetch = args.max_fetch_bytes;

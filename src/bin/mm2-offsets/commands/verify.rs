@@ -35,11 +35,16 @@ pub async fn run(args: VerifyArgs) -> Result<i32, Stop> {
             sources.join(", ")
         )));
     };
-    let syncs =
-        session::precise::syncs_cluster(&args.syncs, &args.connection, &client, source, &budget)
-            .await?;
+    let syncs = session::sync_clusters::syncs_cluster(
+        &args.syncs,
+        &args.connection,
+        &client,
+        source,
+        &budget,
+    )
+    .await?;
     let source_client =
-        session::precise::source_cluster(&args.syncs, Some(&syncs.client), &budget).await?;
+        session::sync_clusters::source_cluster(&args.syncs, Some(&syncs.client), &budget).await?;
     let requested: Vec<String> = groups.ids_requested().map(str::to_string).collect();
     let mut request = TranslateRequest::new(source.clone(), groups);
     request.isolation = IsolationLevel::ReadUncommitted;

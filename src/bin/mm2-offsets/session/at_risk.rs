@@ -78,10 +78,11 @@ async fn one_source(
     max_fetch_bytes: i32,
     budget: &Deadline,
 ) -> Result<Replication, String> {
-    let syncs_args = super::precise::syncs_on_source_by_default(syncs);
+    let syncs_args = super::sync_clusters::syncs_on_source_by_default(syncs);
     let syncs_source =
-        super::precise::syncs_cluster(&syncs_args, target, client, source, budget).await?;
-    let primary = super::precise::source_cluster(syncs, Some(&syncs_source.client), budget).await?;
+        super::sync_clusters::syncs_cluster(&syncs_args, target, client, source, budget).await?;
+    let primary =
+        super::sync_clusters::source_cluster(syncs, Some(&syncs_source.client), budget).await?;
     let topics: BTreeSet<&str> = partitions.iter().map(|(t, _)| *t).collect();
     let mut request = ReplicationRequest::new(source, GroupSelector::ids(topics));
     request.timeout = budget.remaining();

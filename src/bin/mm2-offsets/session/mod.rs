@@ -4,6 +4,7 @@
 
 pub mod at_risk;
 pub mod precise;
+pub mod sync_clusters;
 
 use std::sync::Arc;
 

@@ -39,7 +39,7 @@ pub async fn start(
             sources.join(", ")
         ));
     };
-    let syncs = crate::session::precise::syncs_cluster(
+    let syncs = crate::session::sync_clusters::syncs_cluster(
         &p.syncs,
         &args.connection,
         client,
