@@ -14,6 +14,9 @@
 //! several possible ones, or whose records were removed, keeps the syncs' answer and says why
 //! ([`Unmatched`]).
 //!
+//! A row below the partition's oldest kept sync (the offset-syncs topic is compacted) has a
+//! window from the replica's log start, read after the others ([`plan::plan_head`]).
+//!
 //! Each partition is read once for all its rows: the windows of its rows are merged into a few
 //! offset ranges per side, and the bytes fetched per side are bounded
 //! ([`MatchOptions::budget_bytes`]); a row whose window would pass the budget keeps the syncs'
@@ -332,6 +335,13 @@ impl<A: Clone> PartitionOutcome<A> {
         }
     }
 
+    /// Adds a further read of the same partition.
+    pub(crate) fn add_read(&mut self, up: &side::Side, down: &side::Side, plan: &plan::ReadPlan) {
+        self.upstream_bytes += up.bytes;
+        self.downstream_bytes += down.bytes;
+        self.ranges += plan.upstream.len() + plan.downstream.len();
+    }
+
     /// Every row answered `answer` (not read, and why).
     pub(crate) fn failed(job: &PartitionJob, answer: A, why: String) -> Self {
         PartitionOutcome {
@@ -377,6 +387,30 @@ pub(crate) fn walk_bounds(
             downstream
         }
     })
+}
+
+/// Each row's answer from one read of a partition (`windows` from the plan it read), or the
+/// downstream offset that shows the records contradict the history.
+pub(crate) fn answer_read(
+    (up, down): (&side::Side, &side::Side),
+    history: &LogOrder,
+    ends: Ends,
+    rows: &[i64],
+    windows: &[Option<walk::Window>],
+) -> Result<Vec<Result<i64, Unmatched>>, i64> {
+    let upstream = Upstream::new(up, down.log_append_time);
+    let bounds = walk_bounds(&upstream, down, history, ends.upstream)?;
+    let matched = Matched {
+        up: upstream,
+        down,
+        bounds,
+        ends,
+    };
+    Ok(rows
+        .iter()
+        .zip(windows)
+        .map(|(&u, &window)| matched.answer(u, window))
+        .collect())
 }
 
 async fn pair_ends(
@@ -447,27 +481,57 @@ async fn match_partition(
         }
     });
     let mut outcome = PartitionOutcome::read(&up, &down, &plan);
-    let upstream = Upstream::new(&up, down.log_append_time);
-    let bounds = match walk_bounds(&upstream, &down, &job.history, ends.upstream) {
-        Ok(bounds) => bounds,
+    let mut answers = match answer_read((&up, &down), &job.history, ends, &job.offsets, &windows) {
+        Ok(answers) => answers,
         Err(at) => return outcome.inconsistent(job, Err(Unmatched::Inconsistent), at),
     };
-    let matched = Matched {
-        up: upstream,
-        down: &down,
-        bounds,
-        ends,
+    // What was not read because the read stopped says why.
+    let why_unread = |answer: Result<i64, Unmatched>, unread: Option<Unmatched>| match answer {
+        Err(Unmatched::NotRead) => Err(unread.unwrap_or(Unmatched::NotRead)),
+        answer => answer,
     };
-    outcome.answers = job
-        .offsets
-        .iter()
-        .zip(&windows)
-        .map(|(&u, &window)| match matched.answer(u, window) {
-            // What was not read because the read stopped says why.
-            Err(Unmatched::NotRead) => Err(unread.unwrap_or(Unmatched::NotRead)),
-            answer => answer,
-        })
+    answers = answers.into_iter().map(|a| why_unread(a, unread)).collect();
+    // The rows below the oldest kept sync, read on their own (see `plan::plan_head`).
+    let head: Vec<usize> = (0..answers.len())
+        .filter(|&i| answers[i] == Err(Unmatched::NoSync))
         .collect();
+    let downstream_start = pair.downstream_start.get(&job.partition).copied();
+    if let (false, Some(start)) = (head.is_empty(), downstream_start) {
+        let offsets: Vec<i64> = head.iter().map(|&i| job.offsets[i]).collect();
+        let (head_windows, head_plan) =
+            plan::plan_head(&job.history, &offsets, ends, start, stable);
+        let answered = if head_plan.downstream.is_empty() {
+            None
+        } else if head_plan.too_large_for(&up, &down, clusters.options.budget_bytes) {
+            Some(Ok(vec![Err(Unmatched::Budget); offsets.len()]))
+        } else {
+            let (up, down, stopped) = job.read(clusters, pair, &head_plan, digester).await;
+            outcome.add_read(&up, &down, &head_plan);
+            let unread = stopped.map(|budget| {
+                if budget {
+                    Unmatched::Budget
+                } else {
+                    Unmatched::NotRead
+                }
+            });
+            Some(
+                answer_read((&up, &down), &job.history, ends, &offsets, &head_windows)
+                    .map(|a| a.into_iter().map(|a| why_unread(a, unread)).collect()),
+            )
+        };
+        match answered {
+            None => {}
+            Some(Err(at)) => return outcome.inconsistent(job, Err(Unmatched::Inconsistent), at),
+            Some(Ok(head_answers)) => {
+                for ((&i, answer), window) in head.iter().zip(head_answers).zip(&head_windows) {
+                    if window.is_some() {
+                        answers[i] = answer;
+                    }
+                }
+            }
+        }
+    }
+    outcome.answers = answers;
     if let Some(why) = unread {
         outcome.unread = Some(why.name().to_string());
     }

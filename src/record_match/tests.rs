@@ -9,9 +9,10 @@
 
 use proptest::prelude::*;
 
-use super::plan::plan;
+use super::answer_read;
+use super::plan::{ReadPlan, plan, plan_head};
 use super::side::{Side, SideBuilder};
-use super::walk::{Ends, Matched, Unmatched, Upstream, bounds};
+use super::walk::{Ends, Unmatched, Window};
 use crate::mm2::sync_index::{Interpolation, SyncIndexBuilder};
 use crate::mm2::sync_writer_model::SyncState;
 use crate::record_match::history::LogOrder;
@@ -73,6 +74,9 @@ pub(crate) struct Scenario {
     pub(crate) compact_down: u8,
     /// Offsets removed by retention upstream, in quarters of the log.
     pub(crate) retention: u8,
+    /// The oldest syncs removed from the history, in quarters of it: the offset-syncs topic is
+    /// compacted, so a long-lived partition keeps only its recent syncs.
+    pub(crate) compacted_syncs: u8,
     /// MM2 is stopped (killed, or the primary lost) after the events: what it had not
     /// delivered is never copied, and its delayed and unsent syncs are lost, so the records
     /// after the last sync reach the partition's tip.
@@ -288,36 +292,43 @@ type Answer = (i64, Option<i64>, i64, Result<i64, Unmatched>);
 /// Every upstream offset matched.
 fn run(s: &Scenario, cut: Option<usize>) -> Vec<Answer> {
     let flow = copy(s);
+    // What compaction of the offset-syncs topic left: its recent syncs.
+    let kept = &flow.syncs[flow.syncs.len() * usize::from(s.compacted_syncs) / 4..];
     let mut builder = SyncIndexBuilder::new();
-    builder.extend(b"t", 0, flow.syncs.iter().copied());
+    builder.extend(b"t", 0, kept.iter().copied());
     let index = builder.finish(Interpolation::Disabled);
     let part = index.partition(b"t", 0);
     let log = LogOrder::new(part.map(|p| p.log_order()).unwrap_or_default());
     let (n, ends) = (flow.upstream.len() as i64, flow.ends());
     let rows: Vec<i64> = (0..=n).collect();
-    let (windows, read) = plan(&log, &rows, ends, n);
-    let up = flow.read(&read.upstream, true, cut);
-    let down = flow.read(&read.downstream, false, cut);
     let truth = flow.truth();
-    let upstream = Upstream::new(&up, false);
-    let answers: Vec<Result<i64, Unmatched>> = match bounds(&upstream, &down, &log, ends.upstream) {
-        Ok(bounds) => {
-            let matched = Matched {
-                up: upstream,
-                down: &down,
-                bounds,
-                ends,
-            };
-            rows.iter()
-                .zip(&windows)
-                .map(|(&u, &w)| matched.answer(u, w))
-                .collect()
-        }
-        Err(v) => panic!(
-            "the model's flow is consistent, yet {v:?}; syncs {:?}, cut {cut:?}, plan {read:?}, up {:?} {:?}, down {:?} {:?}, flow {flow:?}",
-            flow.syncs, up.covered, up.holes, down.covered, down.holes
-        ),
+    // The two reads of `match_partition`: the windows of `plan`, then those of the rows below
+    // the oldest kept sync.
+    let answered = |rows: &[i64], windows: &[Option<Window>], read: &ReadPlan| {
+        let up = flow.read(&read.upstream, true, cut);
+        let down = flow.read(&read.downstream, false, cut);
+        answer_read((&up, &down), &log, ends, rows, windows).unwrap_or_else(|at| {
+            panic!(
+                "the model's flow is consistent, yet the records contradict it at {at}; syncs {kept:?}, cut {cut:?}, plan {read:?}, up {:?} {:?}, down {:?} {:?}, flow {flow:?}",
+                up.covered, up.holes, down.covered, down.holes
+            )
+        })
     };
+    let (windows, read) = plan(&log, &rows, ends, n);
+    let mut answers = answered(&rows, &windows, &read);
+    let head: Vec<usize> = (0..answers.len())
+        .filter(|&i| answers[i] == Err(Unmatched::NoSync))
+        .collect();
+    let offsets: Vec<i64> = head.iter().map(|&i| rows[i]).collect();
+    let (head_windows, head_read) = plan_head(&log, &offsets, ends, 0, n);
+    if !head_read.downstream.is_empty() {
+        let head_answers = answered(&offsets, &head_windows, &head_read);
+        for ((&i, answer), window) in head.iter().zip(head_answers).zip(&head_windows) {
+            if window.is_some() {
+                answers[i] = answer;
+            }
+        }
+    }
     rows.iter()
         .zip(answers)
         .map(|(&u, answer)| {
@@ -394,6 +405,7 @@ pub(crate) fn scenario() -> impl Strategy<Value = Scenario> {
                 prop_oneof![3 => Just(0u8), 1 => 1u8..=4],
                 prop_oneof![3 => Just(0u8), 1 => 1u8..=2],
                 proptest::bool::weighted(0.4),
+                prop_oneof![3 => Just(0u8), 1 => 1u8..=3],
             )
         })
         .prop_map(
@@ -406,6 +418,7 @@ pub(crate) fn scenario() -> impl Strategy<Value = Scenario> {
                 compact_down,
                 retention,
                 killed,
+                compacted_syncs,
             )| {
                 Scenario {
                     upstream,
@@ -416,6 +429,7 @@ pub(crate) fn scenario() -> impl Strategy<Value = Scenario> {
                     compact_down,
                     retention,
                     killed,
+                    compacted_syncs,
                 }
             },
         )
@@ -505,6 +519,7 @@ pub(crate) fn plain(upstream: Vec<Slot>, events: Vec<Event>, max_lag: i64) -> Sc
         compact_down: 0,
         retention: 0,
         killed: false,
+        compacted_syncs: 0,
     }
 }
 
@@ -683,7 +698,8 @@ pub(crate) fn killed_near_the_tip() -> Scenario {
 }
 
 /// The sweep's tally: exact, past (or short of) the truth, and unmatched by reason.
-/// An answer past the truth where the syncs' own answer is past it too is tallied apart: a
+/// An answer past the truth where the syncs' own answer (or the position rule's, given in its
+/// place) is past it too is tallied apart: a
 /// restart went back and MM2 was killed before it copied again the records the earlier
 /// lifetime had copied after the group's next record (the position rule, the last copy of
 /// the next record, misses them; MM2's checkpoints too).
@@ -695,7 +711,8 @@ pub(crate) fn tally<'a>(
         let key = match (matched, reason) {
             (Some(m), _) if m == truth => "exact".to_string(),
             (Some(m), _) if m > truth && safe.is_some_and(|s| s > truth) => {
-                "past the truth as the syncs are (killed mid-re-copy)".to_string()
+                "past the truth as the syncs or the position rule are (killed mid-re-copy)"
+                    .to_string()
             }
             (Some(m), _) if m > truth => "PAST THE TRUTH".to_string(),
             (Some(_), _) => "short of the truth".to_string(),
@@ -712,10 +729,25 @@ pub(crate) fn tally<'a>(
 fn sweep_every_offset_of_the_model() {
     let mut all = Vec::new();
     let mut tip = Vec::new();
+    // An answer past the truth where the syncs' answer or, MM2 killed, the position rule's is
+    // past it too (see [`tally`]): with the oldest syncs compacted away there is no syncs'
+    // answer below the oldest kept one, and the rule's miss is the same.
+    let known = |s: &Scenario, rows: Vec<Answer>| {
+        let flow = copy(s);
+        rows.into_iter()
+            .map(|(u, safe, truth, answer)| {
+                let rule = last_copy_of_next(&flow, u).filter(|_| s.killed);
+                (u, safe.max(rule), truth, answer)
+            })
+            .collect::<Vec<_>>()
+    };
     for s in sample_scenarios(300) {
-        all.extend(run(&s, None));
+        all.extend(known(&s, run(&s, None)));
     }
-    tip.extend(run(&killed_near_the_tip(), None));
+    tip.extend(known(
+        &killed_near_the_tip(),
+        run(&killed_near_the_tip(), None),
+    ));
     let count = |rows: &[Answer]| {
         tally(
             rows.iter()
@@ -745,4 +777,27 @@ fn the_tip_is_matched() {
     for (u, safe, truth, answer) in tip {
         assert_eq!(answer, Ok(truth), "U = {u} (syncs: {safe:?})");
     }
+}
+
+/// The offset-syncs topic compacted: only the last half of the syncs kept. The groups below the
+/// oldest kept sync have no sync below them, and are matched from the replica's log start.
+#[test]
+fn groups_below_the_oldest_kept_sync_are_matched() {
+    let s = Scenario {
+        compacted_syncs: 2,
+        ..plain(distinct(120), vec![], 10)
+    };
+    let flow = copy(&s);
+    let oldest_kept = flow.syncs[flow.syncs.len() / 2].0;
+    assert!(oldest_kept > 50, "{:?}", flow.syncs);
+    let answers = run(&s, None);
+    for (u, safe, truth, answer) in &answers {
+        assert_eq!(answer, &Ok(*truth), "U = {u} (safe {safe:?})");
+    }
+    // The syncs alone answer none of them.
+    assert!(
+        answers[..oldest_kept as usize]
+            .iter()
+            .all(|(_, safe, _, _)| safe.is_none())
+    );
 }

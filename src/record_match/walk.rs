@@ -186,7 +186,11 @@ pub(crate) fn bounds(
     let mut ub = vec![HIGH; n];
     for k in 0..n {
         let r = &records[k];
-        let mut x = HIGH;
+        // Every record copied downstream by the time the downstream end was read lies below
+        // the upstream end read after it: the bound where nothing before `r` gives one (the
+        // first record read, as in a window from the replica's log start, or after a gap of
+        // unknown size). Its content narrows it when the upstream was read to its end.
+        let mut x = upstream_end - 1;
         if k > 0 && r.gap_before != UNKNOWN_GAP && ub[k - 1] != HIGH {
             // Past the last committed record read, the next record can only be one of those
             // after it (aborted, or not read): below the upstream end in any case.
@@ -194,9 +198,7 @@ pub(crate) fn bounds(
                 .next_pow(ub[k - 1], i64::from(r.gap_before) + 1)
                 .min(upstream_end - 1);
         }
-        if x != HIGH {
-            x = up.snap_down(x, r);
-        }
+        x = up.snap_down(x, r);
         if let Some(u) = log.upstream_at(r.offset) {
             check_sync(up, r, u)?;
             if x < u {
