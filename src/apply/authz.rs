@@ -69,6 +69,11 @@ pub(crate) fn topic_denied(request: &str, topic: &str) -> String {
 /// refused it, else the error itself. The refusal may come straight from the broker, through a
 /// batched request shared by many groups ([`ClientError::Shared`]), or as the last failure
 /// before a deadline: [`ClientError::broker_code`] sees through both.
+/// [`explain`]'s words, with the failure's kind and broker code.
+pub(crate) fn cause(error: &GroupCallError) -> super::GroupCause {
+    super::GroupCause::client(&error.source, explain(error))
+}
+
 pub(crate) fn explain(error: &GroupCallError) -> String {
     match (
         error.source.broker_code().map(|c| c.code()),

@@ -13,7 +13,7 @@ use super::journal::{
 use super::read::{non_consumer_groups, partitions_of};
 use super::recheck::{Context, Fresh, fresh_groups, moved_offsets, other_cluster};
 use super::{
-    ApplyOptions, ApplyPlan, Change, GroupError, GroupPlan, GroupRefusal, GroupStatus,
+    ApplyOptions, ApplyPlan, Change, GroupCause, GroupError, GroupPlan, GroupRefusal, GroupStatus,
     PartitionPlan, SkipReason, Verdict, refusal,
 };
 use crate::client::{
@@ -289,7 +289,10 @@ pub(crate) async fn execute_in_waves(
                 target_id = found;
                 Ok(other)
             }
-            Err(e) => Err(e.to_string()),
+            Err(e) => Err(GroupCause::client(
+                &e,
+                format!("cannot read the target's cluster id: {e}"),
+            )),
         }
     };
     // The journal's header before anything else: a run that cannot record its way back
@@ -329,12 +332,9 @@ pub(crate) async fn execute_in_waves(
     let blocked: Option<GroupOutcome> = match &cluster {
         Ok(None) => journal_error
             .as_ref()
-            .map(|e| error(GroupError::NotWritten(e.clone()), false)),
+            .map(|e| error(GroupError::NotWritten(e.clone().into()), false)),
         Ok(Some(refusal)) => Some(changed(Change::Refused(refusal.clone()))),
-        Err(e) => Some(error(
-            GroupError::Unreadable(format!("cannot read the target's cluster id: {e}")),
-            false,
-        )),
+        Err(e) => Some(error(GroupError::Unreadable(e.clone()), false)),
     };
     let known = match &coordinators {
         Ok(map) => found_coordinators(map),
@@ -358,10 +358,13 @@ pub(crate) async fn execute_in_waves(
         let outcome = match outcome {
             None if listed.get(g.group.as_str()).copied().unwrap_or(0) > 1 => Some((
                 error(
-                    GroupError::NotWritten(format!(
-                        "the plan lists group {:?} more than once; plan again",
-                        g.group
-                    )),
+                    GroupError::NotWritten(
+                        format!(
+                            "the plan lists group {:?} more than once; plan again",
+                            g.group
+                        )
+                        .into(),
+                    ),
                     false,
                 ),
                 vec![],
@@ -528,11 +531,11 @@ fn before_reading(
             }))
         }
         (GroupStatus::Ready, Some(_), Some(Err(message)), _) => {
-            error(GroupError::KindUnknown(message.clone()), false)
+            error(GroupError::KindUnknown(message.clone().into()), false)
         }
         (GroupStatus::Ready, Some(_), None, Some(Ok(()))) => return None,
         (GroupStatus::Ready, Some(_), None, Some(Err(message))) => {
-            error(GroupError::Unreadable(message), false)
+            error(GroupError::Unreadable(message.into()), false)
         }
         (GroupStatus::Ready, Some(_), None, None) => error(
             GroupError::NoCoordinator("no coordinator answer for the group".into()),
@@ -673,13 +676,19 @@ async fn commit_wave(
                     .collect();
                 partitions.extend(p.refused);
                 (
-                    error(GroupError::OutcomeUnknown(e.to_string()), true),
+                    error(
+                        GroupError::OutcomeUnknown(GroupCause::client(&e.source, e.to_string())),
+                        true,
+                    ),
                     partitions,
                 )
             }
             Err(e) if e.is_halted() => halted(),
             Err(e) => (
-                error(GroupError::NotWritten(e.to_string()), false),
+                error(
+                    GroupError::NotWritten(GroupCause::client(&e.source, e.to_string())),
+                    false,
+                ),
                 p.refused,
             ),
         };
@@ -901,7 +910,7 @@ fn group_outcome(partitions: &[PartitionResult]) -> GroupOutcome {
             .iter()
             .all(|p| p.error.as_deref() == Some(&first));
         if same {
-            return error(GroupError::NotWritten(first), false);
+            return error(GroupError::NotWritten(first.into()), false);
         }
     }
     let all_good = partitions
@@ -927,10 +936,7 @@ fn interrupted(guard: &WriteAhead<'_>) -> Option<String> {
 
 /// A group whose commit was not sent, and why.
 fn not_sent(why: &str) -> Outcome {
-    (
-        error(GroupError::NotWritten(why.to_string()), false),
-        vec![],
-    )
+    (error(GroupError::NotWritten(why.into()), false), vec![])
 }
 
 /// A group not written because an earlier commit's outcome is unknown.

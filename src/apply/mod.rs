@@ -34,7 +34,7 @@ pub use execute::{
     execute_with, execute_write_ahead,
 };
 pub(crate) use logs::{TargetLogs, TopicLogs, target_partition, topic_id};
-pub use reason::{Change, GroupError, GroupRefusal, SkipReason};
+pub use reason::{Change, GroupCause, GroupError, GroupRefusal, SkipReason};
 pub use recheck::recheck;
 pub use summary::{RunResult, Summary};
 pub use verdict::{Decision, TargetPartition, Verdict, VerdictRules, decide};
@@ -413,14 +413,14 @@ pub async fn plan(
                 (Some(_), _) => Err(GroupError::Other(String::new())),
                 (None, Some(Ok(_))) => match reads.remove(group) {
                     Some(read) => read::checked(read, &denied),
-                    None => Err(GroupError::Unreadable(format!(
-                        "no answer for group {group:?}"
-                    ))),
+                    None => Err(GroupError::Unreadable(
+                        format!("no answer for group {group:?}").into(),
+                    )),
                 },
-                (None, Some(Err(e))) => Err(GroupError::Unreadable(authz::explain(e))),
-                (None, None) => Err(GroupError::NoCoordinator(format!(
-                    "no coordinator answer for group {group:?}"
-                ))),
+                (None, Some(Err(e))) => Err(GroupError::Unreadable(authz::cause(e))),
+                (None, None) => Err(GroupError::NoCoordinator(
+                    format!("no coordinator answer for group {group:?}").into(),
+                )),
             };
             let mut planned = plan_group(translation, group, target, &logs, options.rules, now_ms);
             match kind {
@@ -434,7 +434,7 @@ pub async fn plan(
                 }
                 Some(Err(message)) => {
                     planned.status = GroupStatus::Error {
-                        message: GroupError::KindUnknown(message.clone()),
+                        message: GroupError::KindUnknown(message.clone().into()),
                     }
                 }
                 None => {}

@@ -178,7 +178,7 @@ pub(crate) async fn read_groups(
             let description = answer(&mut described, &group, "DescribeGroups");
             let offsets = answer(&mut fetched, &group, "OffsetFetch");
             let read = description
-                .map_err(|e| GroupError::Unreadable(authz::explain(&e)))
+                .map_err(|e| GroupError::Unreadable(authz::cause(&e)))
                 .and_then(|d| Ok((d, offsets.map_err(offsets_error)?)));
             (group, read)
         })
@@ -194,7 +194,7 @@ fn offsets_error(error: GroupCallError) -> GroupError {
             pending_detail(&error.source).unwrap_or_else(|| format!("group {:?}", error.group));
         return GroupError::Refused(super::GroupRefusal::PendingTransaction { detail });
     }
-    GroupError::Unreadable(authz::explain(&error))
+    GroupError::Unreadable(authz::cause(&error))
 }
 
 /// The resource the coordinator's UNSTABLE_OFFSET_COMMIT named (`group "g" on t-0`).
@@ -265,10 +265,13 @@ pub(crate) fn readable_offsets(
         ));
     }
     if !unknown.is_empty() {
-        return Err(GroupError::Unreadable(format!(
-            "the coordinator did not give the committed offset of {}, so the group cannot be judged",
-            unknown.join(", ")
-        )));
+        return Err(GroupError::Unreadable(
+            format!(
+                "the coordinator did not give the committed offset of {}, so the group cannot be judged",
+                unknown.join(", ")
+            )
+            .into(),
+        ));
     }
     Ok(offsets)
 }

@@ -10,7 +10,7 @@ use std::fmt;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use crate::client::{GroupProtocol, not_a_consumer_group};
+use crate::client::{ClientError, ErrorCode, ErrorKind, GroupProtocol, not_a_consumer_group};
 
 /// Why a group must not be written.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -219,22 +219,35 @@ impl fmt::Display for SkipReason {
     }
 }
 
-/// Why a group failed: the target could not be asked, or the commit failed or was lost.
+/// Why a group failed: the target could not be asked, or the commit failed or was lost. Each
+/// variant that comes from a failed call carries a [`GroupCause`]: what kind of failure it was
+/// (to branch on, as on a [`ClientError`](crate::client::ClientError)), the broker's error code
+/// when it answered with one, and the words for an operator.
+///
+/// ```
+/// use mm2_offsets::apply::GroupError;
+/// use mm2_offsets::client::ErrorKind;
+///
+/// fn retry_later(error: &GroupError) -> bool {
+///     error.kind().is_some_and(ErrorKind::is_retriable)
+/// }
+/// assert!(!retry_later(&GroupError::Halted));
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum GroupError {
-    /// The group could not be read (authorization, coordinator, ...): the words say which.
-    Unreadable(String),
+    /// The group could not be read (authorization, coordinator, ...).
+    Unreadable(GroupCause),
     /// The coordinator's share and streams groups could not be listed.
-    KindUnknown(String),
+    KindUnknown(GroupCause),
     /// The group's coordinator could not be found.
-    NoCoordinator(String),
+    NoCoordinator(GroupCause),
     /// Topics the principal may not describe hide the group's offsets: nothing is written.
     TopicsDenied(Vec<String>),
     /// The commit failed and wrote nothing.
-    NotWritten(String),
+    NotWritten(GroupCause),
     /// The commit's answer was lost: its outcome is unknown.
-    OutcomeUnknown(String),
+    OutcomeUnknown(GroupCause),
     /// Some partitions' outcomes are unknown.
     PartitionsUnknown(usize),
     /// Not tried: an earlier commit's outcome is unknown.
@@ -246,7 +259,99 @@ pub enum GroupError {
     Other(String),
 }
 
+/// The cause of a [`GroupError`]: the kind of the client failure behind it (`None` when the
+/// finding is the library's own, such as a group missing from an answer), the broker's error
+/// code when the broker answered with one, and the words.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GroupCause {
+    kind: Option<ErrorKind>,
+    code: Option<ErrorCode>,
+    words: String,
+}
+
+impl GroupCause {
+    /// A cause that is a client failure, described by `words`.
+    pub(crate) fn client(error: &ClientError, words: impl Into<String>) -> Self {
+        GroupCause {
+            kind: Some(error.kind()),
+            code: error.broker_code(),
+            words: words.into(),
+        }
+    }
+
+    /// The kind of the client failure behind it, if one is.
+    pub fn kind(&self) -> Option<ErrorKind> {
+        self.kind
+    }
+
+    /// The broker's error code, when the broker answered with one.
+    pub fn broker_code(&self) -> Option<ErrorCode> {
+        self.code
+    }
+
+    /// The words for an operator (also its `Display`).
+    pub fn words(&self) -> &str {
+        &self.words
+    }
+}
+
+/// A cause the library found itself (no client failure behind it).
+impl From<String> for GroupCause {
+    fn from(words: String) -> Self {
+        GroupCause {
+            kind: None,
+            code: None,
+            words,
+        }
+    }
+}
+
+impl From<&str> for GroupCause {
+    fn from(words: &str) -> Self {
+        GroupCause::from(words.to_string())
+    }
+}
+
+impl fmt::Display for GroupCause {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.words)
+    }
+}
+
 impl GroupError {
+    /// The kind of the client failure behind it, when one is: the same kinds a
+    /// [`ClientError`](crate::client::ClientError) has ([`ClientError::kind`]). A halt after a
+    /// lost commit answer is [`ErrorKind::CommitOutcomeUnknown`]; a refusal, a plan file's
+    /// words or the library's own finding have none.
+    pub fn kind(&self) -> Option<ErrorKind> {
+        match self {
+            GroupError::Unreadable(cause)
+            | GroupError::KindUnknown(cause)
+            | GroupError::NoCoordinator(cause)
+            | GroupError::NotWritten(cause) => cause.kind(),
+            GroupError::OutcomeUnknown(cause) => {
+                cause.kind().or(Some(ErrorKind::CommitOutcomeUnknown))
+            }
+            GroupError::PartitionsUnknown(_) | GroupError::Halted => {
+                Some(ErrorKind::CommitOutcomeUnknown)
+            }
+            GroupError::TopicsDenied(_) => Some(ErrorKind::Authorization),
+            GroupError::Refused(_) | GroupError::Other(_) => None,
+        }
+    }
+
+    /// The broker's error code behind it, when the broker answered with one.
+    pub fn broker_code(&self) -> Option<ErrorCode> {
+        match self {
+            GroupError::Unreadable(cause)
+            | GroupError::KindUnknown(cause)
+            | GroupError::NoCoordinator(cause)
+            | GroupError::NotWritten(cause)
+            | GroupError::OutcomeUnknown(cause) => cause.broker_code(),
+            _ => None,
+        }
+    }
+
     /// The refusal a read found, when the group could be read far enough to know it must not be
     /// written (its status is then `refused`, not `error`).
     pub fn as_refusal(&self) -> Option<&GroupRefusal> {
@@ -260,10 +365,10 @@ impl GroupError {
 impl fmt::Display for GroupError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            GroupError::Unreadable(words)
-            | GroupError::KindUnknown(words)
-            | GroupError::NoCoordinator(words)
-            | GroupError::Other(words) => f.write_str(words),
+            GroupError::Unreadable(cause)
+            | GroupError::KindUnknown(cause)
+            | GroupError::NoCoordinator(cause) => write!(f, "{cause}"),
+            GroupError::Other(words) => f.write_str(words),
             GroupError::TopicsDenied(reasons) => {
                 write!(f, "{}; nothing of the group is written", reasons.join("; "))
             }
@@ -310,6 +415,35 @@ impl<'de> Deserialize<'de> for GroupError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A group error from a failed call keeps the call's kind and broker code beside its words;
+    /// the library's own findings have no kind.
+    #[test]
+    fn group_errors_carry_the_kind_and_code_of_their_cause() {
+        let denied = ClientError::Broker {
+            request: "OffsetFetch",
+            resource: "group \"g\"".into(),
+            broker: "b:9092".into(),
+            code: ErrorCode::new(30),
+            hint: None,
+        };
+        let error = GroupError::Unreadable(GroupCause::client(&denied, "denied: grant DESCRIBE"));
+        assert_eq!(error.kind(), Some(ErrorKind::Authorization));
+        assert_eq!(error.broker_code(), Some(ErrorCode::new(30)));
+        assert_eq!(error.to_string(), "denied: grant DESCRIBE");
+        let unreachable = GroupError::NotWritten(GroupCause::client(
+            &ClientError::NoBootstrapServers,
+            "no servers",
+        ));
+        assert_eq!(unreachable.kind(), Some(ErrorKind::Config));
+        assert_eq!(unreachable.broker_code(), None);
+        let own = GroupError::Unreadable("no answer for group \"g\"".into());
+        assert_eq!((own.kind(), own.broker_code()), (None, None));
+        assert_eq!(
+            GroupError::Halted.kind(),
+            Some(ErrorKind::CommitOutcomeUnknown)
+        );
+    }
 
     #[test]
     fn refusals_read_back_from_their_words() {

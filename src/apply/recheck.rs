@@ -16,9 +16,9 @@ use super::read::{
     checked, denied_topics, non_consumer_groups, partitions_of, read_groups, target_logs,
 };
 use super::{
-    ApplyOptions, ApplyPlan, GroupError, GroupPlan, GroupRefusal, GroupStatus, PartitionPlan,
-    PlanInput, TargetLogs, Verdict, VerdictRules, committed_offset, decide, now_ms, refusal,
-    target_partition, topic_id,
+    ApplyOptions, ApplyPlan, GroupCause, GroupError, GroupPlan, GroupRefusal, GroupStatus,
+    PartitionPlan, PlanInput, TargetLogs, Verdict, VerdictRules, committed_offset, decide, now_ms,
+    refusal, target_partition, topic_id,
 };
 use crate::client::{
     ClientError, Coordinators, Deadline, GroupDescription, GroupOffsets, KafkaClient,
@@ -309,7 +309,10 @@ pub(crate) async fn fresh_groups(
     let logs = match logs {
         Ok(logs) => logs,
         Err(e) => {
-            let why = GroupError::Unreadable(format!("re-reading the group's topics: {e}"));
+            let why = GroupError::Unreadable(GroupCause::client(
+                &e,
+                format!("re-reading the group's topics: {e}"),
+            ));
             return plans
                 .iter()
                 .map(|g| (g.group.clone(), Err(why.clone())))
@@ -323,10 +326,9 @@ pub(crate) async fn fresh_groups(
         .iter()
         .map(|plan| {
             let read = reads.remove(&plan.group).unwrap_or_else(|| {
-                Err(GroupError::Unreadable(format!(
-                    "no answer for group {:?}",
-                    plan.group
-                )))
+                Err(GroupError::Unreadable(
+                    format!("no answer for group {:?}", plan.group).into(),
+                ))
             });
             let fresh = checked(read, &denied).map(|(description, offsets)| {
                 let partitions = plan
@@ -431,20 +433,19 @@ pub async fn recheck(
                 }
                 (Some(Err(why)), _) => {
                     out.status = GroupStatus::Error {
-                        message: GroupError::KindUnknown(why.clone()),
+                        message: GroupError::KindUnknown(why.clone().into()),
                     };
                 }
                 (None, Some(Err(e))) => {
                     out.status = GroupStatus::Error {
-                        message: GroupError::Unreadable(super::authz::explain(e)),
+                        message: GroupError::Unreadable(super::authz::cause(e)),
                     };
                 }
                 (None, None) => {
                     out.status = GroupStatus::Error {
-                        message: GroupError::NoCoordinator(format!(
-                            "no coordinator answer for group {:?}",
-                            g.group
-                        )),
+                        message: GroupError::NoCoordinator(
+                            format!("no coordinator answer for group {:?}", g.group).into(),
+                        ),
                     };
                 }
                 (None, Some(Ok(_))) => match fresh_reads.remove(&g.group) {
@@ -452,10 +453,9 @@ pub async fn recheck(
                     Some(Err(message)) => out.status = super::status_of_error(message),
                     None => {
                         out.status = GroupStatus::Error {
-                            message: GroupError::Unreadable(format!(
-                                "no answer for group {:?}",
-                                g.group
-                            )),
+                            message: GroupError::Unreadable(
+                                format!("no answer for group {:?}", g.group).into(),
+                            ),
                         }
                     }
                 },
