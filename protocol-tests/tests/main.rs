@@ -26,7 +26,9 @@ mod hostile_writes;
 mod java_patterns;
 // Every JSON output against its schema in docs/schemas/ (Python jsonschema).
 mod json_schemas;
+// Record matching on Kafka 4.4, 3.9, 3.6 and 2.8: flows laid by hand on each.
 mod keystores;
+mod match_versions;
 mod oauthbearer;
 mod oidc;
 mod parity_mm2;
