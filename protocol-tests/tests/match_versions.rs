@@ -119,12 +119,12 @@ impl Flow {
 }
 
 /// Lays a flow on `raw`'s cluster: 60 distinct source records, then the replica from
-/// `lifetimes` (each a source range copied in order), and the `syncs` kept.
+/// `lifetimes` (each a source range `[from, to)` copied in order), and the `syncs` kept.
 async fn lay(
     raw: &Raw,
     client: &KafkaClient,
     name: &str,
-    lifetimes: &[std::ops::Range<usize>],
+    lifetimes: &[(usize, usize)],
     syncs: &[(i64, i64)],
 ) -> Flow {
     let source = unique_topic(&format!("mv-{name}"));
@@ -144,9 +144,9 @@ async fn lay(
     assert_eq!(written.len(), 60);
     let mut copies = vec![Vec::new(); written.len()];
     let mut at = 0i64;
-    for range in lifetimes {
-        copy(raw, &replica, &written[range.clone()]).await;
-        for u in range.clone() {
+    for &(from, to) in lifetimes {
+        copy(raw, &replica, &written[from..to]).await;
+        for u in from..to {
             copies[u].push(at);
             at += 1;
         }
@@ -280,11 +280,18 @@ async fn every_offset_is_matched_exactly_on_each_broker_generation() {
             &raw,
             &client,
             "restart",
-            &[0..40, 20..60],
+            &[(0, 40), (20, 60)],
             &[(0, 0), (30, 30), (20, 40), (50, 70)],
         )
         .await;
-        let compacted = lay(&raw, &client, "compacted", &[0..60], &[(40, 40), (50, 50)]).await;
+        let compacted = lay(
+            &raw,
+            &client,
+            "compacted",
+            &[(0, 60)],
+            &[(40, 40), (50, 50)],
+        )
+        .await;
         let restart_exact = every_offset_exact(&client, broker, &restart).await;
         let compacted_exact = every_offset_exact(&client, broker, &compacted).await;
         let (back_restart, left_restart) =
