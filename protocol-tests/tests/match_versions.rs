@@ -146,8 +146,8 @@ async fn lay(
     let mut at = 0i64;
     for &(from, to) in lifetimes {
         copy(raw, &replica, &written[from..to]).await;
-        for u in from..to {
-            copies[u].push(at);
+        for record_copies in &mut copies[from..to] {
+            record_copies.push(at);
             at += 1;
         }
     }
