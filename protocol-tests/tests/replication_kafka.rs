@@ -26,15 +26,15 @@ use crate::support::{cluster, data_writer, unique_topic};
 
 /// A source record as a read_committed MirrorMaker 2 delivers it.
 #[derive(Clone, Debug)]
-struct Rec {
-    offset: i64,
-    timestamp: i64,
+pub(crate) struct Rec {
+    pub(crate) offset: i64,
+    pub(crate) timestamp: i64,
     key: Option<Vec<u8>>,
     value: Option<Vec<u8>>,
 }
 
 /// Every record of `topic`-`partition` a read_committed consumer reads, with its offset.
-async fn delivered(client: &KafkaClient, topic: &str, partition: i32) -> Vec<Rec> {
+pub(crate) async fn delivered(client: &KafkaClient, topic: &str, partition: i32) -> Vec<Rec> {
     let deadline = Deadline::after(Duration::from_secs(30));
     let info = client.describe_topic(topic, &deadline).await.unwrap();
     let end = client
@@ -82,7 +82,7 @@ async fn delivered(client: &KafkaClient, topic: &str, partition: i32) -> Vec<Rec
 }
 
 /// Appends copies of `records` to the replica, one batch, their timestamps kept (CreateTime).
-async fn copy(backup: &Raw, replica: &str, partition: i32, records: &[Rec]) {
+pub(crate) async fn copy(backup: &Raw, replica: &str, partition: i32, records: &[Rec]) {
     let Some(first) = records.first() else {
         return;
     };
@@ -97,7 +97,13 @@ async fn copy(backup: &Raw, replica: &str, partition: i32, records: &[Rec]) {
 }
 
 /// The offset syncs `(upstream, downstream)` of `topic`-`partition`, as MM2 writes them.
-async fn syncs(primary: &Raw, syncs_topic: &str, topic: &str, partition: i32, list: &[(i64, i64)]) {
+pub(crate) async fn syncs(
+    primary: &Raw,
+    syncs_topic: &str,
+    topic: &str,
+    partition: i32,
+    list: &[(i64, i64)],
+) {
     let records: Records = list
         .iter()
         .map(|&(u, d)| {
@@ -117,7 +123,7 @@ async fn syncs(primary: &Raw, syncs_topic: &str, topic: &str, partition: i32, li
 }
 
 /// `count` plain records on `topic`-`partition`, one batch stamped now.
-async fn produce(raw: &Raw, topic: &str, partition: i32, tag: &str, count: usize) {
+pub(crate) async fn produce(raw: &Raw, topic: &str, partition: i32, tag: &str, count: usize) {
     let records: Records = (0..count)
         .map(|i| (Some(format!("{tag}-{i}").into_bytes()), Some(b"v".to_vec())))
         .collect();

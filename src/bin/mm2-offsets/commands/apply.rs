@@ -82,6 +82,7 @@ pub(crate) async fn run(args: ApplyArgs) -> Result<i32, Stop> {
             // What this failover leaves behind on the primary, said before anything is written.
             at_risk = session::at_risk::measure_for(
                 &args.translate.precise.syncs,
+                args.translate.precise.replication_snapshot.as_deref(),
                 &args.translate.connection,
                 &mirror,
                 &translation,
