@@ -223,11 +223,11 @@ async fn watch_replication_metrics_equal_the_command_rows() {
             "{:<8} {:>14} {:>10} {:>14} {:>9} {:>14} {:>14} {:>14.3}",
             topic.rsplit('-').next().unwrap(),
             produced,
-            row["not_copied"],
+            row["not_copied"].to_string(),
             behind,
-            row["copied_to"],
-            row["oldest_not_copied_timestamp"],
-            row["seconds_behind"],
+            row["copied_to"].to_string(),
+            row["oldest_not_copied_timestamp"].to_string(),
+            row["seconds_behind"].to_string(),
             seconds
         );
         assert_eq!(
@@ -326,4 +326,87 @@ async fn watch_replication_metrics_equal_the_command_rows() {
         written["newest_round"]["error"]
     );
     drop(watch);
+
+    // The primary unreachable: translate and apply show the snapshot's figure for the group's
+    // partition ("behind": 10), marked as the watch's, with its age; in JSON beside the error.
+    // Without any source connection the snapshot is shown too.
+    let doc_dir = tempfile::tempdir().unwrap();
+    let unreachable = [
+        "--source-bootstrap-server",
+        "127.0.0.1:1",
+        "--syncs-topic",
+        syncs_topic.as_str(),
+        "--timeout",
+        "10s",
+    ];
+    for (command, source_flags) in [
+        ("translate", &unreachable[..]),
+        ("apply", &unreachable[..]),
+        ("apply", &[][..]),
+    ] {
+        let out = std::process::Command::new(bin)
+            .args([
+                command,
+                "--bootstrap-server",
+                k39.var("PLAINTEXT"),
+                "--source",
+                &alias,
+                "--group",
+                &group,
+                "--no-progress",
+                "-o",
+                "json",
+                "--replication-snapshot",
+                &snapshot_arg,
+            ])
+            .args(source_flags)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{command}: {stderr}");
+        let line = stderr
+            .lines()
+            .find(|l| l.contains("LAST FIGURE `watch` RECORDED"))
+            .unwrap_or_else(|| panic!("{command}: no snapshot figure in {stderr}"));
+        assert!(line.contains("NOT MEASURED now"), "{line}");
+        assert!(line.contains(" old (measured at "), "{line}");
+        assert!(line.contains("at least 10 records"), "{line}");
+        assert!(line.contains("(1 partitions, the oldest from "), "{line}");
+        assert!(
+            line.contains("the watch's newest measurement failed too"),
+            "{line}"
+        );
+        let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let section = &doc["replication"][alias.as_str()];
+        assert_eq!(section["measured"], false, "{command}: {section}");
+        let snap = &section["watch_snapshot"];
+        assert_eq!(snap["total"]["not_copied"], 10, "{command}: {section}");
+        assert_eq!(snap["rows"][0]["topic"], replica("behind"), "{section}");
+        let at = snap["measured_at_ms"].as_f64().unwrap();
+        assert!((at - kept * 1000.0).abs() < 1.0, "{section}");
+        assert!(snap["age_seconds"].as_f64().unwrap() >= 2.0, "{section}");
+        println!(
+            "{command} {}: {line}",
+            if source_flags.is_empty() {
+                "without a source connection"
+            } else {
+                "primary unreachable"
+            }
+        );
+        let label = format!("{command}__watch-snapshot-{}.json", source_flags.len());
+        std::fs::write(doc_dir.path().join(label), &out.stdout).unwrap();
+    }
+    // The documents against their schemas (docs/schemas/).
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/schemas/validate.py");
+    let check = std::process::Command::new("python3")
+        .arg(&script)
+        .arg(doc_dir.path())
+        .output()
+        .unwrap();
+    assert!(
+        check.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&check.stdout),
+        String::from_utf8_lossy(&check.stderr)
+    );
 }
