@@ -356,6 +356,14 @@ pub struct ApplyArgs {
     /// coordinator says the principal lacks DELETE on such a group.
     #[arg(long, requires = "undo_out")]
     pub allow_undo_without_delete: bool,
+    /// With --precise --match-records (a planned failover: the consumers stopped on the
+    /// primary, MirrorMaker 2 still copying): before planning, wait up to DURATION until every
+    /// selected group's next record has a copy on the backup (each partition's copied_to past
+    /// the group's offset), saying what it waits for; then plan, and with --execute write. At
+    /// the end of DURATION nothing is planned or written: exit 3, naming the partitions still
+    /// behind.
+    #[arg(long, value_name = "DURATION", value_parser = parse::timeout, requires = "match_records", conflicts_with = "plan")]
+    pub wait_until_copied: Option<Duration>,
 }
 
 /// Examples shown at the end of `failback --help`.

@@ -110,7 +110,7 @@ pub async fn measure_for(
     Some(AtRiskReport { by_source })
 }
 
-async fn one_source(
+pub(crate) async fn one_source(
     syncs: &SyncsArgs,
     target: &ConnectionArgs,
     client: &MirrorClient,
