@@ -657,7 +657,7 @@ async fn apply_waits_until_copied() {
     };
     println!("{waiting}");
     assert!(
-        waiting.contains(&format!("waiting for 1 of 1 partition(s)")),
+        waiting.contains("waiting for 1 of 1 partition(s)"),
         "{waiting}"
     );
     assert!(

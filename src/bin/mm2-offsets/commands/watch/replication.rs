@@ -201,13 +201,13 @@ impl Rounds {
                 }
                 self.snapshot.as_ref().map(|_| f.clone())
             };
-            if let (Some(path), Some(f)) = (&self.snapshot, snapshot) {
-                if let Err(e) = write_snapshot(path, &f) {
-                    tracing::warn!(
-                        "replication: cannot write --replication-snapshot {}: {e}",
-                        for_terminal(&path.display().to_string())
-                    );
-                }
+            if let (Some(path), Some(f)) = (&self.snapshot, snapshot)
+                && let Err(e) = write_snapshot(path, &f)
+            {
+                tracing::warn!(
+                    "replication: cannot write --replication-snapshot {}: {e}",
+                    for_terminal(&path.display().to_string())
+                );
             }
             let wait = self.interval.saturating_sub(started.elapsed());
             tokio::time::sleep(wait).await;
