@@ -718,4 +718,16 @@ async fn apply_waits_until_copied() {
     );
     assert!(out.stdout.is_empty(), "no plan printed");
     println!("{line}");
+
+    // A group without checkpoints, with --fail-on-missing-groups: refused at once (exit 1), not
+    // after the wait.
+    let started = std::time::Instant::now();
+    let out = apply(&format!("{alias}-nobody"), "60s")
+        .arg("--fail-on-missing-groups")
+        .output()
+        .unwrap();
+    let log = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{log}");
+    assert!(log.contains("--fail-on-missing-groups"), "{log}");
+    assert!(started.elapsed() < Duration::from_secs(30), "{log}");
 }

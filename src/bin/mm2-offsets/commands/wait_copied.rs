@@ -144,7 +144,13 @@ pub async fn wait(
         let (mirror, translation, sources) =
             session::precise::read_for_apply(t, groups.clone(), &budget, commits).await?;
         let offsets = group_offsets(&translation);
-        if ready.as_ref() == Some(&offsets) {
+        // A group without checkpoints refused by --fail-on-missing-groups is refused now, by
+        // apply's own check, not after the whole wait.
+        let refused = t.run.fail_on_missing_groups && !translation.missing_groups().is_empty();
+        if refused || ready.as_ref() == Some(&offsets) {
+            if refused {
+                return Ok(Ok((mirror, translation, sources)));
+            }
             eprintln!(
                 "wait-until-copied: every selected group's next record has a copy on the backup ({} partition(s), after {} and {rounds} round(s)): planning",
                 offsets.len(),
