@@ -212,6 +212,7 @@ fn apply_usage(args: &ApplyArgs) -> Result<(), String> {
         ),
         (p.syncs.syncs_topic.is_some(), "--syncs-topic"),
         (p.syncs_snapshot.is_some(), "--syncs-snapshot"),
+        (p.replication_snapshot.is_some(), "--replication-snapshot"),
         (p.gapless_upstream, "--gapless-upstream"),
         (p.from_source_offsets, "--from-source-offsets"),
         (p.match_records, "--match-records"),
