@@ -9,7 +9,8 @@
 - every PromQL expression (rules, panel targets, template variable queries) parses, after
   Grafana's variables are substituted;
 - every metric name an expression selects is in METRICS_FILE (a scrape of a running `watch`
-  with --partition-metrics and --apply-interval, so that every family is present).
+  with --partition-metrics, --apply-interval and a source connection, so that every family is
+  present).
 
 Needs PyYAML and promql-parser (`pip install pyyaml promql-parser`: the Python bindings of
 GreptimeTeam's Rust PromQL parser). Prints what it checked; exits 1 on any problem.

@@ -46,5 +46,7 @@ mod undo_kafka;
 // Alone in a CI step of its own: it measures memory and latency under load.
 mod watch_load;
 mod watch_mm2;
+// What a failover would lose, in watch's metrics: on k4 and k39, as replication_kafka.
+mod watch_replication;
 // Alone in a CI step of its own, with watch_load.
 mod watch_secure;

@@ -26,15 +26,15 @@ use crate::support::{cluster, data_writer, unique_topic};
 
 /// A source record as a read_committed MirrorMaker 2 delivers it.
 #[derive(Clone, Debug)]
-struct Rec {
-    offset: i64,
-    timestamp: i64,
+pub(crate) struct Rec {
+    pub(crate) offset: i64,
+    pub(crate) timestamp: i64,
     key: Option<Vec<u8>>,
     value: Option<Vec<u8>>,
 }
 
 /// Every record of `topic`-`partition` a read_committed consumer reads, with its offset.
-async fn delivered(client: &KafkaClient, topic: &str, partition: i32) -> Vec<Rec> {
+pub(crate) async fn delivered(client: &KafkaClient, topic: &str, partition: i32) -> Vec<Rec> {
     let deadline = Deadline::after(Duration::from_secs(30));
     let info = client.describe_topic(topic, &deadline).await.unwrap();
     let end = client
@@ -82,7 +82,7 @@ async fn delivered(client: &KafkaClient, topic: &str, partition: i32) -> Vec<Rec
 }
 
 /// Appends copies of `records` to the replica, one batch, their timestamps kept (CreateTime).
-async fn copy(backup: &Raw, replica: &str, partition: i32, records: &[Rec]) {
+pub(crate) async fn copy(backup: &Raw, replica: &str, partition: i32, records: &[Rec]) {
     let Some(first) = records.first() else {
         return;
     };
@@ -97,7 +97,13 @@ async fn copy(backup: &Raw, replica: &str, partition: i32, records: &[Rec]) {
 }
 
 /// The offset syncs `(upstream, downstream)` of `topic`-`partition`, as MM2 writes them.
-async fn syncs(primary: &Raw, syncs_topic: &str, topic: &str, partition: i32, list: &[(i64, i64)]) {
+pub(crate) async fn syncs(
+    primary: &Raw,
+    syncs_topic: &str,
+    topic: &str,
+    partition: i32,
+    list: &[(i64, i64)],
+) {
     let records: Records = list
         .iter()
         .map(|&(u, d)| {
@@ -117,7 +123,7 @@ async fn syncs(primary: &Raw, syncs_topic: &str, topic: &str, partition: i32, li
 }
 
 /// `count` plain records on `topic`-`partition`, one batch stamped now.
-async fn produce(raw: &Raw, topic: &str, partition: i32, tag: &str, count: usize) {
+pub(crate) async fn produce(raw: &Raw, topic: &str, partition: i32, tag: &str, count: usize) {
     let records: Records = (0..count)
         .map(|i| (Some(format!("{tag}-{i}").into_bytes()), Some(b"v".to_vec())))
         .collect();
@@ -544,4 +550,184 @@ async fn replication_counts_what_the_backup_lacks() {
         String::from_utf8_lossy(&check.stdout),
         String::from_utf8_lossy(&check.stderr)
     );
+}
+
+/// The checkpoint MM2 would write for `group` on `replica`-0 (upstream, downstream).
+async fn checkpoint_for(backup: &Raw, alias: &str, group: &str, replica: &str, at: (i64, i64)) {
+    let checkpoints = format!("{alias}.checkpoints.internal");
+    let key = checkpoint::encode_key(&CheckpointKey {
+        group: group.as_bytes(),
+        topic: replica.as_bytes(),
+        partition: 0,
+    })
+    .unwrap();
+    let value = checkpoint::encode_value(&CheckpointValue {
+        version: 0,
+        upstream_offset: at.0,
+        downstream_offset: at.1,
+        metadata: b"",
+    })
+    .unwrap();
+    backup
+        .produce(&checkpoints, 0, &[(Some(key), Some(value))])
+        .await;
+}
+
+/// `apply --wait-until-copied` (a planned failover: consumers stopped on the primary, MM2 still
+/// copying): it waits, saying for what, while the group's next record has no copy; the test
+/// then appends the copies on the backup (as MM2 would) and the command plans and commits the
+/// exact offset. A second group whose records never come is refused at the end of its
+/// DURATION, exit 3, its partition named, nothing written.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn apply_waits_until_copied() {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+
+    let (k4, k39) = (cluster("k4"), cluster("k39"));
+    let (primary_raw, backup_raw) = (Raw::connect(&k4).await, Raw::connect(&k39).await);
+    let primary = KafkaClient::connect(k4.plaintext()).await.unwrap();
+    let alias = unique_topic("watchrepw").replace('-', "");
+    let syncs_topic = format!("mm2-offset-syncs.{alias}-backup.internal");
+    primary_raw.create_topic(&syncs_topic, 1).await;
+    backup_raw
+        .create_topic(&format!("{alias}.checkpoints.internal"), 1)
+        .await;
+    let bin = env!("CARGO_BIN_EXE_mm2-offsets");
+    let apply = |group: &str, wait: &str| {
+        let mut command = Command::new(bin);
+        command
+            .args([
+                "apply",
+                "--bootstrap-server",
+                k39.var("PLAINTEXT"),
+                "--source",
+                &alias,
+                "--group",
+                group,
+                "--precise",
+                "--match-records",
+                "--syncs-bootstrap-server",
+                k4.var("PLAINTEXT"),
+                "--syncs-topic",
+                &syncs_topic,
+                "--wait-until-copied",
+                wait,
+                "--execute",
+                "--no-progress",
+                "-o",
+                "json",
+            ])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        command
+    };
+
+    // orders: 40 records on the primary, 0-19 copied, the group stopped at 30 (its committed
+    // offset there, and MM2's checkpoint of it: downstream 11 from the sync (10, 10)).
+    let topic = format!("{alias}-orders");
+    let replica = format!("{alias}.{topic}");
+    primary_raw.create_topic(&topic, 1).await;
+    backup_raw.create_topic(&replica, 1).await;
+    produce(&primary_raw, &topic, 0, "orders", 40).await;
+    let source = delivered(&primary, &topic, 0).await;
+    copy(&backup_raw, &replica, 0, &source[..20]).await;
+    syncs(&primary_raw, &syncs_topic, &topic, 0, &[(0, 0), (10, 10)]).await;
+    let group = format!("{alias}-app");
+    primary_raw.commit(&group, &topic, 0, 30).await;
+    checkpoint_for(&backup_raw, &alias, &group, &replica, (30, 11)).await;
+
+    let started = std::time::Instant::now();
+    let mut child = apply(&group, "90s").spawn().unwrap();
+    let stderr = BufReader::new(child.stderr.take().unwrap());
+    let (tx, rx) = std::sync::mpsc::channel::<String>();
+    let drain = std::thread::spawn(move || {
+        for line in stderr.lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let mut log = Vec::new();
+    let waiting = loop {
+        let line = rx
+            .recv_timeout(Duration::from_secs(60))
+            .unwrap_or_else(|e| panic!("no waiting line ({e}): {log:?}"));
+        log.push(line.clone());
+        if line.contains("wait-until-copied: waiting for") {
+            break line;
+        }
+    };
+    println!("{waiting}");
+    assert!(
+        waiting.contains("waiting for 1 of 1 partition(s)"),
+        "{waiting}"
+    );
+    assert!(
+        waiting.contains(&format!("{group} {replica}-0 at 30 (copied to 20, 11 record offset(s) to go, primary log end 40)")),
+        "{waiting}"
+    );
+    // MM2 copies on: 20-34 appear on the backup while the command waits.
+    copy(&backup_raw, &replica, 0, &source[20..35]).await;
+    let out = child.wait_with_output().unwrap();
+    drain.join().unwrap();
+    log.extend(rx.try_iter());
+    let log = log.join("\n");
+    assert_eq!(out.status.code(), Some(0), "{log}");
+    assert!(
+        log.contains("every selected group's next record has a copy on the backup (1 partition(s)"),
+        "{log}"
+    );
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["executed"], true, "{doc}");
+    let committed = backup_raw.committed(&group).await;
+    assert_eq!(
+        committed.get(&(replica.clone(), 0)),
+        Some(&30),
+        "the exact offset (record matching), not MM2's 11: {log}"
+    );
+    println!(
+        "waited {:?}, then committed {group} {replica}-0 at 30 (MM2's checkpoint: 11)",
+        started.elapsed()
+    );
+
+    // stuck: the copy never reaches the group's next record: refused after 5 s, nothing written.
+    let topic = format!("{alias}-stuck");
+    let replica = format!("{alias}.{topic}");
+    primary_raw.create_topic(&topic, 1).await;
+    backup_raw.create_topic(&replica, 1).await;
+    produce(&primary_raw, &topic, 0, "stuck", 20).await;
+    let source = delivered(&primary, &topic, 0).await;
+    copy(&backup_raw, &replica, 0, &source[..10]).await;
+    syncs(&primary_raw, &syncs_topic, &topic, 0, &[(0, 0)]).await;
+    let group = format!("{alias}-stuck-app");
+    primary_raw.commit(&group, &topic, 0, 15).await;
+    checkpoint_for(&backup_raw, &alias, &group, &replica, (15, 1)).await;
+    let out = apply(&group, "5s").output().unwrap();
+    let log = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{log}");
+    let line = log
+        .lines()
+        .find(|l| l.starts_with("error: --wait-until-copied 5s"))
+        .unwrap_or_else(|| panic!("no refusal: {log}"));
+    assert!(
+        line.contains(&format!("1 partition(s) still without a copy of the group's next record: {group} {replica}-0 at 15 (copied to 10")),
+        "{line}"
+    );
+    assert!(line.ends_with("Nothing planned or written"), "{line}");
+    assert!(
+        backup_raw.committed(&group).await.is_empty(),
+        "nothing written"
+    );
+    assert!(out.stdout.is_empty(), "no plan printed");
+    println!("{line}");
+
+    // A group without checkpoints, with --fail-on-missing-groups: refused at once (exit 1), not
+    // after the wait.
+    let started = std::time::Instant::now();
+    let out = apply(&format!("{alias}-nobody"), "60s")
+        .arg("--fail-on-missing-groups")
+        .output()
+        .unwrap();
+    let log = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{log}");
+    assert!(log.contains("--fail-on-missing-groups"), "{log}");
+    assert!(started.elapsed() < Duration::from_secs(30), "{log}");
 }

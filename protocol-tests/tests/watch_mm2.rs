@@ -95,7 +95,7 @@ fn get_json(address: &str, path: &str) -> (u16, serde_json::Value) {
 /// Parses a /metrics body with `prometheus_client.parser` and returns (name, labels, value)
 /// per sample. Fails the test when any line does not parse, or when the parser saw fewer
 /// samples than the body has sample lines.
-fn parse_metrics(body: &str) -> Vec<(String, serde_json::Value, f64)> {
+pub(crate) fn parse_metrics(body: &str) -> Vec<(String, serde_json::Value, f64)> {
     const PARSER: &str = r##"
 import json, sys
 from prometheus_client.parser import text_string_to_metric_families
@@ -134,7 +134,7 @@ print(json.dumps(out))
     samples
 }
 
-fn metric(
+pub(crate) fn metric(
     samples: &[(String, serde_json::Value, f64)],
     name: &str,
     labels: &[(&str, &str)],

@@ -251,12 +251,17 @@ fn watch_secure_tls_auth_rotation_and_dashboards() {
              basic_auth_users:\n  alice: {hash}\n"
         ),
     );
+    // With a source connection too, so that the mm2_replication_* families are exported.
     let precise = [
         "--precise",
         "--syncs-bootstrap-server",
         k4.var("PLAINTEXT"),
         "--syncs-topic",
         &syncs_topic,
+        "--source-bootstrap-server",
+        k4.var("PLAINTEXT"),
+        "--replication-interval",
+        "2s",
     ];
     let watch = start_watch(k4.var("PLAINTEXT"), &alias, &conf, &precise);
     let base = format!("https://{}", watch.address);

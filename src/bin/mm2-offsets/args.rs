@@ -356,6 +356,14 @@ pub struct ApplyArgs {
     /// coordinator says the principal lacks DELETE on such a group.
     #[arg(long, requires = "undo_out")]
     pub allow_undo_without_delete: bool,
+    /// With --precise --match-records (a planned failover: the consumers stopped on the
+    /// primary, MirrorMaker 2 still copying): before planning, wait up to DURATION until every
+    /// selected group's next record has a copy on the backup (each partition's copied_to past
+    /// the group's offset), saying what it waits for; then plan, and with --execute write. At
+    /// the end of DURATION nothing is planned or written: exit 3, naming the partitions still
+    /// behind.
+    #[arg(long, value_name = "DURATION", value_parser = parse::timeout, requires = "match_records", conflicts_with = "plan")]
+    pub wait_until_copied: Option<Duration>,
 }
 
 /// Examples shown at the end of `failback --help`.
@@ -518,6 +526,26 @@ pub struct WatchArgs {
     /// Precise offsets and a snapshot of the offset-sync history.
     #[command(flatten)]
     pub precise: WatchPreciseArgs,
+    /// What a failover would lose, measured while the watch runs.
+    #[command(flatten)]
+    pub replication: WatchReplicationArgs,
+}
+
+/// `watch` with a source connection: what a failover would lose, measured on an interval.
+#[derive(Debug, Args, Clone)]
+pub struct WatchReplicationArgs {
+    /// With --source-bootstrap-server or --source-command-config: measure, this often (1s to
+    /// 1d), the records of the primary that the backup has no copy of (as `mm2-offsets
+    /// replication`), exported as mm2_replication_* metrics.
+    #[arg(long, value_name = "DURATION", value_parser = parse::apply_interval, default_value = "30s")]
+    pub replication_interval: Duration,
+    /// Budget of one measurement: a round not done by then fails (its figure is not exported).
+    #[arg(long, value_name = "DURATION", value_parser = parse::timeout, default_value = "20s")]
+    pub replication_timeout: Duration,
+    /// Write the last figure and its time to FILE after each measurement (replaced
+    /// atomically), for `translate`/`apply --replication-snapshot` when the primary is down.
+    #[arg(long, value_name = "FILE")]
+    pub replication_snapshot: Option<PathBuf>,
 }
 
 /// Where the offset-sync history is, and the source cluster: for `--precise`, `verify` and
@@ -573,6 +601,11 @@ pub struct PreciseArgs {
     /// (when the source cluster and its offset-syncs topic are gone), instead of the topic.
     #[arg(long, value_name = "FILE", requires = "precise", conflicts_with_all = ["syncs_bootstrap_server", "syncs_command_config", "syncs_topic"])]
     pub syncs_snapshot: Option<PathBuf>,
+    /// The last figure of what a failover leaves on the primary that `watch
+    /// --replication-snapshot FILE` recorded: shown, marked as the watch's and with its age,
+    /// when the figure cannot be measured now (the primary is down, or no source connection).
+    #[arg(long, value_name = "FILE")]
+    pub replication_snapshot: Option<PathBuf>,
     /// Interpolate between syncs: ONLY if the upstream topics have no offset gaps (no
     /// transactional producers, no compaction, no records filtered by MM2). Off, the answer
     /// uses the syncs themselves.

@@ -52,11 +52,14 @@ pub fn check(command: &Command) -> Result<(), String> {
         Command::Watch(args) => {
             connection(&args.connection)?;
             let precise = &args.precise;
-            if !precise.precise && precise.syncs.names_syncs_cluster() {
-                return Err("--syncs-* flags of watch are only used with --precise".to_string());
+            // A source connection makes the watch measure what a failover would lose, which
+            // reads the offset-syncs topic too (its --syncs-* flags).
+            let source = precise.syncs.names_source_cluster();
+            if !precise.precise && !source && precise.syncs.names_syncs_cluster() {
+                return Err("--syncs-* flags of watch are only used with --precise or a source connection (--source-bootstrap-server)".to_string());
             }
-            if precise.syncs.names_source_cluster() {
-                return Err("watch --precise reads the offset-syncs topic only: --source-bootstrap-server and --source-command-config are not used".to_string());
+            if !source && args.replication.replication_snapshot.is_some() {
+                return Err("--replication-snapshot needs a source connection: pass --source-bootstrap-server or --source-command-config".to_string());
             }
             args.sources
                 .iter()
@@ -209,6 +212,7 @@ fn apply_usage(args: &ApplyArgs) -> Result<(), String> {
         ),
         (p.syncs.syncs_topic.is_some(), "--syncs-topic"),
         (p.syncs_snapshot.is_some(), "--syncs-snapshot"),
+        (p.replication_snapshot.is_some(), "--replication-snapshot"),
         (p.gapless_upstream, "--gapless-upstream"),
         (p.from_source_offsets, "--from-source-offsets"),
         (p.match_records, "--match-records"),

@@ -24,7 +24,7 @@ const MAX_PLAN_BYTES: u64 = 256 << 20;
 pub(crate) async fn run(args: ApplyArgs) -> Result<i32, Stop> {
     // --timeout is the budget of the whole run: connecting, reading the checkpoints, planning,
     // the re-checks, the commits and the read-back all spend from this one deadline.
-    let deadline = Deadline::after(args.translate.run.timeout);
+    let mut deadline = Deadline::after(args.translate.run.timeout);
     // The undo file first, before anything is read from the cluster: a place it cannot be
     // created is found out before any commit could need it.
     let mut undo_out = match super::undo::open_undo_out(
@@ -67,7 +67,18 @@ pub(crate) async fn run(args: ApplyArgs) -> Result<i32, Stop> {
             let commits = args.execute.then_some(options.concurrency);
             // With --precise the plan's input is the precise translation: each row's offset is
             // the precise one (from the checkpoint or, with --from-source-offsets, the source).
-            let (mirror, translation, _) = if args.translate.precise.precise {
+            let (mirror, translation, _) = if let Some(wait) = args.wait_until_copied {
+                let read = super::wait_copied::wait(&args, groups, wait, commits).await?;
+                match read {
+                    Ok(read) => {
+                        // The wait had DURATION of its own: the plan and the writes get a
+                        // whole --timeout after it, as without the wait.
+                        deadline = Deadline::after(args.translate.run.timeout);
+                        read
+                    }
+                    Err(code) => return Ok(code),
+                }
+            } else if args.translate.precise.precise {
                 session::precise::read_for_apply(&args.translate, groups, &deadline, commits)
                     .await?
             } else {
@@ -82,6 +93,7 @@ pub(crate) async fn run(args: ApplyArgs) -> Result<i32, Stop> {
             // What this failover leaves behind on the primary, said before anything is written.
             at_risk = session::at_risk::measure_for(
                 &args.translate.precise.syncs,
+                args.translate.precise.replication_snapshot.as_deref(),
                 &args.translate.connection,
                 &mirror,
                 &translation,

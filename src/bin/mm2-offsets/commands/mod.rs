@@ -11,4 +11,5 @@ pub mod translate;
 pub mod undo;
 pub mod upstream;
 pub mod verify;
+pub mod wait_copied;
 pub mod watch;

@@ -39,6 +39,7 @@ pub async fn run(args: TranslateArgs) -> Result<i32, Stop> {
         session::read_translation(&args, groups, &budget, None).await?;
     let at_risk = session::at_risk::measure_for(
         &args.precise.syncs,
+        args.precise.replication_snapshot.as_deref(),
         &args.connection,
         &client,
         &translation,

@@ -123,6 +123,7 @@ pub async fn run(
     let precise = read(args, client, request).await?;
     let at_risk = super::at_risk::measure_for(
         &args.precise.syncs,
+        args.precise.replication_snapshot.as_deref(),
         &args.connection,
         client,
         &precise.translation,

@@ -43,6 +43,8 @@ pub struct App {
     pub metrics: Cache,
     /// `--precise`: the live offset-sync history (`/precise/offsets`).
     pub precise: Option<Arc<super::precise::PreciseServe>>,
+    /// With a source connection: what a failover would lose (`mm2_replication_*`).
+    pub replication: Option<super::replication::ReplicationWatch>,
 }
 
 type Reply = Response<Body>;
@@ -276,6 +278,7 @@ impl App {
                         None
                     };
                     let apply = self.apply.as_ref().map(ApplyLoop::totals);
+                    let replication = self.replication.as_ref().map(|r| r.figures());
                     let stale_after = self.heartbeat_stale_after;
                     let map = shared.map.clone();
                     let body = documents::blocking(move || {
@@ -287,6 +290,7 @@ impl App {
                             heartbeat_stale_after: stale_after,
                             log_ends: log_ends.as_ref(),
                             apply: apply.as_ref(),
+                            replication: replication.as_ref(),
                         })
                     })
                     .await?;

@@ -26,6 +26,9 @@ pub struct Scrape<'a> {
     pub log_ends: Option<&'a LogEnds>,
     /// The periodic apply's counters; `None` without `--apply-interval` (no `mm2_apply_` series).
     pub apply: Option<&'a ApplyTotals>,
+    /// What a failover would lose; `None` without a source connection (no `mm2_replication_`
+    /// series).
+    pub replication: Option<&'a super::replication::Figures>,
 }
 
 /// The target's log end offset per topic and partition.
@@ -283,7 +286,115 @@ pub fn render(scrape: &Scrape<'_>) -> String {
     if let Some(totals) = scrape.apply {
         apply_metrics(&mut w, totals);
     }
+    if let Some(figures) = scrape.replication {
+        replication_metrics(&mut w, figures);
+    }
     w.out
+}
+
+/// What a failover would lose (`watch` with a source connection). Every family is declared
+/// from the first scrape on. The per-partition series come from the newest round only when it
+/// succeeded: a failed round exports none of them (never the last figure as if it were fresh),
+/// `mm2_replication_up` says so, and `mm2_replication_last_measurement_timestamp_seconds` keeps
+/// the last success's time. A proven partition with nothing missing exports 0; one not proven
+/// exports no figure and is counted in `mm2_replication_unproven_partitions`.
+fn replication_metrics(w: &mut Writer, f: &super::replication::Figures) {
+    let source = f.source.as_str();
+    let labels = [("source", source)];
+    let up = f.up && f.last.is_some();
+    let fresh = f.last.as_deref().filter(|_| up);
+    w.family(
+        "mm2_replication_up",
+        "gauge",
+        "1 when the newest measurement of what a failover would lose succeeded; 0 when it failed or none finished yet (then no per-partition figure is exported).",
+    );
+    w.sample("mm2_replication_up", &labels, if up { 1.0 } else { 0.0 });
+    w.family(
+        "mm2_replication_measurements_total",
+        "counter",
+        "Measurements of what a failover would lose, finished (successful or not).",
+    );
+    w.sample(
+        "mm2_replication_measurements_total",
+        &labels,
+        f.rounds as f64,
+    );
+    w.family(
+        "mm2_replication_measurement_errors_total",
+        "counter",
+        "Measurements that failed (primary, backup or offset-syncs topic unreadable, or over --replication-timeout).",
+    );
+    w.sample(
+        "mm2_replication_measurement_errors_total",
+        &labels,
+        f.errors as f64,
+    );
+    w.family(
+        "mm2_replication_measurement_duration_seconds",
+        "gauge",
+        "How long the newest measurement took (absent before the first).",
+    );
+    if let Some(d) = f.last_duration {
+        w.sample(
+            "mm2_replication_measurement_duration_seconds",
+            &labels,
+            d.as_secs_f64(),
+        );
+    }
+    w.family(
+        "mm2_replication_last_measurement_timestamp_seconds",
+        "gauge",
+        "When the primary's log ends of the newest successful measurement were read (absent before the first).",
+    );
+    if let Some(last) = &f.last {
+        w.sample(
+            "mm2_replication_last_measurement_timestamp_seconds",
+            &labels,
+            last.measured_at_ms as f64 / 1000.0,
+        );
+    }
+    w.family(
+        "mm2_replication_unproven_partitions",
+        "gauge",
+        "Remote partitions of the newest measurement whose copy could not be proven (no figure exported for them; `mm2-offsets replication` says why).",
+    );
+    if let Some(last) = fresh {
+        w.sample(
+            "mm2_replication_unproven_partitions",
+            &labels,
+            last.unproven as f64,
+        );
+    }
+    type Value = fn(&super::replication::RowFigure) -> Option<f64>;
+    let families: [(&str, &str, Value); 2] = [
+        (
+            "mm2_replication_records_behind",
+            "Committed records on the primary with no copy on the backup (not_copied of `mm2-offsets replication`): what failing over now loses. 0 when caught up.",
+            |r| r.not_copied.map(|n| n as f64),
+        ),
+        (
+            "mm2_replication_seconds_behind",
+            "Age of the oldest record not copied, at the measurement (0 when caught up).",
+            |r| r.not_copied.and(r.seconds_behind),
+        ),
+    ];
+    for (name, help, value) in families {
+        w.family(name, "gauge", help);
+        for r in fresh.iter().flat_map(|last| &last.rows) {
+            if let Some(v) = value(r) {
+                let mut partition = itoa::Buffer::new();
+                w.sample(
+                    name,
+                    &[
+                        ("source", source),
+                        ("topic", &r.topic),
+                        ("partition", partition.format(r.partition)),
+                    ],
+                    v,
+                );
+            }
+        }
+    }
 }
 
 /// Every verdict that refuses a partition, so each is a series from the first scrape on.
@@ -478,5 +589,69 @@ mod tests {
         }
         // Before the first run there is no time to show.
         assert!(!w.out.contains("mm2_apply_last_run_timestamp_seconds"));
+    }
+
+    #[test]
+    fn replication_figures_are_fresh_or_absent() {
+        use super::super::replication::{Figures, Measured, RowFigure};
+        let row = |topic: &str, not_copied: Option<u64>, seconds: Option<f64>| RowFigure {
+            topic: topic.into(),
+            partition: 0,
+            not_copied,
+            seconds_behind: seconds,
+        };
+        let mut f = Figures {
+            source: "primary".into(),
+            up: true,
+            rounds: 2,
+            errors: 1,
+            ..Figures::default()
+        };
+        f.last = Some(std::sync::Arc::new(Measured {
+            measured_at_ms: 1_700_000,
+            unproven: 1,
+            rows: vec![
+                row("primary.a", Some(0), Some(0.0)),
+                row("primary.b", Some(7), Some(2.5)),
+                row("primary.c", None, None),
+            ],
+            document: serde_json::Value::Null,
+        }));
+        let mut w = Writer { out: String::new() };
+        replication_metrics(&mut w, &f);
+        for line in [
+            "mm2_replication_up{source=\"primary\"} 1\n",
+            "mm2_replication_measurements_total{source=\"primary\"} 2\n",
+            "mm2_replication_measurement_errors_total{source=\"primary\"} 1\n",
+            "mm2_replication_last_measurement_timestamp_seconds{source=\"primary\"} 1700\n",
+            "mm2_replication_unproven_partitions{source=\"primary\"} 1\n",
+            // Caught up: a 0 series, not no series.
+            "mm2_replication_records_behind{source=\"primary\",topic=\"primary.a\",partition=\"0\"} 0\n",
+            "mm2_replication_seconds_behind{source=\"primary\",topic=\"primary.a\",partition=\"0\"} 0\n",
+            "mm2_replication_records_behind{source=\"primary\",topic=\"primary.b\",partition=\"0\"} 7\n",
+            "mm2_replication_seconds_behind{source=\"primary\",topic=\"primary.b\",partition=\"0\"} 2.5\n",
+        ] {
+            assert!(w.out.contains(line), "{line:?} missing from\n{}", w.out);
+        }
+        assert!(!w.out.contains("primary.c"), "{}", w.out);
+
+        // The newest round failed: no per-partition figure, the last success's time kept.
+        f.up = false;
+        let mut w = Writer { out: String::new() };
+        replication_metrics(&mut w, &f);
+        assert!(w.out.contains("mm2_replication_up{source=\"primary\"} 0\n"));
+        assert!(w.out.contains(
+            "mm2_replication_last_measurement_timestamp_seconds{source=\"primary\"} 1700\n"
+        ));
+        assert!(
+            !w.out.contains("mm2_replication_records_behind{"),
+            "{}",
+            w.out
+        );
+        assert!(
+            !w.out.contains("mm2_replication_seconds_behind{"),
+            "{}",
+            w.out
+        );
     }
 }

@@ -9,6 +9,7 @@ mod http;
 mod metrics;
 mod precise;
 mod reload;
+mod replication;
 pub(crate) mod request;
 mod server;
 mod tls;
@@ -185,6 +186,7 @@ pub async fn run(args: WatchArgs) -> Result<i32, String> {
         }
     }
     let precise = precise::start(&args, &client, &watcher.options().sources).await?;
+    let replication = replication::start(&args, &client, &watcher.options().sources)?;
     let apply = args.apply_interval.map(|interval| {
         let mut options = ApplyLoopOptions::new(interval);
         // One budget for each run: plan, re-checks, commits and read-back.
@@ -209,6 +211,7 @@ pub async fn run(args: WatchArgs) -> Result<i32, String> {
         offsets: documents::Cache::default(),
         metrics: documents::Cache::default(),
         precise: precise.clone(),
+        replication,
     });
     let limits = server::Limits {
         max_connections: args.max_connections,
