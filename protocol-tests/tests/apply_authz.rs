@@ -467,3 +467,158 @@ async fn an_undo_that_could_not_delete_is_refused_before_writing_on_kafka_4() {
         "partition 0 restored, partition 1 left (its delete was refused)"
     );
 }
+
+/// The answer of one raw OffsetDelete of no partition for `group`, sent as `config`'s principal
+/// straight to the (only) broker: its group-level error code.
+async fn offset_delete_probe(
+    cluster: &Cluster,
+    config: &mm2_offsets::config::ClientConfig,
+    group: &str,
+) -> i16 {
+    use kafka_protocol::messages::{GroupId, OffsetDeleteRequest, OffsetDeleteResponse};
+    let conn = BrokerConnection::connect(&config.bootstrap_servers[0], config)
+        .await
+        .unwrap();
+    let _ = cluster;
+    let version = conn.negotiate(ApiKey::OffsetDelete, 0..=0).unwrap();
+    let request = OffsetDeleteRequest::default()
+        .with_group_id(GroupId(StrBytes::from_string(group.to_string())));
+    let mut body = conn.send(&request, version).await.unwrap();
+    OffsetDeleteResponse::decode(&mut body, version)
+        .unwrap()
+        .error_code
+}
+
+/// The undo of a group that does not exist on the target yet (a fresh failover) deletes its
+/// offsets, which needs DELETE on the group, and the coordinator describes no such group, so
+/// its authorized operations say nothing. Kafka checks DELETE before looking the group up
+/// (`KafkaApis.handleOffsetDeleteRequest`), so an OffsetDelete of no partition tells: first
+/// that answer, raw, as the restricted principal (GROUP_AUTHORIZATION_FAILED without DELETE,
+/// GROUP_ID_NOT_FOUND with it); then `apply --execute --undo-out` refuses the group without
+/// DELETE before writing (exit 2, nothing written, no undo file), and writes the one with it,
+/// whose undo then deletes its offsets (read back: none).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_undo_of_a_group_not_on_the_target_needs_delete_on_kafka_4() {
+    let cluster = cluster("k4");
+    assert_eq!(cluster.var("AUTHORIZER"), "standard");
+    let raw = crate::support::raw::Raw::connect(&cluster).await;
+    let admin = BrokerConnection::connect(cluster.var("PLAINTEXT"), &cluster.plaintext())
+        .await
+        .unwrap();
+    let client = KafkaClient::connect(cluster.plaintext()).await.unwrap();
+    crate::support::wait_for_group_coordinator(&client, Duration::from_secs(60)).await;
+    let topic = unique_topic("undo3-absent");
+    raw.create_topic(&topic, 2).await;
+    raw.fill(&topic, 2, 50).await;
+    let (no_delete, with_delete) = (format!("{topic}-nodelete"), format!("{topic}-delete"));
+    let principal = format!("User:{}", cluster.var("AUTHZ_USER"));
+    add_acls(
+        &admin,
+        &principal,
+        &[
+            (GROUP, &no_delete, DESCRIBE, ALLOW),
+            (GROUP, &no_delete, READ, ALLOW),
+            (GROUP, &no_delete, DELETE, DENY),
+            (GROUP, &with_delete, DESCRIBE, ALLOW),
+            (GROUP, &with_delete, READ, ALLOW),
+            (GROUP, &with_delete, DELETE, ALLOW),
+        ],
+    )
+    .await;
+
+    // 1. The broker's answer to the probe, raw, as the restricted principal.
+    let mut carol = cluster.sasl_plaintext(mm2_offsets::config::SaslMechanism::ScramSha512);
+    carol.sasl = Some(mm2_offsets::config::SaslSettings::new(
+        mm2_offsets::config::SaslMechanism::ScramSha512,
+        cluster.var("AUTHZ_USER"),
+        mm2_offsets::config::Secret::new(cluster.var("AUTHZ_PASSWORD")),
+    ));
+    let without = offset_delete_probe(&cluster, &carol, &no_delete).await;
+    let with = offset_delete_probe(&cluster, &carol, &with_delete).await;
+    println!(
+        "OffsetDelete of no partition on a missing group: without DELETE {without}, with DELETE {with}"
+    );
+    assert_eq!(without, 30, "GROUP_AUTHORIZATION_FAILED without DELETE");
+    assert_eq!(with, 69, "GROUP_ID_NOT_FOUND with DELETE");
+    assert!(raw.committed(&no_delete).await.is_empty());
+    assert!(raw.committed(&with_delete).await.is_empty());
+
+    let source = format!("undo3absent{}", now_ms());
+    write_checkpoints(
+        &cluster,
+        &source,
+        &[
+            (&no_delete, &topic, 0, 10),
+            (&no_delete, &topic, 1, 20),
+            (&with_delete, &topic, 0, 10),
+            (&with_delete, &topic, 1, 20),
+        ],
+    );
+    let undo = std::env::temp_dir().join(format!("{source}.undo.jsonl"));
+    let undo_path = undo.to_str().unwrap().to_string();
+    let apply = |group: &str| {
+        as_restricted(
+            &cluster,
+            &[
+                "apply",
+                "--source",
+                &source,
+                "--group",
+                group,
+                "--timeout",
+                "30s",
+                "--execute",
+                "--undo-out",
+                &undo_path,
+            ],
+        )
+    };
+
+    // 2. Without DELETE: refused before writing.
+    let (code, stdout, stderr) = apply(&no_delete);
+    println!("--- without DELETE\n{stdout}{stderr}");
+    assert_eq!(code, Some(2), "{stdout}{stderr}");
+    assert!(
+        stderr.contains(&format!("the undo of group {no_delete} could not run"))
+            && stderr.contains("2 partition(s) it writes had no committed offset")
+            && stderr.contains(&format!(
+                "lacks DELETE on Group {no_delete:?} (OffsetDelete needs it)"
+            ))
+            && stderr.contains("kafka-acls.sh --add --operation Delete --group")
+            && stderr.contains("nothing was written"),
+        "{stderr}"
+    );
+    assert!(!undo.exists(), "the refused run left its undo file");
+    assert!(
+        raw.committed(&no_delete).await.is_empty(),
+        "the refused run wrote"
+    );
+
+    // 3. With DELETE: written, and its undo deletes what it wrote.
+    let (code, stdout, stderr) = apply(&with_delete);
+    println!("--- with DELETE\n{stdout}{stderr}");
+    assert_eq!(code, Some(0), "{stdout}{stderr}");
+    assert!(!stderr.contains("could not run"), "{stderr}");
+    assert_eq!(
+        raw.committed(&with_delete).await,
+        BTreeMap::from([((topic.clone(), 0), 10), ((topic.clone(), 1), 20)])
+    );
+    let (code, stdout, stderr) = as_restricted(
+        &cluster,
+        &[
+            "apply",
+            "--plan",
+            &undo_path,
+            "--execute",
+            "--timeout",
+            "30s",
+        ],
+    );
+    println!("--- its undo\n{stdout}{stderr}");
+    let _ = std::fs::remove_file(&undo);
+    assert_eq!(code, Some(0), "{stdout}{stderr}");
+    assert!(
+        raw.committed(&with_delete).await.is_empty(),
+        "the undo left offsets on a group that had none"
+    );
+}

@@ -473,6 +473,8 @@ fn rechecked(planned: &GroupPlan, read: Fresh, out: &mut GroupPlan) {
     out.protocol = Some(description.protocol);
     out.state = Some(description.state.clone());
     out.members = description.members;
+    // What the principal may do to the group now, never what the file says.
+    out.may_delete_offsets = description.may_delete_offsets();
     let moved = moved_offsets(planned, &offsets);
     out.partitions = partitions;
     if !moved.is_empty() {
