@@ -1079,7 +1079,7 @@ async fn the_undo_of_saved_plans_and_of_failback_on_kafka_4() {
         let u = undo_run(&p(&undo));
         let found = held_by(&raw, groups).await;
         table.check(
-            &format!("  ... its undo executed"),
+            "  ... its undo executed",
             &u,
             0,
             "restored",
