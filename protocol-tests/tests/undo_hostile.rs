@@ -1309,3 +1309,270 @@ async fn apply_and_its_undo_on_kafka_2_8() {
     assert_eq!(raw.committed(&held).await, at(5), "restored to 5");
     assert!(raw.committed(&fresh).await.is_empty(), "its offset deleted");
 }
+
+/// A proxy in front of one broker's listener (k4 is a single node) through which a client's
+/// every connection goes: Metadata and FindCoordinator answers name the proxy's port instead of
+/// the broker's. Once the first OffsetCommit request has crossed it, OffsetFetch answers are
+/// swallowed: the commit is acknowledged, its read-back never answered.
+struct ReadBackProxy {
+    port: u16,
+    commits: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    swallowed: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    runtime: Option<tokio::runtime::Runtime>,
+}
+
+impl Drop for ReadBackProxy {
+    fn drop(&mut self) {
+        // Dropped inside the test's async context, where a runtime may not block to stop.
+        if let Some(runtime) = self.runtime.take() {
+            runtime.shutdown_background();
+        }
+    }
+}
+
+impl ReadBackProxy {
+    const METADATA: i16 = 3;
+    const OFFSET_COMMIT: i16 = 8;
+    const OFFSET_FETCH: i16 = 9;
+    const FIND_COORDINATOR: i16 = 10;
+
+    fn start(broker: std::net::SocketAddr) -> ReadBackProxy {
+        use std::sync::Arc;
+        use std::sync::atomic::AtomicUsize;
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap();
+        // Bound here, served on the proxy's own runtime (the test's runtime may be blocked
+        // waiting for the CLI).
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let commits = Arc::new(AtomicUsize::new(0));
+        let swallowed = Arc::new(AtomicUsize::new(0));
+        let (c, s) = (commits.clone(), swallowed.clone());
+        runtime.spawn(async move {
+            let listener = tokio::net::TcpListener::from_std(listener).unwrap();
+            while let Ok((client, _)) = listener.accept().await {
+                let (c, s) = (c.clone(), s.clone());
+                tokio::spawn(async move {
+                    let _ = Self::connection(client, broker, port, c, s).await;
+                });
+            }
+        });
+        ReadBackProxy {
+            port,
+            commits,
+            swallowed,
+            runtime: Some(runtime),
+        }
+    }
+
+    async fn connection(
+        client: tokio::net::TcpStream,
+        broker: std::net::SocketAddr,
+        port: u16,
+        commits: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+        swallowed: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    ) -> std::io::Result<()> {
+        use std::sync::atomic::Ordering;
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let server = tokio::net::TcpStream::connect(broker).await?;
+        let (mut client_r, mut client_w) = client.into_split();
+        let (mut server_r, mut server_w) = server.into_split();
+        let in_flight: std::sync::Arc<std::sync::Mutex<BTreeMap<i32, (i16, i16)>>> =
+            Default::default();
+        let noted = in_flight.clone();
+        let counted = commits.clone();
+        let up = tokio::spawn(async move {
+            loop {
+                let mut len = [0u8; 4];
+                client_r.read_exact(&mut len).await?;
+                let mut body = vec![0u8; i32::from_be_bytes(len).max(8) as usize];
+                client_r.read_exact(&mut body).await?;
+                let key = i16::from_be_bytes([body[0], body[1]]);
+                let version = i16::from_be_bytes([body[2], body[3]]);
+                let corr = i32::from_be_bytes([body[4], body[5], body[6], body[7]]);
+                noted.lock().unwrap().insert(corr, (key, version));
+                if key == Self::OFFSET_COMMIT {
+                    counted.fetch_add(1, Ordering::SeqCst);
+                }
+                server_w.write_all(&len).await?;
+                server_w.write_all(&body).await?;
+            }
+            #[allow(unreachable_code)]
+            Ok::<(), std::io::Error>(())
+        });
+        loop {
+            let mut len = [0u8; 4];
+            if server_r.read_exact(&mut len).await.is_err() {
+                break;
+            }
+            let mut frame = vec![0u8; i32::from_be_bytes(len).max(4) as usize];
+            server_r.read_exact(&mut frame).await?;
+            let corr = i32::from_be_bytes([frame[0], frame[1], frame[2], frame[3]]);
+            let (key, version) = in_flight.lock().unwrap().remove(&corr).unwrap_or((-1, -1));
+            if key == Self::OFFSET_FETCH && commits.load(Ordering::SeqCst) > 0 {
+                swallowed.fetch_add(1, Ordering::SeqCst);
+                continue;
+            }
+            let frame = match key {
+                Self::METADATA | Self::FIND_COORDINATOR => {
+                    Self::rewrite(key, version, &frame, port).unwrap_or(frame)
+                }
+                _ => frame,
+            };
+            client_w
+                .write_all(&(frame.len() as i32).to_be_bytes())
+                .await?;
+            client_w.write_all(&frame).await?;
+        }
+        up.abort();
+        Ok(())
+    }
+
+    /// The response `frame` (header and body) with every broker's port replaced by `port`.
+    fn rewrite(key: i16, version: i16, frame: &[u8], port: u16) -> Option<Vec<u8>> {
+        use kafka_protocol::messages::{
+            ApiKey, FindCoordinatorResponse, MetadataResponse, ResponseHeader,
+        };
+        use kafka_protocol::protocol::{Decodable, Encodable};
+        let api = ApiKey::try_from(key).ok()?;
+        let header_version = api.response_header_version(version);
+        let mut buf = bytes::Bytes::copy_from_slice(frame);
+        let header = ResponseHeader::decode(&mut buf, header_version).ok()?;
+        let mut out = bytes::BytesMut::new();
+        header.encode(&mut out, header_version).ok()?;
+        if key == Self::METADATA {
+            let mut m = MetadataResponse::decode(&mut buf, version).ok()?;
+            for b in &mut m.brokers {
+                b.port = i32::from(port);
+            }
+            m.encode(&mut out, version).ok()?;
+        } else {
+            let mut f = FindCoordinatorResponse::decode(&mut buf, version).ok()?;
+            if f.port > 0 {
+                f.port = i32::from(port);
+            }
+            for c in &mut f.coordinators {
+                c.port = i32::from(port);
+            }
+            f.encode(&mut out, version).ok()?;
+        }
+        Some(out.to_vec())
+    }
+}
+
+/// The `unverified` outcome on a real Kafka 4.4: the coordinator acknowledges the commit, the
+/// read-back (OffsetFetch) is never answered (swallowed by a proxy in front of k4 once the
+/// commit was sent; `request.timeout.ms=1000`). `apply --execute --undo-out` must say
+/// "unverified" (not committed-and-read-back, not failed), exit 3, count it in the JSON
+/// summary; the cluster read back directly holds what was written, the undo file covers the
+/// group, and the undo (run directly) deletes it again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_acknowledged_commit_not_read_back_is_unverified_on_kafka_4() {
+    let k4 = cluster("k4");
+    let raw = Raw::connect(&k4).await;
+    {
+        let client = mm2_offsets::client::KafkaClient::connect(k4.plaintext())
+            .await
+            .unwrap();
+        crate::support::wait_for_group_coordinator(&client, Duration::from_secs(60)).await;
+    }
+    let unique = crate::support::unique_topic("undo3v").replace('-', "");
+    let orders = format!("{unique}.orders");
+    raw.create_topic(&orders, 1).await;
+    raw.fill(&orders, 1, 100).await;
+    let checkpoints = format!("{unique}.checkpoints.internal");
+    raw.create_topic(&checkpoints, 1).await;
+    let group = format!("{unique}-g");
+    raw.produce(&checkpoints, 0, &[checkpoint_record(&group, &orders, 10)])
+        .await;
+    let broker: std::net::SocketAddr = k4.var("PLAINTEXT").parse().unwrap();
+    let proxy = ReadBackProxy::start(broker);
+    let dir = tempfile::tempdir().unwrap();
+    let undo = dir.path().join("undo.jsonl");
+    let through = format!("127.0.0.1:{}", proxy.port);
+    let r = run_bounded(
+        &bin(),
+        &args(&[
+            "apply",
+            "--bootstrap-server",
+            &through,
+            "--source",
+            &unique,
+            "--group",
+            &group,
+            "--no-progress",
+            "--timeout",
+            "15s",
+            "-X",
+            "request.timeout.ms=1000",
+            "--execute",
+            "--undo-out",
+            undo.to_str().unwrap(),
+            "-o",
+            "json",
+        ]),
+        Duration::from_secs(60),
+    );
+    let stdout = String::from_utf8_lossy(&r.stdout).into_owned();
+    println!(
+        "--- apply through the proxy ({} OffsetCommit request(s), {} OffsetFetch answer(s) swallowed)\n{}",
+        proxy.commits.load(std::sync::atomic::Ordering::SeqCst),
+        proxy.swallowed.load(std::sync::atomic::Ordering::SeqCst),
+        r.stderr
+    );
+    assert!(
+        proxy.swallowed.load(std::sync::atomic::Ordering::SeqCst) > 0,
+        "no read-back crossed the proxy: {}",
+        r.stderr
+    );
+    assert_eq!(r.code, Some(3), "{}\n{stdout}", r.stderr);
+    assert!(
+        r.stderr.contains(
+            "1 committed (the coordinator acknowledged it) but not read back: unverified"
+        ),
+        "{}",
+        r.stderr
+    );
+    let doc: Value = serde_json::from_str(stdout.trim()).unwrap();
+    assert_eq!(doc["summary"]["unverified"], 1, "{}", doc["summary"]);
+    assert_eq!(doc["summary"]["committed"], 0, "{}", doc["summary"]);
+    assert_eq!(doc["summary"]["failed"], 0, "{}", doc["summary"]);
+    let held = Held::from([((orders.clone(), 0), 10)]);
+    assert_eq!(
+        raw.committed(&group).await,
+        held,
+        "what the broker acknowledged"
+    );
+    let lines = journal(&undo);
+    assert!(
+        lines.iter().any(|l| l["group"] == group.as_str()),
+        "the undo file covers the group: {lines:?}"
+    );
+    let u = run_bounded(
+        &bin(),
+        &args(&[
+            "apply",
+            "--bootstrap-server",
+            k4.var("PLAINTEXT"),
+            "--plan",
+            undo.to_str().unwrap(),
+            "--execute",
+            "--no-progress",
+        ]),
+        Duration::from_secs(60),
+    );
+    println!(
+        "--- its undo (directly)\n{}{}",
+        String::from_utf8_lossy(&u.stdout),
+        u.stderr
+    );
+    assert_eq!(u.code, Some(0), "{}", u.stderr);
+    assert!(
+        raw.committed(&group).await.is_empty(),
+        "the undo deleted it"
+    );
+}
