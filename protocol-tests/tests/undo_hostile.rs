@@ -1086,6 +1086,39 @@ async fn the_undo_of_saved_plans_and_of_failback_on_kafka_4() {
             [written, &found, before],
         );
     }
+    // An undo file given with --undo-out: refused (an undo is not undone in turn), and the
+    // file --undo-out created at once is removed again (an older build left it, empty).
+    let again = dir.path().join("undo-of-the-undo.jsonl");
+    let mut a = args(&[
+        "apply",
+        "--bootstrap-server",
+        &k4_server,
+        "--plan",
+        &p(&dir.path().join("good-0.jsonl")),
+        "--execute",
+        "--no-progress",
+        "--undo-out",
+    ]);
+    a.push(p(&again));
+    let r = run(&a);
+    let found = held_by(&raw, &apply_groups).await;
+    table.check(
+        "apply --plan UNDO --execute --undo-out NEW",
+        &r,
+        2,
+        "run as it is: --undo-out does not apply to it",
+        [&apply_before, &found, &apply_before],
+    );
+    if again.exists() {
+        table.rows.push(Row {
+            case: "  ... and NEW is not left behind".to_string(),
+            code: r.code,
+            before: String::new(),
+            after: String::new(),
+            words: String::new(),
+            failure: Some(format!("{} exists", again.display())),
+        });
+    }
     table.print();
     eprintln!(
         "undo_hostile (saved plans, failback): {} cases, setup {setup:?}, total {:?}",
