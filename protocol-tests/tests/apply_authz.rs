@@ -333,7 +333,9 @@ fn as_restricted(cluster: &Cluster, args: &[&str]) -> (Option<i32>, String, Stri
     ];
     all.splice(0..0, args[..1].iter().copied());
     all.extend_from_slice(&args[1..]);
-    let output = Command::new(BIN)
+    // MM2O_APPLY_BIN: another build (e.g. an older one, to record what it did).
+    let bin = std::env::var("MM2O_APPLY_BIN").unwrap_or_else(|_| BIN.to_string());
+    let output = Command::new(bin)
         .args(&all)
         .env("MM2_OFFSETS_SASL_PASSWORD", cluster.var("AUTHZ_PASSWORD"))
         .output()
@@ -465,5 +467,364 @@ async fn an_undo_that_could_not_delete_is_refused_before_writing_on_kafka_4() {
         raw.committed(&group).await,
         BTreeMap::from([((topic.clone(), 0), 5), ((topic.clone(), 1), 20)]),
         "partition 0 restored, partition 1 left (its delete was refused)"
+    );
+}
+
+/// The answer of one raw OffsetDelete of no partition for `group`, sent as `config`'s principal
+/// straight to the (only) broker: its group-level error code.
+async fn offset_delete_probe(
+    cluster: &Cluster,
+    config: &mm2_offsets::config::ClientConfig,
+    group: &str,
+) -> i16 {
+    use kafka_protocol::messages::{GroupId, OffsetDeleteRequest, OffsetDeleteResponse};
+    let conn = BrokerConnection::connect(&config.bootstrap_servers[0], config)
+        .await
+        .unwrap();
+    let _ = cluster;
+    let version = conn.negotiate(ApiKey::OffsetDelete, 0..=0).unwrap();
+    let request = OffsetDeleteRequest::default()
+        .with_group_id(GroupId(StrBytes::from_string(group.to_string())));
+    let mut body = conn.send(&request, version).await.unwrap();
+    OffsetDeleteResponse::decode(&mut body, version)
+        .unwrap()
+        .error_code
+}
+
+/// The undo of a group that does not exist on the target yet (a fresh failover) deletes its
+/// offsets, which needs DELETE on the group, and the coordinator describes no such group, so
+/// its authorized operations say nothing. Kafka checks DELETE before looking the group up
+/// (`KafkaApis.handleOffsetDeleteRequest`), so an OffsetDelete of no partition tells: first
+/// that answer, raw, as the restricted principal (GROUP_AUTHORIZATION_FAILED without DELETE,
+/// GROUP_ID_NOT_FOUND with it); then `apply --execute --undo-out` refuses the group without
+/// DELETE before writing (exit 2, nothing written, no undo file), and writes the one with it,
+/// whose undo then deletes its offsets (read back: none).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_undo_of_a_group_not_on_the_target_needs_delete_on_kafka_4() {
+    let cluster = cluster("k4");
+    assert_eq!(cluster.var("AUTHORIZER"), "standard");
+    let raw = crate::support::raw::Raw::connect(&cluster).await;
+    let admin = BrokerConnection::connect(cluster.var("PLAINTEXT"), &cluster.plaintext())
+        .await
+        .unwrap();
+    let client = KafkaClient::connect(cluster.plaintext()).await.unwrap();
+    crate::support::wait_for_group_coordinator(&client, Duration::from_secs(60)).await;
+    let topic = unique_topic("undo3-absent");
+    raw.create_topic(&topic, 2).await;
+    raw.fill(&topic, 2, 50).await;
+    let (no_delete, with_delete) = (format!("{topic}-nodelete"), format!("{topic}-delete"));
+    let principal = format!("User:{}", cluster.var("AUTHZ_USER"));
+    add_acls(
+        &admin,
+        &principal,
+        &[
+            (GROUP, &no_delete, DESCRIBE, ALLOW),
+            (GROUP, &no_delete, READ, ALLOW),
+            (GROUP, &no_delete, DELETE, DENY),
+            (GROUP, &with_delete, DESCRIBE, ALLOW),
+            (GROUP, &with_delete, READ, ALLOW),
+            (GROUP, &with_delete, DELETE, ALLOW),
+        ],
+    )
+    .await;
+
+    // 1. The broker's answer to the probe, raw, as the restricted principal.
+    let mut carol = cluster.sasl_plaintext(mm2_offsets::config::SaslMechanism::ScramSha512);
+    carol.sasl = Some(mm2_offsets::config::SaslSettings::new(
+        mm2_offsets::config::SaslMechanism::ScramSha512,
+        cluster.var("AUTHZ_USER"),
+        mm2_offsets::config::Secret::new(cluster.var("AUTHZ_PASSWORD")),
+    ));
+    let without = offset_delete_probe(&cluster, &carol, &no_delete).await;
+    let with = offset_delete_probe(&cluster, &carol, &with_delete).await;
+    println!(
+        "OffsetDelete of no partition on a missing group: without DELETE {without}, with DELETE {with}"
+    );
+    assert_eq!(without, 30, "GROUP_AUTHORIZATION_FAILED without DELETE");
+    assert_eq!(with, 69, "GROUP_ID_NOT_FOUND with DELETE");
+    assert!(raw.committed(&no_delete).await.is_empty());
+    assert!(raw.committed(&with_delete).await.is_empty());
+
+    let source = format!("undo3absent{}", now_ms());
+    write_checkpoints(
+        &cluster,
+        &source,
+        &[
+            (&no_delete, &topic, 0, 10),
+            (&no_delete, &topic, 1, 20),
+            (&with_delete, &topic, 0, 10),
+            (&with_delete, &topic, 1, 20),
+        ],
+    );
+    let undo = std::env::temp_dir().join(format!("{source}.undo.jsonl"));
+    let undo_path = undo.to_str().unwrap().to_string();
+    let apply = |group: &str| {
+        as_restricted(
+            &cluster,
+            &[
+                "apply",
+                "--source",
+                &source,
+                "--group",
+                group,
+                "--timeout",
+                "30s",
+                "--execute",
+                "--undo-out",
+                &undo_path,
+            ],
+        )
+    };
+
+    // 2. Without DELETE: refused before writing.
+    let (code, stdout, stderr) = apply(&no_delete);
+    println!("--- without DELETE\n{stdout}{stderr}");
+    assert_eq!(code, Some(2), "{stdout}{stderr}");
+    assert!(
+        stderr.contains(&format!("the undo of group {no_delete} could not run"))
+            && stderr.contains("2 partition(s) it writes had no committed offset")
+            && stderr.contains(&format!(
+                "lacks DELETE on Group {no_delete:?} (OffsetDelete needs it)"
+            ))
+            && stderr.contains("kafka-acls.sh --add --operation Delete --group")
+            && stderr.contains("nothing was written"),
+        "{stderr}"
+    );
+    assert!(!undo.exists(), "the refused run left its undo file");
+    assert!(
+        raw.committed(&no_delete).await.is_empty(),
+        "the refused run wrote"
+    );
+
+    // 2b. The same from a saved plan (its rows re-checked on the target; the probe too).
+    let plan = std::env::temp_dir().join(format!("{source}.plan.json"));
+    let plan_path = plan.to_str().unwrap().to_string();
+    let (code, _, stderr) = as_restricted(
+        &cluster,
+        &[
+            "apply",
+            "--source",
+            &source,
+            "--group",
+            &no_delete,
+            "--timeout",
+            "30s",
+            "--plan-out",
+            &plan_path,
+        ],
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    let (code, stdout, stderr) = as_restricted(
+        &cluster,
+        &[
+            "apply",
+            "--plan",
+            &plan_path,
+            "--timeout",
+            "30s",
+            "--execute",
+            "--undo-out",
+            &undo_path,
+        ],
+    );
+    println!("--- without DELETE, from a saved plan\n{stdout}{stderr}");
+    let _ = std::fs::remove_file(&plan);
+    assert_eq!(code, Some(2), "{stdout}{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "lacks DELETE on Group {no_delete:?} (OffsetDelete needs it)"
+        )) && stderr.contains("nothing was written"),
+        "{stderr}"
+    );
+    assert!(!undo.exists(), "the refused run left its undo file");
+    assert!(
+        raw.committed(&no_delete).await.is_empty(),
+        "the refused saved plan wrote"
+    );
+
+    // 3. With DELETE: written, and its undo deletes what it wrote.
+    let (code, stdout, stderr) = apply(&with_delete);
+    println!("--- with DELETE\n{stdout}{stderr}");
+    assert_eq!(code, Some(0), "{stdout}{stderr}");
+    assert!(!stderr.contains("could not run"), "{stderr}");
+    assert_eq!(
+        raw.committed(&with_delete).await,
+        BTreeMap::from([((topic.clone(), 0), 10), ((topic.clone(), 1), 20)])
+    );
+    let (code, stdout, stderr) = as_restricted(
+        &cluster,
+        &[
+            "apply",
+            "--plan",
+            &undo_path,
+            "--execute",
+            "--timeout",
+            "30s",
+        ],
+    );
+    println!("--- its undo\n{stdout}{stderr}");
+    let _ = std::fs::remove_file(&undo);
+    assert_eq!(code, Some(0), "{stdout}{stderr}");
+    assert!(
+        raw.committed(&with_delete).await.is_empty(),
+        "the undo left offsets on a group that had none"
+    );
+}
+
+/// `failback --execute --undo-out` (and from a saved failback plan) as the restricted principal
+/// on the primary (k4), for a group the primary does not know yet and on which DELETE is
+/// denied: refused before writing (exit 2, nothing on the primary, no undo file), written with
+/// `--allow-undo-without-delete` (a warning). The flow is laid by hand as in
+/// `hostile_failback_writes_on_kafka_4`: the forward syncs on k4, the checkpoints and the
+/// group's offset (70 on the replica, which fails back to 60) on k39, read as the super user.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failback_refuses_an_undo_that_could_not_delete_on_kafka_4() {
+    use mm2_offsets::mm2::checkpoint::{self, CheckpointKey, CheckpointValue};
+    use mm2_offsets::mm2::offset_sync::{OffsetSyncKey, OffsetSyncValue, encode_key, encode_value};
+    let (k4, k39) = (cluster("k4"), cluster("k39"));
+    assert_eq!(k4.var("AUTHORIZER"), "standard");
+    let raw = crate::support::raw::Raw::connect(&k4).await;
+    let raw39 = crate::support::raw::Raw::connect(&k39).await;
+    for c in [&k4, &k39] {
+        let client = KafkaClient::connect(c.plaintext()).await.unwrap();
+        crate::support::wait_for_group_coordinator(&client, Duration::from_secs(60)).await;
+    }
+    let admin = BrokerConnection::connect(k4.var("PLAINTEXT"), &k4.plaintext())
+        .await
+        .unwrap();
+    let unique = unique_topic("undo3fb").replace('-', "");
+    let (primary_alias, backup_alias) = (format!("{unique}p"), format!("{unique}b"));
+    let topic = format!("{unique}.orders");
+    let replica = format!("{primary_alias}.{topic}");
+    raw.create_topic(&topic, 1).await;
+    raw.fill(&topic, 1, 100).await;
+    raw39.create_topic(&replica, 1).await;
+    raw39.fill(&replica, 1, 110).await;
+    let sync = |u: i64, d: i64| {
+        let key = encode_key(&OffsetSyncKey {
+            topic: topic.as_bytes(),
+            partition: 0,
+        })
+        .unwrap();
+        let value = encode_value(&OffsetSyncValue {
+            upstream_offset: u,
+            downstream_offset: d,
+        });
+        (Some(key), Some(value))
+    };
+    let syncs_topic = format!("mm2-offset-syncs.{backup_alias}.internal");
+    raw.create_topic(&syncs_topic, 1).await;
+    raw.produce(&syncs_topic, 0, &[sync(0, 10), sync(50, 60), sync(99, 109)])
+        .await;
+    let group = format!("{unique}-nodelete");
+    let key = checkpoint::encode_key(&CheckpointKey {
+        group: group.as_bytes(),
+        topic: replica.as_bytes(),
+        partition: 0,
+    })
+    .unwrap();
+    let value = checkpoint::encode_value(&CheckpointValue {
+        version: 0,
+        upstream_offset: 50,
+        downstream_offset: 60,
+        metadata: b"",
+    })
+    .unwrap();
+    let checkpoints = format!("{primary_alias}.checkpoints.internal");
+    raw39.create_topic(&checkpoints, 1).await;
+    raw39
+        .produce(&checkpoints, 0, &[(Some(key), Some(value))])
+        .await;
+    raw39.commit(&group, &replica, 0, 70).await;
+    let principal = format!("User:{}", k4.var("AUTHZ_USER"));
+    add_acls(
+        &admin,
+        &principal,
+        &[
+            (GROUP, &group, DESCRIBE, ALLOW),
+            (GROUP, &group, READ, ALLOW),
+            (GROUP, &group, DELETE, DENY),
+        ],
+    )
+    .await;
+    let dir = std::env::temp_dir();
+    let undo = dir.join(format!("{unique}.undo.jsonl"));
+    let undo_path = undo.to_str().unwrap().to_string();
+    let plan = dir.join(format!("{unique}.plan.json"));
+    let plan_path = plan.to_str().unwrap().to_string();
+    let failback = |extra: &[&str]| {
+        let mut a = vec![
+            "failback",
+            "--from-bootstrap-server",
+            k39.var("PLAINTEXT"),
+            "--source",
+            &primary_alias,
+            "--target",
+            &backup_alias,
+            "--timeout",
+            "60s",
+        ];
+        a.extend_from_slice(extra);
+        as_restricted(&k4, &a)
+    };
+    let (code, _, stderr) = failback(&["--group", &group, "--plan-out", &plan_path]);
+    assert_eq!(code, Some(0), "the failback plan: {stderr}");
+    let needle = format!("lacks DELETE on Group {group:?} (OffsetDelete needs it)");
+    for (case, extra) in [
+        (
+            "failback",
+            vec![
+                "--group",
+                group.as_str(),
+                "--execute",
+                "--undo-out",
+                &undo_path,
+            ],
+        ),
+        (
+            "failback --plan",
+            vec![
+                "--plan",
+                plan_path.as_str(),
+                "--execute",
+                "--undo-out",
+                &undo_path,
+            ],
+        ),
+    ] {
+        let (code, stdout, stderr) = failback(&extra);
+        println!("--- {case} without DELETE\n{stdout}{stderr}");
+        assert_eq!(code, Some(2), "{case}: {stdout}{stderr}");
+        assert!(
+            stderr.contains(&needle)
+                && stderr.contains("--allow-undo-without-delete")
+                && stderr.contains("nothing was written"),
+            "{case}: {stderr}"
+        );
+        assert!(!undo.exists(), "{case}: the refused run left its undo file");
+        assert!(
+            raw.committed(&group).await.is_empty(),
+            "{case}: the refused run wrote"
+        );
+    }
+    let (code, stdout, stderr) = failback(&[
+        "--group",
+        &group,
+        "--execute",
+        "--undo-out",
+        &undo_path,
+        "--allow-undo-without-delete",
+    ]);
+    println!("--- failback with --allow-undo-without-delete\n{stdout}{stderr}");
+    let _ = std::fs::remove_file(&undo);
+    let _ = std::fs::remove_file(&plan);
+    assert_eq!(code, Some(0), "{stdout}{stderr}");
+    assert!(
+        stderr.contains("warning: --undo-out: the undo of group"),
+        "{stderr}"
+    );
+    assert_eq!(
+        raw.committed(&group).await,
+        BTreeMap::from([((topic.clone(), 0), 60)])
     );
 }

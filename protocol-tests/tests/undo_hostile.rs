@@ -23,8 +23,12 @@ use crate::support::raw::{Raw, Records};
 
 type Held = BTreeMap<(String, i32), i64>;
 
+/// The build under test: this one, or `MM2O_APPLY_BIN` (e.g. an older one, to record what it
+/// did: its failures are that build's answers).
 fn bin() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_mm2-offsets"))
+    std::env::var_os("MM2O_APPLY_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_mm2-offsets")))
 }
 
 fn args(list: &[&str]) -> Vec<String> {
@@ -737,4 +741,871 @@ fn interrupted_run(a: &[String], undo: &Path, how: &Interrupt) -> Run {
         elapsed: started.elapsed(),
         killed,
     }
+}
+
+/// An offset sync of partition 0 of `topic`: upstream `u` is downstream `d`.
+fn sync_record(topic: &str, u: i64, d: i64) -> crate::support::raw::Record {
+    use mm2_offsets::mm2::offset_sync::{OffsetSyncKey, OffsetSyncValue, encode_key, encode_value};
+    let key = encode_key(&OffsetSyncKey {
+        topic: topic.as_bytes(),
+        partition: 0,
+    })
+    .unwrap();
+    let value = encode_value(&OffsetSyncValue {
+        upstream_offset: u,
+        downstream_offset: d,
+    });
+    (Some(key), Some(value))
+}
+
+/// What `raw` holds for each of `groups`, keyed by the group's last name and the topic.
+async fn held_by(raw: &Raw, groups: &[(&str, String)]) -> Held {
+    let mut held = Held::new();
+    for (name, group) in groups {
+        for ((topic, partition), offset) in raw.committed(group).await {
+            // Shown as `held:orders-0=5` (the table shows what follows the last dot).
+            let short = topic.rsplit('.').next().unwrap_or(&topic);
+            held.insert((format!("{topic}.{name}:{short}"), partition), offset);
+        }
+    }
+    held
+}
+
+/// The write-ahead undo on the paths the first table does not run (issue 29): `apply --plan
+/// FILE --execute --undo-out`, `failback --execute --undo-out` and `failback --plan FILE
+/// --execute --undo-out`, each given every kind of bad `--undo-out` path (refused before
+/// anything is written, the file system left as it was), then a good one: the undo file covers
+/// every committed group, and executing it restores them (read back), a group that held no
+/// offset before included (its offsets deleted). k4 is the target of `apply` and the primary of
+/// `failback`; k39 is the backup.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_undo_of_saved_plans_and_of_failback_on_kafka_4() {
+    let started = Instant::now();
+    let (k4, k39) = (cluster("k4"), cluster("k39"));
+    let (raw, raw39) = (Raw::connect(&k4).await, Raw::connect(&k39).await);
+    for c in [&k4, &k39] {
+        let client = mm2_offsets::client::KafkaClient::connect(c.plaintext())
+            .await
+            .unwrap();
+        crate::support::wait_for_group_coordinator(&client, Duration::from_secs(60)).await;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let p = |path: &Path| path.display().to_string();
+    let unique = crate::support::unique_topic("undo3").replace('-', "");
+    let g = |name: &str| format!("{unique}-{name}");
+    let (k4_server, k39_server) = (
+        k4.var("PLAINTEXT").to_string(),
+        k39.var("PLAINTEXT").to_string(),
+    );
+    let run = |a: &[String]| run_bounded(&bin(), a, Duration::from_secs(120));
+    let mut table = Table::default();
+
+    // ---- apply's flow: checkpoints of `alias` on k4 to 10; "held" holds 5 before, "fresh"
+    // nothing (the group is not on k4: its undo deletes).
+    let alias = format!("{unique}a");
+    let orders = format!("{alias}.orders");
+    raw.create_topic(&orders, 1).await;
+    raw.fill(&orders, 1, 100).await;
+    let checkpoints = format!("{alias}.checkpoints.internal");
+    raw.create_topic(&checkpoints, 1).await;
+    let (a_held, a_fresh) = (g("a-held"), g("a-fresh"));
+    raw.produce(
+        &checkpoints,
+        0,
+        &[
+            checkpoint_record(&a_held, &orders, 10),
+            checkpoint_record(&a_fresh, &orders, 10),
+        ],
+    )
+    .await;
+    raw.commit(&a_held, &orders, 0, 5).await;
+    let apply_groups = [("held", a_held.clone()), ("fresh", a_fresh.clone())];
+    let apply_before = held_by(&raw, &apply_groups).await;
+    let mut apply_written = Held::new();
+    for n in ["held", "fresh"] {
+        apply_written.insert((format!("{orders}.{n}:orders"), 0), 10);
+    }
+    let plan = dir.path().join("apply-plan.json");
+    let r = run(&args(&[
+        "apply",
+        "--bootstrap-server",
+        &k4_server,
+        "--source",
+        &alias,
+        "--group",
+        &a_held,
+        "--group",
+        &a_fresh,
+        "--no-progress",
+        "--plan-out",
+        &p(&plan),
+    ]));
+    assert_eq!(r.code, Some(0), "the plan: {}", r.stderr);
+    let apply_plan = |undo: &str| {
+        args(&[
+            "apply",
+            "--bootstrap-server",
+            &k4_server,
+            "--plan",
+            &p(&plan),
+            "--execute",
+            "--no-progress",
+            "--undo-out",
+            undo,
+        ])
+    };
+
+    // ---- failback's flow: `orders` on k4 (the primary), its replica on k39 with 10 older
+    // records first, the forward syncs (0,10) (50,60) (99,109) on k4, checkpoints 50 -> 60 on
+    // k39; each group committed 70 on the replica: failing back gives 60. "held" holds 5 on
+    // k4 before, "fresh" nothing.
+    let (primary_alias, backup_alias) = (format!("{unique}p"), format!("{unique}b"));
+    let topic = format!("{unique}.orders");
+    let replica = format!("{primary_alias}.{topic}");
+    raw.create_topic(&topic, 1).await;
+    raw.fill(&topic, 1, 100).await;
+    raw39.create_topic(&replica, 1).await;
+    raw39.fill(&replica, 1, 110).await;
+    let syncs_topic = format!("mm2-offset-syncs.{backup_alias}.internal");
+    raw.create_topic(&syncs_topic, 1).await;
+    raw.produce(
+        &syncs_topic,
+        0,
+        &[
+            sync_record(&topic, 0, 10),
+            sync_record(&topic, 50, 60),
+            sync_record(&topic, 99, 109),
+        ],
+    )
+    .await;
+    let (f_held, f_fresh) = (g("f-held"), g("f-fresh"));
+    let fb_checkpoints = format!("{primary_alias}.checkpoints.internal");
+    raw39.create_topic(&fb_checkpoints, 1).await;
+    let forward: Records = [&f_held, &f_fresh]
+        .iter()
+        .map(|group| {
+            let key = checkpoint::encode_key(&CheckpointKey {
+                group: group.as_bytes(),
+                topic: replica.as_bytes(),
+                partition: 0,
+            })
+            .unwrap();
+            let value = checkpoint::encode_value(&CheckpointValue {
+                version: 0,
+                upstream_offset: 50,
+                downstream_offset: 60,
+                metadata: b"",
+            })
+            .unwrap();
+            (Some(key), Some(value))
+        })
+        .collect();
+    raw39.produce(&fb_checkpoints, 0, &forward).await;
+    for group in [&f_held, &f_fresh] {
+        raw39.commit(group, &replica, 0, 70).await;
+    }
+    raw.commit(&f_held, &topic, 0, 5).await;
+    let failback_groups = [("held", f_held.clone()), ("fresh", f_fresh.clone())];
+    let failback_before = held_by(&raw, &failback_groups).await;
+    let mut failback_written = Held::new();
+    for n in ["held", "fresh"] {
+        failback_written.insert((format!("{topic}.{n}:orders"), 0), 60);
+    }
+    let failback = |extra: &[&str]| {
+        let mut a = args(&[
+            "failback",
+            "--bootstrap-server",
+            &k4_server,
+            "--from-bootstrap-server",
+            &k39_server,
+            "--source",
+            &primary_alias,
+            "--target",
+            &backup_alias,
+            "--timeout",
+            "60s",
+        ]);
+        a.extend(args(extra));
+        a
+    };
+    let fb_plan = dir.path().join("failback-plan.json");
+    let r = run(&failback(&[
+        "--group",
+        &f_held,
+        "--group",
+        &f_fresh,
+        "--plan-out",
+        &p(&fb_plan),
+    ]));
+    assert_eq!(r.code, Some(0), "the failback plan: {}", r.stderr);
+    let failback_fresh = |undo: &str| {
+        failback(&[
+            "--group",
+            &f_held,
+            "--group",
+            &f_fresh,
+            "--execute",
+            "--undo-out",
+            undo,
+        ])
+    };
+    let failback_plan =
+        |undo: &str| failback(&["--plan", &p(&fb_plan), "--execute", "--undo-out", undo]);
+    let setup = started.elapsed();
+
+    // ---- Every bad --undo-out path, on each of the three paths.
+    let existing = dir.path().join("existing.jsonl");
+    std::fs::write(&existing, "the only way back").unwrap();
+    let target = dir.path().join("target.jsonl");
+    std::fs::write(&target, "a symlink's target").unwrap();
+    let link = dir.path().join("link.jsonl");
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+    let dangling = dir.path().join("dangling.jsonl");
+    let nowhere = dir.path().join("nowhere.jsonl");
+    std::os::unix::fs::symlink(&nowhere, &dangling).unwrap();
+    let folder = dir.path().join("a-folder");
+    std::fs::create_dir(&folder).unwrap();
+    let missing = dir.path().join("no-such-folder").join("undo.jsonl");
+    let bad: [(&str, String, &str); 5] = [
+        (
+            "an existing file",
+            p(&existing),
+            "a file of that name exists",
+        ),
+        (
+            "a symlink to a file",
+            p(&link),
+            "a symlink of that name exists",
+        ),
+        (
+            "a dangling symlink",
+            p(&dangling),
+            "a symlink of that name exists",
+        ),
+        ("a directory", p(&folder), "a directory of that name exists"),
+        ("a missing folder", p(&missing), "its folder does not exist"),
+    ];
+    type Path3<'a> = (
+        &'a str,
+        &'a dyn Fn(&str) -> Vec<String>,
+        &'a [(&'a str, String)],
+        &'a Held,
+    );
+    let paths: [Path3; 3] = [
+        ("apply --plan", &apply_plan, &apply_groups, &apply_before),
+        (
+            "failback",
+            &failback_fresh,
+            &failback_groups,
+            &failback_before,
+        ),
+        (
+            "failback --plan",
+            &failback_plan,
+            &failback_groups,
+            &failback_before,
+        ),
+    ];
+    for (path, command, groups, before) in paths {
+        for (what, undo, needle) in &bad {
+            let r = run(&command(undo));
+            let found = held_by(&raw, groups).await;
+            table.check(
+                &format!("{path} --undo-out {what}"),
+                &r,
+                2,
+                needle,
+                [before, &found, before],
+            );
+        }
+    }
+    let kept = [
+        std::fs::read_to_string(&existing).unwrap_or_default() == "the only way back",
+        std::fs::read_to_string(&target).unwrap_or_default() == "a symlink's target",
+        !nowhere.exists(),
+        std::fs::read_dir(&folder).map(|d| d.count()).unwrap_or(1) == 0,
+    ];
+    assert!(
+        kept.iter().all(|k| *k),
+        "a refused --undo-out changed a file: {kept:?}"
+    );
+
+    // ---- A good --undo-out on each path: every committed group recorded, then the undo
+    // executed and the groups read back as they were.
+    let undo_run = |file: &str| {
+        run(&args(&[
+            "apply",
+            "--bootstrap-server",
+            &k4_server,
+            "--plan",
+            file,
+            "--execute",
+            "--no-progress",
+        ]))
+    };
+    let cases: [(&str, Path3, &Held); 3] = [
+        ("apply --plan", paths[0], &apply_written),
+        ("failback", paths[1], &failback_written),
+        ("failback --plan", paths[2], &failback_written),
+    ];
+    for (i, (path, (_, command, groups, before), written)) in cases.into_iter().enumerate() {
+        let undo = dir.path().join(format!("good-{i}.jsonl"));
+        let r = run(&command(&p(&undo)));
+        let found = held_by(&raw, groups).await;
+        table.check(
+            &format!("{path} --execute --undo-out NEW"),
+            &r,
+            0,
+            "group(s) recorded in",
+            [before, &found, written],
+        );
+        let lines = journal(&undo);
+        let recorded: Vec<&str> = lines.iter().filter_map(|l| l["group"].as_str()).collect();
+        let uncovered: Vec<&str> = groups
+            .iter()
+            .map(|(_, group)| group.as_str())
+            .filter(|group| !recorded.contains(group))
+            .collect();
+        if !uncovered.is_empty() {
+            table.rows.push(Row {
+                case: format!("{path}: the undo file covers every committed group"),
+                code: r.code,
+                before: String::new(),
+                after: String::new(),
+                words: String::new(),
+                failure: Some(format!("not recorded: {uncovered:?}; file: {lines:?}")),
+            });
+        }
+        let u = undo_run(&p(&undo));
+        let found = held_by(&raw, groups).await;
+        table.check(
+            "  ... its undo executed",
+            &u,
+            0,
+            "restored",
+            [written, &found, before],
+        );
+    }
+    // An undo file given with --undo-out: refused (an undo is not undone in turn), and the
+    // file --undo-out created at once is removed again (an older build left it, empty).
+    let again = dir.path().join("undo-of-the-undo.jsonl");
+    let mut a = args(&[
+        "apply",
+        "--bootstrap-server",
+        &k4_server,
+        "--plan",
+        &p(&dir.path().join("good-0.jsonl")),
+        "--execute",
+        "--no-progress",
+        "--undo-out",
+    ]);
+    a.push(p(&again));
+    let r = run(&a);
+    let found = held_by(&raw, &apply_groups).await;
+    table.check(
+        "apply --plan UNDO --execute --undo-out NEW",
+        &r,
+        2,
+        "run as it is: --undo-out does not apply to it",
+        [&apply_before, &found, &apply_before],
+    );
+    if again.exists() {
+        table.rows.push(Row {
+            case: "  ... and NEW is not left behind".to_string(),
+            code: r.code,
+            before: String::new(),
+            after: String::new(),
+            words: String::new(),
+            failure: Some(format!("{} exists", again.display())),
+        });
+    }
+    table.print();
+    eprintln!(
+        "undo_hostile (saved plans, failback): {} cases, setup {setup:?}, total {:?}",
+        table.rows.len(),
+        started.elapsed()
+    );
+    let failures = table.failures();
+    assert!(
+        failures.is_empty(),
+        "{} case(s) failed:\n{}",
+        failures.len(),
+        failures.join("\n\n")
+    );
+}
+
+/// A checkpoint of the group id `group` (raw bytes) on partition 0 of `topic` at `downstream`.
+fn checkpoint_of_bytes(group: &[u8], topic: &str, downstream: i64) -> crate::support::raw::Record {
+    let key = checkpoint::encode_key(&CheckpointKey {
+        group,
+        topic: topic.as_bytes(),
+        partition: 0,
+    })
+    .unwrap();
+    let value = checkpoint::encode_value(&CheckpointValue {
+        version: 0,
+        upstream_offset: downstream + 1000,
+        downstream_offset: downstream,
+        metadata: b"src",
+    })
+    .unwrap();
+    (Some(key), Some(value))
+}
+
+/// Two checkpoint keys whose group ids are different invalid UTF-8 (`<p>-x\xff` at 10 and
+/// `<p>-x\xfe` at 20, both decoding to `<p>-x\u{fffd}`), beside a valid group: `translate`
+/// flags the lossy row with both byte strings (escaped), `apply --execute` writes neither and
+/// says why (`group-id-not-utf8`), exit 3, and the cluster read back holds nothing under the
+/// decoded name while the valid group is written.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn group_ids_not_utf8_are_never_merged_into_a_write_on_kafka_4() {
+    let k4 = cluster("k4");
+    let raw = Raw::connect(&k4).await;
+    {
+        let client = mm2_offsets::client::KafkaClient::connect(k4.plaintext())
+            .await
+            .unwrap();
+        crate::support::wait_for_group_coordinator(&client, Duration::from_secs(60)).await;
+    }
+    let unique = crate::support::unique_topic("undo3u").replace('-', "");
+    let orders = format!("{unique}.orders");
+    raw.create_topic(&orders, 1).await;
+    raw.fill(&orders, 1, 100).await;
+    let checkpoints = format!("{unique}.checkpoints.internal");
+    raw.create_topic(&checkpoints, 1).await;
+    let (ff, fe) = (
+        [format!("{unique}-x").as_bytes(), b"\xff"].concat(),
+        [format!("{unique}-x").as_bytes(), b"\xfe"].concat(),
+    );
+    let valid = format!("{unique}-valid");
+    raw.produce(
+        &checkpoints,
+        0,
+        &[
+            checkpoint_of_bytes(&ff, &orders, 10),
+            checkpoint_of_bytes(&fe, &orders, 20),
+            checkpoint_of_bytes(valid.as_bytes(), &orders, 30),
+        ],
+    )
+    .await;
+    let decoded = format!("{unique}-x\u{fffd}");
+    let server = k4.var("PLAINTEXT").to_string();
+    let run = |a: &[String]| run_bounded(&bin(), a, Duration::from_secs(60));
+    let regex = format!("{unique}-.*");
+    let common = |command: &str| {
+        args(&[
+            command,
+            "--bootstrap-server",
+            &server,
+            "--source",
+            &unique,
+            "--group-regex",
+            &regex,
+            "--no-progress",
+        ])
+    };
+
+    let t = run(&common("translate"));
+    println!(
+        "--- translate\n{}{}",
+        String::from_utf8_lossy(&t.stdout),
+        t.stderr
+    );
+    assert_eq!(t.code, Some(0), "{}", t.stderr);
+    let escaped_ff = format!("\"{unique}-x\\xff\"");
+    let escaped_fe = format!("\"{unique}-x\\xfe\"");
+    assert!(
+        t.stderr.contains("is not valid UTF-8 in the checkpoints")
+            && t.stderr.contains(&escaped_ff)
+            && t.stderr.contains(&escaped_fe)
+            && t.stderr.contains("2 different group ids decode alike")
+            && t.stderr.contains("apply never writes it"),
+        "{}",
+        t.stderr
+    );
+
+    let mut a = common("apply");
+    a.extend(args(&["--execute", "-o", "json"]));
+    let r = run(&a);
+    let stdout = String::from_utf8_lossy(&r.stdout).into_owned();
+    println!("--- apply --execute\n{stdout}{}", r.stderr);
+    assert_eq!(r.code, Some(3), "{}", r.stderr);
+    let doc: Value = serde_json::from_str(stdout.trim()).unwrap();
+    let text = doc.to_string();
+    assert!(
+        text.contains("group-id-not-utf8") || text.contains("group_id_not_utf8"),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("{unique}-x\\\\xff"))
+            && text.contains(&format!("{unique}-x\\\\xfe")),
+        "both byte strings named: {text}"
+    );
+    assert!(
+        raw.committed(&decoded).await.is_empty(),
+        "a group id that is not UTF-8 was written under its decoded name"
+    );
+    assert_eq!(
+        raw.committed(&valid).await,
+        Held::from([((orders.clone(), 0), 30)]),
+        "the valid group beside it is written"
+    );
+}
+
+/// `apply --execute --undo-out` and its undo on Kafka 2.8 (k28, ZooKeeper mode). Topic ids
+/// came with 2.8 (KIP-516: Metadata v10 names them in ZooKeeper mode too), so the undo file is
+/// bound to the topic's id there as on 4.x (asserted below); no broker of the harness is older.
+/// One group holding 5 before, one holding nothing (its undo deletes, OffsetDelete on 2.8);
+/// written to 10, then undone, each read back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn apply_and_its_undo_on_kafka_2_8() {
+    let k28 = cluster("k28");
+    let raw = Raw::connect(&k28).await;
+    {
+        let client = mm2_offsets::client::KafkaClient::connect(k28.plaintext())
+            .await
+            .unwrap();
+        crate::support::wait_for_group_coordinator(&client, Duration::from_secs(60)).await;
+    }
+    let unique = crate::support::unique_topic("undo3k").replace('-', "");
+    let orders = format!("{unique}.orders");
+    raw.create_topic(&orders, 1).await;
+    raw.fill(&orders, 1, 100).await;
+    let checkpoints = format!("{unique}.checkpoints.internal");
+    raw.create_topic(&checkpoints, 1).await;
+    let (held, fresh) = (format!("{unique}-held"), format!("{unique}-fresh"));
+    raw.produce(
+        &checkpoints,
+        0,
+        &[
+            checkpoint_record(&held, &orders, 10),
+            checkpoint_record(&fresh, &orders, 10),
+        ],
+    )
+    .await;
+    raw.commit(&held, &orders, 0, 5).await;
+    let server = k28.var("PLAINTEXT").to_string();
+    let dir = tempfile::tempdir().unwrap();
+    let undo = dir.path().join("undo.jsonl");
+    let run = |a: &[String]| run_bounded(&bin(), a, Duration::from_secs(60));
+    let at = |o: i64| Held::from([((orders.clone(), 0), o)]);
+    let r = run(&args(&[
+        "apply",
+        "--bootstrap-server",
+        &server,
+        "--source",
+        &unique,
+        "--group",
+        &held,
+        "--group",
+        &fresh,
+        "--no-progress",
+        "--execute",
+        "--undo-out",
+        undo.to_str().unwrap(),
+    ]));
+    println!("--- apply on k28\n{}", r.stderr);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert!(r.stderr.contains("2 group(s) recorded in"), "{}", r.stderr);
+    assert_eq!(raw.committed(&held).await, at(10));
+    assert_eq!(raw.committed(&fresh).await, at(10));
+    let lines = journal(&undo);
+    println!("--- the undo file\n{lines:#?}");
+    let ids: Vec<&Value> = lines
+        .iter()
+        .filter_map(|l| l["partitions"].as_array())
+        .flatten()
+        .map(|p| &p["topic_id"])
+        .collect();
+    assert!(
+        ids.len() == 2
+            && ids
+                .iter()
+                .all(|id| id.as_str().is_some_and(|s| s.len() == 22)),
+        "each row bound to the topic's id on 2.8: {ids:?}"
+    );
+    let u = run(&args(&[
+        "apply",
+        "--bootstrap-server",
+        &server,
+        "--plan",
+        undo.to_str().unwrap(),
+        "--execute",
+        "--no-progress",
+    ]));
+    println!(
+        "--- its undo on k28\n{}{}",
+        String::from_utf8_lossy(&u.stdout),
+        u.stderr
+    );
+    assert_eq!(u.code, Some(0), "{}", u.stderr);
+    assert_eq!(raw.committed(&held).await, at(5), "restored to 5");
+    assert!(raw.committed(&fresh).await.is_empty(), "its offset deleted");
+}
+
+/// A proxy in front of one broker's listener (k4 is a single node) through which a client's
+/// every connection goes: Metadata and FindCoordinator answers name the proxy's port instead of
+/// the broker's. Once the first OffsetCommit request has crossed it, OffsetFetch answers are
+/// swallowed: the commit is acknowledged, its read-back never answered.
+struct ReadBackProxy {
+    port: u16,
+    commits: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    swallowed: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    runtime: Option<tokio::runtime::Runtime>,
+}
+
+impl Drop for ReadBackProxy {
+    fn drop(&mut self) {
+        // Dropped inside the test's async context, where a runtime may not block to stop.
+        if let Some(runtime) = self.runtime.take() {
+            runtime.shutdown_background();
+        }
+    }
+}
+
+impl ReadBackProxy {
+    const METADATA: i16 = 3;
+    const OFFSET_COMMIT: i16 = 8;
+    const OFFSET_FETCH: i16 = 9;
+    const FIND_COORDINATOR: i16 = 10;
+
+    fn start(broker: std::net::SocketAddr) -> ReadBackProxy {
+        use std::sync::Arc;
+        use std::sync::atomic::AtomicUsize;
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap();
+        // Bound here, served on the proxy's own runtime (the test's runtime may be blocked
+        // waiting for the CLI).
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let commits = Arc::new(AtomicUsize::new(0));
+        let swallowed = Arc::new(AtomicUsize::new(0));
+        let (c, s) = (commits.clone(), swallowed.clone());
+        runtime.spawn(async move {
+            let listener = tokio::net::TcpListener::from_std(listener).unwrap();
+            while let Ok((client, _)) = listener.accept().await {
+                let (c, s) = (c.clone(), s.clone());
+                tokio::spawn(async move {
+                    let _ = Self::connection(client, broker, port, c, s).await;
+                });
+            }
+        });
+        ReadBackProxy {
+            port,
+            commits,
+            swallowed,
+            runtime: Some(runtime),
+        }
+    }
+
+    async fn connection(
+        client: tokio::net::TcpStream,
+        broker: std::net::SocketAddr,
+        port: u16,
+        commits: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+        swallowed: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    ) -> std::io::Result<()> {
+        use std::sync::atomic::Ordering;
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let server = tokio::net::TcpStream::connect(broker).await?;
+        let (mut client_r, mut client_w) = client.into_split();
+        let (mut server_r, mut server_w) = server.into_split();
+        let in_flight: std::sync::Arc<std::sync::Mutex<BTreeMap<i32, (i16, i16)>>> =
+            Default::default();
+        let noted = in_flight.clone();
+        let counted = commits.clone();
+        let up = tokio::spawn(async move {
+            loop {
+                let mut len = [0u8; 4];
+                client_r.read_exact(&mut len).await?;
+                let mut body = vec![0u8; i32::from_be_bytes(len).max(8) as usize];
+                client_r.read_exact(&mut body).await?;
+                let key = i16::from_be_bytes([body[0], body[1]]);
+                let version = i16::from_be_bytes([body[2], body[3]]);
+                let corr = i32::from_be_bytes([body[4], body[5], body[6], body[7]]);
+                noted.lock().unwrap().insert(corr, (key, version));
+                if key == Self::OFFSET_COMMIT {
+                    counted.fetch_add(1, Ordering::SeqCst);
+                }
+                server_w.write_all(&len).await?;
+                server_w.write_all(&body).await?;
+            }
+            #[allow(unreachable_code)]
+            Ok::<(), std::io::Error>(())
+        });
+        loop {
+            let mut len = [0u8; 4];
+            if server_r.read_exact(&mut len).await.is_err() {
+                break;
+            }
+            let mut frame = vec![0u8; i32::from_be_bytes(len).max(4) as usize];
+            server_r.read_exact(&mut frame).await?;
+            let corr = i32::from_be_bytes([frame[0], frame[1], frame[2], frame[3]]);
+            let (key, version) = in_flight.lock().unwrap().remove(&corr).unwrap_or((-1, -1));
+            if key == Self::OFFSET_FETCH && commits.load(Ordering::SeqCst) > 0 {
+                swallowed.fetch_add(1, Ordering::SeqCst);
+                continue;
+            }
+            let frame = match key {
+                Self::METADATA | Self::FIND_COORDINATOR => {
+                    Self::rewrite(key, version, &frame, port).unwrap_or(frame)
+                }
+                _ => frame,
+            };
+            client_w
+                .write_all(&(frame.len() as i32).to_be_bytes())
+                .await?;
+            client_w.write_all(&frame).await?;
+        }
+        up.abort();
+        Ok(())
+    }
+
+    /// The response `frame` (header and body) with every broker's port replaced by `port`.
+    fn rewrite(key: i16, version: i16, frame: &[u8], port: u16) -> Option<Vec<u8>> {
+        use kafka_protocol::messages::{
+            ApiKey, FindCoordinatorResponse, MetadataResponse, ResponseHeader,
+        };
+        use kafka_protocol::protocol::{Decodable, Encodable};
+        let api = ApiKey::try_from(key).ok()?;
+        let header_version = api.response_header_version(version);
+        let mut buf = bytes::Bytes::copy_from_slice(frame);
+        let header = ResponseHeader::decode(&mut buf, header_version).ok()?;
+        let mut out = bytes::BytesMut::new();
+        header.encode(&mut out, header_version).ok()?;
+        if key == Self::METADATA {
+            let mut m = MetadataResponse::decode(&mut buf, version).ok()?;
+            for b in &mut m.brokers {
+                b.port = i32::from(port);
+            }
+            m.encode(&mut out, version).ok()?;
+        } else {
+            let mut f = FindCoordinatorResponse::decode(&mut buf, version).ok()?;
+            if f.port > 0 {
+                f.port = i32::from(port);
+            }
+            for c in &mut f.coordinators {
+                c.port = i32::from(port);
+            }
+            f.encode(&mut out, version).ok()?;
+        }
+        Some(out.to_vec())
+    }
+}
+
+/// The `unverified` outcome on a real Kafka 4.4: the coordinator acknowledges the commit, the
+/// read-back (OffsetFetch) is never answered (swallowed by a proxy in front of k4 once the
+/// commit was sent; `request.timeout.ms=1000`). `apply --execute --undo-out` must say
+/// "unverified" (not committed-and-read-back, not failed), exit 3, count it in the JSON
+/// summary; the cluster read back directly holds what was written, the undo file covers the
+/// group, and the undo (run directly) deletes it again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_acknowledged_commit_not_read_back_is_unverified_on_kafka_4() {
+    let k4 = cluster("k4");
+    let raw = Raw::connect(&k4).await;
+    {
+        let client = mm2_offsets::client::KafkaClient::connect(k4.plaintext())
+            .await
+            .unwrap();
+        crate::support::wait_for_group_coordinator(&client, Duration::from_secs(60)).await;
+    }
+    let unique = crate::support::unique_topic("undo3v").replace('-', "");
+    let orders = format!("{unique}.orders");
+    raw.create_topic(&orders, 1).await;
+    raw.fill(&orders, 1, 100).await;
+    let checkpoints = format!("{unique}.checkpoints.internal");
+    raw.create_topic(&checkpoints, 1).await;
+    let group = format!("{unique}-g");
+    raw.produce(&checkpoints, 0, &[checkpoint_record(&group, &orders, 10)])
+        .await;
+    let broker: std::net::SocketAddr = k4.var("PLAINTEXT").parse().unwrap();
+    let proxy = ReadBackProxy::start(broker);
+    let dir = tempfile::tempdir().unwrap();
+    let undo = dir.path().join("undo.jsonl");
+    let through = format!("127.0.0.1:{}", proxy.port);
+    let r = run_bounded(
+        &bin(),
+        &args(&[
+            "apply",
+            "--bootstrap-server",
+            &through,
+            "--source",
+            &unique,
+            "--group",
+            &group,
+            "--no-progress",
+            "--timeout",
+            "15s",
+            "-X",
+            "request.timeout.ms=1000",
+            "--execute",
+            "--undo-out",
+            undo.to_str().unwrap(),
+            "-o",
+            "json",
+        ]),
+        Duration::from_secs(60),
+    );
+    let stdout = String::from_utf8_lossy(&r.stdout).into_owned();
+    println!(
+        "--- apply through the proxy ({} OffsetCommit request(s), {} OffsetFetch answer(s) swallowed)\n{}",
+        proxy.commits.load(std::sync::atomic::Ordering::SeqCst),
+        proxy.swallowed.load(std::sync::atomic::Ordering::SeqCst),
+        r.stderr
+    );
+    assert!(
+        proxy.swallowed.load(std::sync::atomic::Ordering::SeqCst) > 0,
+        "no read-back crossed the proxy: {}",
+        r.stderr
+    );
+    assert_eq!(r.code, Some(3), "{}\n{stdout}", r.stderr);
+    assert!(
+        r.stderr.contains(
+            "1 committed (the coordinator acknowledged it) but not read back: unverified"
+        ),
+        "{}",
+        r.stderr
+    );
+    let doc: Value = serde_json::from_str(stdout.trim()).unwrap();
+    assert_eq!(doc["summary"]["unverified"], 1, "{}", doc["summary"]);
+    assert_eq!(doc["summary"]["committed"], 0, "{}", doc["summary"]);
+    assert_eq!(doc["summary"]["failed"], 0, "{}", doc["summary"]);
+    let held = Held::from([((orders.clone(), 0), 10)]);
+    assert_eq!(
+        raw.committed(&group).await,
+        held,
+        "what the broker acknowledged"
+    );
+    let lines = journal(&undo);
+    assert!(
+        lines.iter().any(|l| l["group"] == group.as_str()),
+        "the undo file covers the group: {lines:?}"
+    );
+    let u = run_bounded(
+        &bin(),
+        &args(&[
+            "apply",
+            "--bootstrap-server",
+            k4.var("PLAINTEXT"),
+            "--plan",
+            undo.to_str().unwrap(),
+            "--execute",
+            "--no-progress",
+        ]),
+        Duration::from_secs(60),
+    );
+    println!(
+        "--- its undo (directly)\n{}{}",
+        String::from_utf8_lossy(&u.stdout),
+        u.stderr
+    );
+    assert_eq!(u.code, Some(0), "{}", u.stderr);
+    assert!(
+        raw.committed(&group).await.is_empty(),
+        "the undo deleted it"
+    );
 }

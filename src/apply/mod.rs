@@ -22,6 +22,7 @@ pub(crate) mod authz;
 mod execute;
 pub mod journal;
 mod logs;
+mod probe;
 pub(crate) mod read;
 mod reason;
 mod recheck;
@@ -34,6 +35,7 @@ pub use execute::{
     execute_with, execute_write_ahead,
 };
 pub(crate) use logs::{TargetLogs, TopicLogs, target_partition, topic_id};
+pub use probe::probe_undo_deletes;
 pub use reason::{Change, GroupCause, GroupError, GroupRefusal, SkipReason};
 pub use recheck::recheck;
 pub use summary::{RunResult, Summary};

@@ -473,6 +473,8 @@ fn rechecked(planned: &GroupPlan, read: Fresh, out: &mut GroupPlan) {
     out.protocol = Some(description.protocol);
     out.state = Some(description.state.clone());
     out.members = description.members;
+    // What the principal may do to the group now, never what the file says.
+    out.may_delete_offsets = description.may_delete_offsets();
     let moved = moved_offsets(planned, &offsets);
     out.partitions = partitions;
     if !moved.is_empty() {
@@ -508,7 +510,7 @@ fn rechecked(planned: &GroupPlan, read: Fresh, out: &mut GroupPlan) {
 mod tests {
     use super::*;
     use crate::apply::{PLAN_SCHEMA_VERSION, TopicLogs};
-    use crate::client::CommittedOffset;
+    use crate::client::{CommittedOffset, GroupProtocol};
 
     fn planned(offset: i64, verdict: Verdict) -> PartitionPlan {
         PartitionPlan {
@@ -573,6 +575,46 @@ mod tests {
             &ApplyOptions::default(),
         );
         check_partition(&context, "g", p, logs, &committed(current), 2_000)
+    }
+
+    /// A saved plan's `may_delete_offsets` is a claim: the re-check takes what the coordinator
+    /// says now (here: no DELETE), or nothing when it says nothing (a group not on the target).
+    #[test]
+    fn what_the_principal_may_delete_comes_from_the_target() {
+        let mut saved = GroupPlan {
+            group: "g".into(),
+            protocol: Some(GroupProtocol::Classic),
+            state: Some("Empty".into()),
+            members: 0,
+            status: GroupStatus::Ready,
+            oldest_checkpoint_age_ms: 5,
+            partitions: vec![planned(10, Verdict::Commit)],
+            may_delete_offsets: Some(true),
+        };
+        let described = |ops: Option<i32>| GroupDescription {
+            group_id: "g".into(),
+            protocol: GroupProtocol::Classic,
+            protocol_type: String::new(),
+            state: "Empty".into(),
+            members: 0,
+            authorized_operations: ops,
+        };
+        // DESCRIBE and READ (bits 8 and 3), not DELETE (bit 6).
+        for (ops, want) in [(Some((1 << 8) | (1 << 3)), Some(false)), (None, None)] {
+            let mut out = saved.clone();
+            let read = (described(ops), committed(None), saved.partitions.clone());
+            rechecked(&saved, read, &mut out);
+            assert_eq!(out.may_delete_offsets, want, "{ops:?}");
+        }
+        saved.may_delete_offsets = None;
+        let mut out = saved.clone();
+        let read = (
+            described(Some(1 << 6)),
+            committed(None),
+            saved.partitions.clone(),
+        );
+        rechecked(&saved, read, &mut out);
+        assert_eq!(out.may_delete_offsets, Some(true));
     }
 
     #[test]

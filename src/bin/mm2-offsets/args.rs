@@ -439,6 +439,11 @@ pub struct FailbackArgs {
     /// apply --plan FILE against the primary.
     #[arg(long, value_name = "FILE", requires = "execute")]
     pub undo_out: Option<PathBuf>,
+    /// With --undo-out: write even where the undo could not run (as for apply): without it
+    /// --undo-out refuses the run (exit 2, nothing written) when the principal lacks DELETE on
+    /// a group whose undo must delete offsets.
+    #[arg(long, requires = "undo_out")]
+    pub allow_undo_without_delete: bool,
     /// --timeout, --fail-on-missing-groups, --no-progress.
     #[command(flatten)]
     pub run: RunArgs,

@@ -53,12 +53,10 @@ pub(crate) async fn run(args: ApplyArgs) -> Result<i32, Stop> {
     };
     let mut at_risk = None;
     let (client, plan, report) = match &args.plan {
-        Some(path) => {
-            match saved_plan(&args, path, &options, undo_out.as_mut(), &deadline).await? {
-                Ok(done) => done,
-                Err(code) => return Ok(code),
-            }
-        }
+        Some(path) => match saved_plan(&args, path, &options, &mut undo_out, &deadline).await? {
+            Ok(done) => done,
+            Err(code) => return Ok(code),
+        },
         None => {
             let groups = match session::group_selection(&args.translate.select) {
                 Ok(groups) => groups,
@@ -104,7 +102,7 @@ pub(crate) async fn run(args: ApplyArgs) -> Result<i32, Stop> {
             if let Some(at_risk) = &at_risk {
                 at_risk.print();
             }
-            let plan = mirror
+            let mut plan = mirror
                 .plan_apply(&translation, &options, &deadline)
                 .await
                 .map_err(|e| e.to_string())?;
@@ -115,11 +113,14 @@ pub(crate) async fn run(args: ApplyArgs) -> Result<i32, Stop> {
                     .map_err(|e| format!("cannot write --plan-out {}: {e}", path.display()))?;
             }
             if args.execute
-                && let Some(code) = super::undo::refuse_blocked_undo(
-                    &plan,
+                && let Some(code) = super::undo::check_undo_before_writing(
+                    mirror.kafka(),
+                    &mut plan,
                     &mut undo_out,
                     args.allow_undo_without_delete,
+                    &deadline,
                 )
+                .await
             {
                 return Ok(code);
             }
@@ -236,7 +237,7 @@ async fn saved_plan(
     args: &ApplyArgs,
     path: &std::path::Path,
     options: &ApplyOptions,
-    undo_out: Option<&mut super::undo::UndoOut>,
+    undo_out: &mut Option<super::undo::UndoOut>,
     budget: &Deadline,
 ) -> Result<Result<(KafkaClient, ApplyPlan, Option<ApplyReport>), i32>, Stop> {
     let shown = crate::escape::for_terminal(&path.display().to_string()).to_string();
@@ -250,6 +251,8 @@ async fn saved_plan(
         // An undo file (apply/failback --undo-out): restored with its own re-checks.
         let t = &args.translate;
         let flags = (args.execute, args.undo_out.is_some());
+        // Refused below (an undo is not undone in turn): the file this run created goes.
+        super::undo::discard(undo_out);
         let code = super::undo::run_file(
             &t.connection,
             budget,
@@ -302,12 +305,29 @@ async fn saved_plan(
     .map_err(|e| format!("re-reading the checkpoints --plan {shown} was made from: {e}"))?;
     let client = mirror.kafka().clone();
     if args.execute {
+        // The undo's needs judged from the target now (a file is a claim, not an authority).
+        if undo_out.is_some() {
+            let mut now = apply::recheck(&client, &plan, Some(&translation), options, budget)
+                .await
+                .map_err(|e| format!("re-checking --plan {shown}: {e}"))?;
+            if let Some(code) = super::undo::check_undo_before_writing(
+                &client,
+                &mut now,
+                undo_out,
+                args.allow_undo_without_delete,
+                budget,
+            )
+            .await
+            {
+                return Ok(Err(code));
+            }
+        }
         let report = super::undo::execute_with_undo(
             &client,
             &plan,
             Some(&translation),
             options,
-            undo_out,
+            undo_out.as_mut(),
             budget,
         )
         .await?;

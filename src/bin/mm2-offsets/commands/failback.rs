@@ -90,7 +90,7 @@ pub(crate) async fn run(args: FailbackArgs) -> Result<i32, Stop> {
         Err(code) => return Ok(code),
     };
     let (plan, failback, binding, report) = match &args.plan {
-        Some(path) => match saved_plan(&args, path, &budget, &options, undo_out.as_mut()).await? {
+        Some(path) => match saved_plan(&args, path, &budget, &options, &mut undo_out).await? {
             Ok(done) => done,
             Err(code) => return Ok(code),
         },
@@ -116,7 +116,7 @@ pub(crate) async fn run(args: FailbackArgs) -> Result<i32, Stop> {
                     .await
                     .map_err(|e| format!("backup cluster: {e}"))?,
             };
-            let (plan, failback) = plan_failback(
+            let (mut plan, failback) = plan_failback(
                 &binding,
                 groups,
                 (&primary, backup.kafka()),
@@ -141,6 +141,18 @@ pub(crate) async fn run(args: FailbackArgs) -> Result<i32, Stop> {
                         for_terminal(&path.display().to_string())
                     )
                 })?;
+            }
+            if args.execute
+                && let Some(code) = super::undo::check_undo_before_writing(
+                    primary.kafka(),
+                    &mut plan,
+                    &mut undo_out,
+                    args.allow_undo_without_delete,
+                    &budget,
+                )
+                .await
+            {
+                return Ok(code);
             }
             let report = if args.execute {
                 Some(
@@ -268,7 +280,7 @@ async fn saved_plan(
     path: &Path,
     budget: &Deadline,
     options: &ApplyOptions,
-    undo_out: Option<&mut super::undo::UndoOut>,
+    undo_out: &mut Option<super::undo::UndoOut>,
 ) -> Result<Result<Outcome, i32>, Stop> {
     let shown = for_terminal(&path.display().to_string()).into_owned();
     let text = session::read_bounded(
@@ -354,12 +366,30 @@ async fn saved_plan(
     let fresh = derive(&binding, selector, (&primary, backup.kafka()), budget).await?;
     let translation = fresh.to_translation(&binding.target);
     if args.execute {
+        // The undo's needs judged from the primary now (a file is a claim, not an authority).
+        if undo_out.is_some() {
+            let mut now =
+                apply::recheck(primary.kafka(), &plan, Some(&translation), options, budget)
+                    .await
+                    .map_err(|e| format!("re-checking --plan {shown}: {e}"))?;
+            if let Some(code) = super::undo::check_undo_before_writing(
+                primary.kafka(),
+                &mut now,
+                undo_out,
+                args.allow_undo_without_delete,
+                budget,
+            )
+            .await
+            {
+                return Ok(Err(code));
+            }
+        }
         let report = super::undo::execute_with_undo(
             primary.kafka(),
             &plan,
             Some(&translation),
             options,
-            undo_out,
+            undo_out.as_mut(),
             budget,
         )
         .await?;

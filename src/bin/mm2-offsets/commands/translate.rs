@@ -147,6 +147,7 @@ fn print_answer(
 }
 
 fn summarize(translation: &Translation) {
+    flag_group_ids_not_utf8(translation);
     let report = &translation.report;
     let skipped: Vec<String> = report
         .skipped
@@ -173,4 +174,30 @@ fn summarize(translation: &Translation) {
             format!("; skipped/flagged: {}", skipped.join(", "))
         },
     );
+}
+
+/// Names on stderr every group whose id in the checkpoints is not valid UTF-8: its row shows
+/// Java's lenient decoding (invalid bytes as U+FFFD), which different byte strings can share, so
+/// the bytes are listed (escaped) and the row is said to stand for all of them. `apply` never
+/// writes such a group.
+fn flag_group_ids_not_utf8(translation: &Translation) {
+    for group in translation.groups() {
+        let Some(raw) = translation.group_id_not_utf8(group) else {
+            continue;
+        };
+        let ids: Vec<String> = raw.iter().map(|r| format!("\"{r}\"")).collect();
+        let merged = if raw.len() > 1 {
+            format!(
+                "{} different group ids decode alike and are shown as this one row (the newest checkpoint of each partition wins)",
+                raw.len()
+            )
+        } else {
+            "the row shows it with its invalid bytes as U+FFFD".to_string()
+        };
+        eprintln!(
+            "warning: group id \"{}\" is not valid UTF-8 in the checkpoints ({}): {merged}; apply never writes it (group-id-not-utf8)",
+            group.escape_debug(),
+            ids.join(", ")
+        );
+    }
 }

@@ -93,6 +93,14 @@ pub(crate) fn open_undo_out(
     }
 }
 
+/// Removes the undo file this run created, before anything was recorded in it: the run was
+/// refused before writing.
+pub(crate) fn discard(undo_out: &mut Option<UndoOut>) {
+    if let Some(out) = undo_out.take() {
+        let _ = std::fs::remove_file(&out.path);
+    }
+}
+
 /// With `--execute --undo-out`: refuses the run (exit 2, after the words) when the undo of
 /// some group could not run ([`GroupPlan::undo_blocked_reason`]: it would delete offsets and
 /// the principal lacks DELETE on the group), unless `allow` (`--allow-undo-without-delete`).
@@ -103,7 +111,7 @@ pub(crate) fn refuse_blocked_undo(
     undo_out: &mut Option<UndoOut>,
     allow: bool,
 ) -> Option<i32> {
-    let out = undo_out.as_ref()?;
+    undo_out.as_ref()?;
     let blocked: Vec<(&str, String)> = plan
         .groups
         .iter()
@@ -127,15 +135,36 @@ pub(crate) fn refuse_blocked_undo(
         );
         return None;
     }
-    let path = out.path.clone();
-    *undo_out = None;
-    let _ = std::fs::remove_file(&path);
+    discard(undo_out);
     eprintln!(
         "error: --undo-out refused: the undo of {} group(s) could not run; grant DELETE on them, \
          or pass --allow-undo-without-delete to write without a complete way back; nothing was written",
         blocked.len()
     );
     Some(EXIT_USAGE)
+}
+
+/// With `--execute --undo-out`: finds out, before anything is written, whether the undo of
+/// every group could run, then refuses the run as [`refuse_blocked_undo`] does. A group the
+/// coordinator described says it in its authorized operations; a group the target does not know
+/// yet is asked with an OffsetDelete of no partition ([`apply::probe_undo_deletes`], which
+/// writes nothing). A group neither says anything about is named in a warning.
+pub(crate) async fn check_undo_before_writing(
+    client: &KafkaClient,
+    plan: &mut ApplyPlan,
+    undo_out: &mut Option<UndoOut>,
+    allow: bool,
+    deadline: &Deadline,
+) -> Option<i32> {
+    undo_out.as_ref()?;
+    for (group, why) in apply::probe_undo_deletes(client, plan, deadline).await {
+        eprintln!(
+            "warning: --undo-out: could not find out whether the undo of group {} may delete offsets (DELETE on the group): {}",
+            for_terminal(&group),
+            for_terminal(&why)
+        );
+    }
+    refuse_blocked_undo(plan, undo_out, allow)
 }
 
 /// Executes `plan`; with `undo_out` (created by [`open_undo_out`]), guarded by the undo
