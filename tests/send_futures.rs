@@ -39,6 +39,7 @@ const LISTED: &[&str] = &[
     "src/apply/execute.rs:execute_with",
     "src/apply/execute.rs:execute_write_ahead",
     "src/apply/mod.rs:plan",
+    "src/apply/probe.rs:probe_undo_deletes",
     "src/apply/mod.rs:plan_apply",
     "src/apply/recheck.rs:recheck",
     "src/undo/mod.rs:execute_undo",
@@ -157,6 +158,11 @@ fn futures_are_send(
         options,
         deadline,
         apply::WriteAhead::default(),
+    ));
+    send(apply::probe_undo_deletes(
+        kafka,
+        &mut plan.clone(),
+        deadline,
     ));
 
     // client

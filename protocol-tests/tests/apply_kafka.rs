@@ -366,7 +366,9 @@ fn sample(body: &str, series: &str) -> Option<f64> {
 /// `watch --apply-interval 1s` as a user runs it, without MirrorMaker 2: checkpoints for a
 /// made-up source alias are written straight into its checkpoints topic on Kafka 4.4. The empty
 /// group is committed and read back; the group with a member (a raw JoinGroup) is never written;
-/// /metrics and the per-run lines on stderr say so; SIGTERM stops it with exit code 0.
+/// /metrics and the per-run lines on stderr say so; SIGTERM stops it with exit code 0. With
+/// `--undo-dir`, the run that wrote left one undo file (the runs that wrote nothing none), and
+/// running it restores the group as it was before (no committed offset).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn watch_apply_interval_commits_empty_groups_only_on_kafka_4() {
     use std::process::Command;
@@ -395,6 +397,8 @@ async fn watch_apply_interval_commits_empty_groups_only_on_kafka_4() {
         &[],
     );
     let setup = started.elapsed();
+    let undo_dir = tempfile::tempdir().unwrap();
+    let undo_dir_arg = undo_dir.path().display().to_string();
 
     let mut watch = crate::support::watch_process::start(&[
         "--bootstrap-server",
@@ -407,6 +411,8 @@ async fn watch_apply_interval_commits_empty_groups_only_on_kafka_4() {
         "200ms",
         "--apply-interval",
         "1s",
+        "--undo-dir",
+        &undo_dir_arg,
     ]);
     let (address, log) = (watch.address.clone(), watch.log.clone());
 
@@ -484,8 +490,37 @@ async fn watch_apply_interval_commits_empty_groups_only_on_kafka_4() {
         "{log}"
     );
     eprintln!("[watcher stderr]\n{log}");
+    // One run wrote: one undo file, which the run's line named.
+    let undo_files: Vec<std::path::PathBuf> = std::fs::read_dir(undo_dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(undo_files.len(), 1, "{undo_files:?}\n{log}");
+    let undo_file = undo_files[0].display().to_string();
+    assert!(log.contains(&format!("undo: {undo_file}")), "{log}");
+    let undone = Command::new(env!("CARGO_BIN_EXE_mm2-offsets"))
+        .args([
+            "apply",
+            "--bootstrap-server",
+            cluster.var("PLAINTEXT"),
+            "--plan",
+            &undo_file,
+            "--execute",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(
+        undone.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&undone.stderr)
+    );
+    assert!(
+        committed(&client, &idle).await.is_empty(),
+        "the undo of the watch's run did not delete what it committed"
+    );
     eprintln!(
-        "watch --apply-interval on k4: setup {setup:?}, empty group committed after {applied_after:?}, total {:?}",
+        "watch --apply-interval on k4: setup {setup:?}, empty group committed after {applied_after:?}, undone from {undo_file}, total {:?}",
         started.elapsed()
     );
 }

@@ -54,10 +54,15 @@ pub async fn probe_undo_deletes(
             return asked.into_iter().map(|g| (g, why.clone())).collect();
         }
     };
-    let answers: Vec<(String, Result<bool, String>)> =
-        futures::stream::iter(asked.iter().map(|group| {
+    // One boxed future per group, built before the stream: a stream over a closure that
+    // returns `async` blocks borrowing its argument is not `Send` for every lifetime, and the
+    // callers' futures (an embedder's `tokio::spawn`, the watch loop) must be.
+    type Probe<'a> = futures::future::BoxFuture<'a, (String, Result<bool, String>)>;
+    let probes: Vec<Probe<'_>> = asked
+        .iter()
+        .map(|group| {
             let coordinator = coordinators.get(group);
-            async move {
+            let probe: Probe<'_> = Box::pin(async move {
                 let answer = match coordinator {
                     None => Err("no coordinator answer".to_string()),
                     Some(Err(e)) => Err(e.to_string()),
@@ -72,8 +77,11 @@ pub async fn probe_undo_deletes(
                     },
                 };
                 (group.clone(), answer)
-            }
-        }))
+            });
+            probe
+        })
+        .collect();
+    let answers: Vec<(String, Result<bool, String>)> = futures::stream::iter(probes)
         .buffer_unordered(IN_FLIGHT)
         .collect()
         .await;

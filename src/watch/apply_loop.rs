@@ -5,13 +5,16 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use super::{Snapshot, WatchStatus, Watcher};
+use crate::apply::journal::{FileJournal, UndoJournal};
 use crate::apply::{
-    self, ApplyOptions, ApplyPlan, ApplyReport, Change, CommitState, GroupOutcome, GroupPlan,
-    GroupRefusal, GroupStatus, Verdict,
+    self, ApplyOptions, ApplyPlan, ApplyReport, Change, CommitState, GroupError, GroupOutcome,
+    GroupPlan, GroupRefusal, GroupStatus, Verdict, WriteAhead,
 };
 use crate::client::{Deadline, KafkaClient};
 use crate::translate::Translation;
@@ -33,6 +36,15 @@ pub struct ApplyLoopOptions {
     /// The map is applied only when it was caught up at most this long ago (now minus
     /// [`Snapshot::as_of`]).
     pub max_map_age: Duration,
+    /// Where each run records its way back (`None`: runs record none). A run that has groups to
+    /// write creates a new undo journal in this folder before its first commit
+    /// (`undo-<run start, ms>-<run number>.jsonl`, created exclusively, never replacing a file)
+    /// and records each wave's previous offsets, flushed, before that wave's commits are sent,
+    /// as [`apply::execute_write_ahead`] does for `apply`. A journal that cannot be created
+    /// means the run writes nothing; a run that committed nothing removes its empty journal.
+    /// A group whose undo could not run (it would delete offsets without DELETE on the group,
+    /// [`GroupPlan::undo_blocked`]) is not written.
+    pub undo_dir: Option<PathBuf>,
 }
 
 impl ApplyLoopOptions {
@@ -44,6 +56,7 @@ impl ApplyLoopOptions {
             apply: ApplyOptions::default(),
             tick_timeout: Duration::from_secs(60),
             max_map_age: Duration::from_secs(15),
+            undo_dir: None,
         }
     }
 }
@@ -137,6 +150,12 @@ pub struct TickReport {
     /// The run's outcome counted from its per-partition results (the one summary `apply`
     /// prints), when the run got as far as an execute.
     pub summary: Option<crate::apply::Summary>,
+    /// The undo journal the run recorded its way back in, when it recorded a group
+    /// ([`ApplyLoopOptions::undo_dir`]).
+    pub undo_file: Option<PathBuf>,
+    /// Why the undo journal could not be written, if a write failed: no commit was sent after
+    /// it (the groups not sent are errors of the run).
+    pub undo_error: Option<String>,
 }
 
 impl TickReport {
@@ -156,6 +175,8 @@ impl TickReport {
             plan: None,
             report: None,
             summary: None,
+            undo_file: None,
+            undo_error: None,
         }
     }
 
@@ -278,6 +299,12 @@ impl fmt::Display for TickReport {
         if let Some(problem) = &self.problem {
             write!(f, "; nothing written: {problem}")?;
         }
+        if let Some(path) = &self.undo_file {
+            write!(f, "; undo: {}", path.display())?;
+        }
+        if let Some(why) = &self.undo_error {
+            write!(f, "; {why}")?;
+        }
         Ok(())
     }
 }
@@ -395,6 +422,8 @@ pub struct ApplyLoop {
     client: KafkaClient,
     options: ApplyLoopOptions,
     totals: Arc<Mutex<ApplyTotals>>,
+    /// Runs started, numbering the undo journals (two runs in one millisecond stay apart).
+    runs: Arc<AtomicU64>,
 }
 
 impl ApplyLoop {
@@ -405,6 +434,7 @@ impl ApplyLoop {
             client,
             options,
             totals: Arc::default(),
+            runs: Arc::default(),
         }
     }
 
@@ -528,9 +558,77 @@ impl ApplyLoop {
             report.skip_all(reason, format!("after planning: {why}"));
             return;
         }
-        let executed =
-            apply::execute_with(&self.client, &plan, None, &self.options.apply, &deadline).await;
+        let Some(dir) = &self.options.undo_dir else {
+            let executed =
+                apply::execute_with(&self.client, &plan, None, &self.options.apply, &deadline)
+                    .await;
+            report.account(plan, executed);
+            return;
+        };
+        let mut plan = plan;
+        self.refuse_blocked_undos(&mut plan, &deadline).await;
+        let path = dir.join(format!(
+            "undo-{}-{}.jsonl",
+            millis(report.started_at),
+            self.runs.fetch_add(1, Ordering::Relaxed)
+        ));
+        let mut journal = match FileJournal::create(&path) {
+            Ok(journal) => journal,
+            Err(e) => {
+                report.errors += 1;
+                report.problem = Some(format!(
+                    "cannot create the undo journal {}: {e}; nothing written",
+                    path.display()
+                ));
+                return;
+            }
+        };
+        let guard = WriteAhead {
+            journal: Some(&mut journal as &mut dyn UndoJournal),
+            stop: None,
+        };
+        let executed = apply::execute_write_ahead(
+            &self.client,
+            &plan,
+            None,
+            &self.options.apply,
+            &deadline,
+            guard,
+        )
+        .await;
+        if let Some(why) = journal.failed() {
+            report.undo_error = Some(format!(
+                "the undo journal {} could not be written ({why}): no commit was sent after it",
+                path.display()
+            ));
+        }
+        // Every commit is recorded before it is sent: a journal without a group means the run
+        // committed nothing, and holds no way back worth keeping.
+        if journal.groups() == 0 {
+            drop(journal);
+            let _ = std::fs::remove_file(&path);
+        } else {
+            report.undo_file = Some(path);
+        }
         report.account(plan, executed);
+    }
+
+    /// Marks every ready group whose undo could not run (see [`GroupPlan::undo_blocked`]; the
+    /// groups the target does not know yet are asked with [`apply::probe_undo_deletes`]) as
+    /// not to be written, with the ACL to add.
+    async fn refuse_blocked_undos(&self, plan: &mut ApplyPlan, deadline: &Deadline) {
+        // A probe that got no answer leaves the group's undo unknown: it is written, as
+        // `apply --undo-out` writes it with a warning; its undo names the ACL if it fails.
+        let _unknown = apply::probe_undo_deletes(&self.client, plan, deadline).await;
+        for group in &mut plan.groups {
+            if let Some(why) = group.undo_blocked_reason() {
+                group.status = GroupStatus::Error {
+                    message: GroupError::NotWritten(
+                        format!("its undo could not run: {why}").into(),
+                    ),
+                };
+            }
+        }
     }
 }
 

@@ -512,6 +512,13 @@ pub struct WatchArgs {
     /// Off by default.
     #[arg(long, value_name = "DURATION", value_parser = parse::apply_interval)]
     pub apply_interval: Option<Duration>,
+    /// With --apply-interval: each run that writes records its way back first, in a new undo
+    /// file of this existing folder (undo-<run start ms>-<run>.jsonl, never replacing one),
+    /// each wave's previous offsets flushed before its commits, as apply --undo-out does; run
+    /// one with `apply --plan FILE --execute`. A group whose undo could not run (it would
+    /// delete offsets without DELETE on the group) is not written.
+    #[arg(long, value_name = "DIR", requires = "apply_interval")]
+    pub undo_dir: Option<PathBuf>,
     /// TLS, client certificates, basic authentication and response headers, in the web
     /// configuration format of Prometheus' exporter-toolkit (YAML: tls_server_config,
     /// basic_auth_users with bcrypt hashes, http_server_config.headers). Re-read when it or a

@@ -268,6 +268,61 @@ async fn an_empty_group_is_committed_an_active_one_is_not_and_nothing_is_rewound
     assert_eq!(totals.last_success, Some(again.started_at));
 }
 
+/// With an undo folder, a run that writes records its way back first, in a journal of its own
+/// that `undo` reads back (the groups as they were before the run); a run with nothing to write
+/// leaves no file; a folder that cannot take the journal means nothing is written.
+#[tokio::test]
+async fn each_run_records_its_undo_before_it_writes() {
+    let (cluster, client, _) = target().await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut options = ApplyLoopOptions::new(Duration::from_millis(20));
+    options.tick_timeout = Duration::from_secs(5);
+    options.undo_dir = Some(dir.path().to_path_buf());
+    let apply = ApplyLoop::new(client.clone(), options.clone());
+    let source = map(&[("idle", 0, 10), ("idle", 1, 20)], true, Duration::ZERO);
+
+    let report = apply.tick_on(&source).await;
+    assert_eq!(report.committed_partitions, 2, "{report}");
+    assert_eq!(cluster.committed("idle"), offsets(&[(0, 10), (1, 20)]));
+    let path = report
+        .undo_file
+        .clone()
+        .expect("an undo journal for a run that wrote");
+    assert!(report.to_string().contains("undo: "), "{report}");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let undo = crate::undo::UndoPlan::parse(&text).unwrap().plan;
+    assert_eq!(undo.groups.len(), 1, "{text}");
+    let restore: Vec<(i32, Option<i64>)> = undo.groups[0]
+        .partitions
+        .iter()
+        .map(|p| (p.partition, p.before.as_ref().map(|b| b.offset)))
+        .collect();
+    // Nothing was committed before the run: the undo deletes both.
+    assert_eq!(restore, [(0, None), (1, None)], "{text}");
+
+    // Already applied: nothing to write, so no journal is left.
+    let again = apply.tick_on(&source).await;
+    assert_eq!(again.committed_partitions, 0, "{again}");
+    assert_eq!(again.undo_file, None);
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+
+    // A folder that is gone: the run writes nothing and says why.
+    let mut gone = options;
+    gone.undo_dir = Some(dir.path().join("missing"));
+    let apply = ApplyLoop::new(client.clone(), gone);
+    let moved = map(&[("idle", 0, 15)], true, Duration::ZERO);
+    let report = apply.tick_on(&moved).await;
+    assert_eq!(report.committed_partitions, 0, "{report}");
+    assert!(
+        report
+            .problem
+            .as_deref()
+            .is_some_and(|p| p.contains("cannot create the undo journal")),
+        "{report}"
+    );
+    assert_eq!(cluster.committed("idle"), offsets(&[(0, 10), (1, 20)]));
+}
+
 #[tokio::test]
 async fn a_group_that_gains_a_member_after_the_plan_is_skipped_as_changed() {
     let (cluster, _client, apply) = target().await;

@@ -187,8 +187,18 @@ pub async fn run(args: WatchArgs) -> Result<i32, String> {
     }
     let precise = precise::start(&args, &client, &watcher.options().sources).await?;
     let replication = replication::start(&args, &client, &watcher.options().sources)?;
+    if let Some(dir) = &args.undo_dir
+        && let Err(why) = writable_folder(dir)
+    {
+        eprintln!(
+            "error: --undo-dir {}: {why}; nothing was written",
+            crate::escape::for_terminal(&dir.display().to_string())
+        );
+        return Ok(crate::exit::EXIT_USAGE);
+    }
     let apply = args.apply_interval.map(|interval| {
         let mut options = ApplyLoopOptions::new(interval);
+        options.undo_dir = args.undo_dir.clone();
         // One budget for each run: plan, re-checks, commits and read-back.
         options.tick_timeout = args.run.timeout;
         // Applied only from a map caught up within the readiness window: as fresh as /readyz
@@ -243,4 +253,21 @@ pub async fn run(args: WatchArgs) -> Result<i32, String> {
     watcher.stop().await;
     eprintln!("stopped");
     Ok(crate::exit::EXIT_OK)
+}
+
+/// Whether `dir` is an existing folder this process can create files in (the undo journals of
+/// the periodic apply): checked at start, so that a run never finds out only when it writes.
+fn writable_folder(dir: &std::path::Path) -> Result<(), String> {
+    let meta = std::fs::metadata(dir).map_err(|e| format!("cannot use it: {e}"))?;
+    if !meta.is_dir() {
+        return Err("not a folder".to_string());
+    }
+    let probe = dir.join(format!(".mm2-offsets-write-check-{}", std::process::id()));
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&probe)
+        .map_err(|e| format!("cannot create files in it: {e}"))?;
+    let _ = std::fs::remove_file(&probe);
+    Ok(())
 }
