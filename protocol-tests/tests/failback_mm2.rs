@@ -1057,12 +1057,7 @@ async fn every_offset_matched(
     }
     let rows: Vec<ReverseRow<'_>> = names
         .iter()
-        .map(|(down, up, p, d)| ReverseRow {
-            downstream_topic: down,
-            upstream_topic: up,
-            partition: *p,
-            downstream: *d,
-        })
+        .map(|(down, up, p, d)| ReverseRow::new(down, up, *p, *d))
         .collect();
     let (answers, stats) = match_reverse(
         p_client,

@@ -76,6 +76,7 @@ pub enum PlanInput {
 
 /// How to plan and execute.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct ApplyOptions {
     /// The per-partition rules.
     pub rules: VerdictRules,
@@ -136,6 +137,7 @@ pub enum GroupStatus {
 
 /// One partition of a group's plan.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct PartitionPlan {
     /// The topic on the target.
     pub topic: String,
@@ -174,6 +176,28 @@ pub struct PartitionPlan {
 }
 
 impl PartitionPlan {
+    /// A partition to commit at `offset` with `verdict`, translated to the same offset, with
+    /// nothing else known (no committed offset, no log ends, no metadata): set the other
+    /// fields as needed, e.g. to build a plan by hand or in a test.
+    pub fn new(topic: impl Into<String>, partition: i32, offset: i64, verdict: Verdict) -> Self {
+        PartitionPlan {
+            topic: topic.into(),
+            partition,
+            translated: offset,
+            offset,
+            current: None,
+            log_start: None,
+            log_end: None,
+            verdict,
+            clamped_from: None,
+            checkpoint_age_ms: 0,
+            metadata: String::new(),
+            topic_id: None,
+            upstream_offset: None,
+            difference: None,
+        }
+    }
+
     /// The checkpoint's timestamp, from the plan's time and the age it saw.
     pub(crate) fn checkpoint_timestamp(&self, planned_at_ms: i64) -> i64 {
         planned_at_ms.saturating_sub(self.checkpoint_age_ms)
@@ -182,6 +206,7 @@ impl PartitionPlan {
 
 /// One group's plan.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct GroupPlan {
     /// The group id.
     pub group: String,
@@ -207,6 +232,30 @@ pub struct GroupPlan {
 }
 
 impl GroupPlan {
+    /// Group `group` with `status` and `partitions` (sorted here), no members, its oldest
+    /// checkpoint age the partitions' greatest; protocol, state and DELETE permission unknown.
+    pub fn new(
+        group: impl Into<String>,
+        status: GroupStatus,
+        mut partitions: Vec<PartitionPlan>,
+    ) -> Self {
+        partitions.sort_by(|a, b| (&a.topic, a.partition).cmp(&(&b.topic, b.partition)));
+        GroupPlan {
+            group: group.into(),
+            protocol: None,
+            state: None,
+            members: 0,
+            status,
+            oldest_checkpoint_age_ms: partitions
+                .iter()
+                .map(|p| p.checkpoint_age_ms)
+                .max()
+                .unwrap_or(0),
+            partitions,
+            may_delete_offsets: None,
+        }
+    }
+
     /// Whether an undo of this group's execute could not run: a partition it writes had no
     /// committed offset (the undo deletes it, OffsetDelete) and the coordinator said the
     /// principal lacks DELETE on the group. `false` when it did not say.
@@ -239,6 +288,7 @@ impl GroupPlan {
 
 /// The whole plan: what an execute would write, and why not elsewhere.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ApplyPlan {
     /// [`PLAN_SCHEMA_VERSION`].
     pub schema_version: u32,
@@ -266,6 +316,37 @@ pub struct ApplyPlan {
 }
 
 impl ApplyPlan {
+    /// A plan of this build's [`PLAN_SCHEMA_VERSION`], made at `planned_at_ms`, of `groups`
+    /// (sorted here), with no heartbeats, sources, cluster id, rules or input recorded.
+    pub fn new(planned_at_ms: i64, mut groups: Vec<GroupPlan>) -> Self {
+        groups.sort_by(|a, b| a.group.cmp(&b.group));
+        ApplyPlan {
+            schema_version: PLAN_SCHEMA_VERSION,
+            planned_at_ms,
+            heartbeat_age_ms: BTreeMap::new(),
+            groups,
+            cluster_id: None,
+            sources: Vec::new(),
+            rules: None,
+            input: None,
+        }
+    }
+
+    /// The plan with every field but its groups (none): its head, e.g. to write the groups
+    /// apart. A field added to the plan is added here.
+    pub fn without_groups(&self) -> ApplyPlan {
+        ApplyPlan {
+            schema_version: self.schema_version,
+            planned_at_ms: self.planned_at_ms,
+            heartbeat_age_ms: self.heartbeat_age_ms.clone(),
+            groups: Vec::new(),
+            cluster_id: self.cluster_id.clone(),
+            sources: self.sources.clone(),
+            rules: self.rules,
+            input: self.input,
+        }
+    }
+
     /// Whether nothing would be written.
     pub fn is_noop(&self) -> bool {
         self.groups.iter().all(|g| g.to_commit().next().is_none())
@@ -302,6 +383,7 @@ impl ApplyPlan {
 #[error(
     "plan schema version {0} is not supported (this build reads version {PLAN_SCHEMA_VERSION})"
 )]
+#[non_exhaustive]
 pub struct PlanSchemaError(pub u32);
 
 impl crate::translate::MirrorClient {

@@ -36,6 +36,7 @@ use super::{
 /// assert!(summary.is_noop());
 /// ```
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct Summary {
     /// Whether anything was sent (false: a dry run, which counts what would be written).
     pub executed: bool,

@@ -101,6 +101,7 @@ pub enum TargetPartition {
 /// The rules that shape a verdict. Saved in a plan (`rules`), so that the plan says what it
 /// was made with and its execute applies the stricter of its rules and the run's.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct VerdictRules {
     /// Commit even when the group's committed offset is ahead.
     pub allow_rewind: bool,
@@ -127,6 +128,7 @@ impl VerdictRules {
 
 /// The decision for one partition, and the offset to commit (possibly clamped).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Decision {
     /// The verdict.
     pub verdict: Verdict,

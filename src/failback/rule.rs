@@ -126,6 +126,7 @@ impl FailbackRule {
 
 /// The upstream offset to resume from for one downstream offset.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ReverseAnswer {
     /// The offset to commit upstream.
     pub offset: i64,
@@ -141,6 +142,7 @@ pub struct ReverseAnswer {
 /// The syncs around a downstream offset that lies strictly between two of them, with room for
 /// records in between: what the primary's records can sharpen.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Stretch {
     /// The greatest sync below the offset: `(upstream, downstream)`.
     pub before: (i64, i64),

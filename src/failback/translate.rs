@@ -29,6 +29,7 @@ use crate::translate::{
 
 /// What to fail back and how to read.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct FailbackRequest {
     /// Which groups on the backup.
     pub groups: GroupSelector,
@@ -72,6 +73,7 @@ impl FailbackRequest {
 
 /// One partition of a group, translated back to the primary.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct FailbackRow {
     /// The consumer group.
     pub group: String,
@@ -126,6 +128,7 @@ pub enum Untranslated {
 
 /// A committed offset on the backup that is not failed back, and why.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct UntranslatedRow {
     /// The consumer group.
     pub group: String,
@@ -142,6 +145,7 @@ pub struct UntranslatedRow {
 
 /// The selected groups' offsets on the backup, translated back to the primary.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct FailbackTranslation {
     /// Sorted by group, topic, partition.
     pub rows: Vec<FailbackRow>,

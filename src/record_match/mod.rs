@@ -55,6 +55,7 @@ use walk::{Ends, Matched, Upstream};
 
 /// How record matching reads.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct MatchOptions {
     /// Record bytes one side of one partition may fetch (default 32 MiB).
     pub budget_bytes: u64,
@@ -76,6 +77,7 @@ impl Default for MatchOptions {
 
 /// One row to match: an upstream offset of a partition.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct MatchRow<'a> {
     /// The topic on the target (the replica).
     pub downstream_topic: &'a str,
@@ -87,8 +89,27 @@ pub struct MatchRow<'a> {
     pub upstream: i64,
 }
 
+impl<'a> MatchRow<'a> {
+    /// Upstream offset `upstream` of partition `partition` of `upstream_topic`, replicated to
+    /// `downstream_topic`.
+    pub fn new(
+        downstream_topic: &'a str,
+        upstream_topic: &'a str,
+        partition: i32,
+        upstream: i64,
+    ) -> Self {
+        MatchRow {
+            downstream_topic,
+            upstream_topic,
+            partition,
+            upstream,
+        }
+    }
+}
+
 /// What matching read, in all.
 #[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[non_exhaustive]
 pub struct MatchStats {
     /// Partitions matched.
     pub partitions: usize,

@@ -63,6 +63,7 @@ use crate::record_match::{
 
 /// One row to match backwards: a group's offset on a replica.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct ReverseRow<'a> {
     /// The replica on the backup (downstream), e.g. `primary.orders`.
     pub downstream_topic: &'a str,
@@ -72,6 +73,24 @@ pub struct ReverseRow<'a> {
     pub partition: i32,
     /// The group's committed offset on the replica: it has read every record below it.
     pub downstream: i64,
+}
+
+impl<'a> ReverseRow<'a> {
+    /// A group's offset `downstream` on partition `partition` of the replica
+    /// `downstream_topic` of `upstream_topic`.
+    pub fn new(
+        downstream_topic: &'a str,
+        upstream_topic: &'a str,
+        partition: i32,
+        downstream: i64,
+    ) -> Self {
+        ReverseRow {
+            downstream_topic,
+            upstream_topic,
+            partition,
+            downstream,
+        }
+    }
 }
 
 /// Why a failback row keeps the offset the syncs prove.
@@ -464,6 +483,7 @@ where
 /// One remote partition whose copy is checked at its tip: the replica on the backup and the
 /// original on the primary.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct TipRow<'a> {
     /// The replica on the backup (downstream), e.g. `primary.orders`.
     pub downstream_topic: &'a str,
@@ -471,6 +491,17 @@ pub struct TipRow<'a> {
     pub upstream_topic: &'a str,
     /// The partition (the same on both sides).
     pub partition: i32,
+}
+
+impl<'a> TipRow<'a> {
+    /// Partition `partition` of the replica `downstream_topic` of `upstream_topic`.
+    pub fn new(downstream_topic: &'a str, upstream_topic: &'a str, partition: i32) -> Self {
+        TipRow {
+            downstream_topic,
+            upstream_topic,
+            partition,
+        }
+    }
 }
 
 /// How far the backup's copy of each partition reaches, proven by the records: for each row,

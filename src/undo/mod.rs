@@ -69,6 +69,7 @@ const GROUP_ID_NOT_FOUND: i16 = 69;
 /// The undo of one execute, as [`UndoPlan::parse`] reads it from the journal `--undo-out`
 /// writes, and as `apply --plan` runs it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct UndoPlan {
     /// [`PLAN_SCHEMA_VERSION`].
     pub schema_version: u32,
@@ -88,6 +89,7 @@ pub struct UndoPlan {
 
 /// An undo journal read back.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ParsedUndo {
     /// The undo.
     pub plan: UndoPlan,
@@ -297,6 +299,7 @@ pub enum UndoState {
 
 /// One partition's undo.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct UndoPartitionResult {
     /// The topic.
     pub topic: String,
@@ -318,6 +321,7 @@ pub struct UndoPartitionResult {
 
 /// One group's undo.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct UndoGroupResult {
     /// The group id.
     pub group: String,
@@ -329,6 +333,7 @@ pub struct UndoGroupResult {
 
 /// What an undo did.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct UndoReport {
     /// Whether it wrote (false: a dry run that only looked).
     pub executed: bool,

@@ -55,6 +55,7 @@ impl Verdict {
 
 /// One verified partition.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct VerifyRow {
     /// The group.
     pub group: String,

@@ -152,18 +152,15 @@ pub(crate) async fn execute_with_undo(
 ) -> Result<ApplyReport, Stop> {
     let stop = crate::signals::guard_writes();
     let Some(out) = undo_out else {
-        let guard = WriteAhead {
-            journal: None,
-            stop: Some(stop),
-        };
+        let mut guard = WriteAhead::default();
+        guard.stop = Some(stop);
         return Ok(
             apply::execute_write_ahead(client, plan, checkpoints, options, deadline, guard).await,
         );
     };
-    let guard = WriteAhead {
-        journal: Some(&mut out.journal as &mut dyn UndoJournal),
-        stop: Some(stop),
-    };
+    let mut guard = WriteAhead::default();
+    guard.journal = Some(&mut out.journal as &mut dyn UndoJournal);
+    guard.stop = Some(stop);
     let report =
         apply::execute_write_ahead(client, plan, checkpoints, options, deadline, guard).await;
     let recorded = out.journal.groups();

@@ -53,10 +53,8 @@ pub async fn run(args: VerifyArgs) -> Result<i32, Stop> {
     // The progress line follows the checkpoint read, as translate's does.
     let progress = std::sync::Arc::new(mm2_offsets::translate::ReadProgress::default());
     request.progress = Some(progress.clone());
-    let options = MatchOptions {
-        max_fetch_bytes: args.max_fetch_bytes,
-        ..MatchOptions::default()
-    };
+    let mut options = MatchOptions::default();
+    options.max_fetch_bytes = args.max_fetch_bytes;
     let topic = syncs.topic.clone();
     let rows = {
         let _line = crate::progress::ProgressLine::start(progress, !args.run.no_progress);
