@@ -239,7 +239,7 @@ fn futures_are_send(
         failback_request,
         *deadline,
     ));
-    send(failback::match_reverse(
+    send(record_match::reverse::match_reverse(
         kafka,
         kafka,
         &[],

@@ -34,10 +34,12 @@ pub use execute::{
     execute_with, execute_write_ahead,
 };
 pub(crate) use logs::{TargetLogs, TopicLogs, target_partition, topic_id};
-pub use reason::{Change, GroupError, GroupRefusal, SkipReason};
+pub(crate) use reason::SkipReason;
+pub use reason::{Change, GroupError, GroupRefusal, GroupSkip};
 pub use recheck::recheck;
 pub use summary::{RunResult, Summary};
-pub use verdict::{Decision, TargetPartition, Verdict, VerdictRules, decide};
+pub(crate) use verdict::Verdict;
+pub use verdict::{ApplyVerdict, Decision, TargetPartition, VerdictRules, decide};
 
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 #[non_exhaustive]
-pub enum Verdict {
+pub enum ApplyVerdict {
     /// The translated offset is ahead of the group's committed one (or it has none): commit.
     Commit,
     /// The group already has exactly this offset: nothing to write.
@@ -47,6 +47,10 @@ pub enum Verdict {
     /// other byte strings may share, and not the group MirrorMaker 2 checkpointed.
     GroupIdNotUtf8,
 }
+
+// The crate's own code still says `Verdict`: one alias, so that the rename is one line for the
+// branches merged after it. The public name is `ApplyVerdict`.
+pub(crate) use self::ApplyVerdict as Verdict;
 
 impl Verdict {
     /// The name used in the JSON plan and on the terminal, e.g. `would-rewind`.

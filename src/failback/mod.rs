@@ -56,7 +56,7 @@
 //!
 //! With [`FailbackRequest::match_records`], after [`sharpen_with_records`], each row still not
 //! exact (`reverse-rule`, `counted`) is matched backwards
-//! ([`match_reverse`]): MM2 copied the primary's records to the backup, so the
+//! ([`match_reverse`](crate::record_match::reverse::match_reverse)): MM2 copied the primary's records to the backup, so the
 //! backup's records from the rule's sync `(u0, d0)` on are matched against the primary's, the
 //! record just below the group's offset `D` is proven to copy `L`, nothing below `D` is proven
 //! to copy anything past `L`, and the answer is the primary's first record after `L` (rule
@@ -71,9 +71,6 @@ mod rule;
 mod stretch_proof;
 mod translate;
 
-pub use record_match::{
-    BOTTOM_MAX, LOOKBACK, ReverseMatch, ReverseRow, ReverseUnmatched, match_reverse,
-};
 pub use rule::{
     FailbackRule, ReverseAnswer, ReverseIndex, ReverseIndexBuilder, ReversePartition, Stretch,
 };

@@ -103,7 +103,7 @@ pub struct FailbackRow {
     /// matching could sharpen).
     pub unmatched: Option<ReverseUnmatched>,
     /// A `record-match` answer that rests on the residual assumption (the backup's records
-    /// below the oldest kept sync were not read: see [`super::match_reverse`]).
+    /// below the oldest kept sync were not read: see [`match_reverse`](crate::record_match::reverse::match_reverse)).
     pub assumes_history: bool,
 }
 

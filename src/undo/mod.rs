@@ -59,7 +59,8 @@ use crate::client::{
     PartitionsWanted, found_coordinators, not_a_consumer_group,
 };
 
-pub use crate::apply::journal::{Committed, UNDO_KIND, UndoGroup, UndoPartition};
+// Owned by `apply::journal` (the one public path, where the journal is written).
+pub(crate) use crate::apply::journal::{UNDO_KIND, UndoGroup, UndoPartition};
 
 /// UNKNOWN_MEMBER_ID: on an admin commit, the group has (gained) members.
 const UNKNOWN_MEMBER_ID: i16 = 25;

@@ -99,12 +99,12 @@ mod tests {
     use std::collections::BTreeMap;
 
     use mm2_offsets::apply::{
-        CommitState, GroupOutcome, GroupPlan, GroupResult, GroupStatus, PartitionPlan,
-        PartitionResult, Verdict, VerdictRules,
+        ApplyVerdict, CommitState, GroupOutcome, GroupPlan, GroupResult, GroupStatus,
+        PartitionPlan, PartitionResult, VerdictRules,
     };
 
     fn partition(topic: &str, p: i32) -> PartitionPlan {
-        let mut partition = PartitionPlan::new(topic, p, 10, Verdict::Commit);
+        let mut partition = PartitionPlan::new(topic, p, 10, ApplyVerdict::Commit);
         partition.log_start = Some(0);
         partition.log_end = Some(100);
         partition.checkpoint_age_ms = 5;
@@ -138,7 +138,7 @@ mod tests {
         report.groups = (0..groups)
             .map(|i| {
                 let mut partition =
-                    PartitionResult::new("t", 0, 10, CommitState::Committed, Verdict::Commit);
+                    PartitionResult::new("t", 0, 10, CommitState::Committed, ApplyVerdict::Commit);
                 partition.read_back = Some(10);
                 GroupResult::new(format!("g{i}"), GroupOutcome::Applied, vec![partition])
             })

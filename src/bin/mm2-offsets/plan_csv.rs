@@ -115,8 +115,8 @@ mod tests {
     use std::collections::BTreeMap;
 
     use mm2_offsets::apply::{
-        CommitState, GroupOutcome, GroupPlan, GroupResult, GroupStatus, PartitionPlan,
-        PartitionResult, Verdict, VerdictRules,
+        ApplyVerdict, CommitState, GroupOutcome, GroupPlan, GroupResult, GroupStatus,
+        PartitionPlan, PartitionResult, VerdictRules,
     };
 
     use super::*;
@@ -130,7 +130,7 @@ mod tests {
 
     fn plan() -> ApplyPlan {
         let partition = |p| {
-            let mut partition = PartitionPlan::new("t", p, 10, Verdict::Commit);
+            let mut partition = PartitionPlan::new("t", p, 10, ApplyVerdict::Commit);
             partition.log_start = Some(0);
             partition.log_end = Some(100);
             partition.checkpoint_age_ms = 45;
@@ -150,7 +150,7 @@ mod tests {
 
     fn report() -> ApplyReport {
         let mut partition =
-            PartitionResult::new("t", 0, 10, CommitState::Committed, Verdict::Commit);
+            PartitionResult::new("t", 0, 10, CommitState::Committed, ApplyVerdict::Commit);
         partition.read_back = Some(10);
         let mut report = ApplyReport::default();
         report.groups = vec![GroupResult::new(

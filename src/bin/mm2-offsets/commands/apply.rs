@@ -4,8 +4,8 @@
 use std::io::{IsTerminal, Write};
 
 use mm2_offsets::apply::{
-    self, ApplyOptions, ApplyPlan, ApplyReport, CommitState, GroupOutcome, GroupStatus, PlanInput,
-    Verdict,
+    self, ApplyOptions, ApplyPlan, ApplyReport, ApplyVerdict, CommitState, GroupOutcome,
+    GroupStatus, PlanInput,
 };
 use mm2_offsets::client::{Deadline, GroupProtocol, KafkaClient};
 use mm2_offsets::select::GroupSelector;
@@ -387,7 +387,7 @@ pub(crate) fn write_table_of(
                 (GroupStatus::Refused { .. }, _)
                     if matches!(
                         p.verdict,
-                        Verdict::PendingTransaction | Verdict::GroupIdNotUtf8
+                        ApplyVerdict::PendingTransaction | ApplyVerdict::GroupIdNotUtf8
                     ) =>
                 {
                     p.verdict.as_str().to_string()

@@ -14,9 +14,10 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use mm2_offsets::apply::{self, ApplyOptions, ApplyPlan, ApplyReport, PlanInput};
 use mm2_offsets::client::{Deadline, KafkaClient};
+use mm2_offsets::failback::FailbackRule;
 use mm2_offsets::failback::{FailbackRequest, FailbackTranslation, translate_failback};
-use mm2_offsets::failback::{FailbackRule, ReverseUnmatched};
 use mm2_offsets::record_match::MatchOptions;
+use mm2_offsets::record_match::reverse::ReverseUnmatched;
 use mm2_offsets::select::GroupSelector;
 use mm2_offsets::translate::MirrorClient;
 use mm2_offsets::undo::UndoPlan;
