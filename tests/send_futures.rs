@@ -138,7 +138,7 @@ fn futures_are_send(
         translation,
         &heartbeats,
         options,
-        0,
+        std::time::UNIX_EPOCH,
         deadline,
     ));
     send(apply::execute(kafka, plan, options));
@@ -297,7 +297,11 @@ fn apply_futures_are_send(
         deadline,
     ));
     send(undo::execute_undo(
-        kafka, undo_plan, options, false, deadline,
+        kafka,
+        undo_plan,
+        options,
+        apply::Mode::DryRun,
+        deadline,
     ));
 }
 

@@ -73,7 +73,7 @@ async fn plan(
         translation,
         &BTreeMap::new(),
         options,
-        now_ms(),
+        std::time::SystemTime::now(),
         &deadline,
     )
     .await

@@ -414,7 +414,7 @@ impl crate::translate::MirrorClient {
             translation,
             &heartbeats,
             options,
-            now_ms(),
+            std::time::SystemTime::now(),
             deadline,
         )
         .await
@@ -423,12 +423,35 @@ impl crate::translate::MirrorClient {
 
 /// Milliseconds since the epoch, now.
 pub(crate) fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
+    epoch_ms(std::time::SystemTime::now())
+}
+
+/// Milliseconds since the epoch at `time` (0 before it).
+pub(crate) fn epoch_ms(time: std::time::SystemTime) -> i64 {
+    time.duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }
 
-/// Plans the commit of `translation` on the target `client` at `now_ms`, writing nothing.
+/// Whether a run writes, or only says what it would write (a dry run: every check is made and
+/// reported, nothing is committed or deleted).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Mode {
+    /// Check and report; write nothing.
+    DryRun,
+    /// Check, then write what the checks allow.
+    Execute,
+}
+
+impl Mode {
+    /// Whether this mode writes.
+    pub fn is_execute(self) -> bool {
+        self == Mode::Execute
+    }
+}
+
+/// Plans the commit of `translation` on the target `client` as of `now` (the checkpoints' and
+/// heartbeats' ages are taken against it, and it is the plan's `planned_at_ms`), writing
+/// nothing.
 ///
 /// `heartbeat_topics` maps each source alias to its heartbeats topic on the target (e.g.
 /// `primary.heartbeats`; [`MirrorClient::plan_apply`](crate::translate::MirrorClient::plan_apply)
@@ -444,9 +467,10 @@ pub async fn plan(
     translation: &Translation,
     heartbeat_topics: &BTreeMap<String, String>,
     options: &ApplyOptions,
-    now_ms: i64,
+    now: std::time::SystemTime,
     deadline: &Deadline,
 ) -> Result<ApplyPlan, ClientError> {
+    let now_ms = epoch_ms(now);
     let topics: BTreeSet<&str> = translation.iter().map(|o| o.topic).collect();
     let groups: Vec<String> = translation.groups().iter().map(|g| g.to_string()).collect();
     let heartbeats = async {

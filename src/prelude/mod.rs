@@ -17,8 +17,8 @@
 
 pub use crate::apply::journal::{FileJournal, UndoJournal};
 pub use crate::apply::{
-    ApplyOptions, ApplyPlan, ApplyReport, ApplyVerdict, GroupSkip, PlanInput, RunResult, Summary,
-    VerdictRules, WriteAhead,
+    ApplyOptions, ApplyPlan, ApplyReport, ApplyVerdict, GroupSkip, Mode, PlanInput, RunResult,
+    Summary, VerdictRules, WriteAhead,
 };
 pub use crate::client::{ClientError, Deadline, ErrorKind, KafkaClient};
 pub use crate::config::ClientConfig;

@@ -51,8 +51,8 @@ use crate::apply::read::{
     GroupRead, checked, denied_topics, non_consumer_groups, partitions_of, read_groups, target_logs,
 };
 use crate::apply::{
-    ApplyOptions, GroupError, PLAN_SCHEMA_VERSION, PlanSchemaError, TargetLogs, WAVE, refusal,
-    target_partition, topic_id,
+    ApplyOptions, GroupError, Mode, PLAN_SCHEMA_VERSION, PlanSchemaError, TargetLogs, WAVE,
+    refusal, target_partition, topic_id,
 };
 use crate::client::{
     CommitOptions, Coordinators, Deadline, ErrorCode, GroupOffsets, KafkaClient, OffsetToCommit,
@@ -379,7 +379,8 @@ impl UndoReport {
     }
 }
 
-/// Puts back what `undo` lists (`execute`), or only says what it would do (dry run), within
+/// Puts back what `undo` lists ([`Mode::Execute`]), or only says what it would do
+/// ([`Mode::DryRun`]), within
 /// `deadline`. First the cluster: an undo that names none (an older file) or another cluster is
 /// refused whole, nothing written. Then each wave of groups is re-checked just before it is
 /// written, in one batched read of its groups and one of its topics: no members, a consumer
@@ -394,9 +395,10 @@ pub async fn execute_undo(
     client: &KafkaClient,
     undo: &UndoPlan,
     options: &ApplyOptions,
-    execute: bool,
+    mode: Mode,
     deadline: &Deadline,
 ) -> UndoReport {
+    let execute = mode.is_execute();
     let refused_whole = |why: String| UndoReport {
         executed: execute,
         groups: undo.groups.iter().map(|g| skip(g, why.clone())).collect(),

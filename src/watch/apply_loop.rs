@@ -512,7 +512,7 @@ impl ApplyLoop {
             translation,
             &heartbeats,
             &self.options.apply,
-            millis(report.started_at),
+            report.started_at,
             &deadline,
         )
         .await;

@@ -10,7 +10,7 @@
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::Path;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::SystemTime;
 
 use mm2_offsets::apply::{self, ApplyOptions, ApplyPlan, ApplyReport, PlanInput};
 use mm2_offsets::client::{Deadline, KafkaClient};
@@ -450,7 +450,7 @@ async fn plan_failback(
         &translation,
         &heartbeats,
         options,
-        now_ms(),
+        SystemTime::now(),
         budget,
     )
     .await
@@ -506,12 +506,6 @@ async fn backup_alias(
             several.join(", ")
         ))),
     }
-}
-
-fn now_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
 }
 
 /// One line on what the translation found, and each thing not failed back.

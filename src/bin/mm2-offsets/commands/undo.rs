@@ -217,7 +217,12 @@ pub(crate) async fn run_file(
     let undo = parsed.plan;
     let settings = crate::connection::settings(connection)?.for_commits(options.concurrency);
     let client = session::connect(settings, budget.remaining()).await?;
-    let report = undo::execute_undo(client.kafka(), &undo, options, execute, budget).await;
+    let mode = if execute {
+        apply::Mode::Execute
+    } else {
+        apply::Mode::DryRun
+    };
+    let report = undo::execute_undo(client.kafka(), &undo, options, mode, budget).await;
     let mut out = std::io::stdout().lock();
     let written = match output {
         OutputFormat::Json => {
