@@ -1,7 +1,7 @@
 //! `apply`: commit translated offsets on the target cluster, safely, for many groups at once.
 //!
 //! [`plan`] reads the target (group states, committed offsets, log ranges, topic ids, the
-//! cluster id) and decides each partition ([`Verdict`]) without writing anything; the
+//! cluster id) and decides each partition ([`ApplyVerdict`]) without writing anything; the
 //! [`ApplyPlan`] can be inspected, printed, or saved as JSON ([`PLAN_SCHEMA_VERSION`]).
 //!
 //! A plan is a claim, not an authority. [`execute`] commits a plan only where a fresh
@@ -14,7 +14,7 @@
 //! back.
 //!
 //! # References
-//! - `../shared/docs/apply-semantics.md` (what the peers do, and the traps)
+//! - the book's chapter on apply (what the peers do, and the traps)
 //! - Kafka's `AlterConsumerGroupOffsetsHandler`, `ClassicGroup.validateOffsetCommit`,
 //!   `ConsumerGroup.validateOffsetCommit`
 
@@ -64,10 +64,11 @@ pub enum PlanInput {
     /// MM2's checkpoints as they are: the fresh checkpoint must give the same offset.
     #[default]
     Checkpoints,
-    /// Re-translated from the offset-sync history (`--precise`): the fresh checkpoint must
+    /// Re-translated from the offset-sync history ([`crate::precise`]): the fresh checkpoint must
     /// have the same upstream offset and a downstream offset no greater than the plan's.
     Precise,
-    /// Translated from the source's committed offsets (`--from-source-offsets`): a checkpoint
+    /// Translated from the source's committed offsets
+    /// ([`PreciseRequest::source_offsets`](crate::precise::PreciseRequest::source_offsets)): a checkpoint
     /// of the plan's source must still exist for the partition.
     SourceOffsets,
     /// Failed back from the groups' offsets on the backup (`failback`): the caller derives
@@ -157,7 +158,8 @@ pub struct PartitionPlan {
     pub log_end: Option<i64>,
     /// The decision.
     pub verdict: Verdict,
-    /// Set when `--clamp` moved the offset into the log: the verdict it would have had.
+    /// Set when [`VerdictRules::clamp`] moved the offset into the log: the verdict it would
+    /// have had.
     pub clamped_from: Option<Verdict>,
     /// The checkpoint's age when planned (now minus its record timestamp), in ms.
     pub checkpoint_age_ms: i64,
@@ -168,7 +170,7 @@ pub struct PartitionPlan {
     #[serde(default)]
     pub topic_id: Option<String>,
     /// The upstream offset the translated offset came from (the checkpoint's, or the source
-    /// group's with `--from-source-offsets`); `None` in plans of older builds.
+    /// group's with [`PlanInput::SourceOffsets`]); `None` in plans of older builds.
     #[serde(default)]
     pub upstream_offset: Option<i64>,
     /// In a re-checked plan ([`recheck`]): how the saved plan's view of this partition and the
@@ -458,7 +460,7 @@ impl Mode {
 /// derives them). A failure to reach the cluster is an `Err`; a group-level failure
 /// (authorization, coordinator) is that group's [`GroupStatus::Error`].
 ///
-/// Every read is batched (see `read.rs`): one Metadata for all topics and ListOffsets once per
+/// Every read is batched: one Metadata for all topics and ListOffsets once per
 /// leader, FindCoordinator for up to 1,000 groups a request, one ListGroups per coordinator,
 /// then ConsumerGroupDescribe / DescribeGroups and OffsetFetch for many groups a request, every
 /// coordinator at once; no read is left in the per-group decisions.

@@ -28,7 +28,7 @@ pub enum ApplyVerdict {
     Stale,
     /// The principal may not describe the topic on the target (TOPIC_AUTHORIZATION_FAILED).
     NotAuthorized,
-    /// The offset can never be a position: it is negative. Refused even with `--clamp`, wherever
+    /// The offset can never be a position: it is negative. Refused even with [`VerdictRules::clamp`], wherever
     /// it came from (a checkpoint, a sync, a plan file).
     InvalidOffset,
     /// A saved plan's view of this partition and the target's now disagree (another offset,
@@ -78,7 +78,7 @@ impl Verdict {
         self == Verdict::Commit
     }
 
-    /// Whether this partition is a refusal (reported and counted for exit code 3).
+    /// Whether this partition is a refusal (reported, and counted in [`Summary::refused`](super::Summary::refused)).
     pub fn is_refusal(self) -> bool {
         !matches!(self, Verdict::Commit | Verdict::Unchanged)
     }

@@ -67,7 +67,7 @@
 //! # References
 //! - Kafka: `connect/mirror/.../MirrorSourceTask.java` (`commitRecord`, `initializeConsumer`),
 //!   `OffsetSyncWriter.java`, `OffsetSyncStore.java`
-//! - KIP-1098 (reverse checkpointing, not adopted), `../shared/docs/apply-semantics.md`
+//! - KIP-1098 (reverse checkpointing, not adopted)
 
 use rustc_hash::FxHashMap;
 use serde::Serialize;
@@ -91,7 +91,7 @@ pub enum FailbackRule {
     /// A topic local to the backup: the group's offset there now, translated with the reverse
     /// flow's offset-sync history (more than its checkpoint proves; never less).
     ReverseFlowSync,
-    /// Proven by the records of both clusters (`--match-records`): the primary offset of the
+    /// Proven by the records of both clusters ([`FailbackRequest::match_records`](crate::failback::FailbackRequest::match_records)): the primary offset of the
     /// first record the group has not read on the backup (exact).
     RecordMatch,
 }

@@ -429,7 +429,7 @@ struct ReverseFlow {
 /// The reverse flow's translations (`<target>.checkpoints.internal` on the primary), or `None`
 /// when the primary holds no such topic (no reverse flow). With the reverse flow's offset-syncs
 /// topic on the backup, each group's offset on the backup now is translated with its history
-/// (as `translate --precise --from-source-offsets` does); without it, MM2's checkpoints as they
+/// (as a [`PreciseRequest`](crate::precise::PreciseRequest) with source offsets does); without it, MM2's checkpoints as they
 /// are.
 async fn reverse_flow(
     primary: &MirrorClient,

@@ -6,7 +6,7 @@
 //! the window's rewind targets on and the downstream window, and comparing records by a keyed
 //! digest of their key, value and
 //! headers (and timestamp), proves which downstream record copies which upstream one
-//! (the argument is in `walk.rs`), and so the last copy of the group's next record: the offset
+//! (the argument is in the module's source), and so the last copy of the group's next record: the offset
 //! from which the group reads every record at or after `U` and nothing before it that it
 //! need not. Inside a restart's block of duplicates that is the copy after the block.
 //!
@@ -25,7 +25,7 @@
 //! bounds that cross, refuse the partition (`inconsistent`). Matching also assumes, as
 //! `max_rereads` does, that each restart's first sync reached the offset-syncs topic: a window
 //! that ends at a sync rests on it, and so does the floor that bounds the records after a
-//! partition's last sync (the tip, `walk.rs`). A restart after the last sync whose first sync
+//! partition's last sync (the tip). A restart after the last sync whose first sync
 //! was lost (MM2 killed within moments of restarting) re-copies earlier records; where their
 //! contents differ from the records after the floor, the bounds cross and the partition is
 //! refused, and where they repeat (identical records) it is not seen.

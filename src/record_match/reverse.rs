@@ -3,10 +3,10 @@
 //! `orders`) that the group has not read, proven by the records.
 //!
 //! MirrorMaker 2 copied the primary's records *to* the backup, so the walk of record matching
-//! ([`super`], `walk.rs`) runs unchanged: the upstream is the primary, the downstream the
+//! ([`super`]) runs unchanged: the upstream is the primary, the downstream the
 //! backup, and for every backup record read it bounds the primary record it copies
 //! (`lb <= id <= ub`). A group at `D` has read
-//! every backup record below `D`; the no-skip property (`walk.rs`) makes the primary records
+//! every backup record below `D`; the no-skip property (see [`super`]) makes the primary records
 //! copied below `D` every record MM2 delivered up to the greatest of them, `M`. The group's first
 //! unread record is the first record after `M`.
 //!
@@ -17,7 +17,7 @@
 //! copies (`lb(a) == ub(a) == L`). Then `M >= L`, and `X`, the first data record of the primary
 //! after `L` (nothing but markers between them, no record removed), is never past the group's
 //! first unread record: the safety of every answer. At the tip (no sync after `D`) the walk's
-//! floor (`walk.rs`) is what bounds `a` from below.
+//! floor (see [`super`]) is what bounds `a` from below.
 //!
 //! **Exact** means `M == L`: no record below `D` copies a record past `L`. By no-skip the
 //! records copied below `D` are every record MM2 delivered from the replica's first one

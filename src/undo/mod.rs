@@ -67,8 +67,8 @@ const UNKNOWN_MEMBER_ID: i16 = 25;
 /// GROUP_ID_NOT_FOUND: OffsetDelete on a group the coordinator does not know: nothing to delete.
 const GROUP_ID_NOT_FOUND: i16 = 69;
 
-/// The undo of one execute, as [`UndoPlan::parse`] reads it from the journal `--undo-out`
-/// writes, and as `apply --plan` runs it.
+/// The undo of one execute, as [`UndoPlan::parse`] reads it from the journal a
+/// [`FileJournal`](crate::apply::journal::FileJournal) wrote, and as [`execute_undo`] runs it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct UndoPlan {
