@@ -96,6 +96,10 @@ class Lister:
                 return
             name = inner.get("name")
             target = self.item(inner.get("id"))
+            if path == f"{CRATE}::prelude":
+                # The prelude only re-exports: one line per name, the item listed at its path.
+                self.add("use", f"{path}::{name} = {inner.get('source')}")
+                return
             if target is None:
                 # A re-export of another crate's item.
                 self.add("use", f"{path}::{name} = {inner.get('source')}")

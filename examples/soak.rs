@@ -31,7 +31,7 @@ use std::time::{Duration, Instant};
 
 use child::{Run, run_bounded};
 use mm2_offsets::config::ClientConfig;
-use mm2_offsets::mm2::policy::ReplicationPolicy;
+use mm2_offsets::mm2::ReplicationPolicy;
 use mm2_offsets::select::GroupSelector;
 use mm2_offsets::translate::{MirrorClient, TranslateRequest, Translation};
 use proxy::{Fault, FaultProxy};

@@ -22,7 +22,7 @@ use mm2_offsets::precise::{Syncs, SyncsSource};
 use mm2_offsets::record_match::MatchOptions;
 use mm2_offsets::select::GroupSelector;
 use mm2_offsets::translate::{MirrorClient, TranslateRequest};
-use mm2_offsets::verify::{Verdict, VerifyRow};
+use mm2_offsets::verify::{VerifyRow, VerifyVerdict};
 
 type Error = Box<dyn std::error::Error + Send + Sync>;
 
@@ -79,7 +79,7 @@ fn print(rows: &[VerifyRow]) {
     for row in rows {
         *verdicts.entry(row.verdict.name()).or_default() += 1;
         let records = match (row.verdict, row.records) {
-            (Verdict::Exact, _) => String::new(),
+            (VerifyVerdict::Exact, _) => String::new(),
             (_, Some(n)) => format!(" ({}{n} records)", if row.at_least { ">= " } else { "" }),
             (_, None) => String::new(),
         };

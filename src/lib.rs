@@ -8,6 +8,7 @@
 //!
 //! | module        | owns |
 //! |---------------|------|
+//! | [`prelude`]   | re-exports of the types an embedder names most, each from the module that owns it |
 //! | [`watch`]     | the live translation map, its freshness, the periodic apply |
 //! | [`failback`]  | the way back: the reverse rule, reverse record matching, the failback translation |
 //! | [`verify`]    | committed target offsets checked against the source, record by record |
@@ -51,6 +52,7 @@ pub mod failback;
 pub(crate) mod fake;
 pub mod mm2;
 pub mod precise;
+pub mod prelude;
 pub mod record_match;
 pub mod records;
 pub mod replication;

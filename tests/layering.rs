@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 
 /// The layers from the top down, as the table in `src/lib.rs` lists them.
 const LAYERS_TOP_DOWN: &[&str] = &[
+    "prelude",
     "watch",
     "failback",
     "verify",

@@ -139,7 +139,7 @@ fn futures_are_send(
         translation,
         &heartbeats,
         options,
-        0,
+        std::time::UNIX_EPOCH,
         deadline,
     ));
     send(apply::execute(kafka, plan, options));
@@ -245,7 +245,7 @@ fn futures_are_send(
         failback_request,
         *deadline,
     ));
-    send(failback::match_reverse(
+    send(record_match::reverse::match_reverse(
         kafka,
         kafka,
         &[],
@@ -303,7 +303,11 @@ fn apply_futures_are_send(
         deadline,
     ));
     send(undo::execute_undo(
-        kafka, undo_plan, options, false, deadline,
+        kafka,
+        undo_plan,
+        options,
+        apply::Mode::DryRun,
+        deadline,
     ));
 }
 

@@ -16,7 +16,7 @@ use kafka_protocol::messages::{
     ApiKey, GroupId, ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse, TopicName,
 };
 use kafka_protocol::protocol::{Decodable, StrBytes};
-use mm2_offsets::apply::{self, ApplyOptions, ApplyPlan, GroupOutcome, GroupStatus, Verdict};
+use mm2_offsets::apply::{self, ApplyOptions, ApplyPlan, ApplyVerdict, GroupOutcome, GroupStatus};
 use mm2_offsets::client::{Deadline, GroupProtocol, KafkaClient, OffsetToCommit};
 use mm2_offsets::mm2::checkpoint::{self, CheckpointKey, CheckpointValue};
 use mm2_offsets::records::builder::BatchBuilder;
@@ -73,7 +73,7 @@ async fn plan(
         translation,
         &BTreeMap::new(),
         options,
-        now_ms(),
+        std::time::SystemTime::now(),
         &deadline,
     )
     .await
@@ -144,24 +144,27 @@ async fn apply_on(cluster_name: &str) {
         .iter()
         .map(|g| (g.group.as_str(), g))
         .collect();
-    let verdicts = |group: &str| -> Vec<Verdict> {
+    let verdicts = |group: &str| -> Vec<ApplyVerdict> {
         by_group[group]
             .partitions
             .iter()
             .map(|p| p.verdict)
             .collect()
     };
-    assert_eq!(verdicts(&fresh), [Verdict::Commit, Verdict::Commit]);
+    assert_eq!(
+        verdicts(&fresh),
+        [ApplyVerdict::Commit, ApplyVerdict::Commit]
+    );
     assert_eq!(
         by_group[fresh.as_str()].protocol,
         Some(GroupProtocol::Absent)
     );
-    assert_eq!(verdicts(&ahead), [Verdict::WouldRewind]);
+    assert_eq!(verdicts(&ahead), [ApplyVerdict::WouldRewind]);
     assert_eq!(
         verdicts(&beyond),
-        [Verdict::BeyondLogEnd, Verdict::NoSuchPartition]
+        [ApplyVerdict::BeyondLogEnd, ApplyVerdict::NoSuchPartition]
     );
-    assert_eq!(verdicts(&absent), [Verdict::NoSuchTopic]);
+    assert_eq!(verdicts(&absent), [ApplyVerdict::NoSuchTopic]);
     assert_eq!(by_group[moved.as_str()].partitions[0].current, Some(5));
     let classic_plan = by_group[classic.as_str()];
     assert_eq!(classic_plan.protocol, Some(GroupProtocol::Classic));
@@ -257,7 +260,7 @@ async fn apply_on(cluster_name: &str) {
         again.groups[0]
             .partitions
             .iter()
-            .all(|p| p.verdict == Verdict::Unchanged)
+            .all(|p| p.verdict == ApplyVerdict::Unchanged)
     );
     assert!(again.is_noop() && !again.has_refusals(), "{again:?}");
     let report = apply::execute(&client, &again, &options).await;

@@ -26,8 +26,9 @@ use std::time::{Duration, Instant};
 
 use mm2_offsets::client::{Deadline, IsolationLevel, KafkaClient, OffsetSpec};
 use mm2_offsets::config::ClientConfig;
-use mm2_offsets::failback::{ReverseIndex, ReverseIndexBuilder, ReverseRow, match_reverse};
+use mm2_offsets::failback::{ReverseIndex, ReverseIndexBuilder};
 use mm2_offsets::record_match::MatchOptions;
+use mm2_offsets::record_match::reverse::{ReverseRow, match_reverse};
 use serde_json::Value;
 
 use crate::failover_mm2::{CLUSTERS, Env, Tp, checkpoints_of, cli, java, read_to_end, wait_topic};
@@ -1057,12 +1058,7 @@ async fn every_offset_matched(
     }
     let rows: Vec<ReverseRow<'_>> = names
         .iter()
-        .map(|(down, up, p, d)| ReverseRow {
-            downstream_topic: down,
-            upstream_topic: up,
-            partition: *p,
-            downstream: *d,
-        })
+        .map(|(down, up, p, d)| ReverseRow::new(down, up, *p, *d))
         .collect();
     let (answers, stats) = match_reverse(
         p_client,

@@ -187,12 +187,7 @@ fn history(flow: &Flow) -> Vec<(i64, i64)> {
 async fn every_offset_exact(client: &KafkaClient, broker: &str, flow: &Flow) -> usize {
     let history = history(flow);
     let rows: Vec<MatchRow<'_>> = (0..=60)
-        .map(|u| MatchRow {
-            downstream_topic: &flow.replica,
-            upstream_topic: &flow.source,
-            partition: 0,
-            upstream: u,
-        })
+        .map(|u| MatchRow::new(&flow.replica, &flow.source, 0, u))
         .collect();
     let deadline = Deadline::after(Duration::from_secs(60));
     let (answers, stats) = match_rows(
@@ -232,12 +227,7 @@ async fn every_offset_failed_back(
 ) -> (usize, Vec<String>) {
     let history = history(flow);
     let rows: Vec<ReverseRow<'_>> = (0..=flow.replica_end)
-        .map(|d| ReverseRow {
-            downstream_topic: &flow.replica,
-            upstream_topic: &flow.source,
-            partition: 0,
-            downstream: d,
-        })
+        .map(|d| ReverseRow::new(&flow.replica, &flow.source, 0, d))
         .collect();
     let deadline = Deadline::after(Duration::from_secs(60));
     let (answers, stats) = match_reverse(

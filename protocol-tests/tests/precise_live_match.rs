@@ -18,7 +18,7 @@ use mm2_offsets::mm2::sync_index::Rule;
 use mm2_offsets::precise::{MatchRecords, PreciseRequest, PreciseTranslation, Syncs};
 use mm2_offsets::record_match::MatchOptions;
 use mm2_offsets::translate::{MirrorClient, TranslateRequest};
-use mm2_offsets::verify::Verdict;
+use mm2_offsets::verify::VerifyVerdict;
 
 const BIN: &str = env!("CARGO_BIN_EXE_mm2-offsets");
 
@@ -375,9 +375,9 @@ pub async fn check_verify<F, Fut>(
         };
         seen += 1;
         let want = match kind {
-            "exact" => Verdict::Exact,
-            "behind" => Verdict::Behind,
-            _ => Verdict::Ahead,
+            "exact" => VerifyVerdict::Exact,
+            "behind" => VerifyVerdict::Behind,
+            _ => VerifyVerdict::Ahead,
         };
         assert_eq!(row.verdict, want, "verify {row:?}");
         assert_eq!(row.records, Some(records), "verify {row:?}");

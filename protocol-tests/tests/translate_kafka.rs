@@ -11,10 +11,9 @@ use crate::support::{SeenRecord, cluster, hex_or_dash, java_consume, unique_topi
 use mm2_offsets::client::IsolationLevel;
 use mm2_offsets::config::ClientConfig;
 use mm2_offsets::mm2::ReplicationPolicy;
+use mm2_offsets::mm2::fold::SkipReason;
 use mm2_offsets::select::GroupSelector;
-use mm2_offsets::translate::{
-    MirrorClient, SkipReason, TranslateError, TranslateRequest, Translation,
-};
+use mm2_offsets::translate::{MirrorClient, TranslateError, TranslateRequest, Translation};
 
 const CHECKPOINT_PARTITIONS: u32 = 3;
 

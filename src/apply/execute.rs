@@ -77,6 +77,7 @@ pub enum GroupOutcome {
 
 /// One partition's result.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct PartitionResult {
     /// The topic.
     pub topic: String,
@@ -101,6 +102,7 @@ pub struct PartitionResult {
 
 /// One group's result.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct GroupResult {
     /// The group id.
     pub group: String,
@@ -111,8 +113,47 @@ pub struct GroupResult {
     pub partitions: Vec<PartitionResult>,
 }
 
+impl PartitionResult {
+    /// Partition `partition` of `topic`, `offset` sent with `verdict` and ending in `state`;
+    /// no error, nothing read back, nothing committed before.
+    pub fn new(
+        topic: impl Into<String>,
+        partition: i32,
+        offset: i64,
+        state: CommitState,
+        verdict: Verdict,
+    ) -> Self {
+        PartitionResult {
+            topic: topic.into(),
+            partition,
+            offset,
+            state,
+            error: None,
+            read_back: None,
+            committed_before: None,
+            verdict,
+        }
+    }
+}
+
+impl GroupResult {
+    /// Group `group` with `outcome` and the `partitions` committed.
+    pub fn new(
+        group: impl Into<String>,
+        outcome: GroupOutcome,
+        partitions: Vec<PartitionResult>,
+    ) -> Self {
+        GroupResult {
+            group: group.into(),
+            outcome,
+            partitions,
+        }
+    }
+}
+
 /// What an execute did.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct ApplyReport {
     /// Every group of the plan, sorted by id.
     pub groups: Vec<GroupResult>,
@@ -217,7 +258,9 @@ pub async fn execute_with(
 /// # std::fs::create_dir_all(&dir)?;
 /// let mut journal = FileJournal::create(&dir.join("undo.jsonl"))?; // refuses an existing path
 /// static STOP: AtomicBool = AtomicBool::new(false); // set by a signal handler
-/// let guard = WriteAhead { journal: Some(&mut journal), stop: Some(&STOP) };
+/// let mut guard = WriteAhead::default();
+/// guard.journal = Some(&mut journal);
+/// guard.stop = Some(&STOP);
 /// // apply::execute_write_ahead(&client, &plan, None, &options, &deadline, guard).await
 /// # drop(guard);
 /// # std::fs::remove_dir_all(&dir)?;
@@ -225,6 +268,7 @@ pub async fn execute_with(
 /// # }
 /// ```
 #[derive(Default)]
+#[non_exhaustive]
 pub struct WriteAhead<'a> {
     /// Where each wave's previous offsets are recorded, durably, before its commits are sent
     /// (see [`journal`](super::journal)). With it, every commit's metadata also carries the

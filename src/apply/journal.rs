@@ -56,6 +56,7 @@ pub const UNDO_KIND: &str = "undo";
 
 /// A committed offset and its metadata.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct Committed {
     /// The offset.
     pub offset: i64,
@@ -65,6 +66,7 @@ pub struct Committed {
 
 /// One partition to put back.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct UndoPartition {
     /// The topic.
     pub topic: String,
@@ -85,6 +87,7 @@ pub struct UndoPartition {
 
 /// One group's partitions to put back.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct UndoGroup {
     /// The group id.
     pub group: String,
@@ -111,6 +114,7 @@ pub trait UndoJournal: Send {
 
 /// The first line of an undo journal: what binds it to one run on one cluster.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct UndoHeader {
     /// [`PLAN_SCHEMA_VERSION`].
     pub schema_version: u32,
@@ -142,6 +146,7 @@ impl UndoHeader {
 
 /// How a journaled run ended: its last line.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct UndoEnd {
     /// When (ms since the epoch).
     pub finished_at_ms: i64,

@@ -1,7 +1,7 @@
 //! `apply`: commit translated offsets on the target cluster, safely, for many groups at once.
 //!
 //! [`plan`] reads the target (group states, committed offsets, log ranges, topic ids, the
-//! cluster id) and decides each partition ([`Verdict`]) without writing anything; the
+//! cluster id) and decides each partition ([`ApplyVerdict`]) without writing anything; the
 //! [`ApplyPlan`] can be inspected, printed, or saved as JSON ([`PLAN_SCHEMA_VERSION`]).
 //!
 //! A plan is a claim, not an authority. [`execute`] commits a plan only where a fresh
@@ -14,7 +14,7 @@
 //! back.
 //!
 //! # References
-//! - `../shared/docs/apply-semantics.md` (what the peers do, and the traps)
+//! - the book's chapter on apply (what the peers do, and the traps)
 //! - Kafka's `AlterConsumerGroupOffsetsHandler`, `ClassicGroup.validateOffsetCommit`,
 //!   `ConsumerGroup.validateOffsetCommit`
 
@@ -36,10 +36,12 @@ pub use execute::{
 };
 pub(crate) use logs::{TargetLogs, TopicLogs, target_partition, topic_id};
 pub use probe::probe_undo_deletes;
-pub use reason::{Change, GroupCause, GroupError, GroupRefusal, SkipReason};
+pub(crate) use reason::SkipReason;
+pub use reason::{Change, GroupCause, GroupError, GroupRefusal, GroupSkip};
 pub use recheck::recheck;
 pub use summary::{RunResult, Summary};
-pub use verdict::{Decision, TargetPartition, Verdict, VerdictRules, decide};
+pub(crate) use verdict::Verdict;
+pub use verdict::{ApplyVerdict, Decision, TargetPartition, VerdictRules, decide};
 
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
@@ -64,10 +66,11 @@ pub enum PlanInput {
     /// MM2's checkpoints as they are: the fresh checkpoint must give the same offset.
     #[default]
     Checkpoints,
-    /// Re-translated from the offset-sync history (`--precise`): the fresh checkpoint must
+    /// Re-translated from the offset-sync history ([`crate::precise`]): the fresh checkpoint must
     /// have the same upstream offset and a downstream offset no greater than the plan's.
     Precise,
-    /// Translated from the source's committed offsets (`--from-source-offsets`): a checkpoint
+    /// Translated from the source's committed offsets
+    /// ([`PreciseRequest::source_offsets`](crate::precise::PreciseRequest::source_offsets)): a checkpoint
     /// of the plan's source must still exist for the partition.
     SourceOffsets,
     /// Failed back from the groups' offsets on the backup (`failback`): the caller derives
@@ -78,6 +81,7 @@ pub enum PlanInput {
 
 /// How to plan and execute.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct ApplyOptions {
     /// The per-partition rules.
     pub rules: VerdictRules,
@@ -138,6 +142,7 @@ pub enum GroupStatus {
 
 /// One partition of a group's plan.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct PartitionPlan {
     /// The topic on the target.
     pub topic: String,
@@ -155,7 +160,8 @@ pub struct PartitionPlan {
     pub log_end: Option<i64>,
     /// The decision.
     pub verdict: Verdict,
-    /// Set when `--clamp` moved the offset into the log: the verdict it would have had.
+    /// Set when [`VerdictRules::clamp`] moved the offset into the log: the verdict it would
+    /// have had.
     pub clamped_from: Option<Verdict>,
     /// The checkpoint's age when planned (now minus its record timestamp), in ms.
     pub checkpoint_age_ms: i64,
@@ -166,7 +172,7 @@ pub struct PartitionPlan {
     #[serde(default)]
     pub topic_id: Option<String>,
     /// The upstream offset the translated offset came from (the checkpoint's, or the source
-    /// group's with `--from-source-offsets`); `None` in plans of older builds.
+    /// group's with [`PlanInput::SourceOffsets`]); `None` in plans of older builds.
     #[serde(default)]
     pub upstream_offset: Option<i64>,
     /// In a re-checked plan ([`recheck`]): how the saved plan's view of this partition and the
@@ -176,6 +182,28 @@ pub struct PartitionPlan {
 }
 
 impl PartitionPlan {
+    /// A partition to commit at `offset` with `verdict`, translated to the same offset, with
+    /// nothing else known (no committed offset, no log ends, no metadata): set the other
+    /// fields as needed, e.g. to build a plan by hand or in a test.
+    pub fn new(topic: impl Into<String>, partition: i32, offset: i64, verdict: Verdict) -> Self {
+        PartitionPlan {
+            topic: topic.into(),
+            partition,
+            translated: offset,
+            offset,
+            current: None,
+            log_start: None,
+            log_end: None,
+            verdict,
+            clamped_from: None,
+            checkpoint_age_ms: 0,
+            metadata: String::new(),
+            topic_id: None,
+            upstream_offset: None,
+            difference: None,
+        }
+    }
+
     /// The checkpoint's timestamp, from the plan's time and the age it saw.
     pub(crate) fn checkpoint_timestamp(&self, planned_at_ms: i64) -> i64 {
         planned_at_ms.saturating_sub(self.checkpoint_age_ms)
@@ -184,6 +212,7 @@ impl PartitionPlan {
 
 /// One group's plan.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct GroupPlan {
     /// The group id.
     pub group: String,
@@ -209,6 +238,30 @@ pub struct GroupPlan {
 }
 
 impl GroupPlan {
+    /// Group `group` with `status` and `partitions` (sorted here), no members, its oldest
+    /// checkpoint age the partitions' greatest; protocol, state and DELETE permission unknown.
+    pub fn new(
+        group: impl Into<String>,
+        status: GroupStatus,
+        mut partitions: Vec<PartitionPlan>,
+    ) -> Self {
+        partitions.sort_by(|a, b| (&a.topic, a.partition).cmp(&(&b.topic, b.partition)));
+        GroupPlan {
+            group: group.into(),
+            protocol: None,
+            state: None,
+            members: 0,
+            status,
+            oldest_checkpoint_age_ms: partitions
+                .iter()
+                .map(|p| p.checkpoint_age_ms)
+                .max()
+                .unwrap_or(0),
+            partitions,
+            may_delete_offsets: None,
+        }
+    }
+
     /// Whether an undo of this group's execute could not run: a partition it writes had no
     /// committed offset (the undo deletes it, OffsetDelete) and the coordinator said the
     /// principal lacks DELETE on the group. `false` when it did not say.
@@ -241,6 +294,7 @@ impl GroupPlan {
 
 /// The whole plan: what an execute would write, and why not elsewhere.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ApplyPlan {
     /// [`PLAN_SCHEMA_VERSION`].
     pub schema_version: u32,
@@ -268,6 +322,37 @@ pub struct ApplyPlan {
 }
 
 impl ApplyPlan {
+    /// A plan of this build's [`PLAN_SCHEMA_VERSION`], made at `planned_at_ms`, of `groups`
+    /// (sorted here), with no heartbeats, sources, cluster id, rules or input recorded.
+    pub fn new(planned_at_ms: i64, mut groups: Vec<GroupPlan>) -> Self {
+        groups.sort_by(|a, b| a.group.cmp(&b.group));
+        ApplyPlan {
+            schema_version: PLAN_SCHEMA_VERSION,
+            planned_at_ms,
+            heartbeat_age_ms: BTreeMap::new(),
+            groups,
+            cluster_id: None,
+            sources: Vec::new(),
+            rules: None,
+            input: None,
+        }
+    }
+
+    /// The plan with every field but its groups (none): its head, e.g. to write the groups
+    /// apart. A field added to the plan is added here.
+    pub fn without_groups(&self) -> ApplyPlan {
+        ApplyPlan {
+            schema_version: self.schema_version,
+            planned_at_ms: self.planned_at_ms,
+            heartbeat_age_ms: self.heartbeat_age_ms.clone(),
+            groups: Vec::new(),
+            cluster_id: self.cluster_id.clone(),
+            sources: self.sources.clone(),
+            rules: self.rules,
+            input: self.input,
+        }
+    }
+
     /// Whether nothing would be written.
     pub fn is_noop(&self) -> bool {
         self.groups.iter().all(|g| g.to_commit().next().is_none())
@@ -304,6 +389,7 @@ impl ApplyPlan {
 #[error(
     "plan schema version {0} is not supported (this build reads version {PLAN_SCHEMA_VERSION})"
 )]
+#[non_exhaustive]
 pub struct PlanSchemaError(pub u32);
 
 impl crate::translate::MirrorClient {
@@ -332,7 +418,7 @@ impl crate::translate::MirrorClient {
             translation,
             &heartbeats,
             options,
-            now_ms(),
+            std::time::SystemTime::now(),
             deadline,
         )
         .await
@@ -341,19 +427,42 @@ impl crate::translate::MirrorClient {
 
 /// Milliseconds since the epoch, now.
 pub(crate) fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
+    epoch_ms(std::time::SystemTime::now())
+}
+
+/// Milliseconds since the epoch at `time` (0 before it).
+pub(crate) fn epoch_ms(time: std::time::SystemTime) -> i64 {
+    time.duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }
 
-/// Plans the commit of `translation` on the target `client` at `now_ms`, writing nothing.
+/// Whether a run writes, or only says what it would write (a dry run: every check is made and
+/// reported, nothing is committed or deleted).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Mode {
+    /// Check and report; write nothing.
+    DryRun,
+    /// Check, then write what the checks allow.
+    Execute,
+}
+
+impl Mode {
+    /// Whether this mode writes.
+    pub fn is_execute(self) -> bool {
+        self == Mode::Execute
+    }
+}
+
+/// Plans the commit of `translation` on the target `client` as of `now` (the checkpoints' and
+/// heartbeats' ages are taken against it, and it is the plan's `planned_at_ms`), writing
+/// nothing.
 ///
 /// `heartbeat_topics` maps each source alias to its heartbeats topic on the target (e.g.
 /// `primary.heartbeats`; [`MirrorClient::plan_apply`](crate::translate::MirrorClient::plan_apply)
 /// derives them). A failure to reach the cluster is an `Err`; a group-level failure
 /// (authorization, coordinator) is that group's [`GroupStatus::Error`].
 ///
-/// Every read is batched (see `read.rs`): one Metadata for all topics and ListOffsets once per
+/// Every read is batched: one Metadata for all topics and ListOffsets once per
 /// leader, FindCoordinator for up to 1,000 groups a request, one ListGroups per coordinator,
 /// then ConsumerGroupDescribe / DescribeGroups and OffsetFetch for many groups a request, every
 /// coordinator at once; no read is left in the per-group decisions.
@@ -362,9 +471,10 @@ pub async fn plan(
     translation: &Translation,
     heartbeat_topics: &BTreeMap<String, String>,
     options: &ApplyOptions,
-    now_ms: i64,
+    now: std::time::SystemTime,
     deadline: &Deadline,
 ) -> Result<ApplyPlan, ClientError> {
+    let now_ms = epoch_ms(now);
     let topics: BTreeSet<&str> = translation.iter().map(|o| o.topic).collect();
     let groups: Vec<String> = translation.groups().iter().map(|g| g.to_string()).collect();
     let heartbeats = async {

@@ -1,8 +1,8 @@
 //! A plan is a claim, not an authority: the re-derivation of every partition's verdict from the
 //! target as it is now, with the rules of a fresh plan, and its comparison with the plan.
 //!
-//! The rule (`../shared/docs/apply-semantics.md`, "What a write re-checks at the moment it is
-//! made"): before a commit, everything the verdict depends on is read again (the group's
+//! The rule (the book's apply chapter, "What a write re-checks at the moment it is made"):
+//! before a commit, everything the verdict depends on is read again (the group's
 //! members and committed offsets, each topic's log start, log end and id, the cluster id, and,
 //! where the caller re-read them, the checkpoints), the verdict is derived again with
 //! [`decide`] under the stricter of the plan's rules and the run's, and a partition is written

@@ -1,6 +1,6 @@
 //! What a run did, counted from its per-partition outcomes and nothing else: the one summary
-//! `apply`, `failback`, `undo` and watch's apply loop print, put in the JSON, and take their
-//! exit code from. Nothing here is written beside the outcomes: every count is a count of rows.
+//! `apply`, `failback`, `undo` and watch's apply loop report, and the [`RunResult`] a caller
+//! branches on. Nothing here is written beside the outcomes: every count is a count of rows.
 //!
 //! Each partition of the plan is counted exactly once:
 //! - `committed`: the coordinator accepted the commit and the read-back found the offset;
@@ -36,6 +36,7 @@ use super::{
 /// assert!(summary.is_noop());
 /// ```
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct Summary {
     /// Whether anything was sent (false: a dry run, which counts what would be written).
     pub executed: bool,
@@ -57,7 +58,7 @@ pub struct Summary {
     pub unchanged: usize,
 }
 
-/// How a run ended, for the exit code: what the summary's counts add up to.
+/// How a run ended: what the summary's counts add up to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum RunResult {
@@ -162,7 +163,7 @@ impl Summary {
         self.to_write == 0 && self.refused_total() == 0 && self.failed == 0
     }
 
-    /// What the counts add up to (the exit code's reason).
+    /// What the counts add up to: how the run ended.
     pub fn result(&self) -> RunResult {
         if self.failed > 0 || self.unknown > 0 {
             RunResult::Failed

@@ -578,7 +578,7 @@ async fn share_and_streams_groups_are_refused_with_their_kind() {
         &translation,
         &BTreeMap::new(),
         &ApplyOptions::default(),
-        2,
+        std::time::UNIX_EPOCH + std::time::Duration::from_millis(2),
         &deadline,
     )
     .await

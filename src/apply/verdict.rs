@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 #[non_exhaustive]
-pub enum Verdict {
+pub enum ApplyVerdict {
     /// The translated offset is ahead of the group's committed one (or it has none): commit.
     Commit,
     /// The group already has exactly this offset: nothing to write.
@@ -28,7 +28,7 @@ pub enum Verdict {
     Stale,
     /// The principal may not describe the topic on the target (TOPIC_AUTHORIZATION_FAILED).
     NotAuthorized,
-    /// The offset can never be a position: it is negative. Refused even with `--clamp`, wherever
+    /// The offset can never be a position: it is negative. Refused even with [`VerdictRules::clamp`], wherever
     /// it came from (a checkpoint, a sync, a plan file).
     InvalidOffset,
     /// A saved plan's view of this partition and the target's now disagree (another offset,
@@ -47,6 +47,10 @@ pub enum Verdict {
     /// other byte strings may share, and not the group MirrorMaker 2 checkpointed.
     GroupIdNotUtf8,
 }
+
+// The crate's own code still says `Verdict`: one alias, so that the rename is one line for the
+// branches merged after it. The public name is `ApplyVerdict`.
+pub(crate) use self::ApplyVerdict as Verdict;
 
 impl Verdict {
     /// The name used in the JSON plan and on the terminal, e.g. `would-rewind`.
@@ -74,7 +78,7 @@ impl Verdict {
         self == Verdict::Commit
     }
 
-    /// Whether this partition is a refusal (reported and counted for exit code 3).
+    /// Whether this partition is a refusal (reported, and counted in [`Summary::refused`](super::Summary::refused)).
     pub fn is_refusal(self) -> bool {
         !matches!(self, Verdict::Commit | Verdict::Unchanged)
     }
@@ -101,6 +105,7 @@ pub enum TargetPartition {
 /// The rules that shape a verdict. Saved in a plan (`rules`), so that the plan says what it
 /// was made with and its execute applies the stricter of its rules and the run's.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct VerdictRules {
     /// Commit even when the group's committed offset is ahead.
     pub allow_rewind: bool,
@@ -127,6 +132,7 @@ impl VerdictRules {
 
 /// The decision for one partition, and the offset to commit (possibly clamped).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Decision {
     /// The verdict.
     pub verdict: Verdict,

@@ -55,7 +55,7 @@ async fn plan_on(client: &KafkaClient, translation: &Translation) -> ApplyPlan {
         translation,
         &BTreeMap::new(),
         &ApplyOptions::default(),
-        now_ms(),
+        std::time::SystemTime::now(),
         &deadline(),
     )
     .await
@@ -388,7 +388,7 @@ async fn an_undo_reads_and_writes_in_batches_and_restores_every_group() {
     cluster.set_committed("group-02", TOPIC, 1, 50);
     let fetches = cluster.asked(ApiKey::OffsetFetch).len();
     let commits = cluster.served(ApiKey::OffsetCommit);
-    let undone = execute_undo(&client, &undo, &options, true, &deadline()).await;
+    let undone = execute_undo(&client, &undo, &options, Mode::Execute, &deadline()).await;
     assert_eq!(undone.restored(), 9, "{undone:?}");
     assert!(undone.has_refusals());
     for g in &groups {
@@ -407,7 +407,7 @@ async fn an_undo_reads_and_writes_in_batches_and_restores_every_group() {
     edited.groups.retain(|g| g.group == "group-03");
     edited.groups[0].partitions.truncate(1);
     edited.groups[0].partitions[0].written = 77;
-    let refused = execute_undo(&client, &edited, &options, true, &deadline()).await;
+    let refused = execute_undo(&client, &edited, &options, Mode::Execute, &deadline()).await;
     assert_eq!(
         refused.groups[0].partitions[0].state,
         crate::undo::UndoState::NotWrittenByRun,
@@ -416,7 +416,7 @@ async fn an_undo_reads_and_writes_in_batches_and_restores_every_group() {
     assert_eq!(cluster.committed("group-03")[&(TOPIC.to_string(), 0)], 77);
     // On another cluster, nothing.
     edited.cluster_id = Some("another".into());
-    let other = execute_undo(&client, &edited, &options, true, &deadline()).await;
+    let other = execute_undo(&client, &edited, &options, Mode::Execute, &deadline()).await;
     assert!(
         other.groups[0]
             .skipped
@@ -484,11 +484,18 @@ fn every_apply_future_is_send(
     fn send<T: Send>(_: T) {}
     let d = deadline();
     let o = ApplyOptions::default();
-    send(plan(client, translation, &BTreeMap::new(), &o, 0, &d));
+    send(plan(
+        client,
+        translation,
+        &BTreeMap::new(),
+        &o,
+        std::time::UNIX_EPOCH,
+        &d,
+    ));
     send(execute(client, planned, &o));
     send(execute_with(client, planned, None, &o, &d));
     send(recheck(client, planned, None, &o, &d));
-    send(execute_undo(client, undo, &o, true, &d));
+    send(execute_undo(client, undo, &o, Mode::Execute, &d));
     send(execute_write_ahead(
         client,
         planned,

@@ -47,7 +47,16 @@ impl ErrorCode {
         crate::wire::error_name(self.0)
     }
 
-    /// What a failure with this code calls for ([`classify`]).
+    /// What a failure with this code calls for. `0` (no error) is [`Action::Fail`]: there is
+    /// nothing to retry.
+    ///
+    /// ```
+    /// use mm2_offsets::client::{Action, ErrorCode};
+    /// assert_eq!(ErrorCode::new(6).action(), Action::RefreshMetadata); // NOT_LEADER_OR_FOLLOWER
+    /// assert_eq!(ErrorCode::new(16).action(), Action::RediscoverCoordinator); // NOT_COORDINATOR
+    /// // OFFSET_OUT_OF_RANGE is reported, never looped on
+    /// assert_eq!(ErrorCode::new(1).action(), Action::Fail);
+    /// ```
     pub fn action(self) -> Action {
         classify(self.0)
     }
@@ -267,15 +276,8 @@ const RULES: &[Rule] = &[
     rule(113, F, "OffsetFetch/OffsetCommit: STALE_MEMBER_EPOCH"),
 ];
 
-/// The action a Kafka error code calls for. `0` (no error) is [`Action::Fail`]: there is nothing
-/// to retry.
-///
-/// ```
-/// use mm2_offsets::client::{Action, classify};
-/// assert_eq!(classify(6), Action::RefreshMetadata); // NOT_LEADER_OR_FOLLOWER
-/// assert_eq!(classify(16), Action::RediscoverCoordinator); // NOT_COORDINATOR
-/// assert_eq!(classify(1), Action::Fail); // OFFSET_OUT_OF_RANGE is reported, never looped on
-/// ```
+/// The action a Kafka error code calls for (public as [`ErrorCode::action`]). `0` (no error) is
+/// [`Action::Fail`]: there is nothing to retry.
 pub fn classify(code: i16) -> Action {
     match RULES.binary_search_by_key(&code, |r| r.code) {
         Ok(i) => RULES[i].action,

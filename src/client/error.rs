@@ -152,7 +152,7 @@ fn last_suffix(last: &Option<Box<ClientError>>) -> String {
 
 impl ClientError {
     /// What this failure calls for: the one retry decision for every client operation (see
-    /// [`classify`](super::classify) for broker error codes).
+    /// [`ErrorCode::action`](super::ErrorCode::action) for broker error codes).
     pub fn action(&self) -> Action {
         match self {
             // A connection that failed or timed out may mean the broker is gone: ask the cluster

@@ -76,7 +76,7 @@ pub use crate::wire::WireError;
 pub(crate) use batch::common_failure;
 pub use batch::{Coordinators, found_coordinators};
 pub use cluster::{IsolationLevel, KafkaClient, OffsetSpec};
-pub use code::{Action, ErrorCode, UNSTABLE_OFFSET_COMMIT, classify};
+pub use code::{Action, ErrorCode, UNSTABLE_OFFSET_COMMIT};
 pub use commit::{CommitCodes, CommitOptions};
 pub use deadline::{Backoff, Deadline};
 pub use error::ClientError;

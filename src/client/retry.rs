@@ -1,11 +1,11 @@
 //! The client's one retry policy: one way to retry with backoff inside a [`Deadline`]
 //! ([`Retrier`], [`retry_with_backoff`]), acting on what each failure calls for
-//! ([`ClientError::action`], which for a Kafka error code is [`classify`](super::classify)).
+//! ([`ClientError::action`], which for a Kafka error code is [`ErrorCode::action`](super::ErrorCode::action)).
 //!
 //! # Using it from a new request
 //! 1. Turn a non-zero error code into a [`ClientError::Broker`] with the request name and the
 //!    resource (topic-partition, group): `broker_error("OffsetFetch", group, broker, code)` inside
-//!    the crate. Its [`ClientError::action`] comes from [`classify`](super::classify).
+//!    the crate. Its [`ClientError::action`] comes from [`ErrorCode::action`](super::ErrorCode::action).
 //! 2. Loop with a [`Retrier`] (or call [`retry_with_backoff`] when there is nothing to refresh):
 //!    on `Err(e)`, `retrier.after(e, || "what we were doing".into()).await?` sleeps the backoff and
 //!    returns the [`Action`] to take before the next attempt, or the error to report: the error

@@ -36,7 +36,7 @@ mod jaas;
 pub mod keys;
 mod layers;
 mod mm2_props;
-pub mod properties;
+pub(crate) mod properties;
 mod sasl_props;
 mod secret;
 mod settings;
@@ -47,7 +47,7 @@ mod warning;
 pub use error::ConfigError;
 pub use layers::{ENV_KEYS, ENV_PREFIX, env_properties, env_var_name, layered, overlay};
 pub use mm2_props::{mm2_client_properties, mm2_cluster_aliases};
-pub use properties::Properties;
+pub use properties::{MAX_FILE_BYTES as MAX_PROPERTIES_FILE_BYTES, Properties, is_sensitive_key};
 pub use secret::Secret;
 pub use warning::{ConfigWarning, IgnoredBecause};
 

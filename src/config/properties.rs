@@ -22,7 +22,7 @@
 //! of keys that may hold secrets (see [`is_sensitive_key`]).
 //!
 //! ```
-//! use mm2_offsets::config::properties::Properties;
+//! use mm2_offsets::config::Properties;
 //!
 //! let props = Properties::parse(
 //!     "# a comment\n\
@@ -195,7 +195,7 @@ impl Properties {
     /// `Utils.entriesWithPrefix(map, prefix)`).
     ///
     /// ```
-    /// use mm2_offsets::config::properties::Properties;
+    /// use mm2_offsets::config::Properties;
     ///
     /// let props = Properties::parse("A.bootstrap.servers=a:9092\nB.bootstrap.servers=b:9092")?;
     /// assert_eq!(props.strip_prefix("A.").get("bootstrap.servers"), Some("a:9092"));
@@ -245,7 +245,7 @@ impl fmt::Debug for Properties {
 /// Prefixed keys (`consumer.sasl.jaas.config`, `A.ssl.key.password`) count too.
 ///
 /// ```
-/// use mm2_offsets::config::properties::is_sensitive_key;
+/// use mm2_offsets::config::is_sensitive_key;
 ///
 /// assert!(is_sensitive_key("sasl.jaas.config"));
 /// assert!(is_sensitive_key("A.ssl.keystore.key"));

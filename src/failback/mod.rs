@@ -11,14 +11,15 @@
 //!   primary), which MM2 writes for the replica `backup.orders` on the primary; where the
 //!   reverse flow's offset syncs (`mm2-offset-syncs.<primary>.internal`, on the backup by
 //!   default) can be read, the group's offset on the backup now is translated with them
-//!   instead (the `precise` rule of `translate --precise --from-source-offsets`), never past
+//!   instead (the `precise` rule of a translation from the source's offsets,
+//!   [`PreciseRequest::source_offsets`](crate::precise::PreciseRequest::source_offsets)), never past
 //!   what MM2's checkpoint proves less of.
 //!
 //! The history must be the forward flow's before any offset comes from it: every record of
 //! the offset-syncs topic must be an offset sync, and where the backup holds the forward
 //! flow's checkpoints of the selected groups (`<source>.checkpoints.internal`, which MM2
 //! computed from this very topic), the history must reproduce them or compaction must explain
-//! it, as for `--precise` ([`TranslateError::UntrustedFailbackHistory`](crate::translate::TranslateError::UntrustedFailbackHistory) otherwise).
+//! it, as for a [`PreciseRequest`](crate::precise::PreciseRequest) ([`TranslateError::UntrustedFailbackHistory`](crate::translate::TranslateError::UntrustedFailbackHistory) otherwise).
 //!
 //! The result turns into a [`Translation`](crate::translate::Translation) of the primary's topics that `apply::plan` plans
 //! and `apply::execute` commits, with every rule of `apply` (no members, no rewind, nothing
@@ -52,11 +53,11 @@
 //! # }
 //! ```
 //!
-//! # Record matching (`--match-records`)
+//! # Record matching
 //!
 //! With [`FailbackRequest::match_records`], after [`sharpen_with_records`], each row still not
 //! exact (`reverse-rule`, `counted`) is matched backwards
-//! ([`match_reverse`]): MM2 copied the primary's records to the backup, so the
+//! ([`match_reverse`](crate::record_match::reverse::match_reverse)): MM2 copied the primary's records to the backup, so the
 //! backup's records from the rule's sync `(u0, d0)` on are matched against the primary's, the
 //! record just below the group's offset `D` is proven to copy `L`, nothing below `D` is proven
 //! to copy anything past `L`, and the answer is the primary's first record after `L` (rule
@@ -71,9 +72,6 @@ mod rule;
 mod stretch_proof;
 mod translate;
 
-pub use record_match::{
-    BOTTOM_MAX, LOOKBACK, ReverseMatch, ReverseRow, ReverseUnmatched, match_reverse,
-};
 pub use rule::{
     FailbackRule, ReverseAnswer, ReverseIndex, ReverseIndexBuilder, ReversePartition, Stretch,
 };

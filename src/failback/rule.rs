@@ -67,7 +67,7 @@
 //! # References
 //! - Kafka: `connect/mirror/.../MirrorSourceTask.java` (`commitRecord`, `initializeConsumer`),
 //!   `OffsetSyncWriter.java`, `OffsetSyncStore.java`
-//! - KIP-1098 (reverse checkpointing, not adopted), `../shared/docs/apply-semantics.md`
+//! - KIP-1098 (reverse checkpointing, not adopted)
 
 use rustc_hash::FxHashMap;
 use serde::Serialize;
@@ -91,7 +91,7 @@ pub enum FailbackRule {
     /// A topic local to the backup: the group's offset there now, translated with the reverse
     /// flow's offset-sync history (more than its checkpoint proves; never less).
     ReverseFlowSync,
-    /// Proven by the records of both clusters (`--match-records`): the primary offset of the
+    /// Proven by the records of both clusters ([`FailbackRequest::match_records`](crate::failback::FailbackRequest::match_records)): the primary offset of the
     /// first record the group has not read on the backup (exact).
     RecordMatch,
 }
@@ -126,6 +126,7 @@ impl FailbackRule {
 
 /// The upstream offset to resume from for one downstream offset.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ReverseAnswer {
     /// The offset to commit upstream.
     pub offset: i64,
@@ -141,6 +142,7 @@ pub struct ReverseAnswer {
 /// The syncs around a downstream offset that lies strictly between two of them, with room for
 /// records in between: what the primary's records can sharpen.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Stretch {
     /// The greatest sync below the offset: `(upstream, downstream)`.
     pub before: (i64, i64),

@@ -20,6 +20,7 @@ pub const PROOF_BUDGET_OFFSETS: i64 = 4_000_000;
 
 /// What the proof reads did.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ProofReport {
     /// Partitions read.
     pub partitions: usize,

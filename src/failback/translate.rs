@@ -29,6 +29,7 @@ use crate::translate::{
 
 /// What to fail back and how to read.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct FailbackRequest {
     /// Which groups on the backup.
     pub groups: GroupSelector,
@@ -72,6 +73,7 @@ impl FailbackRequest {
 
 /// One partition of a group, translated back to the primary.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct FailbackRow {
     /// The consumer group.
     pub group: String,
@@ -101,7 +103,7 @@ pub struct FailbackRow {
     /// matching could sharpen).
     pub unmatched: Option<ReverseUnmatched>,
     /// A `record-match` answer that rests on the residual assumption (the backup's records
-    /// below the oldest kept sync were not read: see [`super::match_reverse`]).
+    /// below the oldest kept sync were not read: see [`match_reverse`](crate::record_match::reverse::match_reverse)).
     pub assumes_history: bool,
 }
 
@@ -126,6 +128,7 @@ pub enum Untranslated {
 
 /// A committed offset on the backup that is not failed back, and why.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct UntranslatedRow {
     /// The consumer group.
     pub group: String,
@@ -142,6 +145,7 @@ pub struct UntranslatedRow {
 
 /// The selected groups' offsets on the backup, translated back to the primary.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct FailbackTranslation {
     /// Sorted by group, topic, partition.
     pub rows: Vec<FailbackRow>,
@@ -425,7 +429,7 @@ struct ReverseFlow {
 /// The reverse flow's translations (`<target>.checkpoints.internal` on the primary), or `None`
 /// when the primary holds no such topic (no reverse flow). With the reverse flow's offset-syncs
 /// topic on the backup, each group's offset on the backup now is translated with its history
-/// (as `translate --precise --from-source-offsets` does); without it, MM2's checkpoints as they
+/// (as a [`PreciseRequest`](crate::precise::PreciseRequest) with source offsets does); without it, MM2's checkpoints as they
 /// are.
 async fn reverse_flow(
     primary: &MirrorClient,

@@ -6,7 +6,7 @@
 //! | [`checkpoint`] | `Checkpoint`: the records of `<alias>.checkpoints.internal` |
 //! | [`heartbeat`] | `Heartbeat`: the records of `heartbeats` |
 //! | [`offset_sync`] | `OffsetSync`: the records of `mm2-offset-syncs.<alias>.internal` |
-//! | [`policy`] | `ReplicationPolicy`, `DefaultReplicationPolicy`, `IdentityReplicationPolicy` |
+//! | `policy` (re-exported here) | [`ReplicationPolicy`], [`DefaultReplicationPolicy`], [`IdentityReplicationPolicy`] |
 //! | [`topology`] | the pure parts of `MirrorClient` (heartbeat and checkpoint topics, hops, remote topics) |
 //! | [`fold`] | what one checkpoint record does to a translation: set, delete, or skip with a reason (the rule the translator and `watch`'s live map share) |
 //! | `utf8` (internal) | Java's lenient UTF-8 decoding, for copying names out of records |
@@ -29,7 +29,7 @@ mod error;
 pub mod fold;
 pub mod heartbeat;
 pub mod offset_sync;
-pub mod policy;
+pub(crate) mod policy;
 pub mod sync_index;
 #[cfg(test)]
 pub(crate) mod sync_writer_model;
@@ -37,4 +37,7 @@ pub mod topology;
 pub(crate) mod utf8;
 
 pub use error::{DecodeError, DecodeFailure, Mm2Error};
-pub use policy::ReplicationPolicy;
+pub use policy::{
+    DEFAULT_CLASS, DEFAULT_SEPARATOR, DefaultReplicationPolicy, IDENTITY_CLASS,
+    IdentityReplicationPolicy, ReplicationPolicy,
+};

@@ -7,7 +7,7 @@ mod read;
 mod request;
 mod retranslate;
 mod run;
-pub mod snapshot;
+pub(crate) mod snapshot;
 mod source;
 pub(crate) mod source_offsets;
 mod syncs;
@@ -19,7 +19,10 @@ pub use read::read_sync_index;
 pub(crate) use read::read_sync_runs;
 pub use request::{MatchRecords, PreciseRequest, Syncs, UpstreamPosition};
 pub use retranslate::retranslate;
-pub use snapshot::{SnapshotError, SyncSnapshot};
+pub use snapshot::{
+    MAGIC as SNAPSHOT_MAGIC, MAX_SNAPSHOT_BYTES, PartitionHistory, SnapshotError, SyncSnapshot,
+    VERSION as SNAPSHOT_VERSION,
+};
 pub use source::SyncsSource;
 pub use syncs::index_from_batches;
 pub use translation::{GroupInputs, Input, Matching, PreciseTranslation, RowInput, RowMatch};

@@ -1,5 +1,5 @@
 //! Whether an offset-sync history belongs to the flow whose checkpoints it re-translates, before
-//! `--precise` uses it.
+//! a precise translation uses it.
 //!
 //! Any topic can be named as the offset-syncs topic, and a history of another flow (another
 //! target, a recreated topic, another alias) under the same topic names decodes just as well:
@@ -26,7 +26,7 @@
 //! 4. **Older forms** (MM2 before 3.5 wrote `D = d + (U - u)` from the latest sync, and before
 //!    3.3 `D = U` without a sync) are accepted the same way: MM2's offset is kept and counted.
 //! 5. Anything else is **unexplained**: the history cannot be the one MM2 computed these
-//!    checkpoints from, and `--precise` is refused.
+//!    checkpoints from, and the precise translation is refused.
 //!
 //! A history of another flow under the same topic names fails 2 (its syncs give other downstream
 //! offsets) and, unless compaction left it suspiciously empty, 3 (its oldest syncs lie far below

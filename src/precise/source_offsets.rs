@@ -1,4 +1,4 @@
-//! Precise translation from the source's live committed offsets (`--from-source-offsets`): for a
+//! Precise translation from the source's live committed offsets (`PreciseRequest::source_offsets`): for a
 //! planned migration, while the source is still up, the groups' offsets committed on the source
 //! now are newer than MM2's last checkpoint (written every `emit.checkpoints.interval.seconds`),
 //! and the offset-sync history translates them as safely as a checkpoint's.

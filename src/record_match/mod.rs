@@ -6,7 +6,7 @@
 //! the window's rewind targets on and the downstream window, and comparing records by a keyed
 //! digest of their key, value and
 //! headers (and timestamp), proves which downstream record copies which upstream one
-//! (the argument is in `walk.rs`), and so the last copy of the group's next record: the offset
+//! (the argument is in the module's source), and so the last copy of the group's next record: the offset
 //! from which the group reads every record at or after `U` and nothing before it that it
 //! need not. Inside a restart's block of duplicates that is the copy after the block.
 //!
@@ -15,7 +15,8 @@
 //! ([`Unmatched`]).
 //!
 //! A row below the partition's oldest kept sync (the offset-syncs topic is compacted) has a
-//! window from the replica's log start, read after the others ([`plan::plan_head`]).
+//! window from the replica's log start, read on its own after the others (so it never takes
+//! the byte budget from them).
 //!
 //! Each partition is read once for all its rows: the windows of its rows are merged into a few
 //! offset ranges per side, and the bytes fetched per side are bounded
@@ -28,7 +29,7 @@
 //! bounds that cross, refuse the partition (`inconsistent`). Matching also assumes, as
 //! `max_rereads` does, that each restart's first sync reached the offset-syncs topic: a window
 //! that ends at a sync rests on it, and so does the floor that bounds the records after a
-//! partition's last sync (the tip, `walk.rs`). A restart after the last sync whose first sync
+//! partition's last sync (the tip). A restart after the last sync whose first sync
 //! was lost (MM2 killed within moments of restarting) re-copies earlier records; where their
 //! contents differ from the records after the floor, the bounds cross and the partition is
 //! refused, and where they repeat (identical records) it is not seen.
@@ -58,6 +59,7 @@ use walk::{Ends, Matched, Upstream};
 
 /// How record matching reads.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct MatchOptions {
     /// Record bytes one side of one partition may fetch (default 32 MiB).
     pub budget_bytes: u64,
@@ -79,6 +81,7 @@ impl Default for MatchOptions {
 
 /// One row to match: an upstream offset of a partition.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct MatchRow<'a> {
     /// The topic on the target (the replica).
     pub downstream_topic: &'a str,
@@ -90,8 +93,27 @@ pub struct MatchRow<'a> {
     pub upstream: i64,
 }
 
+impl<'a> MatchRow<'a> {
+    /// Upstream offset `upstream` of partition `partition` of `upstream_topic`, replicated to
+    /// `downstream_topic`.
+    pub fn new(
+        downstream_topic: &'a str,
+        upstream_topic: &'a str,
+        partition: i32,
+        upstream: i64,
+    ) -> Self {
+        MatchRow {
+            downstream_topic,
+            upstream_topic,
+            partition,
+            upstream,
+        }
+    }
+}
+
 /// What matching read, in all.
 #[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[non_exhaustive]
 pub struct MatchStats {
     /// Partitions matched.
     pub partitions: usize,

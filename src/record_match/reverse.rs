@@ -3,10 +3,10 @@
 //! `orders`) that the group has not read, proven by the records.
 //!
 //! MirrorMaker 2 copied the primary's records *to* the backup, so the walk of record matching
-//! ([`super`], `walk.rs`) runs unchanged: the upstream is the primary, the downstream the
+//! ([`super`]) runs unchanged: the upstream is the primary, the downstream the
 //! backup, and for every backup record read it bounds the primary record it copies
 //! (`lb <= id <= ub`). A group at `D` has read
-//! every backup record below `D`; the no-skip property (`walk.rs`) makes the primary records
+//! every backup record below `D`; the no-skip property (see [`super`]) makes the primary records
 //! copied below `D` every record MM2 delivered up to the greatest of them, `M`. The group's first
 //! unread record is the first record after `M`.
 //!
@@ -17,7 +17,7 @@
 //! copies (`lb(a) == ub(a) == L`). Then `M >= L`, and `X`, the first data record of the primary
 //! after `L` (nothing but markers between them, no record removed), is never past the group's
 //! first unread record: the safety of every answer. At the tip (no sync after `D`) the walk's
-//! floor (`walk.rs`) is what bounds `a` from below.
+//! floor (see [`super`]) is what bounds `a` from below.
 //!
 //! **Exact** means `M == L`: no record below `D` copies a record past `L`. By no-skip the
 //! records copied below `D` are every record MM2 delivered from the replica's first one
@@ -63,6 +63,7 @@ use crate::record_match::{
 
 /// One row to match backwards: a group's offset on a replica.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct ReverseRow<'a> {
     /// The replica on the backup (downstream), e.g. `primary.orders`.
     pub downstream_topic: &'a str,
@@ -72,6 +73,24 @@ pub struct ReverseRow<'a> {
     pub partition: i32,
     /// The group's committed offset on the replica: it has read every record below it.
     pub downstream: i64,
+}
+
+impl<'a> ReverseRow<'a> {
+    /// A group's offset `downstream` on partition `partition` of the replica
+    /// `downstream_topic` of `upstream_topic`.
+    pub fn new(
+        downstream_topic: &'a str,
+        upstream_topic: &'a str,
+        partition: i32,
+        downstream: i64,
+    ) -> Self {
+        ReverseRow {
+            downstream_topic,
+            upstream_topic,
+            partition,
+            downstream,
+        }
+    }
 }
 
 /// Why a failback row keeps the offset the syncs prove.
@@ -464,6 +483,7 @@ where
 /// One remote partition whose copy is checked at its tip: the replica on the backup and the
 /// original on the primary.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct TipRow<'a> {
     /// The replica on the backup (downstream), e.g. `primary.orders`.
     pub downstream_topic: &'a str,
@@ -471,6 +491,17 @@ pub struct TipRow<'a> {
     pub upstream_topic: &'a str,
     /// The partition (the same on both sides).
     pub partition: i32,
+}
+
+impl<'a> TipRow<'a> {
+    /// Partition `partition` of the replica `downstream_topic` of `upstream_topic`.
+    pub fn new(downstream_topic: &'a str, upstream_topic: &'a str, partition: i32) -> Self {
+        TipRow {
+            downstream_topic,
+            upstream_topic,
+            partition,
+        }
+    }
 }
 
 /// How far the backup's copy of each partition reaches, proven by the records: for each row,

@@ -20,7 +20,7 @@ use super::{Batch, ControlRecord, ControlRecordType, RecordsError, Scratch};
 /// What to do with a batch.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
-pub enum Verdict {
+pub enum BatchVerdict {
     /// Read its records.
     Deliver,
     /// Skip it: it holds control records (transaction markers), not data.
@@ -28,6 +28,10 @@ pub enum Verdict {
     /// Skip it: it belongs to an aborted transaction.
     SkipAborted,
 }
+
+// The crate's own code still says `Verdict`: one alias, so that the rename is one line for the
+// branches merged after it. The public name is `BatchVerdict`.
+pub(crate) use self::BatchVerdict as Verdict;
 
 impl Verdict {
     /// Whether the batch's records should be read.
@@ -39,7 +43,7 @@ impl Verdict {
 /// Per-partition state deciding which batches to skip; feed it every batch in order.
 ///
 /// ```
-/// use mm2_offsets::records::{AbortedFilter, Batches, ControlRecordType, Scratch, Verdict};
+/// use mm2_offsets::records::{AbortedFilter, Batches, ControlRecordType, Scratch, BatchVerdict};
 /// use mm2_offsets::records::builder::{BatchBuilder, end_txn_marker};
 ///
 /// // Producer 7 writes offset 0 in a transaction, then aborts it (marker at offset 1).
@@ -48,10 +52,10 @@ impl Verdict {
 ///
 /// let mut filter = AbortedFilter::read_committed([(7, 0)]);
 /// let mut scratch = Scratch::new();
-/// let verdicts: Vec<Verdict> = Batches::new(&fetched)
+/// let verdicts: Vec<BatchVerdict> = Batches::new(&fetched)
 ///     .map(|b| filter.check(&b.unwrap(), &mut scratch).unwrap())
 ///     .collect();
-/// assert_eq!(verdicts, [Verdict::SkipAborted, Verdict::SkipControl]);
+/// assert_eq!(verdicts, [BatchVerdict::SkipAborted, BatchVerdict::SkipControl]);
 /// ```
 #[derive(Clone, Debug)]
 pub struct AbortedFilter {

@@ -32,8 +32,9 @@ use super::{Compression, ControlRecordType, MIN_BATCH_LENGTH};
 
 pub use super::varint::{write_varint, write_varlong};
 
-/// A timestamp for fixtures: 2023-11-14T22:13:20Z in milliseconds.
-pub const FIXTURE_TIMESTAMP: i64 = 1_700_000_000_000;
+/// The base timestamp a [`BatchBuilder`] starts from: 2023-11-14T22:13:20Z in milliseconds.
+/// Not public: a fixed clock for fixtures is no API (a caller sets its own with the builder).
+const FIXTURE_TIMESTAMP: i64 = 1_700_000_000_000;
 
 /// How to frame snappy output.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -64,7 +64,8 @@ mod varint;
 #[cfg(test)]
 mod tests;
 
-pub use aborted::{AbortedFilter, Verdict};
+pub(crate) use aborted::Verdict;
+pub use aborted::{AbortedFilter, BatchVerdict};
 pub use batches::{Batch, Batches, WholeBatches, whole_batches};
 pub use compression::Compression;
 pub use control::{ControlRecord, ControlRecordType};

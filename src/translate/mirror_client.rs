@@ -36,7 +36,7 @@ pub struct OffsetAndMetadata {
 /// # async fn example() -> Result<(), Box<dyn std::error::Error>> {
 /// use std::time::Duration;
 /// use mm2_offsets::config::ClientConfig;
-/// use mm2_offsets::mm2::policy::ReplicationPolicy;
+/// use mm2_offsets::mm2::ReplicationPolicy;
 /// use mm2_offsets::translate::{MirrorClient, TranslateRequest};
 /// use mm2_offsets::select::GroupSelector;
 ///

@@ -31,7 +31,9 @@ pub(crate) use mirror_client::{read_report, topic_bounds};
 pub use offset::{OffsetRef, TranslatedOffset};
 pub(crate) use plan::plan_ranges;
 pub(crate) use read::{FoldSpec, RangeFold, RangeOutcome, read_ranges};
-pub use report::{PartitionProgress, ReadReport, SkipCount, SkipCounts, SkipReason};
+pub use report::{PartitionProgress, ReadReport, SkipCount, SkipCounts};
+// Owned by `mm2::fold` (the one public path).
+pub(crate) use report::SkipReason;
 pub(crate) use table::OffsetTable;
 pub use translation::{JSON_SCHEMA_VERSION, Translation};
 pub(crate) use translator::{Entry, Folded, Interner, Key, NO_METADATA};

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-pub use crate::mm2::fold::SkipReason;
+pub(crate) use crate::mm2::fold::SkipReason;
 
 /// Up to this many example positions are kept per reason.
 pub const EXAMPLES_PER_REASON: usize = 5;

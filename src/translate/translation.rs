@@ -13,7 +13,7 @@ use crate::select::GroupSelector;
 /// The offsets are held compactly (each name once, a small row per offset) and read through
 /// [`iter`](Translation::iter), [`group`](Translation::group) or
 /// [`to_owned_offsets`](Translation::to_owned_offsets). It serializes (serde) to the versioned
-/// document `mm2-offsets translate -o json` prints, described at [`JSON_SCHEMA_VERSION`].
+/// document the command line prints as JSON, described at [`JSON_SCHEMA_VERSION`].
 ///
 /// ```
 /// use mm2_offsets::mm2::checkpoint::{self, CheckpointKey, CheckpointValue};

@@ -51,24 +51,26 @@ use crate::apply::read::{
     GroupRead, checked, denied_topics, non_consumer_groups, partitions_of, read_groups, target_logs,
 };
 use crate::apply::{
-    ApplyOptions, GroupError, PLAN_SCHEMA_VERSION, PlanSchemaError, TargetLogs, WAVE, refusal,
-    target_partition, topic_id,
+    ApplyOptions, GroupError, Mode, PLAN_SCHEMA_VERSION, PlanSchemaError, TargetLogs, WAVE,
+    refusal, target_partition, topic_id,
 };
 use crate::client::{
     CommitOptions, Coordinators, Deadline, ErrorCode, GroupOffsets, KafkaClient, OffsetToCommit,
     PartitionsWanted, found_coordinators, not_a_consumer_group,
 };
 
-pub use crate::apply::journal::{Committed, UNDO_KIND, UndoGroup, UndoPartition};
+// Owned by `apply::journal` (the one public path, where the journal is written).
+pub(crate) use crate::apply::journal::{UNDO_KIND, UndoGroup, UndoPartition};
 
 /// UNKNOWN_MEMBER_ID: on an admin commit, the group has (gained) members.
 const UNKNOWN_MEMBER_ID: i16 = 25;
 /// GROUP_ID_NOT_FOUND: OffsetDelete on a group the coordinator does not know: nothing to delete.
 const GROUP_ID_NOT_FOUND: i16 = 69;
 
-/// The undo of one execute, as [`UndoPlan::parse`] reads it from the journal `--undo-out`
-/// writes, and as `apply --plan` runs it.
+/// The undo of one execute, as [`UndoPlan::parse`] reads it from the journal a
+/// [`FileJournal`](crate::apply::journal::FileJournal) wrote, and as [`execute_undo`] runs it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct UndoPlan {
     /// [`PLAN_SCHEMA_VERSION`].
     pub schema_version: u32,
@@ -88,6 +90,7 @@ pub struct UndoPlan {
 
 /// An undo journal read back.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ParsedUndo {
     /// The undo.
     pub plan: UndoPlan,
@@ -297,6 +300,7 @@ pub enum UndoState {
 
 /// One partition's undo.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct UndoPartitionResult {
     /// The topic.
     pub topic: String,
@@ -318,6 +322,7 @@ pub struct UndoPartitionResult {
 
 /// One group's undo.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct UndoGroupResult {
     /// The group id.
     pub group: String,
@@ -329,6 +334,7 @@ pub struct UndoGroupResult {
 
 /// What an undo did.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct UndoReport {
     /// Whether it wrote (false: a dry run that only looked).
     pub executed: bool,
@@ -373,7 +379,8 @@ impl UndoReport {
     }
 }
 
-/// Puts back what `undo` lists (`execute`), or only says what it would do (dry run), within
+/// Puts back what `undo` lists ([`Mode::Execute`]), or only says what it would do
+/// ([`Mode::DryRun`]), within
 /// `deadline`. First the cluster: an undo that names none (an older file) or another cluster is
 /// refused whole, nothing written. Then each wave of groups is re-checked just before it is
 /// written, in one batched read of its groups and one of its topics: no members, a consumer
@@ -388,9 +395,10 @@ pub async fn execute_undo(
     client: &KafkaClient,
     undo: &UndoPlan,
     options: &ApplyOptions,
-    execute: bool,
+    mode: Mode,
     deadline: &Deadline,
 ) -> UndoReport {
+    let execute = mode.is_execute();
     let refused_whole = |why: String| UndoReport {
         executed: execute,
         groups: undo.groups.iter().map(|g| skip(g, why.clone())).collect(),

@@ -24,7 +24,7 @@
 //! # async fn example() -> Result<(), Box<dyn std::error::Error>> {
 //! use std::time::Duration;
 //! use mm2_offsets::config::ClientConfig;
-//! use mm2_offsets::mm2::policy::ReplicationPolicy;
+//! use mm2_offsets::mm2::ReplicationPolicy;
 //! use mm2_offsets::translate::MirrorClient;
 //! use mm2_offsets::select::GroupSelector;
 //! use mm2_offsets::watch::{WatchOptions, Watcher};
@@ -55,7 +55,7 @@ mod tail;
 #[cfg(test)]
 mod tests;
 
-pub use apply_loop::{ApplyLoop, ApplyLoopOptions, ApplyTotals, GroupNote, SkipReason, TickReport};
+pub use apply_loop::{ApplyLoop, ApplyLoopOptions, ApplyTotals, GroupNote, TickReport, WatchSkip};
 pub use options::WatchOptions;
 pub use precise::{SyncsStatus, SyncsWatchOptions, SyncsWatcher};
 pub use snapshot::{GroupAge, SharedSnapshot, Snapshot};

@@ -28,19 +28,10 @@ pub(crate) fn write_answer(
     summary: &Summary,
     replication: Option<serde_json::Value>,
 ) -> io::Result<()> {
-    // Every field but the groups: a struct literal, so that a field added to the plan is a
-    // compile error here rather than a field missing from the answer.
-    let head = ApplyPlan {
-        schema_version: plan.schema_version,
-        planned_at_ms: plan.planned_at_ms,
-        heartbeat_age_ms: plan.heartbeat_age_ms.clone(),
-        groups: Vec::new(),
-        cluster_id: plan.cluster_id.clone(),
-        sources: plan.sources.clone(),
-        rules: plan.rules,
-        input: plan.input,
-    };
-    let report_head = report.map(|_| ApplyReport { groups: Vec::new() });
+    // Every field but the groups (the library's struct literal, so that a field added to the
+    // plan is in the head rather than missing from the answer).
+    let head = plan.without_groups();
+    let report_head = report.map(|_| ApplyReport::default());
     let mut skeleton = serde_json::json!({
         "schema_version": PLAN_SCHEMA_VERSION,
         "executed": executed,
@@ -108,76 +99,51 @@ mod tests {
     use std::collections::BTreeMap;
 
     use mm2_offsets::apply::{
-        CommitState, GroupOutcome, GroupPlan, GroupResult, GroupStatus, PartitionPlan,
-        PartitionResult, Verdict, VerdictRules,
+        ApplyVerdict, CommitState, GroupOutcome, GroupPlan, GroupResult, GroupStatus,
+        PartitionPlan, PartitionResult, VerdictRules,
     };
 
     fn partition(topic: &str, p: i32) -> PartitionPlan {
-        PartitionPlan {
-            topic: topic.into(),
-            partition: p,
-            translated: 10,
-            offset: 10,
-            current: None,
-            log_start: Some(0),
-            log_end: Some(100),
-            verdict: Verdict::Commit,
-            clamped_from: None,
-            checkpoint_age_ms: 5,
-            metadata: "m\n\"groups\": []".into(),
-            topic_id: Some("id".into()),
-            upstream_offset: Some(1010),
-            difference: None,
-        }
+        let mut partition = PartitionPlan::new(topic, p, 10, ApplyVerdict::Commit);
+        partition.log_start = Some(0);
+        partition.log_end = Some(100);
+        partition.checkpoint_age_ms = 5;
+        partition.metadata = "m\n\"groups\": []".into();
+        partition.topic_id = Some("id".into());
+        partition.upstream_offset = Some(1010);
+        partition
     }
 
     fn plan(groups: usize) -> ApplyPlan {
-        ApplyPlan {
-            schema_version: PLAN_SCHEMA_VERSION,
-            planned_at_ms: 7,
-            // A source alias named like the hole's key, and with a line break.
-            heartbeat_age_ms: BTreeMap::from([
-                ("groups".to_string(), None),
-                ("a\nb".to_string(), Some(3)),
-            ]),
-            groups: (0..groups)
-                .map(|i| GroupPlan {
-                    group: format!("g{i}"),
-                    protocol: None,
-                    state: Some("Empty".into()),
-                    members: 0,
-                    status: GroupStatus::Ready,
-                    oldest_checkpoint_age_ms: 5,
-                    partitions: vec![partition("t", 0), partition("groups", 1)],
-                    may_delete_offsets: None,
-                })
-                .collect(),
-            cluster_id: Some("c".into()),
-            sources: vec!["groups".into()],
-            rules: Some(VerdictRules::default()),
-            input: None,
-        }
+        let groups = (0..groups)
+            .map(|i| {
+                let partitions = vec![partition("t", 0), partition("groups", 1)];
+                let mut group = GroupPlan::new(format!("g{i}"), GroupStatus::Ready, partitions);
+                group.state = Some("Empty".into());
+                group
+            })
+            .collect();
+        let mut plan = ApplyPlan::new(7, groups);
+        // A source alias named like the hole's key, and with a line break.
+        plan.heartbeat_age_ms =
+            BTreeMap::from([("groups".to_string(), None), ("a\nb".to_string(), Some(3))]);
+        plan.cluster_id = Some("c".into());
+        plan.sources = vec!["groups".into()];
+        plan.rules = Some(VerdictRules::default());
+        plan
     }
 
     fn report(groups: usize) -> ApplyReport {
-        ApplyReport {
-            groups: (0..groups)
-                .map(|i| GroupResult {
-                    group: format!("g{i}"),
-                    outcome: GroupOutcome::Applied,
-                    partitions: vec![PartitionResult {
-                        topic: "t".into(),
-                        partition: 0,
-                        offset: 10,
-                        state: CommitState::Committed,
-                        error: None,
-                        read_back: Some(10),
-                        committed_before: None,
-                        verdict: Verdict::Commit,
-                    }],
-                })
-                .collect(),
-        }
+        let mut report = ApplyReport::default();
+        report.groups = (0..groups)
+            .map(|i| {
+                let mut partition =
+                    PartitionResult::new("t", 0, 10, CommitState::Committed, ApplyVerdict::Commit);
+                partition.read_back = Some(10);
+                GroupResult::new(format!("g{i}"), GroupOutcome::Applied, vec![partition])
+            })
+            .collect();
+        report
     }
 
     fn through_a_value(

@@ -115,8 +115,8 @@ mod tests {
     use std::collections::BTreeMap;
 
     use mm2_offsets::apply::{
-        CommitState, GroupOutcome, GroupPlan, GroupResult, GroupStatus, PLAN_SCHEMA_VERSION,
-        PartitionPlan, PartitionResult, Verdict, VerdictRules,
+        ApplyVerdict, CommitState, GroupOutcome, GroupPlan, GroupResult, GroupStatus,
+        PartitionPlan, PartitionResult, VerdictRules,
     };
 
     use super::*;
@@ -129,60 +129,36 @@ mod tests {
     const METADATA: &str = "m\r\nx";
 
     fn plan() -> ApplyPlan {
-        let partition = |p| PartitionPlan {
-            topic: "t".into(),
-            partition: p,
-            translated: 10,
-            offset: 10,
-            current: None,
-            log_start: Some(0),
-            log_end: Some(100),
-            verdict: Verdict::Commit,
-            clamped_from: None,
-            checkpoint_age_ms: 45,
-            metadata: METADATA.into(),
-            topic_id: None,
-            upstream_offset: Some(1010),
-            difference: None,
+        let partition = |p| {
+            let mut partition = PartitionPlan::new("t", p, 10, ApplyVerdict::Commit);
+            partition.log_start = Some(0);
+            partition.log_end = Some(100);
+            partition.checkpoint_age_ms = 45;
+            partition.metadata = METADATA.into();
+            partition.upstream_offset = Some(1010);
+            partition
         };
-        ApplyPlan {
-            schema_version: PLAN_SCHEMA_VERSION,
-            planned_at_ms: 7,
-            heartbeat_age_ms: BTreeMap::from([("backup".to_string(), None)]),
-            groups: vec![GroupPlan {
-                group: GROUP.into(),
-                protocol: None,
-                state: Some("Empty".into()),
-                members: 0,
-                status: GroupStatus::Ready,
-                oldest_checkpoint_age_ms: 45,
-                partitions: vec![partition(0), partition(1)],
-                may_delete_offsets: None,
-            }],
-            cluster_id: Some("c".into()),
-            sources: vec!["primary".into()],
-            rules: Some(VerdictRules::default()),
-            input: None,
-        }
+        let mut group = GroupPlan::new(GROUP, GroupStatus::Ready, vec![partition(0), partition(1)]);
+        group.state = Some("Empty".into());
+        let mut plan = ApplyPlan::new(7, vec![group]);
+        plan.heartbeat_age_ms = BTreeMap::from([("backup".to_string(), None)]);
+        plan.cluster_id = Some("c".into());
+        plan.sources = vec!["primary".into()];
+        plan.rules = Some(VerdictRules::default());
+        plan
     }
 
     fn report() -> ApplyReport {
-        ApplyReport {
-            groups: vec![GroupResult {
-                group: GROUP.into(),
-                outcome: GroupOutcome::Applied,
-                partitions: vec![PartitionResult {
-                    topic: "t".into(),
-                    partition: 0,
-                    offset: 10,
-                    state: CommitState::Committed,
-                    error: None,
-                    read_back: Some(10),
-                    committed_before: None,
-                    verdict: Verdict::Commit,
-                }],
-            }],
-        }
+        let mut partition =
+            PartitionResult::new("t", 0, 10, CommitState::Committed, ApplyVerdict::Commit);
+        partition.read_back = Some(10);
+        let mut report = ApplyReport::default();
+        report.groups = vec![GroupResult::new(
+            GROUP,
+            GroupOutcome::Applied,
+            vec![partition],
+        )];
+        report
     }
 
     fn csv(checkpoint_age: bool, terminal: bool) -> Vec<Vec<String>> {

@@ -4,8 +4,8 @@
 use std::io::{IsTerminal, Write};
 
 use mm2_offsets::apply::{
-    self, ApplyOptions, ApplyPlan, ApplyReport, CommitState, GroupOutcome, GroupStatus, PlanInput,
-    Verdict, VerdictRules,
+    self, ApplyOptions, ApplyPlan, ApplyReport, ApplyVerdict, CommitState, GroupOutcome,
+    GroupStatus, PlanInput,
 };
 use mm2_offsets::client::{Deadline, GroupProtocol, KafkaClient};
 use mm2_offsets::select::GroupSelector;
@@ -36,20 +36,16 @@ pub(crate) async fn run(args: ApplyArgs) -> Result<i32, Stop> {
         Err(code) => return Ok(code),
     };
     let p = &args.translate.precise;
-    let options = ApplyOptions {
-        rules: VerdictRules {
-            allow_rewind: args.allow_rewind,
-            clamp: args.clamp,
-            max_checkpoint_age_ms: args
-                .max_checkpoint_age
-                .map(|d| d.as_millis().min(i64::MAX as u128) as i64),
-        },
-        input: match (p.precise, p.from_source_offsets) {
-            (true, true) => PlanInput::SourceOffsets,
-            (true, false) => PlanInput::Precise,
-            _ => PlanInput::Checkpoints,
-        },
-        ..ApplyOptions::default()
+    let mut options = ApplyOptions::default();
+    options.rules.allow_rewind = args.allow_rewind;
+    options.rules.clamp = args.clamp;
+    options.rules.max_checkpoint_age_ms = args
+        .max_checkpoint_age
+        .map(|d| d.as_millis().min(i64::MAX as u128) as i64);
+    options.input = match (p.precise, p.from_source_offsets) {
+        (true, true) => PlanInput::SourceOffsets,
+        (true, false) => PlanInput::Precise,
+        _ => PlanInput::Checkpoints,
     };
     let mut at_risk = None;
     let (client, plan, report) = match &args.plan {
@@ -423,7 +419,7 @@ pub(crate) fn write_table_of(
                 (GroupStatus::Refused { .. }, _)
                     if matches!(
                         p.verdict,
-                        Verdict::PendingTransaction | Verdict::GroupIdNotUtf8
+                        ApplyVerdict::PendingTransaction | ApplyVerdict::GroupIdNotUtf8
                     ) =>
                 {
                     p.verdict.as_str().to_string()

@@ -10,13 +10,14 @@
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::Path;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::SystemTime;
 
-use mm2_offsets::apply::{self, ApplyOptions, ApplyPlan, ApplyReport, PlanInput, VerdictRules};
+use mm2_offsets::apply::{self, ApplyOptions, ApplyPlan, ApplyReport, PlanInput};
 use mm2_offsets::client::{Deadline, KafkaClient};
 use mm2_offsets::failback::FailbackRule;
 use mm2_offsets::failback::{FailbackRequest, FailbackTranslation, translate_failback};
 use mm2_offsets::record_match::MatchOptions;
+use mm2_offsets::record_match::reverse::ReverseUnmatched;
 use mm2_offsets::select::GroupSelector;
 use mm2_offsets::translate::MirrorClient;
 use mm2_offsets::undo::UndoPlan;
@@ -68,15 +69,11 @@ type Outcome = (ApplyPlan, FailbackTranslation, Binding, Option<ApplyReport>);
 
 /// Runs `failback` and returns the exit code.
 pub(crate) async fn run(args: FailbackArgs) -> Result<i32, Stop> {
-    let options = ApplyOptions {
-        rules: VerdictRules {
-            allow_rewind: args.allow_rewind,
-            clamp: args.clamp,
-            max_checkpoint_age_ms: None,
-        },
-        input: PlanInput::Failback,
-        ..ApplyOptions::default()
-    };
+    let mut options = ApplyOptions::default();
+    options.rules.allow_rewind = args.allow_rewind;
+    options.rules.clamp = args.clamp;
+    options.rules.max_checkpoint_age_ms = None;
+    options.input = PlanInput::Failback;
     // --timeout is the budget of the whole run: connecting to both clusters, the reverse
     // translation, the plan, the re-checks, the commits and the read-back.
     let budget = Deadline::after(args.run.timeout);
@@ -196,7 +193,8 @@ pub(crate) async fn run(args: FailbackArgs) -> Result<i32, Stop> {
                 full["matching"] = serde_json::to_value(stats).unwrap_or_default();
                 // The same counts as on stderr, from the rows.
                 full["matching"]["rows"] =
-                    serde_json::to_value(matching_counts(&failback.rows)).unwrap_or_default();
+                    serde_json::to_value(matching_counts(&match_facts(&failback.rows)))
+                        .unwrap_or_default();
             }
             serde_json::to_writer(&mut out, &full)
                 .map_err(std::io::Error::other)
@@ -449,12 +447,10 @@ async fn derive(
     (primary, backup): (&MirrorClient, &KafkaClient),
     budget: &Deadline,
 ) -> Result<FailbackTranslation, Stop> {
-    let request = FailbackRequest {
-        syncs_topic: Some(binding.syncs_topic.clone()),
-        timeout: budget.remaining(),
-        match_records: binding.match_records.then(MatchOptions::default),
-        ..FailbackRequest::new(&binding.source, &binding.target, groups)
-    };
+    let mut request = FailbackRequest::new(&binding.source, &binding.target, groups);
+    request.syncs_topic = Some(binding.syncs_topic.clone());
+    request.timeout = budget.remaining();
+    request.match_records = binding.match_records.then(MatchOptions::default);
     let failback = translate_failback(primary, backup, &request)
         .await
         .map_err(|e| hints::explain(&e))?;
@@ -484,7 +480,7 @@ async fn plan_failback(
         &translation,
         &heartbeats,
         options,
-        now_ms(),
+        SystemTime::now(),
         budget,
     )
     .await
@@ -540,12 +536,6 @@ async fn backup_alias(
             several.join(", ")
         ))),
     }
-}
-
-fn now_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
 }
 
 /// One line on what the translation found, and each thing not failed back.
@@ -614,7 +604,7 @@ fn report_translation(
             assumed,
             kept,
             reasons,
-        } = matching_counts(&failback.rows);
+        } = matching_counts(&match_facts(&failback.rows));
         let reasons: Vec<String> = reasons.iter().map(|(w, n)| format!("{w}={n}")).collect();
         eprintln!(
             "failback: record matching: {matched} row(s) proven (record-match){}; {} kept their answer{}; read {} B on the primary and {} B on the backup in {} range(s) of {} partition(s)",
@@ -674,17 +664,27 @@ struct MatchingCounts {
     reasons: BTreeMap<&'static str, usize>,
 }
 
-fn matching_counts(rows: &[mm2_offsets::failback::FailbackRow]) -> MatchingCounts {
+/// What [`matching_counts`] reads of a row: its rule, why matching kept it, and whether it
+/// rests on the residual assumption.
+type MatchFacts = (FailbackRule, Option<ReverseUnmatched>, bool);
+
+fn match_facts(rows: &[mm2_offsets::failback::FailbackRow]) -> Vec<MatchFacts> {
+    rows.iter()
+        .map(|r| (r.rule, r.unmatched, r.assumes_history))
+        .collect()
+}
+
+fn matching_counts(rows: &[MatchFacts]) -> MatchingCounts {
     let mut reasons: BTreeMap<&'static str, usize> = BTreeMap::new();
-    for why in rows.iter().filter_map(|r| r.unmatched) {
+    for why in rows.iter().filter_map(|r| r.1) {
         *reasons.entry(why.name()).or_default() += 1;
     }
     MatchingCounts {
         matched: rows
             .iter()
-            .filter(|r| r.rule == FailbackRule::RecordMatch)
+            .filter(|r| r.0 == FailbackRule::RecordMatch)
             .count(),
-        assumed: rows.iter().filter(|r| r.assumes_history).count(),
+        assumed: rows.iter().filter(|r| r.2).count(),
         kept: reasons.values().sum(),
         reasons,
     }
@@ -884,24 +884,9 @@ fn summarize(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use mm2_offsets::failback::{FailbackRow, ReverseUnmatched};
 
-    fn row(rule: FailbackRule, unmatched: Option<ReverseUnmatched>) -> FailbackRow {
-        FailbackRow {
-            group: "g".into(),
-            topic: "t".into(),
-            partition: 0,
-            offset: 10,
-            safe_offset: 10,
-            rule,
-            from_topic: "primary.t".into(),
-            from_offset: 10,
-            metadata: String::new(),
-            sync: Some((0, 0)),
-            timestamp: 0,
-            unmatched,
-            assumes_history: false,
-        }
+    fn row(rule: FailbackRule, unmatched: Option<ReverseUnmatched>) -> MatchFacts {
+        (rule, unmatched, false)
     }
 
     /// The counts on stderr are the rows': five rows left `not-proven` are five kept, not the
@@ -921,7 +906,7 @@ mod tests {
             Some(ReverseUnmatched::EarlierCopy),
         ));
         rows.push(row(FailbackRule::ExactSync, None));
-        rows[0].assumes_history = true;
+        rows[0].2 = true;
         let counts = matching_counts(&rows);
         assert_eq!(
             counts,

@@ -5,7 +5,6 @@
 use std::io::{IsTerminal, Write};
 
 use mm2_offsets::client::Deadline;
-use mm2_offsets::record_match::MatchOptions;
 use mm2_offsets::replication::{Replication, ReplicationRequest, ReplicationRow, measure};
 use mm2_offsets::select::GroupSelector;
 
@@ -41,10 +40,7 @@ pub async fn run(args: ReplicationArgs) -> Result<i32, Stop> {
     let mut request = ReplicationRequest::new(args.source.clone(), topics);
     request.timeout = budget.remaining();
     request.max_bytes_per_fetch = args.max_fetch_bytes;
-    request.matching = MatchOptions {
-        max_fetch_bytes: args.max_fetch_bytes,
-        ..MatchOptions::default()
-    };
+    request.matching.max_fetch_bytes = args.max_fetch_bytes;
     let topic = syncs.topic.clone();
     let report = measure(
         client.kafka(),

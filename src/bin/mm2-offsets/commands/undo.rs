@@ -181,18 +181,15 @@ pub(crate) async fn execute_with_undo(
 ) -> Result<ApplyReport, Stop> {
     let stop = crate::signals::guard_writes();
     let Some(out) = undo_out else {
-        let guard = WriteAhead {
-            journal: None,
-            stop: Some(stop),
-        };
+        let mut guard = WriteAhead::default();
+        guard.stop = Some(stop);
         return Ok(
             apply::execute_write_ahead(client, plan, checkpoints, options, deadline, guard).await,
         );
     };
-    let guard = WriteAhead {
-        journal: Some(&mut out.journal as &mut dyn UndoJournal),
-        stop: Some(stop),
-    };
+    let mut guard = WriteAhead::default();
+    guard.journal = Some(&mut out.journal as &mut dyn UndoJournal);
+    guard.stop = Some(stop);
     let report =
         apply::execute_write_ahead(client, plan, checkpoints, options, deadline, guard).await;
     let recorded = out.journal.groups();
@@ -249,7 +246,12 @@ pub(crate) async fn run_file(
     let undo = parsed.plan;
     let settings = crate::connection::settings(connection)?.for_commits(options.concurrency);
     let client = session::connect(settings, budget.remaining()).await?;
-    let report = undo::execute_undo(client.kafka(), &undo, options, execute, budget).await;
+    let mode = if execute {
+        apply::Mode::Execute
+    } else {
+        apply::Mode::DryRun
+    };
+    let report = undo::execute_undo(client.kafka(), &undo, options, mode, budget).await;
     let mut out = std::io::stdout().lock();
     let written = match output {
         OutputFormat::Json => {

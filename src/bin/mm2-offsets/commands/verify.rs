@@ -9,7 +9,7 @@ use mm2_offsets::client::{Deadline, IsolationLevel};
 use mm2_offsets::precise::Syncs;
 use mm2_offsets::record_match::MatchOptions;
 use mm2_offsets::translate::TranslateRequest;
-use mm2_offsets::verify::{Verdict, VerifyRow};
+use mm2_offsets::verify::{VerifyRow, VerifyVerdict};
 
 use crate::args::{OutputFormat, VerifyArgs};
 use crate::exit::{EXIT_ERROR, EXIT_INCOMPLETE, EXIT_OK, Stop, output_failed};
@@ -53,10 +53,8 @@ pub async fn run(args: VerifyArgs) -> Result<i32, Stop> {
     // The progress line follows the checkpoint read, as translate's does.
     let progress = std::sync::Arc::new(mm2_offsets::translate::ReadProgress::default());
     request.progress = Some(progress.clone());
-    let options = MatchOptions {
-        max_fetch_bytes: args.max_fetch_bytes,
-        ..MatchOptions::default()
-    };
+    let mut options = MatchOptions::default();
+    options.max_fetch_bytes = args.max_fetch_bytes;
     let topic = syncs.topic.clone();
     let rows = {
         let _line = crate::progress::ProgressLine::start(progress, !args.run.no_progress);
@@ -91,13 +89,13 @@ pub async fn run(args: VerifyArgs) -> Result<i32, Stop> {
         _ => write_table(&mut out, &rows),
     };
     written.and_then(|_| out.flush()).map_err(output_failed)?;
-    let count = |v: Verdict| rows.iter().filter(|r| r.verdict == v).count();
-    let (ahead, unknown) = (count(Verdict::Ahead), count(Verdict::Unknown));
+    let count = |v: VerifyVerdict| rows.iter().filter(|r| r.verdict == v).count();
+    let (ahead, unknown) = (count(VerifyVerdict::Ahead), count(VerifyVerdict::Unknown));
     eprintln!(
         "verify: {} partition(s): {} exact, {} behind, {ahead} ahead, {unknown} unknown",
         rows.len(),
-        count(Verdict::Exact),
-        count(Verdict::Behind),
+        count(VerifyVerdict::Exact),
+        count(VerifyVerdict::Behind),
     );
     Ok(if ahead > 0 {
         eprintln!(

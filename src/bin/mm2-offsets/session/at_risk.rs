@@ -11,7 +11,6 @@ use std::path::Path;
 use std::time::Duration;
 
 use mm2_offsets::client::Deadline;
-use mm2_offsets::record_match::MatchOptions;
 use mm2_offsets::replication::{Replication, ReplicationRequest, measure};
 use mm2_offsets::select::GroupSelector;
 use mm2_offsets::translate::{MirrorClient, Translation};
@@ -128,10 +127,7 @@ pub(crate) async fn one_source(
     let mut request = ReplicationRequest::new(source, GroupSelector::ids(topics));
     request.timeout = budget.remaining();
     request.max_bytes_per_fetch = max_fetch_bytes;
-    request.matching = MatchOptions {
-        max_fetch_bytes,
-        ..MatchOptions::default()
-    };
+    request.matching.max_fetch_bytes = max_fetch_bytes;
     let topic = syncs_source.topic.clone();
     let mut report = measure(
         client.kafka(),

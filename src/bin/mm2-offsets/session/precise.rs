@@ -77,14 +77,10 @@ pub async fn read(
     let mut precise = PreciseRequest::new(syncs);
     precise.source_offsets = source_cluster.clone().filter(|_| p.from_source_offsets);
     precise.match_records = source_cluster.filter(|_| p.match_records).map(|source| {
-        MatchRecords::new(
-            source,
-            MatchOptions {
-                parallelism: usize::from(args.parallelism),
-                max_fetch_bytes: args.max_fetch_bytes,
-                ..MatchOptions::default()
-            },
-        )
+        let mut options = MatchOptions::default();
+        options.parallelism = usize::from(args.parallelism);
+        options.max_fetch_bytes = args.max_fetch_bytes;
+        MatchRecords::new(source, options)
     });
     let translated = match &p.offsets_file {
         Some(path) => {

@@ -143,8 +143,8 @@ pub(crate) fn offset_syncs_alias<'a>(policy: &ReplicationPolicy, name: &'a str) 
 #[cfg(test)]
 mod tests {
     use super::offset_syncs_topics;
+    use mm2_offsets::mm2::DefaultReplicationPolicy;
     use mm2_offsets::mm2::ReplicationPolicy;
-    use mm2_offsets::mm2::policy::DefaultReplicationPolicy;
 
     const TOPICS: [&str; 7] = [
         "mm2-offset-syncs.backup.internal",

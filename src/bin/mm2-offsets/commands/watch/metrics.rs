@@ -8,9 +8,9 @@ use std::collections::HashMap;
 use std::fmt::Write;
 use std::time::SystemTime;
 
-use mm2_offsets::apply::Verdict;
-use mm2_offsets::translate::SkipReason as RecordSkip;
-use mm2_offsets::watch::{ApplyTotals, SkipReason, Snapshot, WatchStatus};
+use mm2_offsets::apply::ApplyVerdict;
+use mm2_offsets::mm2::fold::SkipReason as RecordSkip;
+use mm2_offsets::watch::{ApplyTotals, Snapshot, WatchSkip, WatchStatus};
 
 /// What a scrape shows besides the snapshot.
 pub struct Scrape<'a> {
@@ -398,14 +398,14 @@ fn replication_metrics(w: &mut Writer, f: &super::replication::Figures) {
 }
 
 /// Every verdict that refuses a partition, so each is a series from the first scrape on.
-const REFUSALS: [Verdict; 7] = [
-    Verdict::WouldRewind,
-    Verdict::BelowLogStart,
-    Verdict::BeyondLogEnd,
-    Verdict::NoSuchTopic,
-    Verdict::NoSuchPartition,
-    Verdict::Stale,
-    Verdict::NotAuthorized,
+const REFUSALS: [ApplyVerdict; 7] = [
+    ApplyVerdict::WouldRewind,
+    ApplyVerdict::BelowLogStart,
+    ApplyVerdict::BeyondLogEnd,
+    ApplyVerdict::NoSuchTopic,
+    ApplyVerdict::NoSuchPartition,
+    ApplyVerdict::Stale,
+    ApplyVerdict::NotAuthorized,
 ];
 
 /// The periodic apply's counters (`--apply-interval`). Every reason and verdict is exported from
@@ -432,7 +432,7 @@ fn apply_metrics(w: &mut Writer, totals: &ApplyTotals) {
         "counter",
         "Groups a run did not write, by reason (once per run): map-not-ready, map-stale, active, not-consumer-group, changed-since-plan.",
     );
-    for reason in SkipReason::ALL {
+    for reason in WatchSkip::ALL {
         let n = totals.skipped_groups.get(&reason).copied().unwrap_or(0);
         w.sample(
             "mm2_apply_skipped_groups_total",
@@ -568,8 +568,8 @@ mod tests {
         let mut totals = ApplyTotals::default();
         totals.runs = 3;
         totals.committed_partitions = 5;
-        totals.skipped_groups = [(SkipReason::Active, 2)].into();
-        totals.refused_partitions = [(Verdict::WouldRewind, 4)].into();
+        totals.skipped_groups = [(WatchSkip::Active, 2)].into();
+        totals.refused_partitions = [(ApplyVerdict::WouldRewind, 4)].into();
         totals.errors = 1;
         totals.last_success = Some(SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_700));
         apply_metrics(&mut w, &totals);

@@ -240,10 +240,9 @@ impl Rounds {
             let mut request = ReplicationRequest::new(self.source.clone(), GroupSelector::all());
             request.timeout = budget.remaining();
             request.max_bytes_per_fetch = self.max_fetch_bytes;
-            request.matching = MatchOptions {
-                max_fetch_bytes: self.max_fetch_bytes,
-                ..MatchOptions::default()
-            };
+            let mut matching = MatchOptions::default();
+            matching.max_fetch_bytes = self.max_fetch_bytes;
+            request.matching = matching;
             let topic = syncs.topic.clone();
             measure(
                 self.client.kafka(),
