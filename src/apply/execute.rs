@@ -13,8 +13,8 @@ use super::journal::{
 use super::read::{non_consumer_groups, partitions_of};
 use super::recheck::{Context, Fresh, fresh_groups, moved_offsets, other_cluster};
 use super::{
-    ApplyOptions, ApplyPlan, Change, GroupCause, GroupError, GroupPlan, GroupRefusal, GroupStatus,
-    PartitionPlan, SkipReason, Verdict, refusal,
+    ApplyOptions, ApplyPlan, ApplyVerdict, Change, GroupCause, GroupError, GroupPlan, GroupRefusal,
+    GroupSkip, GroupStatus, PartitionPlan, refusal,
 };
 use crate::client::{
     CommitCodes, CommitOptions, Coordinators, Deadline, ErrorCode, GroupCallError, GroupOffsets,
@@ -57,7 +57,7 @@ pub enum GroupOutcome {
     /// Not written: refused when planned, or changed since (members, offsets, topics).
     Skipped {
         /// Why (serialized as the words for the operator).
-        reason: SkipReason,
+        reason: GroupSkip,
     },
     /// Some partitions failed (see their results); the others were committed.
     Partial,
@@ -97,7 +97,7 @@ pub struct PartitionResult {
     pub committed_before: Option<i64>,
     /// The verdict the re-check derived just before the commit: `commit` for a partition sent,
     /// the refusal for one the re-check refused.
-    pub verdict: Verdict,
+    pub verdict: ApplyVerdict,
 }
 
 /// One group's result.
@@ -121,7 +121,7 @@ impl PartitionResult {
         partition: i32,
         offset: i64,
         state: CommitState,
-        verdict: Verdict,
+        verdict: ApplyVerdict,
     ) -> Self {
         PartitionResult {
             topic: topic.into(),
@@ -560,7 +560,7 @@ fn before_reading(
     coordinator: Option<Result<(), String>>,
 ) -> Option<Outcome> {
     let outcome = match (&g.status, g.to_commit().next(), kind, coordinator) {
-        (GroupStatus::Refused { reason }, _, _, _) => skipped(SkipReason::Refused(reason.clone())),
+        (GroupStatus::Refused { reason }, _, _, _) => skipped(GroupSkip::Refused(reason.clone())),
         // The target could not be asked about the group when planned: an error, not a
         // refusal (authorization, coordinator), and nothing is written.
         (GroupStatus::Error { message }, _, _, _) => error(message.clone(), false),
@@ -702,7 +702,7 @@ async fn commit_wave(
         });
         let outcome = match answer {
             Ok(codes) if codes.values().any(|&c| c == UNKNOWN_MEMBER_ID) => {
-                (skipped(SkipReason::GainedMembers), vec![])
+                (skipped(GroupSkip::GainedMembers), vec![])
             }
             Ok(codes) => {
                 answered.insert(group, (p, codes));
@@ -799,7 +799,7 @@ fn recheck_group(plan: &GroupPlan, read: Result<Fresh, GroupError>) -> Result<Pa
         .collect();
     let refused: Vec<PartitionResult> = planned
         .iter()
-        .filter(|(_, f)| f.verdict != Verdict::Commit)
+        .filter(|(_, f)| f.verdict != ApplyVerdict::Commit)
         .map(|(p, f)| PartitionResult {
             topic: p.topic.clone(),
             partition: p.partition,
@@ -817,7 +817,7 @@ fn recheck_group(plan: &GroupPlan, read: Result<Fresh, GroupError>) -> Result<Pa
         .collect();
     let to_commit: Vec<(&PartitionPlan, Option<i64>)> = planned
         .iter()
-        .filter(|(_, f)| f.verdict == Verdict::Commit)
+        .filter(|(_, f)| f.verdict == ApplyVerdict::Commit)
         .map(|(p, f)| (*p, f.current))
         .collect();
     if to_commit.is_empty() {
@@ -830,7 +830,7 @@ fn recheck_group(plan: &GroupPlan, read: Result<Fresh, GroupError>) -> Result<Pa
         group: plan.group.clone(),
         partitions: planned
             .iter()
-            .filter(|(_, f)| f.verdict == Verdict::Commit)
+            .filter(|(_, f)| f.verdict == ApplyVerdict::Commit)
             .map(|(p, f)| UndoPartition {
                 topic: p.topic.clone(),
                 partition: p.partition,
@@ -900,7 +900,7 @@ fn committed_rows(
                 error,
                 read_back,
                 committed_before: *before,
-                verdict: Verdict::Commit,
+                verdict: ApplyVerdict::Commit,
             }
         })
         .collect();
@@ -909,12 +909,12 @@ fn committed_rows(
     (outcome, partitions)
 }
 
-fn skipped(reason: SkipReason) -> GroupOutcome {
+fn skipped(reason: GroupSkip) -> GroupOutcome {
     GroupOutcome::Skipped { reason }
 }
 
 fn changed(change: Change) -> GroupOutcome {
-    skipped(SkipReason::ChangedSincePlan(change))
+    skipped(GroupSkip::ChangedSincePlan(change))
 }
 
 fn error(message: GroupError, state_unknown: bool) -> GroupOutcome {
@@ -934,7 +934,7 @@ fn unknown_result(p: &PartitionPlan, before: Option<i64>, why: &str) -> Partitio
         error: Some(why.to_string()),
         read_back: None,
         committed_before: before,
-        verdict: Verdict::Commit,
+        verdict: ApplyVerdict::Commit,
     }
 }
 

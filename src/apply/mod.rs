@@ -36,11 +36,9 @@ pub use execute::{
 };
 pub(crate) use logs::{TargetLogs, TopicLogs, target_partition, topic_id};
 pub use probe::probe_undo_deletes;
-pub(crate) use reason::SkipReason;
 pub use reason::{Change, GroupCause, GroupError, GroupRefusal, GroupSkip};
 pub use recheck::recheck;
 pub use summary::{RunResult, Summary};
-pub(crate) use verdict::Verdict;
 pub use verdict::{ApplyVerdict, Decision, TargetPartition, VerdictRules, decide};
 
 use serde::{Deserialize, Serialize};
@@ -159,10 +157,10 @@ pub struct PartitionPlan {
     /// See `log_start`.
     pub log_end: Option<i64>,
     /// The decision.
-    pub verdict: Verdict,
+    pub verdict: ApplyVerdict,
     /// Set when [`VerdictRules::clamp`] moved the offset into the log: the verdict it would
     /// have had.
-    pub clamped_from: Option<Verdict>,
+    pub clamped_from: Option<ApplyVerdict>,
     /// The checkpoint's age when planned (now minus its record timestamp), in ms.
     pub checkpoint_age_ms: i64,
     /// The metadata committed with the offset (the source group's).
@@ -185,7 +183,12 @@ impl PartitionPlan {
     /// A partition to commit at `offset` with `verdict`, translated to the same offset, with
     /// nothing else known (no committed offset, no log ends, no metadata): set the other
     /// fields as needed, e.g. to build a plan by hand or in a test.
-    pub fn new(topic: impl Into<String>, partition: i32, offset: i64, verdict: Verdict) -> Self {
+    pub fn new(
+        topic: impl Into<String>,
+        partition: i32,
+        offset: i64,
+        verdict: ApplyVerdict,
+    ) -> Self {
         PartitionPlan {
             topic: topic.into(),
             partition,
@@ -618,8 +621,8 @@ fn plan_group(
         }
         let current = committed_offset(&offsets, o.topic, o.partition);
         let mut decision = decide(o.offset, current, target, age, rules);
-        if o.unknown_version && decision.verdict != Verdict::InvalidOffset {
-            decision.verdict = Verdict::UnknownCheckpointVersion;
+        if o.unknown_version && decision.verdict != ApplyVerdict::InvalidOffset {
+            decision.verdict = ApplyVerdict::UnknownCheckpointVersion;
         }
         partitions.push(PartitionPlan {
             topic: o.topic.to_string(),
@@ -648,10 +651,10 @@ fn plan_group(
         // Nothing of the group can be judged while the transaction is open: every row says so.
         GroupStatus::Refused {
             reason: GroupRefusal::PendingTransaction { .. },
-        } => Some(Verdict::PendingTransaction),
+        } => Some(ApplyVerdict::PendingTransaction),
         GroupStatus::Refused {
             reason: GroupRefusal::GroupIdNotUtf8 { .. },
-        } => Some(Verdict::GroupIdNotUtf8),
+        } => Some(ApplyVerdict::GroupIdNotUtf8),
         _ => None,
     };
     if let Some(verdict) = whole_group {

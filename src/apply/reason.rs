@@ -207,16 +207,12 @@ pub enum GroupSkip {
     GainedMembers,
 }
 
-// The crate's own code still says `SkipReason`: one alias, so that the rename is one line for the
-// branches merged after it. The public name is `GroupSkip`.
-pub(crate) use self::GroupSkip as SkipReason;
-
-impl fmt::Display for SkipReason {
+impl fmt::Display for GroupSkip {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            SkipReason::Refused(refusal) => write!(f, "{refusal}"),
-            SkipReason::ChangedSincePlan(change) => write!(f, "changed since the plan: {change}"),
-            SkipReason::GainedMembers => f.write_str(
+            GroupSkip::Refused(refusal) => write!(f, "{refusal}"),
+            GroupSkip::ChangedSincePlan(change) => write!(f, "changed since the plan: {change}"),
+            GroupSkip::GainedMembers => f.write_str(
                 "the group gained members since the re-check (UNKNOWN_MEMBER_ID): not written",
             ),
         }
@@ -402,7 +398,7 @@ macro_rules! as_words {
         }
     )*};
 }
-as_words!(GroupRefusal, Change, SkipReason, GroupError);
+as_words!(GroupRefusal, Change, GroupSkip, GroupError);
 
 impl<'de> Deserialize<'de> for GroupRefusal {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
@@ -483,11 +479,11 @@ mod tests {
             members: 1,
         };
         assert_eq!(
-            SkipReason::ChangedSincePlan(Change::Refused(active)).to_string(),
+            GroupSkip::ChangedSincePlan(Change::Refused(active)).to_string(),
             "changed since the plan: group is active on the target: protocol classic, state Stable, 1 member(s); stop its consumers first"
         );
         assert_eq!(
-            SkipReason::ChangedSincePlan(Change::OffsetsMoved(vec!["t-0 5 -> 7".into()]))
+            GroupSkip::ChangedSincePlan(Change::OffsetsMoved(vec!["t-0 5 -> 7".into()]))
                 .to_string(),
             "changed since the plan: committed offsets moved (t-0 5 -> 7); plan again"
         );

@@ -7,7 +7,7 @@
 //! where the caller re-read them, the checkpoints), the verdict is derived again with
 //! [`decide`] under the stricter of the plan's rules and the run's, and a partition is written
 //! only when the plan and the fresh derivation both say `commit` with the same offset. Any
-//! difference refuses that partition ([`Verdict::ChangedSincePlan`] or the fresh refusal),
+//! difference refuses that partition ([`ApplyVerdict::ChangedSincePlan`] or the fresh refusal),
 //! and its row names both views.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -16,9 +16,9 @@ use super::read::{
     checked, denied_topics, non_consumer_groups, partitions_of, read_groups, target_logs,
 };
 use super::{
-    ApplyOptions, ApplyPlan, GroupCause, GroupError, GroupPlan, GroupRefusal, GroupStatus,
-    PartitionPlan, PlanInput, TargetLogs, Verdict, VerdictRules, committed_offset, decide, now_ms,
-    refusal, target_partition, topic_id,
+    ApplyOptions, ApplyPlan, ApplyVerdict, GroupCause, GroupError, GroupPlan, GroupRefusal,
+    GroupStatus, PartitionPlan, PlanInput, TargetLogs, VerdictRules, committed_offset, decide,
+    now_ms, refusal, target_partition, topic_id,
 };
 use crate::client::{
     ClientError, Coordinators, Deadline, GroupDescription, GroupOffsets, KafkaClient,
@@ -156,7 +156,7 @@ fn show(offset: Option<i64>) -> String {
 
 /// One side's view of a partition, for the words of a difference.
 fn view(
-    verdict: Verdict,
+    verdict: ApplyVerdict,
     offset: i64,
     current: Option<i64>,
     log: (Option<i64>, Option<i64>),
@@ -208,13 +208,15 @@ pub(crate) fn check_partition(
     let planned_view = view(p.verdict, p.offset, p.current, (p.log_start, p.log_end));
     let fresh_view = view(decision.verdict, decision.offset, current, log_now);
     let (verdict, difference) = if let Some(why) = claim.or(identity) {
-        (Verdict::ChangedSincePlan, Some(why))
-    } else if p.verdict == Verdict::Commit {
-        if decision.verdict == Verdict::Commit && decision.offset == p.offset {
-            (Verdict::Commit, None)
-        } else if decision.verdict == Verdict::Commit || decision.verdict == Verdict::Unchanged {
+        (ApplyVerdict::ChangedSincePlan, Some(why))
+    } else if p.verdict == ApplyVerdict::Commit {
+        if decision.verdict == ApplyVerdict::Commit && decision.offset == p.offset {
+            (ApplyVerdict::Commit, None)
+        } else if decision.verdict == ApplyVerdict::Commit
+            || decision.verdict == ApplyVerdict::Unchanged
+        {
             (
-                Verdict::ChangedSincePlan,
+                ApplyVerdict::ChangedSincePlan,
                 Some(format!("planned: {planned_view}; now: {fresh_view}")),
             )
         } else {
@@ -223,10 +225,10 @@ pub(crate) fn check_partition(
                 Some(format!("planned: {planned_view}; now: {fresh_view}")),
             )
         }
-    } else if decision.verdict == Verdict::Commit {
+    } else if decision.verdict == ApplyVerdict::Commit {
         // The plan did not allow it: only what both allow is written.
         (
-            Verdict::ChangedSincePlan,
+            ApplyVerdict::ChangedSincePlan,
             Some(format!(
                 "planned: {planned_view}, which the plan does not commit; now: {fresh_view}; plan again"
             )),
@@ -488,7 +490,7 @@ fn rechecked(planned: &GroupPlan, read: Fresh, out: &mut GroupPlan) {
             .iter_mut()
             .filter(|p| !p.verdict.is_refusal())
         {
-            p.verdict = Verdict::ChangedSincePlan;
+            p.verdict = ApplyVerdict::ChangedSincePlan;
             p.difference = Some(why.clone());
         }
     }
@@ -512,7 +514,7 @@ mod tests {
     use crate::apply::{PLAN_SCHEMA_VERSION, TopicLogs};
     use crate::client::{CommittedOffset, GroupProtocol};
 
-    fn planned(offset: i64, verdict: Verdict) -> PartitionPlan {
+    fn planned(offset: i64, verdict: ApplyVerdict) -> PartitionPlan {
         PartitionPlan {
             topic: "t".into(),
             partition: 0,
@@ -588,7 +590,7 @@ mod tests {
             members: 0,
             status: GroupStatus::Ready,
             oldest_checkpoint_age_ms: 5,
-            partitions: vec![planned(10, Verdict::Commit)],
+            partitions: vec![planned(10, ApplyVerdict::Commit)],
             may_delete_offsets: Some(true),
         };
         let described = |ops: Option<i32>| GroupDescription {
@@ -619,15 +621,26 @@ mod tests {
 
     #[test]
     fn what_both_allow_is_committed() {
-        let fresh = check(&planned(10, Verdict::Commit), &logs(0, 100, "ID1"), None);
-        assert_eq!((fresh.verdict, fresh.difference), (Verdict::Commit, None));
+        let fresh = check(
+            &planned(10, ApplyVerdict::Commit),
+            &logs(0, 100, "ID1"),
+            None,
+        );
+        assert_eq!(
+            (fresh.verdict, fresh.difference),
+            (ApplyVerdict::Commit, None)
+        );
     }
 
     #[test]
     fn a_target_change_refuses_the_partition_naming_both_views() {
         // DeleteRecords moved the log start past the offset.
-        let fresh = check(&planned(10, Verdict::Commit), &logs(30, 100, "ID1"), None);
-        assert_eq!(fresh.verdict, Verdict::BelowLogStart);
+        let fresh = check(
+            &planned(10, ApplyVerdict::Commit),
+            &logs(30, 100, "ID1"),
+            None,
+        );
+        assert_eq!(fresh.verdict, ApplyVerdict::BelowLogStart);
         let words = fresh.difference.unwrap();
         assert!(
             words.contains("planned: commit 10 (committed none, log 0..100)"),
@@ -638,18 +651,22 @@ mod tests {
             "{words}"
         );
         // Recreated: another id.
-        let fresh = check(&planned(10, Verdict::Commit), &logs(0, 100, "ID2"), None);
-        assert_eq!(fresh.verdict, Verdict::ChangedSincePlan);
+        let fresh = check(
+            &planned(10, ApplyVerdict::Commit),
+            &logs(0, 100, "ID2"),
+            None,
+        );
+        assert_eq!(fresh.verdict, ApplyVerdict::ChangedSincePlan);
         assert!(fresh.difference.unwrap().contains("deleted and recreated"));
         // Truncated without ids: the log end went back.
-        let mut no_id = planned(10, Verdict::Commit);
+        let mut no_id = planned(10, ApplyVerdict::Commit);
         no_id.topic_id = None;
         let mut truncated = logs(0, 50, "x");
         if let Some(TopicLogs::Present(_, id)) = truncated.get_mut("t") {
             *id = None;
         }
         let fresh = check(&no_id, &truncated, None);
-        assert_eq!(fresh.verdict, Verdict::ChangedSincePlan);
+        assert_eq!(fresh.verdict, ApplyVerdict::ChangedSincePlan);
         assert!(
             fresh
                 .difference
@@ -661,25 +678,33 @@ mod tests {
     #[test]
     fn hand_edits_are_refused() {
         // A would-rewind relabelled commit.
-        let mut p = planned(50, Verdict::Commit);
+        let mut p = planned(50, ApplyVerdict::Commit);
         p.current = Some(80);
         assert_eq!(
             check(&p, &logs(0, 100, "ID1"), Some(80)).verdict,
-            Verdict::WouldRewind
+            ApplyVerdict::WouldRewind
         );
         // An offset the plan's rules do not give from its translated offset.
-        let mut p = planned(10, Verdict::Commit);
+        let mut p = planned(10, ApplyVerdict::Commit);
         p.offset = 99;
         let fresh = check(&p, &logs(0, 100, "ID1"), None);
-        assert_eq!(fresh.verdict, Verdict::ChangedSincePlan);
+        assert_eq!(fresh.verdict, ApplyVerdict::ChangedSincePlan);
         // Negative, past the log end, the largest offset.
         for bad in [-5, 99_999, i64::MAX] {
-            let fresh = check(&planned(bad, Verdict::Commit), &logs(0, 100, "ID1"), None);
+            let fresh = check(
+                &planned(bad, ApplyVerdict::Commit),
+                &logs(0, 100, "ID1"),
+                None,
+            );
             assert!(fresh.verdict.is_refusal(), "{bad}: {:?}", fresh.verdict);
         }
         // A plan refusal the target would now allow is still not written.
-        let fresh = check(&planned(10, Verdict::Stale), &logs(0, 100, "ID1"), None);
-        assert_eq!(fresh.verdict, Verdict::ChangedSincePlan);
+        let fresh = check(
+            &planned(10, ApplyVerdict::Stale),
+            &logs(0, 100, "ID1"),
+            None,
+        );
+        assert_eq!(fresh.verdict, ApplyVerdict::ChangedSincePlan);
     }
 
     #[test]
@@ -689,7 +714,7 @@ mod tests {
             allow_rewind: true,
             ..VerdictRules::default()
         });
-        let mut p = planned(50, Verdict::Commit);
+        let mut p = planned(50, ApplyVerdict::Commit);
         p.current = Some(80);
         let context = Context::new(&plan, None, &ApplyOptions::default());
         let fresh = check_partition(
@@ -700,14 +725,14 @@ mod tests {
             &committed(Some(80)),
             2_000,
         );
-        assert_eq!(fresh.verdict, Verdict::WouldRewind);
+        assert_eq!(fresh.verdict, ApplyVerdict::WouldRewind);
         // A checkpoint fresh when planned, too old now (planned at 1000 with age 5: made at 995).
         plan.rules = Some(VerdictRules {
             max_checkpoint_age_ms: Some(500),
             ..VerdictRules::default()
         });
         let context = Context::new(&plan, None, &ApplyOptions::default());
-        let p = planned(10, Verdict::Commit);
+        let p = planned(10, ApplyVerdict::Commit);
         let fresh = check_partition(
             &context,
             "g",
@@ -718,7 +743,7 @@ mod tests {
         );
         assert_eq!(
             (fresh.verdict, fresh.checkpoint_age_ms),
-            (Verdict::Stale, 1_005)
+            (ApplyVerdict::Stale, 1_005)
         );
     }
 

@@ -22,8 +22,8 @@ use std::fmt;
 use serde::Serialize;
 
 use super::{
-    ApplyPlan, ApplyReport, CommitState, GroupError, GroupOutcome, GroupPlan, GroupRefusal,
-    GroupStatus, PartitionPlan, SkipReason, Verdict,
+    ApplyPlan, ApplyReport, ApplyVerdict, CommitState, GroupError, GroupOutcome, GroupPlan,
+    GroupRefusal, GroupSkip, GroupStatus, PartitionPlan,
 };
 
 /// The counts of one run, each a number of partitions (see the module's documentation).
@@ -141,7 +141,7 @@ impl Summary {
             GroupStatus::Ready if p.verdict.writes() => self.to_write += 1,
             // The group could not be read: whatever its rows say, it failed.
             GroupStatus::Error { .. } => self.failed += 1,
-            _ if p.verdict == Verdict::Unchanged => self.unchanged += 1,
+            _ if p.verdict == ApplyVerdict::Unchanged => self.unchanged += 1,
             _ if p.verdict.is_refusal() => self.refuse(p.verdict.as_str()),
             GroupStatus::Refused { reason } => self.refuse(refusal_name(reason)),
             _ => self.not_attempted += 1,
@@ -262,12 +262,12 @@ fn refusal_name(reason: &GroupRefusal) -> &'static str {
 }
 
 /// The rule's name for a group an execute skipped.
-fn skip_name(reason: &SkipReason) -> String {
+fn skip_name(reason: &GroupSkip) -> String {
     match reason {
-        SkipReason::Refused(r) => refusal_name(r).to_string(),
-        SkipReason::ChangedSincePlan(super::Change::Refused(r)) => refusal_name(r).to_string(),
-        SkipReason::ChangedSincePlan(_) => Verdict::ChangedSincePlan.as_str().to_string(),
-        SkipReason::GainedMembers => "group-active".to_string(),
+        GroupSkip::Refused(r) => refusal_name(r).to_string(),
+        GroupSkip::ChangedSincePlan(super::Change::Refused(r)) => refusal_name(r).to_string(),
+        GroupSkip::ChangedSincePlan(_) => ApplyVerdict::ChangedSincePlan.as_str().to_string(),
+        GroupSkip::GainedMembers => "group-active".to_string(),
     }
 }
 

@@ -291,7 +291,7 @@ fn partition(topic: &str, partition: i32, offset: i64) -> PartitionPlan {
         current: None,
         log_start: Some(0),
         log_end: Some(100),
-        verdict: Verdict::Commit,
+        verdict: ApplyVerdict::Commit,
         clamped_from: None,
         checkpoint_age_ms: 1,
         metadata: String::new(),
@@ -665,7 +665,7 @@ async fn the_recheck_refuses_per_partition_and_commits_the_rest() {
     let group = &report.groups[0];
     let refused = group.partitions.iter().find(|p| p.partition == 1).unwrap();
     assert_eq!(refused.state, CommitState::Refused, "{report:?}");
-    assert_eq!(refused.verdict, Verdict::ChangedSincePlan);
+    assert_eq!(refused.verdict, ApplyVerdict::ChangedSincePlan);
     let words = refused.error.as_deref().unwrap();
     assert!(words.contains("went back from 200 to 100"), "{words}");
     assert_eq!(refused.committed_before, None);
@@ -684,7 +684,7 @@ async fn the_recheck_refuses_per_partition_and_commits_the_rest() {
     assert_eq!(second.commits.load(Ordering::SeqCst), 0, "{report:?}");
     match &report.groups[0].outcome {
         GroupOutcome::Skipped {
-            reason: SkipReason::ChangedSincePlan(Change::EveryPartitionRefused(2)),
+            reason: GroupSkip::ChangedSincePlan(Change::EveryPartitionRefused(2)),
         } => {}
         other => panic!("{other:?}"),
     }
@@ -692,7 +692,7 @@ async fn the_recheck_refuses_per_partition_and_commits_the_rest() {
         report.groups[0]
             .partitions
             .iter()
-            .all(|p| p.verdict == Verdict::InvalidOffset)
+            .all(|p| p.verdict == ApplyVerdict::InvalidOffset)
     );
 }
 

@@ -48,39 +48,35 @@ pub enum ApplyVerdict {
     GroupIdNotUtf8,
 }
 
-// The crate's own code still says `Verdict`: one alias, so that the rename is one line for the
-// branches merged after it. The public name is `ApplyVerdict`.
-pub(crate) use self::ApplyVerdict as Verdict;
-
-impl Verdict {
+impl ApplyVerdict {
     /// The name used in the JSON plan and on the terminal, e.g. `would-rewind`.
     pub fn as_str(self) -> &'static str {
         match self {
-            Verdict::Commit => "commit",
-            Verdict::Unchanged => "unchanged",
-            Verdict::WouldRewind => "would-rewind",
-            Verdict::BelowLogStart => "below-log-start",
-            Verdict::BeyondLogEnd => "beyond-log-end",
-            Verdict::NoSuchTopic => "no-such-topic",
-            Verdict::NoSuchPartition => "no-such-partition",
-            Verdict::Stale => "stale",
-            Verdict::NotAuthorized => "not-authorized",
-            Verdict::InvalidOffset => "invalid-offset",
-            Verdict::ChangedSincePlan => "changed-since-plan",
-            Verdict::PendingTransaction => "pending-transaction",
-            Verdict::UnknownCheckpointVersion => "unknown-checkpoint-version",
-            Verdict::GroupIdNotUtf8 => "group-id-not-utf8",
+            ApplyVerdict::Commit => "commit",
+            ApplyVerdict::Unchanged => "unchanged",
+            ApplyVerdict::WouldRewind => "would-rewind",
+            ApplyVerdict::BelowLogStart => "below-log-start",
+            ApplyVerdict::BeyondLogEnd => "beyond-log-end",
+            ApplyVerdict::NoSuchTopic => "no-such-topic",
+            ApplyVerdict::NoSuchPartition => "no-such-partition",
+            ApplyVerdict::Stale => "stale",
+            ApplyVerdict::NotAuthorized => "not-authorized",
+            ApplyVerdict::InvalidOffset => "invalid-offset",
+            ApplyVerdict::ChangedSincePlan => "changed-since-plan",
+            ApplyVerdict::PendingTransaction => "pending-transaction",
+            ApplyVerdict::UnknownCheckpointVersion => "unknown-checkpoint-version",
+            ApplyVerdict::GroupIdNotUtf8 => "group-id-not-utf8",
         }
     }
 
     /// Whether this partition is written by an execute.
     pub fn writes(self) -> bool {
-        self == Verdict::Commit
+        self == ApplyVerdict::Commit
     }
 
     /// Whether this partition is a refusal (reported, and counted in [`Summary::refused`](super::Summary::refused)).
     pub fn is_refusal(self) -> bool {
-        !matches!(self, Verdict::Commit | Verdict::Unchanged)
+        !matches!(self, ApplyVerdict::Commit | ApplyVerdict::Unchanged)
     }
 }
 
@@ -135,11 +131,11 @@ impl VerdictRules {
 #[non_exhaustive]
 pub struct Decision {
     /// The verdict.
-    pub verdict: Verdict,
+    pub verdict: ApplyVerdict,
     /// The offset an execute would commit: the translated one, or its clamp.
     pub offset: i64,
     /// Whether `offset` was clamped into the log (and from which verdict).
-    pub clamped_from: Option<Verdict>,
+    pub clamped_from: Option<ApplyVerdict>,
 }
 
 /// Decides one partition: `translated` against the group's `current` committed offset (if any)
@@ -158,37 +154,37 @@ pub fn decide(
     };
     // Never a position, whatever the log: no clamp makes a negative claim right.
     if translated < 0 {
-        return refuse(Verdict::InvalidOffset);
+        return refuse(ApplyVerdict::InvalidOffset);
     }
     let (start, end) = match target {
-        TargetPartition::NoTopic => return refuse(Verdict::NoSuchTopic),
-        TargetPartition::NoPartition => return refuse(Verdict::NoSuchPartition),
-        TargetPartition::NotAuthorized => return refuse(Verdict::NotAuthorized),
+        TargetPartition::NoTopic => return refuse(ApplyVerdict::NoSuchTopic),
+        TargetPartition::NoPartition => return refuse(ApplyVerdict::NoSuchPartition),
+        TargetPartition::NotAuthorized => return refuse(ApplyVerdict::NotAuthorized),
         TargetPartition::Log { start, end } => (start, end),
     };
     if rules
         .max_checkpoint_age_ms
         .is_some_and(|max| checkpoint_age_ms > max)
     {
-        return refuse(Verdict::Stale);
+        return refuse(ApplyVerdict::Stale);
     }
     let (offset, clamped_from) = if translated < start {
         if !rules.clamp {
-            return refuse(Verdict::BelowLogStart);
+            return refuse(ApplyVerdict::BelowLogStart);
         }
-        (start, Some(Verdict::BelowLogStart))
+        (start, Some(ApplyVerdict::BelowLogStart))
     } else if translated > end {
         if !rules.clamp {
-            return refuse(Verdict::BeyondLogEnd);
+            return refuse(ApplyVerdict::BeyondLogEnd);
         }
-        (end, Some(Verdict::BeyondLogEnd))
+        (end, Some(ApplyVerdict::BeyondLogEnd))
     } else {
         (translated, None)
     };
     let verdict = match current {
-        Some(c) if c == offset => Verdict::Unchanged,
-        Some(c) if c > offset && !rules.allow_rewind => Verdict::WouldRewind,
-        _ => Verdict::Commit,
+        Some(c) if c == offset => ApplyVerdict::Unchanged,
+        Some(c) if c > offset && !rules.allow_rewind => ApplyVerdict::WouldRewind,
+        _ => ApplyVerdict::Commit,
     };
     Decision {
         verdict,
@@ -213,13 +209,13 @@ mod tests {
     #[test]
     fn names_match_the_json_form() {
         for v in [
-            Verdict::Commit,
-            Verdict::WouldRewind,
-            Verdict::NoSuchPartition,
-            Verdict::Stale,
-            Verdict::NotAuthorized,
-            Verdict::InvalidOffset,
-            Verdict::ChangedSincePlan,
+            ApplyVerdict::Commit,
+            ApplyVerdict::WouldRewind,
+            ApplyVerdict::NoSuchPartition,
+            ApplyVerdict::Stale,
+            ApplyVerdict::NotAuthorized,
+            ApplyVerdict::InvalidOffset,
+            ApplyVerdict::ChangedSincePlan,
         ] {
             assert_eq!(serde_json::to_value(v).unwrap(), v.as_str());
         }
@@ -228,19 +224,19 @@ mod tests {
     #[test]
     fn commits_forward_and_where_nothing_is_committed() {
         let d = verdict(300, Some(200), VerdictRules::default());
-        assert_eq!((d.verdict, d.offset), (Verdict::Commit, 300));
+        assert_eq!((d.verdict, d.offset), (ApplyVerdict::Commit, 300));
         assert_eq!(
             verdict(300, None, VerdictRules::default()).verdict,
-            Verdict::Commit
+            ApplyVerdict::Commit
         );
         // The log end itself is a valid position: the consumer waits for the next record.
         assert_eq!(
             verdict(500, None, VerdictRules::default()).verdict,
-            Verdict::Commit
+            ApplyVerdict::Commit
         );
         assert_eq!(
             verdict(100, None, VerdictRules::default()).verdict,
-            Verdict::Commit
+            ApplyVerdict::Commit
         );
     }
 
@@ -248,28 +244,28 @@ mod tests {
     fn equal_is_unchanged_and_behind_is_a_rewind_unless_allowed() {
         assert_eq!(
             verdict(300, Some(300), VerdictRules::default()).verdict,
-            Verdict::Unchanged
+            ApplyVerdict::Unchanged
         );
         assert_eq!(
             verdict(300, Some(301), VerdictRules::default()).verdict,
-            Verdict::WouldRewind
+            ApplyVerdict::WouldRewind
         );
         let rules = VerdictRules {
             allow_rewind: true,
             ..VerdictRules::default()
         };
-        assert_eq!(verdict(300, Some(301), rules).verdict, Verdict::Commit);
+        assert_eq!(verdict(300, Some(301), rules).verdict, ApplyVerdict::Commit);
     }
 
     #[test]
     fn out_of_range_is_refused_or_clamped_and_says_so() {
         assert_eq!(
             verdict(99, None, VerdictRules::default()).verdict,
-            Verdict::BelowLogStart
+            ApplyVerdict::BelowLogStart
         );
         assert_eq!(
             verdict(501, None, VerdictRules::default()).verdict,
-            Verdict::BeyondLogEnd
+            ApplyVerdict::BeyondLogEnd
         );
         let clamp = VerdictRules {
             clamp: true,
@@ -278,16 +274,20 @@ mod tests {
         let d = verdict(99, None, clamp);
         assert_eq!(
             (d.verdict, d.offset, d.clamped_from),
-            (Verdict::Commit, 100, Some(Verdict::BelowLogStart))
+            (ApplyVerdict::Commit, 100, Some(ApplyVerdict::BelowLogStart))
         );
         let d = verdict(501, Some(500), clamp);
         assert_eq!(
             (d.verdict, d.offset, d.clamped_from),
-            (Verdict::Unchanged, 500, Some(Verdict::BeyondLogEnd))
+            (
+                ApplyVerdict::Unchanged,
+                500,
+                Some(ApplyVerdict::BeyondLogEnd)
+            )
         );
         // A clamp never turns into a silent rewind.
         let d = verdict(501, Some(600), clamp);
-        assert_eq!(d.verdict, Verdict::WouldRewind);
+        assert_eq!(d.verdict, ApplyVerdict::WouldRewind);
     }
 
     #[test]
@@ -300,17 +300,17 @@ mod tests {
         for translated in [-1, -5, i64::MIN] {
             assert_eq!(
                 verdict(translated, None, clamp).verdict,
-                Verdict::InvalidOffset
+                ApplyVerdict::InvalidOffset
             );
             assert_eq!(
                 decide(translated, None, TargetPartition::NoTopic, 0, clamp).verdict,
-                Verdict::InvalidOffset
+                ApplyVerdict::InvalidOffset
             );
         }
         // The largest offset is beyond any log: refused unless clamped.
         assert_eq!(
             verdict(i64::MAX, None, VerdictRules::default()).verdict,
-            Verdict::BeyondLogEnd
+            ApplyVerdict::BeyondLogEnd
         );
     }
 
@@ -335,17 +335,23 @@ mod tests {
         let rules = VerdictRules::default();
         assert_eq!(
             decide(1, None, TargetPartition::NoTopic, 0, rules).verdict,
-            Verdict::NoSuchTopic
+            ApplyVerdict::NoSuchTopic
         );
         assert_eq!(
             decide(1, None, TargetPartition::NoPartition, 0, rules).verdict,
-            Verdict::NoSuchPartition
+            ApplyVerdict::NoSuchPartition
         );
         let rules = VerdictRules {
             max_checkpoint_age_ms: Some(999),
             ..VerdictRules::default()
         };
-        assert_eq!(decide(300, None, LOG, 1_000, rules).verdict, Verdict::Stale);
-        assert_eq!(decide(300, None, LOG, 999, rules).verdict, Verdict::Commit);
+        assert_eq!(
+            decide(300, None, LOG, 1_000, rules).verdict,
+            ApplyVerdict::Stale
+        );
+        assert_eq!(
+            decide(300, None, LOG, 999, rules).verdict,
+            ApplyVerdict::Commit
+        );
     }
 }

@@ -97,7 +97,9 @@ async fn the_plan_reads_in_batches_and_a_group_failing_inside_a_batch_fails_alon
             GroupStatus::Error { message } => message.to_string(),
             GroupStatus::Ready => {
                 assert!(
-                    g.partitions.iter().all(|p| p.verdict == Verdict::Commit),
+                    g.partitions
+                        .iter()
+                        .all(|p| p.verdict == ApplyVerdict::Commit),
                     "{g:?}"
                 );
                 continue;

@@ -12,7 +12,8 @@ use kafka_protocol::messages::ApiKey;
 use super::tests::within_a_tick_of;
 use super::{FakeCluster, Fault};
 use crate::apply::{
-    self, ApplyOptions, ApplyPlan, GroupOutcome, GroupPlan, GroupStatus, PartitionPlan, Verdict,
+    self, ApplyOptions, ApplyPlan, ApplyVerdict, GroupOutcome, GroupPlan, GroupStatus,
+    PartitionPlan,
 };
 use crate::client::{ClientError, Deadline, GroupCoordinator, KafkaClient, OffsetToCommit};
 use crate::config::ClientConfig;
@@ -357,7 +358,7 @@ fn plan_for(cluster: &FakeCluster, groups: &[String]) -> ApplyPlan {
         current: None,
         log_start: Some(0),
         log_end: Some(1000),
-        verdict: Verdict::Commit,
+        verdict: ApplyVerdict::Commit,
         clamped_from: None,
         checkpoint_age_ms: 1,
         metadata: String::new(),

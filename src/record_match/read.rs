@@ -6,7 +6,7 @@
 use super::digest::Digester;
 use super::side::{Side, SideBuilder};
 use crate::client::{Deadline, IsolationLevel, KafkaClient, ReadOptions, SharedTopic};
-use crate::records::{Batches, Scratch, TimestampType, Verdict};
+use crate::records::{BatchVerdict, Batches, Scratch, TimestampType};
 
 /// Smallest and largest Fetch for a window: a window is a few hundred records, so a 1 MiB
 /// Fetch would mostly bring records past its end.
@@ -132,11 +132,11 @@ impl SideRead<'_> {
             if header.base_offset >= end {
                 break;
             }
-            if verdict == Verdict::SkipControl {
+            if verdict == BatchVerdict::SkipControl {
                 builder.marker(header.base_offset, header.last_offset().min(end - 1));
                 continue;
             }
-            let committed = verdict != Verdict::SkipAborted;
+            let committed = verdict != BatchVerdict::SkipAborted;
             for record in batch
                 .records(scratch)
                 .map_err(|e| format!("{}: {e}", name()))?

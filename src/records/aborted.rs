@@ -29,14 +29,10 @@ pub enum BatchVerdict {
     SkipAborted,
 }
 
-// The crate's own code still says `Verdict`: one alias, so that the rename is one line for the
-// branches merged after it. The public name is `BatchVerdict`.
-pub(crate) use self::BatchVerdict as Verdict;
-
-impl Verdict {
+impl BatchVerdict {
     /// Whether the batch's records should be read.
     pub fn is_deliver(self) -> bool {
-        self == Verdict::Deliver
+        self == BatchVerdict::Deliver
     }
 }
 
@@ -98,7 +94,7 @@ impl AbortedFilter {
         &mut self,
         batch: &Batch<'_>,
         scratch: &mut Scratch,
-    ) -> Result<Verdict, RecordsError> {
+    ) -> Result<BatchVerdict, RecordsError> {
         let header = batch.header();
         if self.read_committed && header.has_producer_id() {
             let last_offset = header.last_offset();
@@ -113,13 +109,13 @@ impl AbortedFilter {
             if is_abort_marker(batch, scratch)? {
                 self.aborted.remove(&producer_id);
             } else if header.is_transactional() && self.aborted.contains(&producer_id) {
-                return Ok(Verdict::SkipAborted);
+                return Ok(BatchVerdict::SkipAborted);
             }
         }
         Ok(if header.is_control() {
-            Verdict::SkipControl
+            BatchVerdict::SkipControl
         } else {
-            Verdict::Deliver
+            BatchVerdict::Deliver
         })
     }
 }

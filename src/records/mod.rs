@@ -64,7 +64,6 @@ mod varint;
 #[cfg(test)]
 mod tests;
 
-pub(crate) use aborted::Verdict;
 pub use aborted::{AbortedFilter, BatchVerdict};
 pub use batches::{Batch, Batches, WholeBatches, whole_batches};
 pub use compression::Compression;

@@ -6,7 +6,7 @@
 //! but the counts and the smallest timestamp.
 
 use crate::client::{Deadline, IsolationLevel, KafkaClient, ReadOptions, SharedTopic};
-use crate::records::{Batches, Scratch, Verdict};
+use crate::records::{BatchVerdict, Batches, Scratch};
 
 /// The records of one range of the primary, by kind.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -98,7 +98,7 @@ impl Range<'_> {
                 if batch.header().base_offset >= end {
                     break;
                 }
-                if verdict == Verdict::SkipControl {
+                if verdict == BatchVerdict::SkipControl {
                     continue;
                 }
                 for record in batch
@@ -114,7 +114,7 @@ impl Range<'_> {
                     }
                     match (isolation, verdict) {
                         (IsolationLevel::ReadUncommitted, _) => counts.open += 1,
-                        (_, Verdict::SkipAborted) => counts.aborted += 1,
+                        (_, BatchVerdict::SkipAborted) => counts.aborted += 1,
                         _ => {
                             counts.committed += 1;
                             counts.oldest_committed = Some(

@@ -41,18 +41,14 @@ pub enum VerifyVerdict {
     Unknown,
 }
 
-// The crate's own code still says `Verdict`: one alias, so that the rename is one line for the
-// branches merged after it. The public name is `VerifyVerdict`.
-pub(crate) use self::VerifyVerdict as Verdict;
-
-impl Verdict {
+impl VerifyVerdict {
     /// The name in reports.
     pub fn name(self) -> &'static str {
         match self {
-            Verdict::Exact => "exact",
-            Verdict::Behind => "behind",
-            Verdict::Ahead => "ahead",
-            Verdict::Unknown => "unknown",
+            VerifyVerdict::Exact => "exact",
+            VerifyVerdict::Behind => "behind",
+            VerifyVerdict::Ahead => "ahead",
+            VerifyVerdict::Unknown => "unknown",
         }
     }
 }
@@ -72,7 +68,7 @@ pub struct VerifyRow {
     /// The group's committed offset on the source, if any.
     pub source_offset: Option<i64>,
     /// The verdict.
-    pub verdict: Verdict,
+    pub verdict: VerifyVerdict,
     /// Records re-read (`behind`) or skipped (`ahead`); 0 when exact; `None` when unknown.
     /// With `at_least`, a lower bound.
     pub records: Option<i64>,
@@ -200,7 +196,7 @@ impl MirrorClient {
                 partition: -1,
                 offset: None,
                 source_offset: None,
-                verdict: Verdict::Unknown,
+                verdict: VerifyVerdict::Unknown,
                 records: None,
                 at_least: false,
                 exact_offset: None,
@@ -240,7 +236,7 @@ fn verdicts(
             partition: *partition,
             offset: target,
             source_offset: source,
-            verdict: Verdict::Unknown,
+            verdict: VerifyVerdict::Unknown,
             records: None,
             at_least: false,
             exact_offset: None,
@@ -285,20 +281,20 @@ fn decide(
         None => {
             row.exact_offset = Some(at);
             row.verdict = match d.cmp(&at) {
-                std::cmp::Ordering::Equal => Verdict::Exact,
-                std::cmp::Ordering::Less => Verdict::Behind,
-                std::cmp::Ordering::Greater => Verdict::Ahead,
+                std::cmp::Ordering::Equal => VerifyVerdict::Exact,
+                std::cmp::Ordering::Less => VerifyVerdict::Behind,
+                std::cmp::Ordering::Greater => VerifyVerdict::Ahead,
             };
             row.records = Some((d - at).abs());
         }
         Some(why) => {
             // `at` is at or before the exact position, `upper` at or after it.
             if d < at {
-                row.verdict = Verdict::Behind;
+                row.verdict = VerifyVerdict::Behind;
                 row.records = Some(at - d);
                 row.at_least = true;
             } else if let Some(upper) = upper.filter(|&u| d > u) {
-                row.verdict = Verdict::Ahead;
+                row.verdict = VerifyVerdict::Ahead;
                 row.records = Some(d - upper);
                 row.at_least = true;
             }
@@ -318,8 +314,8 @@ async fn count_records(target: &KafkaClient, rows: &mut [VerifyRow], deadline: D
             continue;
         }
         let (start, end) = match row.verdict {
-            Verdict::Behind => (d, d + records),
-            Verdict::Ahead => (d - records, d),
+            VerifyVerdict::Behind => (d, d + records),
+            VerifyVerdict::Ahead => (d - records, d),
             _ => continue,
         };
         match count_data(target, &row.topic, row.partition, start, end, deadline).await {
@@ -382,7 +378,7 @@ mod tests {
             partition: 0,
             offset: None,
             source_offset: Some(10),
-            verdict: Verdict::Unknown,
+            verdict: VerifyVerdict::Unknown,
             records: None,
             at_least: false,
             exact_offset: None,
@@ -393,9 +389,9 @@ mod tests {
     #[test]
     fn verdicts_from_an_exact_position() {
         for (d, verdict, records) in [
-            (50, Verdict::Exact, 0),
-            (40, Verdict::Behind, 10),
-            (55, Verdict::Ahead, 5),
+            (50, VerifyVerdict::Exact, 0),
+            (40, VerifyVerdict::Behind, 10),
+            (55, VerifyVerdict::Ahead, 5),
         ] {
             let mut r = row();
             decide(&mut r, d, 50, None, Some(50));
@@ -412,17 +408,17 @@ mod tests {
         decide(&mut r, 30, 40, Some(Unmatched::Ambiguous), Some(60));
         assert_eq!(
             (r.verdict, r.records, r.at_least),
-            (Verdict::Behind, Some(10), true)
+            (VerifyVerdict::Behind, Some(10), true)
         );
         let mut r = row();
         decide(&mut r, 70, 40, Some(Unmatched::Ambiguous), Some(60));
-        assert_eq!((r.verdict, r.records), (Verdict::Ahead, Some(10)));
+        assert_eq!((r.verdict, r.records), (VerifyVerdict::Ahead, Some(10)));
         let mut r = row();
         decide(&mut r, 50, 40, Some(Unmatched::NoMatch), Some(60));
-        assert_eq!(r.verdict, Verdict::Unknown);
+        assert_eq!(r.verdict, VerifyVerdict::Unknown);
         assert!(r.reason.unwrap().contains("no-match"));
         let mut r = row();
         decide(&mut r, 50, 40, Some(Unmatched::NoMatch), None);
-        assert_eq!(r.verdict, Verdict::Unknown);
+        assert_eq!(r.verdict, VerifyVerdict::Unknown);
     }
 }

@@ -13,8 +13,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use super::{Snapshot, WatchStatus, Watcher};
 use crate::apply::journal::{FileJournal, UndoJournal};
 use crate::apply::{
-    self, ApplyOptions, ApplyPlan, ApplyReport, Change, CommitState, GroupError, GroupOutcome,
-    GroupPlan, GroupRefusal, GroupStatus, Verdict, WriteAhead,
+    self, ApplyOptions, ApplyPlan, ApplyReport, ApplyVerdict, Change, CommitState, GroupError,
+    GroupOutcome, GroupPlan, GroupRefusal, GroupStatus, WriteAhead,
 };
 use crate::client::{Deadline, KafkaClient};
 use crate::translate::Translation;
@@ -81,28 +81,24 @@ pub enum WatchSkip {
     ChangedSincePlan,
 }
 
-// The crate's own code still says `SkipReason`: one alias, so that the rename is one line for the
-// branches merged after it. The public name is `WatchSkip`.
-pub(crate) use self::WatchSkip as SkipReason;
-
-impl SkipReason {
+impl WatchSkip {
     /// Every reason, for exporting each as a series even at zero.
-    pub const ALL: [SkipReason; 5] = [
-        SkipReason::MapNotReady,
-        SkipReason::MapStale,
-        SkipReason::Active,
-        SkipReason::NotConsumerGroup,
-        SkipReason::ChangedSincePlan,
+    pub const ALL: [WatchSkip; 5] = [
+        WatchSkip::MapNotReady,
+        WatchSkip::MapStale,
+        WatchSkip::Active,
+        WatchSkip::NotConsumerGroup,
+        WatchSkip::ChangedSincePlan,
     ];
 
     /// Its name in logs and metric labels, e.g. `map-not-ready`.
     pub fn as_str(self) -> &'static str {
         match self {
-            SkipReason::MapNotReady => "map-not-ready",
-            SkipReason::MapStale => "map-stale",
-            SkipReason::Active => "active",
-            SkipReason::NotConsumerGroup => "not-consumer-group",
-            SkipReason::ChangedSincePlan => "changed-since-plan",
+            WatchSkip::MapNotReady => "map-not-ready",
+            WatchSkip::MapStale => "map-stale",
+            WatchSkip::Active => "active",
+            WatchSkip::NotConsumerGroup => "not-consumer-group",
+            WatchSkip::ChangedSincePlan => "changed-since-plan",
         }
     }
 }
@@ -114,7 +110,7 @@ pub struct GroupNote {
     /// The group id (from the cluster: untrusted on a terminal).
     pub group: String,
     /// Why it was skipped; `None` for an error.
-    pub skipped: Option<SkipReason>,
+    pub skipped: Option<WatchSkip>,
     /// The planner's or executor's words.
     pub message: String,
 }
@@ -136,10 +132,10 @@ pub struct TickReport {
     /// Partitions committed and read back.
     pub committed_partitions: usize,
     /// Groups not written, by reason.
-    pub skipped_groups: BTreeMap<SkipReason, usize>,
+    pub skipped_groups: BTreeMap<WatchSkip, usize>,
     /// Partitions of writable groups that the verdict rules refused (`would-rewind`,
     /// `no-such-topic`, ...), by verdict.
-    pub refused_partitions: BTreeMap<Verdict, usize>,
+    pub refused_partitions: BTreeMap<ApplyVerdict, usize>,
     /// Groups that failed (could not be read, commit refused or unknown, partly applied), plus
     /// one when the plan failed as a whole.
     pub errors: usize,
@@ -191,7 +187,7 @@ impl TickReport {
     }
 
     /// Every group skipped for one reason: the map's.
-    fn skip_all(&mut self, reason: SkipReason, why: String) {
+    fn skip_all(&mut self, reason: WatchSkip, why: String) {
         self.skipped_groups.insert(reason, self.groups);
         self.problem = Some(why);
     }
@@ -322,9 +318,9 @@ pub struct ApplyTotals {
     /// Partitions committed and read back.
     pub committed_partitions: u64,
     /// Groups not written, by reason (a group skipped in every run counts once per run).
-    pub skipped_groups: BTreeMap<SkipReason, u64>,
+    pub skipped_groups: BTreeMap<WatchSkip, u64>,
     /// Partitions refused by the verdict rules, by verdict (once per run).
-    pub refused_partitions: BTreeMap<Verdict, u64>,
+    pub refused_partitions: BTreeMap<ApplyVerdict, u64>,
     /// As [`TickReport::errors`], summed.
     pub errors: u64,
     /// When the newest run that [succeeded](TickReport::succeeded) started.
@@ -382,7 +378,7 @@ impl MapSource for Watcher {
 ///    [`ApplyLoopOptions::max_map_age`] ago: a map that cannot prove it is current is never
 ///    applied, the whole run is skipped and says why;
 /// 2. plans with [`apply::plan`] (the target's group states, committed offsets and logs, read
-///    in batched calls; the per-partition [`Verdict`]s of `apply`), writing nothing;
+///    in batched calls; the per-partition [`ApplyVerdict`]s of `apply`), writing nothing;
 /// 3. checks the map's readiness again (the plan took round trips: a target restart meanwhile
 ///    stops the run before any write);
 /// 4. commits with [`apply::execute_with`], which re-checks each wave of groups just before its
@@ -638,15 +634,15 @@ impl ApplyLoop {
 
 /// The run's reason for an executor's typed skip reason: the executor says why, nothing is
 /// guessed from the plan.
-fn skip_reason(reason: &apply::SkipReason) -> SkipReason {
-    use apply::SkipReason as Skip;
+fn skip_reason(reason: &apply::GroupSkip) -> WatchSkip {
+    use apply::GroupSkip as Skip;
     match reason {
         Skip::Refused(GroupRefusal::NotConsumerGroup { .. })
         | Skip::ChangedSincePlan(Change::Refused(GroupRefusal::NotConsumerGroup { .. })) => {
-            SkipReason::NotConsumerGroup
+            WatchSkip::NotConsumerGroup
         }
-        Skip::Refused(_) => SkipReason::Active,
-        _ => SkipReason::ChangedSincePlan,
+        Skip::Refused(_) => WatchSkip::Active,
+        _ => WatchSkip::ChangedSincePlan,
     }
 }
 
@@ -675,7 +671,7 @@ fn fitness(
     complete: bool,
     now: SystemTime,
     max_age: Duration,
-) -> Result<(), (SkipReason, String)> {
+) -> Result<(), (WatchSkip, String)> {
     if !status.ready || !complete {
         let mut why = format!(
             "the map is not ready (first full read done: {}, tail live: {})",
@@ -685,18 +681,18 @@ fn fitness(
         if let Some(error) = &status.last_error {
             why.push_str(&format!("; last read error: {error}"));
         }
-        return Err((SkipReason::MapNotReady, why));
+        return Err((WatchSkip::MapNotReady, why));
     }
     let Some(as_of) = status.as_of else {
         return Err((
-            SkipReason::MapNotReady,
+            WatchSkip::MapNotReady,
             "the map has no as_of yet".to_string(),
         ));
     };
     // An `as_of` after `now` (a clock stepped back) makes the map no older than it says.
     match now.duration_since(as_of) {
         Ok(age) if age > max_age => Err((
-            SkipReason::MapStale,
+            WatchSkip::MapStale,
             format!(
                 "the map was last caught up {:.1} s ago, more than the {:.1} s allowed",
                 age.as_secs_f64(),

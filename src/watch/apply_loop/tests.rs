@@ -137,11 +137,11 @@ async fn a_map_not_ready_or_too_old_writes_nothing_and_says_why() {
     let (cluster, _client, apply) = target().await;
     let rows = [("idle", 0, 10), ("other", 1, 20)];
     for (ready, age, reason, words) in [
-        (false, Duration::ZERO, SkipReason::MapNotReady, "not ready"),
+        (false, Duration::ZERO, WatchSkip::MapNotReady, "not ready"),
         (
             true,
             Duration::from_secs(60),
-            SkipReason::MapStale,
+            WatchSkip::MapStale,
             "60.0 s ago",
         ),
     ] {
@@ -163,13 +163,13 @@ async fn a_map_not_ready_or_too_old_writes_nothing_and_says_why() {
         .report
         .complete = false;
     let report = apply.tick_on(&incomplete).await;
-    assert_eq!(report.skipped_groups[&SkipReason::MapNotReady], 2);
+    assert_eq!(report.skipped_groups[&WatchSkip::MapNotReady], 2);
     assert_eq!(group_requests(&cluster), 0, "an unfit map asked the target");
     assert!(cluster.committed("idle").is_empty());
     let totals = apply.totals();
     assert_eq!(totals.runs, 3);
-    assert_eq!(totals.skipped_groups[&SkipReason::MapNotReady], 4);
-    assert_eq!(totals.skipped_groups[&SkipReason::MapStale], 2);
+    assert_eq!(totals.skipped_groups[&WatchSkip::MapNotReady], 4);
+    assert_eq!(totals.skipped_groups[&WatchSkip::MapStale], 2);
     assert_eq!(totals.last_success, None);
 }
 
@@ -180,7 +180,7 @@ async fn a_map_that_stops_being_ready_while_planning_writes_nothing() {
     // The target restarted while the plan was made: the tail is not live any more.
     *source.later.lock().unwrap() = Some(status(false, source.snapshot().as_of));
     let report = apply.tick_on(&source).await;
-    assert_eq!(report.skipped_groups[&SkipReason::MapNotReady], 1);
+    assert_eq!(report.skipped_groups[&WatchSkip::MapNotReady], 1);
     assert!(
         report
             .problem
@@ -233,16 +233,16 @@ async fn an_empty_group_is_committed_an_active_one_is_not_and_nothing_is_rewound
     assert_eq!(report.applied_groups, 1);
     assert_eq!(
         report.skipped_groups,
-        BTreeMap::from([(SkipReason::Active, 1)])
+        BTreeMap::from([(WatchSkip::Active, 1)])
     );
     assert_eq!(
         report.refused_partitions,
-        BTreeMap::from([(Verdict::WouldRewind, 1)])
+        BTreeMap::from([(ApplyVerdict::WouldRewind, 1)])
     );
     assert_eq!(report.errors, 0);
     assert!(report.succeeded());
     let busy = report.notes.iter().find(|n| n.group == "busy").unwrap();
-    assert_eq!(busy.skipped, Some(SkipReason::Active));
+    assert_eq!(busy.skipped, Some(WatchSkip::Active));
     assert!(busy.message.contains("member"), "{busy:?}");
     assert_eq!(cluster.committed("idle"), offsets(&[(0, 10), (1, 20)]));
     assert!(cluster.committed("busy").is_empty());
@@ -264,7 +264,7 @@ async fn an_empty_group_is_committed_an_active_one_is_not_and_nothing_is_rewound
     assert_eq!(cluster.served(ApiKey::OffsetCommit), commits);
     let totals = apply.totals();
     assert_eq!((totals.runs, totals.committed_partitions), (2, 2));
-    assert_eq!(totals.skipped_groups[&SkipReason::Active], 2);
+    assert_eq!(totals.skipped_groups[&WatchSkip::Active], 2);
     assert_eq!(totals.last_success, Some(again.started_at));
 }
 
@@ -333,7 +333,7 @@ async fn a_group_that_gains_a_member_after_the_plan_is_skipped_as_changed() {
     let report = apply.tick_on(&source).await;
     assert_eq!(
         report.skipped_groups,
-        BTreeMap::from([(SkipReason::ChangedSincePlan, 1)]),
+        BTreeMap::from([(WatchSkip::ChangedSincePlan, 1)]),
         "{report}"
     );
     let note = report.notes.iter().find(|n| n.group == "joins").unwrap();
@@ -413,16 +413,16 @@ fn fitness_trusts_no_future_and_no_old_map() {
         fitness(&status(true, at(989)), true, now, max)
             .unwrap_err()
             .0,
-        SkipReason::MapStale
+        WatchSkip::MapStale
     );
     // A clock stepped back does not make the map older than it says.
     assert!(fitness(&status(true, at(1_005)), true, now, max).is_ok());
     assert_eq!(
         fitness(&status(true, None), true, now, max).unwrap_err().0,
-        SkipReason::MapNotReady
+        WatchSkip::MapNotReady
     );
     let (reason, why) = fitness(&status(false, at(999)), true, now, max).unwrap_err();
-    assert_eq!(reason, SkipReason::MapNotReady);
+    assert_eq!(reason, WatchSkip::MapNotReady);
     assert!(why.contains("connection refused"), "{why}");
 }
 
@@ -430,7 +430,7 @@ fn fitness_trusts_no_future_and_no_old_map() {
 /// `not-consumer-group`, not `changed-since-plan` (issue 24).
 #[test]
 fn skips_are_counted_by_the_executors_typed_reason() {
-    use crate::apply::{Change, GroupRefusal, SkipReason as Skip};
+    use crate::apply::{Change, GroupRefusal, GroupSkip as Skip};
     use crate::client::GroupProtocol;
     let share = GroupRefusal::NotConsumerGroup {
         group_type: "share".into(),
@@ -442,27 +442,27 @@ fn skips_are_counted_by_the_executors_typed_reason() {
     };
     assert_eq!(
         skip_reason(&Skip::ChangedSincePlan(Change::Refused(share.clone()))),
-        SkipReason::NotConsumerGroup
+        WatchSkip::NotConsumerGroup
     );
     assert_eq!(
         skip_reason(&Skip::Refused(share)),
-        SkipReason::NotConsumerGroup
+        WatchSkip::NotConsumerGroup
     );
     assert_eq!(
         skip_reason(&Skip::Refused(active.clone())),
-        SkipReason::Active
+        WatchSkip::Active
     );
     assert_eq!(
         skip_reason(&Skip::ChangedSincePlan(Change::Refused(active))),
-        SkipReason::ChangedSincePlan
+        WatchSkip::ChangedSincePlan
     );
     assert_eq!(
         skip_reason(&Skip::ChangedSincePlan(Change::OffsetsMoved(vec![]))),
-        SkipReason::ChangedSincePlan
+        WatchSkip::ChangedSincePlan
     );
     assert_eq!(
         skip_reason(&Skip::GainedMembers),
-        SkipReason::ChangedSincePlan
+        WatchSkip::ChangedSincePlan
     );
 }
 
