@@ -143,6 +143,17 @@ impl Translation {
         }
     }
 
+    /// This translation with each group's type on the source (groups `types` does not name
+    /// are consumer groups): what a translation from the source's offsets learned from
+    /// ListGroups.
+    pub(crate) fn with_group_types(
+        mut self,
+        types: &std::collections::BTreeMap<String, crate::client::GroupType>,
+    ) -> Self {
+        self.offsets.set_group_types(types);
+        self
+    }
+
     /// Every translated offset as an owned value, in [`iter`](Translation::iter)'s order.
     pub fn to_owned_offsets(&self) -> Vec<TranslatedOffset> {
         self.iter().map(|o| o.to_owned_offset()).collect()

@@ -391,7 +391,9 @@ pub(crate) fn write_table_of(
                 (GroupStatus::Refused { .. }, _)
                     if matches!(
                         p.verdict,
-                        Verdict::PendingTransaction | Verdict::GroupIdNotUtf8
+                        Verdict::PendingTransaction
+                            | Verdict::GroupIdNotUtf8
+                            | Verdict::SourceNotConsumerGroup
                     ) =>
                 {
                     p.verdict.as_str().to_string()

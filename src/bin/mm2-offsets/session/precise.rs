@@ -464,7 +464,14 @@ pub fn write_json_with(
 /// was not matched), then per group the sums.
 fn write_table(out: &mut dyn Write, precise: &PreciseTranslation) -> io::Result<()> {
     let matching = precise.matching.as_ref();
-    let mut header = vec!["GROUP", "TOPIC", "PARTITION", "UPSTREAM", "MM2_OFFSET"];
+    let mut header = vec![
+        "GROUP",
+        "TYPE",
+        "TOPIC",
+        "PARTITION",
+        "UPSTREAM",
+        "MM2_OFFSET",
+    ];
     if matching.is_some() {
         header.push("PRECISE");
     }
@@ -479,6 +486,7 @@ fn write_table(out: &mut dyn Write, precise: &PreciseTranslation) -> io::Result<
             // Names come from the broker: escaped, so control characters cannot reach the
             // terminal.
             group_label(o.group),
+            o.group_type.name().escape_debug().to_string(),
             o.topic.escape_debug().to_string(),
             o.partition.to_string(),
             input.upstream_offset.to_string(),
