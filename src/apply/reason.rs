@@ -378,6 +378,15 @@ mod tests {
             GroupRefusal::PendingTransaction {
                 detail: "group \"g\" on orders-0".into(),
             },
+            GroupRefusal::SourceNotConsumerGroup {
+                group_type: "streams".into(),
+            },
+            GroupRefusal::SourceNotConsumerGroup {
+                group_type: "share".into(),
+            },
+            GroupRefusal::SourceNotConsumerGroup {
+                group_type: "connect".into(),
+            },
             GroupRefusal::Other("something else".into()),
         ] {
             let json = serde_json::to_string(&refusal).unwrap();

@@ -134,8 +134,11 @@ impl MirrorClient {
                     translation.with_rows(extra)
                 }
                 .with_group_types(&types);
-                let (rows, inputs, source_groups) =
+                let (rows, inputs, mut source_groups) =
                     retranslate_from_source(&translation, &index, policy, &fetched);
+                for (group, account) in &mut source_groups {
+                    account.group_type = types.get(group).cloned().unwrap_or_default();
+                }
                 PreciseTranslation::assemble(
                     translation,
                     (rows, inputs, source_groups),
