@@ -564,6 +564,67 @@ mod tests {
         assert_eq!((groups["g"].source_only, groups["g"].not_mirrored), (2, 1));
     }
 
+    /// A share group's start offsets (never checkpointed) become rows of their own, translated
+    /// from the source alone, and carry the group's type through the rebuilt table; the
+    /// checkpointed group stays a consumer group.
+    #[test]
+    fn a_share_groups_start_offsets_are_typed_source_only_rows() {
+        let mut builder = SyncIndexBuilder::new();
+        for (u, d) in [(0, 10), (50, 60)] {
+            builder.add(b"orders", 0, u, d);
+        }
+        let index = builder.finish(Default::default());
+        let t = translation(&[("app", 50, 60)]);
+        let mut fetched = SourceOffsets::new();
+        fetched.insert(
+            "app".into(),
+            Ok(offsets(&[("orders", 0, committed(55, 0))])),
+        );
+        // Start offset 5 on partition 0; partition 1 not initialized yet (-1): no row.
+        fetched.insert(
+            "queue".into(),
+            Ok(offsets(&[
+                ("orders", 0, committed(5, 0)),
+                ("orders", 1, committed(-1, 0)),
+            ])),
+        );
+        let types: BTreeMap<String, GroupType> = [
+            ("app".to_string(), GroupType::Consumer),
+            ("queue".to_string(), GroupType::Share),
+        ]
+        .into();
+        let policy = ReplicationPolicy::default();
+        let extra = source_only_rows(&t, &index, &policy, "primary", &fetched, 1234);
+        let t = t.with_rows(extra).with_group_types(&types);
+        let (precise, inputs, _) = retranslate_from_source(&t, &index, &policy, &fetched);
+        let rows: Vec<(&str, &str, i64, i64, Input)> = t
+            .iter()
+            .zip(precise.iter().zip(&inputs))
+            .map(|(o, (p, i))| {
+                (
+                    o.group,
+                    o.group_type.name(),
+                    i.upstream_offset,
+                    p.offset,
+                    i.input,
+                )
+            })
+            .collect();
+        assert_eq!(
+            rows,
+            [
+                ("app", "consumer", 55, 61, Input::SourceOffset),
+                ("queue", "share", 5, 11, Input::SourceOnly),
+            ]
+        );
+        // Kept when the offsets are replaced (what apply plans from).
+        let owned = t
+            .clone()
+            .with_offsets([(55, 61), (5, 11)])
+            .to_owned_offsets();
+        assert_eq!(owned[1].group_type, GroupType::Share);
+    }
+
     #[test]
     fn a_group_moved_back_before_every_sync_keeps_the_checkpoint_and_says_no_sync() {
         let mut builder = SyncIndexBuilder::new();
