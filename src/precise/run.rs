@@ -131,7 +131,7 @@ impl MirrorClient {
                 let translation = if extra.is_empty() {
                     translation
                 } else {
-                    translation.with_rows(extra)
+                    translation.with_rows(extra).without_found_missing()
                 }
                 .with_group_types(&types);
                 let (rows, inputs, mut source_groups) =
