@@ -1,5 +1,6 @@
 //! Group types on real brokers (issue 31, first slice): a share group (KIP-932) with a real
-//! share consumer on Kafka 4.4, beside a consumer group, translated with
+//! share consumer and a Streams group (KIP-1071) left by a real Kafka Streams application on
+//! Kafka 4.4, beside a consumer group, translated with
 //! `--from-source-offsets` and applied to a Kafka 3.9 target; then a Kafka 3.9 source, where
 //! every group is a consumer group, as before.
 //!
@@ -109,6 +110,89 @@ fn kafka_tool(lib: &std::path::Path, class: &str, args: &[&str]) -> String {
         String::from_utf8_lossy(&out.stderr)
     );
     stdout
+}
+
+/// The kafka-streams 4.4.0 jar (not in the harness's lib dir: fetched into the local Maven
+/// repository once, as the harness resolves its own jars).
+fn kafka_streams_jar() -> PathBuf {
+    let home = std::env::var_os("HOME").expect("HOME");
+    let jar = PathBuf::from(home)
+        .join(".m2/repository/org/apache/kafka/kafka-streams/4.4.0/kafka-streams-4.4.0.jar");
+    if !jar.exists() {
+        let status = Command::new("mvn")
+            .args([
+                "-q",
+                "-B",
+                "dependency:get",
+                "-Dartifact=org.apache.kafka:kafka-streams:4.4.0",
+                "-Dtransitive=false",
+            ])
+            .status()
+            .expect("run mvn");
+        assert!(
+            status.success() && jar.exists(),
+            "mvn dependency:get kafka-streams"
+        );
+    }
+    jar
+}
+
+/// Runs `protocol-tests/java/StreamsOnce.java` (compiled into `classes`): a Kafka Streams
+/// application on the Streams protocol copies `count` records of `input` to `output`, then
+/// closes, leaving an empty Streams group `app_id` with committed offsets.
+fn run_streams_once(
+    lib: &std::path::Path,
+    classes: &std::path::Path,
+    bootstrap: &str,
+    app_id: &str,
+    (input, output): (&str, &str),
+    count: usize,
+) {
+    let jar = kafka_streams_jar();
+    let classpath = format!(
+        "{}/*:{}:{}",
+        lib.display(),
+        jar.display(),
+        classes.display()
+    );
+    let source = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("protocol-tests/java/StreamsOnce.java");
+    let javac = Command::new("javac")
+        .args(["--release", "17", "-cp", &classpath, "-d"])
+        .arg(classes)
+        .arg(&source)
+        .output()
+        .expect("run javac");
+    assert!(javac.status.success(), "javac: {javac:?}");
+    let state = classes.join("state");
+    let out = Command::new("java")
+        .args(["-Xmx256m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC"])
+        .arg(format!(
+            "-Dlog4j2.configurationFile={}",
+            harness_dir()
+                .join("config/log4j2-tool.properties")
+                .display()
+        ))
+        .args([
+            "-cp",
+            &classpath,
+            "StreamsOnce",
+            bootstrap,
+            app_id,
+            input,
+            output,
+        ])
+        .arg(count.to_string())
+        .arg(&state)
+        .output()
+        .expect("run java");
+    assert!(
+        out.status.success(),
+        "StreamsOnce: {:?}\n{}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 /// The share group's start offset of `topic`-0, as Kafka's `kafka-share-groups.sh --describe
@@ -279,6 +363,32 @@ async fn share_group_on_kafka_4_is_typed_translated_and_never_written_as_a_consu
         Some("share"),
         "{listed_share:?}"
     );
+    // A real Kafka Streams application (group.protocol=streams) reads all 100 records and
+    // closes: an empty Streams group with committed offsets (OffsetFetch answers for it).
+    let streams = format!("{unique}-streams");
+    let streams_out = format!("{unique}.streams-out");
+    raw4.create_topic(&streams_out, 1).await;
+    let classes = tempfile::tempdir().unwrap();
+    run_streams_once(
+        &lib,
+        classes.path(),
+        &k4_server,
+        &streams,
+        (&topic, &streams_out),
+        100,
+    );
+    let listed_streams = listed(&client4, &streams).await;
+    assert_eq!(
+        listed_streams.as_ref().and_then(|l| l.1.as_deref()),
+        Some("streams"),
+        "{listed_streams:?}"
+    );
+    let streams_committed = raw4.committed(&streams).await;
+    assert_eq!(
+        streams_committed.get(&(topic.clone(), 0)),
+        Some(&100),
+        "{streams_committed:?}"
+    );
     eprintln!("setup {:?}", started.elapsed());
 
     let translate = |output: &str| -> Vec<String> {
@@ -292,6 +402,8 @@ async fn share_group_on_kafka_4_is_typed_translated_and_never_written_as_a_consu
             &consumer,
             "--group",
             &share,
+            "--group",
+            &streams,
             "--precise",
             "--syncs-bootstrap-server",
             &k4_server,
@@ -328,6 +440,12 @@ async fn share_group_on_kafka_4_is_typed_translated_and_never_written_as_a_consu
     for o in doc["offsets"].as_array().unwrap() {
         assert_eq!(o["topic"], replica.as_str());
     }
+    // The Streams group's committed 100: past the sync (99, 109), so 110 (the replica's end).
+    assert_eq!(
+        by_group[&streams],
+        ("streams".to_string(), 100, 110, "source-only".to_string()),
+        "{doc}"
+    );
     // Found on the source: not a missing (mistyped) group, though MM2 never checkpointed it.
     assert_eq!(doc["missing_groups"], serde_json::json!([]), "{doc}");
     assert!(!out.stderr.contains("no checkpoints"), "{}", out.stderr);
@@ -342,6 +460,7 @@ async fn share_group_on_kafka_4_is_typed_translated_and_never_written_as_a_consu
         .collect();
     assert_eq!(typed[consumer.as_str()], "consumer");
     assert_eq!(typed[share.as_str()], "share");
+    assert_eq!(typed[streams.as_str()], "streams");
     let out = run(&translate("table"));
     assert_eq!(out.code, Some(0), "{}", out.stderr);
     let table = String::from_utf8(out.stdout).unwrap();
@@ -381,14 +500,27 @@ async fn share_group_on_kafka_4_is_typed_translated_and_never_written_as_a_consu
     for p in refused["partitions"].as_array().unwrap() {
         assert_eq!(p["verdict"], "source-not-consumer-group", "{refused}");
     }
+    let refused = plan_of(&streams);
+    assert_eq!(refused["status"], "refused", "{refused}");
+    assert!(
+        refused["reason"].as_str().unwrap_or_default().starts_with(
+            "source-not-consumer-group: on the source this is a Kafka Streams group (KIP-1071)"
+        ),
+        "{refused}"
+    );
+    for p in refused["partitions"].as_array().unwrap() {
+        assert_eq!(p["verdict"], "source-not-consumer-group", "{refused}");
+    }
     assert_eq!(plan_of(&consumer)["status"], "ready", "{doc}");
     // Read back with a raw OffsetFetch: the consumer group holds 61, the share group id is not
     // on the target at all (no classic group was made of it).
     let held = raw39.committed(&consumer).await;
     assert_eq!(held.get(&(replica.clone(), 0)), Some(&61), "{held:?}");
-    assert!(raw39.committed(&share).await.is_empty());
-    let on_target = listed(&client39, &share).await;
-    assert_eq!(on_target, None, "the share group's id on the target");
+    for group in [&share, &streams] {
+        assert!(raw39.committed(group).await.is_empty(), "{group}");
+        let on_target = listed(&client39, group).await;
+        assert_eq!(on_target, None, "{group}'s id on the target");
+    }
     assert!(
         out.stderr.contains("source-not-consumer-group") || {
             let text = String::from_utf8_lossy(&out.stdout);
