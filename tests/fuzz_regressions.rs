@@ -17,7 +17,7 @@ mod targets;
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 
 /// Every target, as named in fuzz/fuzz_targets/.
-const TARGETS: [&str; 25] = [
+const TARGETS: [&str; 26] = [
     "api_versions_response",
     "checkpoint_decode",
     "cli_args",
@@ -31,6 +31,7 @@ const TARGETS: [&str; 25] = [
     "records_decompress",
     "response_consumer_group_describe",
     "response_describe_groups",
+    "response_describe_share_group_offsets",
     "response_fetch",
     "response_find_coordinator",
     "response_list_groups",
@@ -104,6 +105,9 @@ fn run(target: &str, data: &[u8]) {
         "response_offset_fetch" => drop(targets::response_offset_fetch(data)),
         "response_offset_commit" => drop(targets::response_offset_commit(data)),
         "response_offset_delete" => drop(targets::response_offset_delete(data)),
+        "response_describe_share_group_offsets" => {
+            drop(targets::response_describe_share_group_offsets(data))
+        }
         "response_list_offsets" => drop(targets::response_list_offsets(data)),
         "response_metadata" => drop(targets::response_metadata(data)),
         "sasl_scram_server_first" => drop(targets::sasl_scram_server_first(data)),
@@ -333,6 +337,35 @@ fn offset_delete_inputs_decode_as_written() {
     assert!(hostile.unwrap_err().contains("array of 2147483647"));
 }
 
+/// The DescribeShareGroupOffsets inputs (hand-written from the v0 schema, as Kafka 4.4 sends
+/// it): the valid bodies decode to what they say, the hostile count is refused before anything
+/// is allocated.
+#[test]
+fn share_group_offsets_inputs_decode_as_written() {
+    let dir = Path::new(ROOT).join("fuzz/regressions/response_describe_share_group_offsets");
+    let read = |name: &str| fs::read(dir.join(name)).expect("read the input");
+    let decoded =
+        targets::response_describe_share_group_offsets(&read("v0-one-group-two-partitions"))
+            .unwrap()
+            .unwrap();
+    let group = &decoded.groups[0];
+    assert_eq!((group.group_id.as_str(), group.error_code), ("q", 0));
+    assert_eq!(group.topics[0].name, "orders");
+    let starts: Vec<(i32, i64)> = group.topics[0]
+        .partitions
+        .iter()
+        .map(|p| (p.partition, p.start_offset))
+        .collect();
+    assert_eq!(starts, [(0, 5), (1, -1)]);
+    let missing = targets::response_describe_share_group_offsets(&read("v0-group-not-found"))
+        .unwrap()
+        .unwrap();
+    assert_eq!(missing.groups[0].error_code, 69);
+    let hostile =
+        targets::response_describe_share_group_offsets(&read("v0-hostile-group-count")).unwrap();
+    assert!(hostile.unwrap_err().contains("array of"));
+}
+
 #[test]
 fn saved_crash_inputs_pass_their_targets() {
     for (target, name, data) in inputs("fuzz/regressions") {
@@ -344,9 +377,10 @@ fn saved_crash_inputs_pass_their_targets() {
 /// The group-coordinator responses (added with `apply`) have no seeds captured from real
 /// brokers yet: fuzz/capture.sh does not send these requests. Their decoders are round-trip
 /// tested against kafka-protocol's encoders and exercised by protocol-tests/tests/apply_kafka.rs.
-const NOT_CAPTURED_YET: [&str; 7] = [
+const NOT_CAPTURED_YET: [&str; 8] = [
     "response_consumer_group_describe",
     "response_describe_groups",
+    "response_describe_share_group_offsets",
     "response_find_coordinator",
     "response_list_groups",
     "response_offset_commit",

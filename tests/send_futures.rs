@@ -63,6 +63,7 @@ const LISTED: &[&str] = &[
     "src/client/log_offsets.rs:log_ranges",
     "src/client/offset_delete.rs:delete_group_offsets",
     "src/client/offset_fetch.rs:fetch_group_offsets",
+    "src/client/share_offsets.rs:fetch_share_group_offsets",
     "src/client/offset_fetch.rs:fetch_offsets",
     "src/failback/translate.rs:sharpen_with_records",
     "src/failback/translate.rs:translate_failback",
@@ -188,6 +189,7 @@ fn futures_are_send(
     send(kafka.find_group_coordinators(&groups, deadline));
     send(kafka.describe_group(coordinator, "g", deadline));
     send(kafka.fetch_group_offsets(coordinator, &groups, deadline));
+    send(kafka.fetch_share_group_offsets(&groups, &known, deadline));
     send(kafka.commit_group_offsets(coordinator, "g", &offsets, deadline));
     send(kafka.describe_groups(&groups, &known, deadline));
     send(kafka.fetch_offsets(&wanted, &known, deadline));

@@ -12,9 +12,9 @@ use mm2_offsets::mm2::{checkpoint, heartbeat, offset_sync};
 use mm2_offsets::precise::{SyncSnapshot, index_from_batches};
 use mm2_offsets::records::{AbortedFilter, Batch, Batches, Compression, ControlRecord, Scratch};
 use mm2_offsets::responses::{
-    ConsumerGroupDescribeResponse, DescribeGroupsResponse, FetchResponse, FindCoordinatorResponse,
-    ListGroupsResponse, ListOffsetsResponse, MetadataResponse, OffsetCommitResponse,
-    OffsetDeleteResponse, OffsetFetchResponse,
+    ConsumerGroupDescribeResponse, DescribeGroupsResponse, DescribeShareGroupOffsetsResponse,
+    FetchResponse, FindCoordinatorResponse, ListGroupsResponse, ListOffsetsResponse,
+    MetadataResponse, OffsetCommitResponse, OffsetDeleteResponse, OffsetFetchResponse,
 };
 use mm2_offsets::select::{GroupSelector, JavaPattern};
 use mm2_offsets::translate::BatchTranslator;
@@ -161,6 +161,15 @@ pub fn response_offset_commit(data: &[u8]) -> Option<Result<OffsetCommitResponse
 pub fn response_offset_delete(data: &[u8]) -> Option<Result<OffsetDeleteResponse, String>> {
     let (version, body) = split_version(data)?;
     Some(OffsetDeleteResponse::decode(body, version).map_err(|e| e.to_string()))
+}
+
+/// `response_describe_share_group_offsets`: 2 bytes big-endian version, then a
+/// DescribeShareGroupOffsetsResponse body.
+pub fn response_describe_share_group_offsets(
+    data: &[u8],
+) -> Option<Result<DescribeShareGroupOffsetsResponse, String>> {
+    let (version, body) = split_version(data)?;
+    Some(DescribeShareGroupOffsetsResponse::decode(body, version).map_err(|e| e.to_string()))
 }
 
 /// `api_versions_response`: 2 bytes big-endian version, then an ApiVersions response body,

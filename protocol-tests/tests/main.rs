@@ -21,6 +21,8 @@ mod failback_mm2;
 mod failover_mm2;
 mod faults;
 mod group_calls;
+// Share groups (a real share consumer) and group types on k4 and k39 (issue 31).
+mod group_types;
 mod hostile_outcomes;
 mod hostile_writes;
 mod java_patterns;

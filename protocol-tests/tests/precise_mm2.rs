@@ -388,7 +388,8 @@ async fn cli_from_source_offsets_csv_reads_the_source_and_matches_the_library() 
             "rule",
             "input",
             "checkpoint_upstream_offset",
-            "max_rereads"
+            "max_rereads",
+            "group_type"
         ]
     );
     assert_eq!(rows.len() - 1, expected.precise.len());

@@ -497,10 +497,12 @@ pub async fn plan(
         Box::pin(heartbeats),
     )?;
     let kinds = read::non_consumer_groups(client, &coordinators, deadline).await;
+    // A group that is no consumer group on the source is refused whatever the target holds.
+    let source_types = source_group_types(translation);
     // A share or streams group is refused before anything else is asked of it.
     let known: Coordinators = found_coordinators(&coordinators)
         .into_iter()
-        .filter(|(g, _)| !kinds.contains_key(g))
+        .filter(|(g, _)| !kinds.contains_key(g) && !source_types.contains_key(g.as_str()))
         .collect();
     let denied = read::denied_topics(&logs);
     let wanted: BTreeMap<String, PartitionsWanted> = known
@@ -524,7 +526,9 @@ pub async fn plan(
         .iter()
         .map(|group| {
             let kind = kinds.get(group);
+            let source_type = source_types.get(group.as_str());
             let target = match (kind, coordinators.get(group)) {
+                _ if source_type.is_some() => Err(GroupError::Other(String::new())),
                 (Some(_), _) => Err(GroupError::Other(String::new())),
                 (None, Some(Ok(_))) => match reads.remove(group) {
                     Some(read) => read::checked(read, &denied),
@@ -554,6 +558,9 @@ pub async fn plan(
                 }
                 None => {}
             }
+            if let Some(group_type) = source_type {
+                refuse_source_type(&mut planned, group_type);
+            }
             planned
         })
         .collect();
@@ -568,6 +575,33 @@ pub async fn plan(
         rules: Some(options.rules),
         input: Some(options.input),
     })
+}
+
+/// The groups of `translation` that are not consumer groups on the source, with their type.
+fn source_group_types(translation: &Translation) -> BTreeMap<&str, &crate::client::GroupType> {
+    let mut types = BTreeMap::new();
+    for o in translation.iter() {
+        if !o.group_type.is_consumer() {
+            types.insert(o.group, o.group_type);
+        }
+    }
+    types
+}
+
+/// Refuses `planned`, a group of `group_type` on the source: every row says
+/// `source-not-consumer-group`, the status names the type, and nothing of the target is shown
+/// (it was not read).
+fn refuse_source_type(planned: &mut GroupPlan, group_type: &crate::client::GroupType) {
+    planned.status = GroupStatus::Refused {
+        reason: GroupRefusal::SourceNotConsumerGroup {
+            group_type: group_type.name().to_string(),
+        },
+    };
+    for p in &mut planned.partitions {
+        p.verdict = ApplyVerdict::SourceNotConsumerGroup;
+        p.clamped_from = None;
+        p.offset = p.translated;
+    }
 }
 
 /// The status of a group whose read failed: refused when the read found it must not be

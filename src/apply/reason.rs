@@ -51,8 +51,40 @@ pub enum GroupRefusal {
         /// The byte strings behind the name, escaped (`orders\xff`).
         raw: Vec<String>,
     },
+    /// The group is not a consumer group on the source cluster (ListGroups there named it a
+    /// streams or share group, or a type this build does not know): MirrorMaker 2 never
+    /// checkpoints it, and its offsets are never written as a consumer group's.
+    SourceNotConsumerGroup {
+        /// The type on the source, e.g. `streams` (see [`GroupType::name`](crate::client::GroupType::name)).
+        group_type: String,
+    },
     /// Words read from a plan file that this build does not parse.
     Other(String),
+}
+
+/// The first words of [`GroupRefusal::SourceNotConsumerGroup`].
+const SOURCE_NOT_CONSUMER: &str = "source-not-consumer-group: on the source this is ";
+/// What follows the type in [`GroupRefusal::SourceNotConsumerGroup`]'s words for a type this
+/// build does not know.
+const OTHER_TYPE_TAIL: &str = ", not a consumer group; MirrorMaker 2 checkpoints consumer groups only, and apply writes no other type";
+
+/// The words for a source group of `group_type`, after [`SOURCE_NOT_CONSUMER`].
+fn source_type_words(group_type: &str) -> String {
+    match group_type {
+        "streams" => "a Kafka Streams group (KIP-1071), which MirrorMaker 2 never checkpoints; \
+             apply does not write Streams groups yet: with the application stopped, commit the \
+             offsets translate --from-source-offsets shows for it on the target with \
+             Admin.alterStreamsGroupOffsets, then start it there"
+            .to_string(),
+        "share" => "a share group (KIP-932), which MirrorMaker 2 never checkpoints; its start \
+             offsets are never written as a consumer group's offsets (a commit would create a \
+             classic group that share consumers refuse); apply does not write share groups \
+             yet: with no share consumer running, set the start offsets translate \
+             --from-source-offsets shows on the target with kafka-share-groups.sh \
+             --reset-offsets or Admin.alterShareGroupOffsets"
+            .to_string(),
+        other => format!("a group of type {other}{OTHER_TYPE_TAIL}"),
+    }
 }
 
 /// The first words of [`GroupRefusal::PendingTransaction`], by which a plan file's refusal is
@@ -102,6 +134,9 @@ impl fmt::Display for GroupRefusal {
                 "group-id-not-utf8: the checkpoints name this group with bytes that are not UTF-8 ({}); its name here is a lossy decoding, not the group MirrorMaker 2 checkpointed, so it is never written",
                 raw.join(", ")
             ),
+            GroupRefusal::SourceNotConsumerGroup { group_type } => {
+                write!(f, "{SOURCE_NOT_CONSUMER}{}", source_type_words(group_type))
+            }
             GroupRefusal::Other(words) => f.write_str(words),
         }
     }
@@ -153,6 +188,21 @@ impl GroupRefusal {
             };
             if refusal.to_string() == words {
                 return refusal;
+            }
+        }
+        if let Some(rest) = words.strip_prefix(SOURCE_NOT_CONSUMER) {
+            let known = ["streams", "share"]
+                .into_iter()
+                .find(|t| source_type_words(t) == rest);
+            let group_type = match known {
+                Some(t) => Some(t.to_string()),
+                None => rest
+                    .strip_prefix("a group of type ")
+                    .and_then(|r| r.strip_suffix(OTHER_TYPE_TAIL))
+                    .map(str::to_string),
+            };
+            if let Some(group_type) = group_type {
+                return GroupRefusal::SourceNotConsumerGroup { group_type };
             }
         }
         GroupRefusal::Other(words.to_string())
@@ -461,6 +511,15 @@ mod tests {
             },
             GroupRefusal::PendingTransaction {
                 detail: "group \"g\" on orders-0".into(),
+            },
+            GroupRefusal::SourceNotConsumerGroup {
+                group_type: "streams".into(),
+            },
+            GroupRefusal::SourceNotConsumerGroup {
+                group_type: "share".into(),
+            },
+            GroupRefusal::SourceNotConsumerGroup {
+                group_type: "connect".into(),
             },
             GroupRefusal::Other("something else".into()),
         ] {

@@ -257,6 +257,7 @@ fn refusal_name(reason: &GroupRefusal) -> &'static str {
         GroupRefusal::OtherCluster { .. } => "other-cluster",
         GroupRefusal::PendingTransaction { .. } => "pending-transaction",
         GroupRefusal::GroupIdNotUtf8 { .. } => "group-id-not-utf8",
+        GroupRefusal::SourceNotConsumerGroup { .. } => "source-not-consumer-group",
         _ => "group-refused",
     }
 }

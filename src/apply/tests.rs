@@ -622,6 +622,83 @@ async fn share_and_streams_groups_are_refused_with_their_kind() {
     }
 }
 
+/// Groups that are no consumer groups on the source (what `--from-source-offsets` found) are
+/// refused before the target is asked, even where the target has never seen them (an
+/// OffsetCommit would make a classic group of them); the consumer group is written.
+#[tokio::test]
+async fn groups_of_another_type_on_the_source_are_refused_on_a_fresh_target() {
+    use crate::client::GroupType;
+    let (_broker, fake, client) = fake_listing(OnCommit::PartitionErrors, Vec::new()).await;
+    let types: BTreeMap<String, GroupType> = [
+        ("word-count", GroupType::Streams),
+        ("shared-work", GroupType::Share),
+        ("connect-workers", GroupType::Other("connect".into())),
+    ]
+    .into_iter()
+    .map(|(g, t)| (g.to_string(), t))
+    .collect();
+    let translation = translation(&[
+        ("word-count", "orders", 0, 5),
+        ("shared-work", "orders", 0, 5),
+        ("shared-work", "orders", 1, 7),
+        ("connect-workers", "orders", 0, 5),
+        ("orders-app", "orders", 0, 5),
+    ])
+    .with_group_types(&types);
+    let deadline = Deadline::after(std::time::Duration::from_secs(10));
+    let planned = plan(
+        &client,
+        &translation,
+        &BTreeMap::new(),
+        &ApplyOptions::default(),
+        std::time::UNIX_EPOCH + std::time::Duration::from_millis(2),
+        &deadline,
+    )
+    .await
+    .unwrap();
+    let by_group: BTreeMap<&str, &GroupPlan> = planned
+        .groups
+        .iter()
+        .map(|g| (g.group.as_str(), g))
+        .collect();
+    for (group, words) in [
+        ("word-count", "a Kafka Streams group (KIP-1071)"),
+        ("shared-work", "a share group (KIP-932)"),
+        (
+            "connect-workers",
+            "a group of type connect, not a consumer group",
+        ),
+    ] {
+        let g = by_group[group];
+        match &g.status {
+            GroupStatus::Refused {
+                reason: reason @ GroupRefusal::SourceNotConsumerGroup { .. },
+            } => {
+                let text = reason.to_string();
+                assert!(
+                    text.starts_with("source-not-consumer-group: on the source this is ")
+                        && text.contains(words),
+                    "{text}"
+                );
+            }
+            other => panic!("{group}: {other:?}"),
+        }
+        assert!(!g.partitions.is_empty());
+        for p in &g.partitions {
+            assert_eq!(p.verdict, ApplyVerdict::SourceNotConsumerGroup, "{group}");
+        }
+        // The target was not read for it.
+        assert_eq!((g.protocol, g.state.as_deref()), (None, None));
+    }
+    assert_eq!(by_group["orders-app"].status, GroupStatus::Ready);
+    // The plan's words read back as the same refusal (a saved plan keeps refusing).
+    let text = serde_json::to_string(&planned).unwrap();
+    let back: ApplyPlan = serde_json::from_str(&text).unwrap();
+    assert_eq!(back.groups, planned.groups);
+    let report = execute(&client, &planned, &ApplyOptions::default()).await;
+    assert_eq!(fake.commits.load(Ordering::SeqCst), 1, "{report:?}");
+}
+
 #[tokio::test]
 async fn a_group_that_became_a_streams_group_since_the_plan_is_skipped() {
     let (_broker, fake, client) =

@@ -46,6 +46,10 @@ pub enum ApplyVerdict {
     /// The group's id in the checkpoints is not valid UTF-8: its name is a lossy decoding that
     /// other byte strings may share, and not the group MirrorMaker 2 checkpointed.
     GroupIdNotUtf8,
+    /// The group is not a consumer group on the source (a Kafka Streams or share group, or a
+    /// type this build does not know): MirrorMaker 2 never checkpoints it, and its offsets are
+    /// never written as a consumer group's. Every partition of the group is refused.
+    SourceNotConsumerGroup,
 }
 
 impl ApplyVerdict {
@@ -66,6 +70,7 @@ impl ApplyVerdict {
             ApplyVerdict::PendingTransaction => "pending-transaction",
             ApplyVerdict::UnknownCheckpointVersion => "unknown-checkpoint-version",
             ApplyVerdict::GroupIdNotUtf8 => "group-id-not-utf8",
+            ApplyVerdict::SourceNotConsumerGroup => "source-not-consumer-group",
         }
     }
 

@@ -162,3 +162,107 @@ pub fn not_a_consumer_group(group_type: &str) -> Option<String> {
         _ => None,
     }
 }
+
+/// What kind of group a group id is on a cluster, as ListGroups says it: the type every output
+/// row carries (`group_type`). MirrorMaker 2 checkpoints consumer groups only (its
+/// `ListGroupsOptions.forConsumerGroups()`: types classic and consumer, protocol types "" and
+/// "consumer"), so a row from a checkpoint is always [`GroupType::Consumer`].
+#[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[non_exhaustive]
+pub enum GroupType {
+    /// A consumer group: a classic group of protocol type "consumer" or "" (offsets only), or a
+    /// KIP-848 consumer group. The default: what a checkpoint or an unlisted group id is.
+    #[default]
+    Consumer,
+    /// A Kafka Streams group (KIP-1071, `group.protocol=streams`).
+    Streams,
+    /// A share group (KIP-932): start offsets, not committed offsets.
+    Share,
+    /// Any other type, named as the cluster names it: a group type this version does not know,
+    /// or the protocol type of a classic group that is not a consumer's (`connect`).
+    Other(Box<str>),
+}
+
+impl GroupType {
+    /// The type of a listed group: its group type where the coordinator says it (ListGroups
+    /// v5+), its protocol type otherwise.
+    pub fn of(group: &ListedGroup) -> GroupType {
+        match group.group_type.as_deref() {
+            Some("consumer") => GroupType::Consumer,
+            Some("streams") => GroupType::Streams,
+            Some("share") => GroupType::Share,
+            Some("classic") | None => match group.protocol_type.as_str() {
+                "consumer" | "" => GroupType::Consumer,
+                other => GroupType::Other(other.into()),
+            },
+            Some(other) => GroupType::Other(other.into()),
+        }
+    }
+
+    /// The name in reports: `consumer`, `streams`, `share`, or the cluster's own name.
+    pub fn name(&self) -> &str {
+        match self {
+            GroupType::Consumer => "consumer",
+            GroupType::Streams => "streams",
+            GroupType::Share => "share",
+            GroupType::Other(name) => name,
+        }
+    }
+
+    /// Whether this is a consumer group, the only type MirrorMaker 2 checkpoints and apply
+    /// writes as committed offsets.
+    pub fn is_consumer(&self) -> bool {
+        matches!(self, GroupType::Consumer)
+    }
+}
+
+impl std::fmt::Display for GroupType {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl serde::Serialize for GroupType {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.name())
+    }
+}
+
+/// The consumer type, borrowed where a row has no type of its own.
+pub(crate) static CONSUMER: GroupType = GroupType::Consumer;
+
+#[cfg(test)]
+mod group_type_tests {
+    use super::*;
+
+    fn listed(protocol_type: &str, group_type: Option<&str>) -> ListedGroup {
+        ListedGroup {
+            group_id: "g".into(),
+            protocol_type: protocol_type.into(),
+            state: None,
+            group_type: group_type.map(str::to_string),
+        }
+    }
+
+    #[test]
+    fn each_listed_group_gets_its_type() {
+        let cases = [
+            (("consumer", Some("classic")), "consumer"),
+            (("", Some("classic")), "consumer"),
+            (("consumer", Some("consumer")), "consumer"),
+            (("streams", Some("streams")), "streams"),
+            (("share", Some("share")), "share"),
+            (("connect", Some("classic")), "connect"),
+            (("", Some("future")), "future"),
+            // Before ListGroups v5: the protocol type alone.
+            (("consumer", None), "consumer"),
+            (("", None), "consumer"),
+            (("connect", None), "connect"),
+        ];
+        for ((protocol, group_type), want) in cases {
+            let t = GroupType::of(&listed(protocol, group_type));
+            assert_eq!(t.name(), want, "{protocol:?} {group_type:?}");
+            assert_eq!(t.is_consumer(), want == "consumer");
+        }
+    }
+}

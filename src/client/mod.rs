@@ -70,6 +70,7 @@ mod offset_delete;
 mod offset_fetch;
 mod pool;
 pub(crate) mod retry;
+mod share_offsets;
 
 /// The transport errors a [`ClientError`] carries (connection, TLS, SASL, framing).
 pub use crate::wire::WireError;
@@ -88,8 +89,8 @@ pub use groups::{
     GroupProtocol, GroupResults, OffsetToCommit,
 };
 pub use kind::ErrorKind;
-pub use list_groups::ListedGroup;
-pub(crate) use list_groups::{NOT_CONSUMER_GROUP_TYPES, not_a_consumer_group};
+pub(crate) use list_groups::{CONSUMER, NOT_CONSUMER_GROUP_TYPES, not_a_consumer_group};
+pub use list_groups::{GroupType, ListedGroup};
 pub use log_offsets::{LogRange, TopicResults};
 pub use metadata::{BrokerInfo, PartitionInfo, SharedTopic, TopicInfo};
 pub use offset_fetch::PartitionsWanted;

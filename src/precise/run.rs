@@ -11,10 +11,10 @@ use super::request::{MatchRecords, PreciseRequest, Syncs, UpstreamPosition};
 use super::retranslate::{UpstreamTopics, retranslate};
 use super::source::SyncsSource;
 use super::source_offsets::{
-    fetch_committed_offsets, retranslate_from_source, source_groups, source_only_rows,
+    fetch_source_offsets, list_source_groups, retranslate_from_source, source_only_rows,
 };
 use super::translation::{GroupInputs, Input, Matching, PreciseTranslation, RowInput, RowMatch};
-use crate::client::{ClientError, Deadline, KafkaClient};
+use crate::client::{ClientError, Deadline, GroupType, KafkaClient};
 use crate::mm2::ReplicationPolicy;
 use crate::mm2::sync_index::{PreciseOffset, Rule, SyncIndex};
 use crate::record_match::history::LogOrder;
@@ -109,12 +109,15 @@ impl MirrorClient {
                 let read = async {
                     let mut groups: Vec<String> =
                         translation.groups().iter().map(|g| g.to_string()).collect();
-                    groups.extend(source_groups(source, &request.groups, &deadline).await?);
+                    let listed = list_source_groups(source, &request.groups, &deadline).await?;
+                    groups.extend(listed.selected);
                     groups.sort_unstable();
                     groups.dedup();
-                    fetch_committed_offsets(source, &groups, &deadline).await
+                    let fetched =
+                        fetch_source_offsets(source, &groups, &listed.types, &deadline).await?;
+                    Ok::<_, ClientError>((fetched, listed.types))
                 };
-                let fetched = tokio::time::timeout(deadline.remaining(), read)
+                let (fetched, types) = tokio::time::timeout(deadline.remaining(), read)
                     .await
                     .map_err(|_| ClientError::DeadlineExceeded {
                         operation: "reading the groups' committed offsets on the source cluster"
@@ -128,10 +131,14 @@ impl MirrorClient {
                 let translation = if extra.is_empty() {
                     translation
                 } else {
-                    translation.with_rows(extra)
-                };
-                let (rows, inputs, source_groups) =
+                    translation.with_rows(extra).without_found_missing()
+                }
+                .with_group_types(&types);
+                let (rows, inputs, mut source_groups) =
                     retranslate_from_source(&translation, &index, policy, &fetched);
+                for (group, account) in &mut source_groups {
+                    account.group_type = types.get(group).cloned().unwrap_or_default();
+                }
                 PreciseTranslation::assemble(
                     translation,
                     (rows, inputs, source_groups),
@@ -187,6 +194,7 @@ impl MirrorClient {
             .map(|p| TranslatedOffset {
                 source: source_alias.to_string(),
                 group: p.group.clone(),
+                group_type: GroupType::Consumer,
                 topic: policy.format_remote_topic(source_alias, &p.topic),
                 partition: p.partition,
                 offset: 0,

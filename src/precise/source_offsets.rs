@@ -14,7 +14,7 @@ use std::collections::{BTreeMap, HashSet};
 use super::retranslate::UpstreamTopics;
 use super::translation::{GroupInputs, Input, RowInput};
 use crate::client::{
-    ClientError, CommittedOffset, Deadline, GroupCoordinator, GroupOffsets, KafkaClient,
+    ClientError, CommittedOffset, Deadline, GroupCoordinator, GroupOffsets, GroupType, KafkaClient,
     PartitionsWanted, common_failure, found_coordinators,
 };
 use crate::mm2::ReplicationPolicy;
@@ -48,6 +48,62 @@ pub(crate) async fn fetch_committed_offsets(
         }
     }
     let fetched = client.fetch_offsets(&wanted, &known, deadline).await;
+    if let Some(failure) = common_failure(&fetched) {
+        return Err(failure);
+    }
+    for (group, answer) in fetched {
+        out.insert(group, answer.map_err(|e| e.to_string()));
+    }
+    Ok(out)
+}
+
+/// [`fetch_committed_offsets`] for the groups `types` names as consumer or streams groups (or
+/// not at all), DescribeShareGroupOffsets for its share groups: a share group's start offset
+/// stands where a committed offset would (the first record not yet delivered and
+/// acknowledged), and OffsetFetch has nothing for it.
+pub(crate) async fn fetch_source_offsets(
+    client: &KafkaClient,
+    groups: &[String],
+    types: &BTreeMap<String, GroupType>,
+    deadline: &Deadline,
+) -> Result<SourceOffsets, ClientError> {
+    let (share, committed): (Vec<String>, Vec<String>) = groups
+        .iter()
+        .cloned()
+        .partition(|g| types.get(g) == Some(&GroupType::Share));
+    let mut out = if committed.is_empty() {
+        SourceOffsets::new()
+    } else {
+        fetch_committed_offsets(client, &committed, deadline).await?
+    };
+    if !share.is_empty() {
+        out.extend(fetch_share_offsets(client, &share, deadline).await?);
+    }
+    Ok(out)
+}
+
+/// Each share group's start offsets (DescribeShareGroupOffsets), as [`fetch_committed_offsets`]
+/// reads committed ones.
+pub(crate) async fn fetch_share_offsets(
+    client: &KafkaClient,
+    groups: &[String],
+    deadline: &Deadline,
+) -> Result<SourceOffsets, ClientError> {
+    let mut out = SourceOffsets::new();
+    let coordinators = client.find_group_coordinators(groups, deadline).await?;
+    let known = found_coordinators(&coordinators);
+    let mut asked = Vec::new();
+    for (group, answer) in coordinators {
+        match answer {
+            Ok(_) => asked.push(group),
+            Err(e) => {
+                out.insert(group, Err(e.to_string()));
+            }
+        }
+    }
+    let fetched = client
+        .fetch_share_group_offsets(&asked, &known, deadline)
+        .await;
     if let Some(failure) = common_failure(&fetched) {
         return Err(failure);
     }
@@ -170,6 +226,7 @@ pub(crate) fn source_only_rows(
             rows.push(TranslatedOffset {
                 source: source_alias.to_string(),
                 group: group.clone(),
+                group_type: GroupType::Consumer,
                 topic: remote,
                 partition: *partition,
                 offset: 0,
@@ -250,6 +307,15 @@ pub(crate) fn retranslate_from_source(
     (precise, inputs, groups)
 }
 
+/// The groups on the source cluster: those a selection picks, and every listed group's type.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct SourceGroups {
+    /// The listed groups `selector` selects, sorted.
+    pub(crate) selected: Vec<String>,
+    /// Every listed group's type (ListGroups on every broker), selected or not.
+    pub(crate) types: BTreeMap<String, GroupType>,
+}
+
 /// Every group on the source cluster that `selector` selects (ListGroups on every broker):
 /// groups MM2 never checkpointed at all are translated too.
 pub(crate) async fn source_groups(
@@ -257,22 +323,36 @@ pub(crate) async fn source_groups(
     selector: &GroupSelector,
     deadline: &Deadline,
 ) -> Result<Vec<String>, ClientError> {
-    let mut out = std::collections::BTreeSet::new();
+    Ok(list_source_groups(client, selector, deadline)
+        .await?
+        .selected)
+}
+
+/// [`source_groups`], with every listed group's type.
+pub(crate) async fn list_source_groups(
+    client: &KafkaClient,
+    selector: &GroupSelector,
+    deadline: &Deadline,
+) -> Result<SourceGroups, ClientError> {
+    let mut types = BTreeMap::new();
     for broker in client.brokers() {
         let coordinator = GroupCoordinator {
             node_id: broker.node_id,
             address: broker.address(),
         };
         if let Some(groups) = client.list_groups(&coordinator, &[], deadline).await? {
-            out.extend(
-                groups
-                    .into_iter()
-                    .map(|g| g.group_id)
-                    .filter(|g| selector.matches(g)),
-            );
+            for g in groups {
+                let group_type = GroupType::of(&g);
+                types.insert(g.group_id, group_type);
+            }
         }
     }
-    Ok(out.into_iter().collect())
+    let selected = types
+        .keys()
+        .filter(|g| selector.matches(g))
+        .cloned()
+        .collect();
+    Ok(SourceGroups { selected, types })
 }
 
 #[cfg(test)]
@@ -482,6 +562,67 @@ mod tests {
         );
         assert_eq!(t.iter().nth(1).unwrap().topic, "primary.orders");
         assert_eq!((groups["g"].source_only, groups["g"].not_mirrored), (2, 1));
+    }
+
+    /// A share group's start offsets (never checkpointed) become rows of their own, translated
+    /// from the source alone, and carry the group's type through the rebuilt table; the
+    /// checkpointed group stays a consumer group.
+    #[test]
+    fn a_share_groups_start_offsets_are_typed_source_only_rows() {
+        let mut builder = SyncIndexBuilder::new();
+        for (u, d) in [(0, 10), (50, 60)] {
+            builder.add(b"orders", 0, u, d);
+        }
+        let index = builder.finish(Default::default());
+        let t = translation(&[("app", 50, 60)]);
+        let mut fetched = SourceOffsets::new();
+        fetched.insert(
+            "app".into(),
+            Ok(offsets(&[("orders", 0, committed(55, 0))])),
+        );
+        // Start offset 5 on partition 0; partition 1 not initialized yet (-1): no row.
+        fetched.insert(
+            "queue".into(),
+            Ok(offsets(&[
+                ("orders", 0, committed(5, 0)),
+                ("orders", 1, committed(-1, 0)),
+            ])),
+        );
+        let types: BTreeMap<String, GroupType> = [
+            ("app".to_string(), GroupType::Consumer),
+            ("queue".to_string(), GroupType::Share),
+        ]
+        .into();
+        let policy = ReplicationPolicy::default();
+        let extra = source_only_rows(&t, &index, &policy, "primary", &fetched, 1234);
+        let t = t.with_rows(extra).with_group_types(&types);
+        let (precise, inputs, _) = retranslate_from_source(&t, &index, &policy, &fetched);
+        let rows: Vec<(&str, &str, i64, i64, Input)> = t
+            .iter()
+            .zip(precise.iter().zip(&inputs))
+            .map(|(o, (p, i))| {
+                (
+                    o.group,
+                    o.group_type.name(),
+                    i.upstream_offset,
+                    p.offset,
+                    i.input,
+                )
+            })
+            .collect();
+        assert_eq!(
+            rows,
+            [
+                ("app", "consumer", 55, 61, Input::SourceOffset),
+                ("queue", "share", 5, 11, Input::SourceOnly),
+            ]
+        );
+        // Kept when the offsets are replaced (what apply plans from).
+        let owned = t
+            .clone()
+            .with_offsets([(55, 61), (5, 11)])
+            .to_owned_offsets();
+        assert_eq!(owned[1].group_type, GroupType::Share);
     }
 
     #[test]

@@ -158,6 +158,9 @@ pub struct GroupInputs {
     pub not_mirrored: usize,
     /// Why the group's offsets could not be read on the source, if they could not.
     pub error: Option<String>,
+    /// The group's type on the source (ListGroups): a share group's offsets are its start
+    /// offsets (DescribeShareGroupOffsets), not committed ones.
+    pub group_type: crate::client::GroupType,
 }
 
 /// What record matching did for one row.

@@ -23,6 +23,7 @@ use crate::wire::decode::{DecodeError, Decoder};
 
 pub mod consumer_group_describe;
 pub mod describe_groups;
+pub mod describe_share_group_offsets;
 pub mod fetch;
 pub mod find_coordinator;
 pub mod list_groups;
@@ -39,6 +40,8 @@ mod test_support;
 pub use consumer_group_describe::ConsumerGroupDescribeResponse;
 #[cfg(feature = "unstable-fuzzing")]
 pub use describe_groups::DescribeGroupsResponse;
+#[cfg(feature = "unstable-fuzzing")]
+pub use describe_share_group_offsets::DescribeShareGroupOffsetsResponse;
 #[cfg(feature = "unstable-fuzzing")]
 pub use fetch::FetchResponse;
 #[cfg(feature = "unstable-fuzzing")]
@@ -91,6 +94,10 @@ pub const OFFSET_COMMIT_VERSIONS: RangeInclusive<i16> = 2..=9;
 /// OffsetDelete (API key 47, KIP-496) versions we can send and decode: `kafka-protocol` 0.18
 /// and Kafka 4.x define v0 only.
 pub const OFFSET_DELETE_VERSIONS: RangeInclusive<i16> = 0..=0;
+
+/// DescribeShareGroupOffsets (API key 90, KIP-932) versions we can send and decode:
+/// `kafka-protocol` 0.18 encodes v0 only (v1, KIP-1226, adds each partition's lag).
+pub const DESCRIBE_SHARE_GROUP_OFFSETS_VERSIONS: RangeInclusive<i16> = 0..=0;
 
 /// Starts decoding `body` as a `what` response at `version`, rejecting unsupported versions.
 fn start(

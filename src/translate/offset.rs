@@ -3,6 +3,8 @@
 
 use serde::Serialize;
 
+use crate::client::GroupType;
+
 /// One translated offset: where `group` should resume on the target cluster.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[non_exhaustive]
@@ -11,6 +13,9 @@ pub struct TranslatedOffset {
     pub source: String,
     /// The consumer group.
     pub group: String,
+    /// The group's type on the source (`consumer` for a checkpoint's: MirrorMaker 2 checkpoints
+    /// no other type).
+    pub group_type: GroupType,
     /// The topic on the target cluster (already renamed by the replication policy).
     pub topic: String,
     /// The partition.
@@ -43,6 +48,9 @@ pub struct OffsetRef<'a> {
     pub source: &'a str,
     /// The consumer group.
     pub group: &'a str,
+    /// The group's type on the source (`consumer` for a checkpoint's: MirrorMaker 2 checkpoints
+    /// no other type).
+    pub group_type: &'a GroupType,
     /// The topic on the target cluster (already renamed by the replication policy).
     pub topic: &'a str,
     /// The partition.
@@ -72,6 +80,7 @@ impl OffsetRef<'_> {
         TranslatedOffset {
             source: self.source.to_string(),
             group: self.group.to_string(),
+            group_type: self.group_type.clone(),
             topic: self.topic.to_string(),
             partition: self.partition,
             offset: self.offset,

@@ -10,10 +10,13 @@
 
 use std::borrow::Cow;
 
+use std::collections::BTreeMap;
+
 use rustc_hash::FxHashMap;
 
 use super::offset::OffsetRef;
 use super::translator::{Folded, Latest, Part, PartKey, WIDE_OFFSET};
+use crate::client::{CONSUMER, GroupType};
 use crate::mm2::utf8;
 
 /// One part of the table: one accumulator's latest checkpoints, keys renumbered to the
@@ -57,6 +60,9 @@ pub(crate) struct OffsetTable {
     /// The groups whose id, as read, is not valid UTF-8: each decoded name (Java's, with
     /// U+FFFD) and the distinct byte strings behind it. Rare: empty in any sane read.
     not_utf8: std::collections::BTreeMap<Box<str>, Vec<Box<[u8]>>>,
+    /// Each group's type, by group rank, where one is not a consumer group; empty when every
+    /// group is (any checkpoint read: MirrorMaker 2 checkpoints consumer groups only).
+    group_types: Vec<GroupType>,
 }
 
 /// Where one offset is: (part, entry).
@@ -137,6 +143,7 @@ impl OffsetTable {
             len: 0,
             live_groups: Vec::new(),
             not_utf8,
+            group_types: Vec::new(),
         };
         let mut live_groups: Vec<u32> = Vec::new();
         let mut len = 0;
@@ -214,6 +221,18 @@ impl OffsetTable {
         }
     }
 
+    /// Sets each group's type from `types` (groups it does not name are consumer groups).
+    pub(crate) fn set_group_types(&mut self, types: &BTreeMap<String, GroupType>) {
+        if types.values().all(GroupType::is_consumer) && self.group_types.is_empty() {
+            return;
+        }
+        self.group_types = self
+            .groups
+            .iter()
+            .map(|g| types.get(&**g).cloned().unwrap_or_default())
+            .collect();
+    }
+
     /// Calls `f` with every winner, in order (of `group` only, when given).
     fn for_each_winner(&self, group: Option<u32>, mut f: impl FnMut(&OffsetTable, At)) {
         for (_, range) in &self.blocks {
@@ -244,6 +263,10 @@ impl OffsetTable {
         OffsetRef {
             source: &self.sources[source as usize],
             group: &self.groups[entry.group as usize],
+            group_type: self
+                .group_types
+                .get(entry.group as usize)
+                .unwrap_or(&CONSUMER),
             topic: &self.topics[entry.topic() as usize],
             partition: entry.partition,
             offset: entry.downstream_offset,
@@ -428,6 +451,11 @@ impl OffsetTable {
     /// A table of owned offsets, as if each were a checkpoint: what [`OffsetTable::with_rows`]
     /// builds on. Keys must be unique.
     pub(crate) fn from_owned(offsets: Vec<super::TranslatedOffset>) -> OffsetTable {
+        let types: BTreeMap<String, GroupType> = offsets
+            .iter()
+            .filter(|o| !o.group_type.is_consumer())
+            .map(|o| (o.group.clone(), o.group_type.clone()))
+            .collect();
         let mut by_source: std::collections::BTreeMap<String, Vec<super::TranslatedOffset>> =
             std::collections::BTreeMap::new();
         for o in offsets {
@@ -441,7 +469,9 @@ impl OffsetTable {
                     .map(move |p| (source.clone(), p))
             })
             .collect();
-        OffsetTable::from_parts(parts)
+        let mut table = OffsetTable::from_parts(parts);
+        table.set_group_types(&types);
+        table
     }
 
     /// This table with `extra` offsets added (their keys must not be in the table), in the

@@ -143,6 +143,28 @@ impl Translation {
         }
     }
 
+    /// This translation with each group's type on the source (groups `types` does not name
+    /// are consumer groups): what a translation from the source's offsets learned from
+    /// ListGroups.
+    pub(crate) fn with_group_types(
+        mut self,
+        types: &std::collections::BTreeMap<String, crate::client::GroupType>,
+    ) -> Self {
+        self.offsets.set_group_types(types);
+        self
+    }
+
+    /// This translation with the groups that have offsets here taken off
+    /// [`missing_groups`](Translation::missing_groups): a group asked for by id that MM2 never
+    /// checkpointed (a share or Streams group, a consumer group MM2 skipped) but whose offsets
+    /// the source gave is found, not mistyped.
+    pub(crate) fn without_found_missing(mut self) -> Self {
+        let found: std::collections::HashSet<String> =
+            self.groups().into_iter().map(str::to_string).collect();
+        self.missing_groups.retain(|g| !found.contains(g));
+        self
+    }
+
     /// Every translated offset as an owned value, in [`iter`](Translation::iter)'s order.
     pub fn to_owned_offsets(&self) -> Vec<TranslatedOffset> {
         self.iter().map(|o| o.to_owned_offset()).collect()

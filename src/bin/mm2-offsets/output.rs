@@ -66,6 +66,8 @@ pub fn json_offset_fields(w: &mut ChunkedWriter<'_>, o: &OffsetRef<'_>) {
     w.json_string(o.source);
     w.text(",\"group\":");
     w.json_string(o.group);
+    w.text(",\"group_type\":");
+    w.json_string(o.group_type.name());
     w.text(",\"topic\":");
     w.json_string(o.topic);
     w.text(",\"partition\":");
@@ -134,6 +136,8 @@ fn write_csv_rows(
     };
     w.text("source,group,topic,partition,offset,upstream_offset,metadata,checkpoint_timestamp");
     w.text(extra_header);
+    // Last, after any extra columns: every earlier column keeps its place.
+    w.text(",group_type");
     w.byte(b'\n');
     for (i, o) in translation.iter().enumerate() {
         field(&mut w, o.source);
@@ -152,6 +156,8 @@ fn write_csv_rows(
         w.byte(b',');
         w.number(o.checkpoint_timestamp);
         extra(i, &mut w);
+        w.byte(b',');
+        field(&mut w, o.group_type.name());
         w.byte(b'\n');
         w.end_row()?;
     }
@@ -196,12 +202,13 @@ fn decimal_width(n: i64) -> usize {
         .map_or(1, |digits| digits as usize + 1)
 }
 
-const TABLE_COLUMNS: usize = 7;
+const TABLE_COLUMNS: usize = 8;
 
 fn table_cells<'a>(o: &OffsetRef<'a>) -> [Cell<'a>; TABLE_COLUMNS] {
     [
         Cell::Untrusted(o.source),
         Cell::Untrusted(o.group),
+        Cell::Untrusted(o.group_type.name()),
         Cell::Untrusted(o.topic),
         Cell::Number(o.partition.into()),
         Cell::Number(o.offset),
@@ -218,6 +225,7 @@ pub fn write_table(out: &mut dyn Write, translation: &Translation) -> io::Result
     let header = [
         "SOURCE",
         "GROUP",
+        "TYPE",
         "TOPIC",
         "PARTITION",
         "OFFSET",
@@ -398,7 +406,13 @@ mod tests {
         assert_eq!(lines.len(), 4);
         assert_eq!(
             lines[2],
-            "primary,app,primary.orders,1,7,107,\"a,\"\"b\"\"\",1700000000001"
+            "primary,app,primary.orders,1,7,107,\"a,\"\"b\"\"\",1700000000001,consumer"
+        );
+        // The type comes last, so every earlier column keeps its place.
+        assert!(
+            lines[0].ends_with(",checkpoint_timestamp,group_type"),
+            "{}",
+            lines[0]
         );
     }
 
@@ -444,7 +458,13 @@ mod tests {
         let text = String::from_utf8(out).unwrap();
         let lines: Vec<_> = text.lines().collect();
         assert_eq!(lines.len(), 4);
-        assert!(lines[0].starts_with("GROUP  TOPIC"));
+        assert!(
+            lines[0].starts_with("GROUP  TYPE      TOPIC"),
+            "{}",
+            lines[0]
+        );
+        let col = lines[0].find("TYPE").unwrap();
+        assert_eq!(&lines[1][col..col + 9], "consumer ");
         let col = lines[0].find("PARTITION").unwrap();
         assert_eq!(&lines[1][col..col + 1], "0");
         let col = lines[0].find("METADATA").unwrap();

@@ -419,7 +419,9 @@ pub(crate) fn write_table_of(
                 (GroupStatus::Refused { .. }, _)
                     if matches!(
                         p.verdict,
-                        ApplyVerdict::PendingTransaction | ApplyVerdict::GroupIdNotUtf8
+                        ApplyVerdict::PendingTransaction
+                            | ApplyVerdict::GroupIdNotUtf8
+                            | ApplyVerdict::SourceNotConsumerGroup
                     ) =>
                 {
                     p.verdict.as_str().to_string()

@@ -7,7 +7,7 @@
 use std::io::{self, IsTerminal, Write};
 use std::time::Duration;
 
-use mm2_offsets::client::Deadline;
+use mm2_offsets::client::{Deadline, GroupType};
 use mm2_offsets::mm2::sync_index::{Interpolation, PreciseOffset};
 use mm2_offsets::precise::{
     Input, MatchRecords, PreciseRequest, PreciseTranslation, RowInput, SyncSnapshot, Syncs,
@@ -248,11 +248,27 @@ fn summarize(precise: &PreciseTranslation, syncs: &str, interpolation: Interpola
     }
     for (group, inputs) in &precise.source_groups {
         let group = for_terminal(group);
+        let (kind, offsets) = match &inputs.group_type {
+            GroupType::Consumer => (String::new(), "committed offsets"),
+            GroupType::Share => (
+                "share ".to_string(),
+                "start offsets (DescribeShareGroupOffsets; MM2 never checkpoints share groups)",
+            ),
+            other => (
+                format!("{} ", for_terminal(other.name())),
+                "committed offsets (MM2 never checkpoints this type)",
+            ),
+        };
         eprintln!(
-            "precise: group {group}: {} partition(s) from the source's committed offsets, {} from the checkpoint{}{}{}",
-            inputs.source_offset,
+            "precise: {kind}group {group}: {} partition(s) from the source's {offsets}, {} from the checkpoint{}{}{}",
+            inputs.source_offset
+                + if inputs.group_type.is_consumer() {
+                    0
+                } else {
+                    inputs.source_only
+                },
             inputs.checkpoint,
-            if inputs.source_only > 0 {
+            if inputs.source_only > 0 && inputs.group_type.is_consumer() {
                 format!(
                     "; {} committed partition(s) MM2 never checkpointed, translated from the source's offset (input source-only)",
                     inputs.source_only
@@ -461,7 +477,14 @@ pub fn write_json_with(
 /// was not matched), then per group the sums.
 fn write_table(out: &mut dyn Write, precise: &PreciseTranslation) -> io::Result<()> {
     let matching = precise.matching.as_ref();
-    let mut header = vec!["GROUP", "TOPIC", "PARTITION", "UPSTREAM", "MM2_OFFSET"];
+    let mut header = vec![
+        "GROUP",
+        "TYPE",
+        "TOPIC",
+        "PARTITION",
+        "UPSTREAM",
+        "MM2_OFFSET",
+    ];
     if matching.is_some() {
         header.push("PRECISE");
     }
@@ -476,6 +499,7 @@ fn write_table(out: &mut dyn Write, precise: &PreciseTranslation) -> io::Result<
             // Names come from the broker: escaped, so control characters cannot reach the
             // terminal.
             group_label(o.group),
+            o.group_type.name().escape_debug().to_string(),
             o.topic.escape_debug().to_string(),
             o.partition.to_string(),
             input.upstream_offset.to_string(),
