@@ -77,7 +77,15 @@ async fn failover(
     let plan = client.plan_apply(&translation, &options, &deadline).await?;
     // Only groups without members, no rewinds, each group re-checked just before its commit.
     let report = if execute {
-        Some(apply::execute(client.kafka(), &plan, &options).await)
+        Some(
+            apply::execute(
+                client.kafka(),
+                &plan,
+                &options,
+                &mm2_offsets::client::Deadline::after(std::time::Duration::from_secs(60)),
+            )
+            .await,
+        )
     } else {
         None
     };

@@ -143,7 +143,12 @@ fn futures_are_send(
         std::time::UNIX_EPOCH,
         deadline,
     ));
-    send(apply::execute(kafka, plan, options));
+    send(apply::execute(
+        kafka,
+        plan,
+        options,
+        &mm2_offsets::client::Deadline::after(std::time::Duration::from_secs(60)),
+    ));
     send(apply::execute_with(
         kafka,
         plan,

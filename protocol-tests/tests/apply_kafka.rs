@@ -208,7 +208,13 @@ async fn apply_on(cluster_name: &str) {
         .unwrap();
     let _gains_member = join_classic(&client, &config, &gains).await;
 
-    let report = apply::execute(&client, &reread, &options).await;
+    let report = apply::execute(
+        &client,
+        &reread,
+        &options,
+        &mm2_offsets::client::Deadline::after(std::time::Duration::from_secs(60)),
+    )
+    .await;
     let outcomes: BTreeMap<&str, &GroupOutcome> = report
         .groups
         .iter()
@@ -263,7 +269,13 @@ async fn apply_on(cluster_name: &str) {
             .all(|p| p.verdict == ApplyVerdict::Unchanged)
     );
     assert!(again.is_noop() && !again.has_refusals(), "{again:?}");
-    let report = apply::execute(&client, &again, &options).await;
+    let report = apply::execute(
+        &client,
+        &again,
+        &options,
+        &mm2_offsets::client::Deadline::after(std::time::Duration::from_secs(60)),
+    )
+    .await;
     assert_eq!(report.groups[0].outcome, GroupOutcome::NothingToDo);
 }
 
@@ -298,7 +310,13 @@ async fn consumer_protocol_group_with_a_member_is_refused_on_kafka_4() {
         panic!("active consumer-protocol group not refused: {g:?}");
     };
     assert!(reason.to_string().contains("protocol consumer"), "{reason}");
-    let report = apply::execute(&client, &planned, &options).await;
+    let report = apply::execute(
+        &client,
+        &planned,
+        &options,
+        &mm2_offsets::client::Deadline::after(std::time::Duration::from_secs(60)),
+    )
+    .await;
     assert!(matches!(
         report.groups[0].outcome,
         GroupOutcome::Skipped { .. }
@@ -342,7 +360,13 @@ async fn share_group_is_refused_on_kafka_4() {
     };
     assert!(reason.to_string().contains("share group"), "{reason}");
     assert_eq!(g.state.as_deref(), Some("share"));
-    let report = apply::execute(&client, &planned, &options).await;
+    let report = apply::execute(
+        &client,
+        &planned,
+        &options,
+        &mm2_offsets::client::Deadline::after(std::time::Duration::from_secs(60)),
+    )
+    .await;
     assert!(
         matches!(report.groups[0].outcome, GroupOutcome::Skipped { .. }),
         "{report:?}"

@@ -190,16 +190,16 @@ impl ApplyReport {
 
 /// Commits `plan`'s `commit` partitions of its ready groups, where the target still allows it.
 ///
-/// [`execute_with`] without checkpoints read again, within `options.timeout`: each partition's
-/// offset and checkpoint age are the plan's claims, everything else is read from the target just
-/// before the commit.
+/// [`execute_with`] without checkpoints read again, within `deadline` (the re-checks, the
+/// commits and the read-back share it): each partition's offset and checkpoint age are the
+/// plan's claims, everything else is read from the target just before the commit.
 pub async fn execute(
     client: &KafkaClient,
     plan: &ApplyPlan,
     options: &ApplyOptions,
+    deadline: &Deadline,
 ) -> ApplyReport {
-    let deadline = Deadline::after(options.timeout);
-    execute_with(client, plan, None, options, &deadline).await
+    execute_with(client, plan, None, options, deadline).await
 }
 
 /// Groups re-checked, then committed, then read back together. The re-check reads a wave's

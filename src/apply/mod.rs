@@ -91,10 +91,6 @@ pub struct ApplyOptions {
     /// that a connection that breaks makes only its own commit's outcome unknown. The reads
     /// (plan, re-check, read-back) are batched per coordinator and need no window.
     pub concurrency: usize,
-    /// Budget of [`execute`]. The other entry points ([`plan`], [`execute_with`],
-    /// [`execute_write_ahead`], [`recheck`], [`crate::undo::execute_undo`]) take the run's one
-    /// deadline instead.
-    pub timeout: std::time::Duration,
 }
 
 impl Default for ApplyOptions {
@@ -103,7 +99,6 @@ impl Default for ApplyOptions {
             rules: VerdictRules::default(),
             input: PlanInput::Checkpoints,
             concurrency: 16,
-            timeout: std::time::Duration::from_secs(60),
         }
     }
 }

@@ -385,7 +385,7 @@ pub(crate) fn other_cluster(plan: &ApplyPlan, found: &Option<String>) -> Option<
 ///     }
 /// }
 /// // Commits only what the plan and the target now both allow.
-/// let report = apply::execute(&client, &saved, &options).await;
+/// let report = apply::execute(&client, &saved, &options, &mm2_offsets::client::Deadline::after(std::time::Duration::from_secs(60))).await;
 /// println!("{} partition(s) committed", report.committed());
 /// # Ok(())
 /// # }

@@ -329,7 +329,13 @@ fn ready_plan(groups: &[&str]) -> ApplyPlan {
 #[tokio::test]
 async fn partition_errors_are_reported_one_by_one() {
     let (_broker, fake, client) = fake(OnCommit::PartitionErrors).await;
-    let report = execute(&client, &ready_plan(&["g"]), &ApplyOptions::default()).await;
+    let report = execute(
+        &client,
+        &ready_plan(&["g"]),
+        &ApplyOptions::default(),
+        &crate::client::Deadline::after(std::time::Duration::from_secs(60)),
+    )
+    .await;
     let group = &report.groups[0];
     assert_eq!(group.outcome, GroupOutcome::Partial, "{report:?}");
     // The summary counts the rows: partition 0 acknowledged but not read back (the fake's
@@ -371,7 +377,13 @@ async fn nothing_is_written_after_a_lost_commit_answer() {
         concurrency: 1,
         ..ApplyOptions::default()
     };
-    let report = execute(&client, &ready_plan(&["a", "b", "c"]), &options).await;
+    let report = execute(
+        &client,
+        &ready_plan(&["a", "b", "c"]),
+        &options,
+        &crate::client::Deadline::after(std::time::Duration::from_secs(60)),
+    )
+    .await;
     match &report.groups[0].outcome {
         GroupOutcome::Error { state_unknown, .. } => assert!(state_unknown, "{report:?}"),
         other => panic!("{other:?}"),
@@ -418,7 +430,13 @@ async fn run_one_at_a_time(on_commit: OnCommit, groups: &[&str]) -> (ApplyReport
         concurrency: 1,
         ..ApplyOptions::default()
     };
-    let report = execute(&client, &ready_plan(groups), &options).await;
+    let report = execute(
+        &client,
+        &ready_plan(groups),
+        &options,
+        &crate::client::Deadline::after(std::time::Duration::from_secs(60)),
+    )
+    .await;
     let commits = fake.commits.load(Ordering::SeqCst);
     (report, commits)
 }
@@ -611,7 +629,13 @@ async fn share_and_streams_groups_are_refused_with_their_kind() {
         vec![vec!["share".to_string(), "streams".to_string()]]
     );
     // Only the consumer group is written: one commit.
-    let report = execute(&client, &planned, &ApplyOptions::default()).await;
+    let report = execute(
+        &client,
+        &planned,
+        &ApplyOptions::default(),
+        &crate::client::Deadline::after(std::time::Duration::from_secs(60)),
+    )
+    .await;
     assert_eq!(fake.commits.load(Ordering::SeqCst), 1, "{report:?}");
     for g in &report.groups {
         assert_eq!(
@@ -695,7 +719,13 @@ async fn groups_of_another_type_on_the_source_are_refused_on_a_fresh_target() {
     let text = serde_json::to_string(&planned).unwrap();
     let back: ApplyPlan = serde_json::from_str(&text).unwrap();
     assert_eq!(back.groups, planned.groups);
-    let report = execute(&client, &planned, &ApplyOptions::default()).await;
+    let report = execute(
+        &client,
+        &planned,
+        &ApplyOptions::default(),
+        &crate::client::Deadline::after(std::time::Duration::from_secs(60)),
+    )
+    .await;
     assert_eq!(fake.commits.load(Ordering::SeqCst), 1, "{report:?}");
 }
 
@@ -707,6 +737,7 @@ async fn a_group_that_became_a_streams_group_since_the_plan_is_skipped() {
         &client,
         &ready_plan(&["g", "word-count"]),
         &ApplyOptions::default(),
+        &crate::client::Deadline::after(std::time::Duration::from_secs(60)),
     )
     .await;
     let outcome = &report
@@ -738,7 +769,13 @@ async fn the_recheck_refuses_per_partition_and_commits_the_rest() {
     plan.groups[0].partitions[1].translated = 150;
     plan.groups[0].partitions[1].offset = 150;
     plan.groups[0].partitions[1].log_end = Some(200);
-    let report = execute(&client, &plan, &ApplyOptions::default()).await;
+    let report = execute(
+        &client,
+        &plan,
+        &ApplyOptions::default(),
+        &crate::client::Deadline::after(std::time::Duration::from_secs(60)),
+    )
+    .await;
     let group = &report.groups[0];
     let refused = group.partitions.iter().find(|p| p.partition == 1).unwrap();
     assert_eq!(refused.state, CommitState::Refused, "{report:?}");
@@ -757,7 +794,13 @@ async fn the_recheck_refuses_per_partition_and_commits_the_rest() {
         p.translated = -5;
         p.offset = -5;
     }
-    let report = execute(&client, &plan, &ApplyOptions::default()).await;
+    let report = execute(
+        &client,
+        &plan,
+        &ApplyOptions::default(),
+        &crate::client::Deadline::after(std::time::Duration::from_secs(60)),
+    )
+    .await;
     assert_eq!(second.commits.load(Ordering::SeqCst), 0, "{report:?}");
     match &report.groups[0].outcome {
         GroupOutcome::Skipped {
@@ -779,7 +822,13 @@ async fn a_plan_of_another_cluster_writes_nothing() {
     let (_broker, fake, client) = fake(OnCommit::LeaveOut).await;
     let mut plan = ready_plan(&["a", "b"]);
     plan.cluster_id = Some("another".into());
-    let report = execute(&client, &plan, &ApplyOptions::default()).await;
+    let report = execute(
+        &client,
+        &plan,
+        &ApplyOptions::default(),
+        &crate::client::Deadline::after(std::time::Duration::from_secs(60)),
+    )
+    .await;
     assert_eq!(fake.commits.load(Ordering::SeqCst), 0);
     for g in &report.groups {
         assert!(

@@ -494,7 +494,7 @@ fn every_apply_future_is_send(
         std::time::UNIX_EPOCH,
         &d,
     ));
-    send(execute(client, planned, &o));
+    send(execute(client, planned, &o, &d));
     send(execute_with(client, planned, None, &o, &d));
     send(recheck(client, planned, None, &o, &d));
     send(execute_undo(client, undo, &o, Mode::Execute, &d));

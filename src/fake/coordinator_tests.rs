@@ -444,11 +444,14 @@ async fn apply_across_many_groups_survives_moves_and_loads_and_accounts_exactly(
     cluster.inject(ApiKey::OffsetFetch, None, 5, Fault::Error(14));
     cluster.inject(ApiKey::DescribeGroups, None, 5, Fault::Error(15));
     cluster.inject(ApiKey::OffsetCommit, None, 10, Fault::Error(14));
-    let options = ApplyOptions {
-        timeout: Duration::from_secs(20),
-        ..ApplyOptions::default()
-    };
-    let report = apply::execute(&client, &plan, &options).await;
+    let options = ApplyOptions::default();
+    let report = apply::execute(
+        &client,
+        &plan,
+        &options,
+        &crate::client::Deadline::after(Duration::from_secs(20)),
+    )
+    .await;
     for g in &report.groups {
         let expected_skip = g.group == "group-07";
         match &g.outcome {
@@ -477,7 +480,13 @@ async fn apply_with_a_lost_commit_answer_names_the_unknown_group_and_writes_no_f
     // The third commit's answer is cut mid-frame, after the coordinator wrote it.
     cluster.inject(ApiKey::OffsetCommit, None, 2, Fault::Delay(Duration::ZERO));
     cluster.inject(ApiKey::OffsetCommit, None, 1, Fault::CutAt(7));
-    let report = apply::execute(&client, &plan, &options).await;
+    let report = apply::execute(
+        &client,
+        &plan,
+        &options,
+        &crate::client::Deadline::after(std::time::Duration::from_secs(60)),
+    )
+    .await;
     let outcomes: Vec<&GroupOutcome> = report.groups.iter().map(|g| &g.outcome).collect();
     assert_eq!(outcomes[0], &GroupOutcome::Applied);
     assert_eq!(outcomes[1], &GroupOutcome::Applied);
@@ -512,7 +521,13 @@ async fn apply_while_list_groups_answers_loading_asks_again_and_applies() {
     let client = client_for(&cluster).await;
     let plan = plan_for(&cluster, &groups);
     cluster.inject(ApiKey::ListGroups, None, 2, Fault::Error(14));
-    let report = apply::execute(&client, &plan, &ApplyOptions::default()).await;
+    let report = apply::execute(
+        &client,
+        &plan,
+        &ApplyOptions::default(),
+        &crate::client::Deadline::after(std::time::Duration::from_secs(60)),
+    )
+    .await;
     for g in &report.groups {
         assert_eq!(g.outcome, GroupOutcome::Applied, "{}", g.group);
     }
@@ -528,11 +543,14 @@ async fn list_groups_loading_past_the_deadline_writes_nothing() {
     let client = client_for(&cluster).await;
     let plan = plan_for(&cluster, &groups);
     cluster.inject(ApiKey::ListGroups, None, 1000, Fault::Error(14));
-    let options = ApplyOptions {
-        timeout: Duration::from_millis(500),
-        ..ApplyOptions::default()
-    };
-    let report = apply::execute(&client, &plan, &options).await;
+    let options = ApplyOptions::default();
+    let report = apply::execute(
+        &client,
+        &plan,
+        &options,
+        &crate::client::Deadline::after(Duration::from_millis(500)),
+    )
+    .await;
     for g in &report.groups {
         assert!(
             matches!(&g.outcome, GroupOutcome::Error { state_unknown: false, message } if message.to_string().contains("COORDINATOR_LOAD_IN_PROGRESS")),

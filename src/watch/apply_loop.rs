@@ -27,8 +27,7 @@ pub struct ApplyLoopOptions {
     /// longer delays the next.
     pub interval: Duration,
     /// The rules and commit window of each run, as for [`apply::execute_with`]. The defaults
-    /// are [`ApplyOptions::default`]: every guard on, nothing forced. (Its `timeout` is not
-    /// used: see `tick_timeout`.)
+    /// are [`ApplyOptions::default`]: every guard on, nothing forced.
     pub apply: ApplyOptions,
     /// Budget for one whole run: the plan, the re-checks, the commits and the read-back share
     /// it, as one [`Deadline`](crate::client::Deadline) for the whole apply.
