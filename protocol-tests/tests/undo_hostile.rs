@@ -1153,10 +1153,11 @@ fn checkpoint_of_bytes(group: &[u8], topic: &str, downstream: i64) -> crate::sup
 }
 
 /// Two checkpoint keys whose group ids are different invalid UTF-8 (`<p>-x\xff` at 10 and
-/// `<p>-x\xfe` at 20, both decoding to `<p>-x\u{fffd}`), beside a valid group: `translate`
-/// flags the lossy row with both byte strings (escaped), `apply --execute` writes neither and
-/// says why (`group-id-not-utf8`), exit 3, and the cluster read back holds nothing under the
-/// decoded name while the valid group is written.
+/// `<p>-x\xfe` at 20, both decoding leniently to `<p>-x\u{fffd}`, where Java would merge them),
+/// beside a valid group: `translate` shows two rows, each named with its invalid byte escaped
+/// and with its own offset, and warns of each; `apply --execute` writes neither and says why
+/// (`group-id-not-utf8`), exit 3, and the cluster read back holds nothing under the decoded or
+/// the escaped names while the valid group is written.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn group_ids_not_utf8_are_never_merged_into_a_write_on_kafka_4() {
     let k4 = cluster("k4");
@@ -1205,20 +1206,42 @@ async fn group_ids_not_utf8_are_never_merged_into_a_write_on_kafka_4() {
         ])
     };
 
-    let t = run(&common("translate"));
-    println!(
-        "--- translate\n{}{}",
-        String::from_utf8_lossy(&t.stdout),
-        t.stderr
-    );
+    let mut translate = common("translate");
+    translate.extend(args(&["-o", "json"]));
+    let t = run(&translate);
+    let stdout = String::from_utf8_lossy(&t.stdout).into_owned();
+    println!("--- translate\n{stdout}{}", t.stderr);
     assert_eq!(t.code, Some(0), "{}", t.stderr);
-    let escaped_ff = format!("\"{unique}-x\\xff\"");
-    let escaped_fe = format!("\"{unique}-x\\xfe\"");
+    let (name_ff, name_fe) = (format!("{unique}-x\\xff"), format!("{unique}-x\\xfe"));
+    // Two rows, never one merged: each byte string with its own offset.
+    let doc: Value = serde_json::from_str(stdout.trim()).unwrap();
+    let mut rows: Vec<(String, i64)> = doc["offsets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| {
+            (
+                o["group"].as_str().unwrap().to_string(),
+                o["offset"].as_i64().unwrap(),
+            )
+        })
+        .collect();
+    rows.sort();
+    assert_eq!(
+        rows,
+        [
+            (name_fe.clone(), 20),
+            (name_ff.clone(), 10),
+            (valid.clone(), 30)
+        ],
+        "{stdout}"
+    );
     assert!(
         t.stderr.contains("is not valid UTF-8 in the checkpoints")
-            && t.stderr.contains(&escaped_ff)
-            && t.stderr.contains(&escaped_fe)
-            && t.stderr.contains("2 different group ids decode alike")
+            && t.stderr
+                .contains(&format!("\"{}\"", name_ff.escape_debug()))
+            && t.stderr
+                .contains(&format!("\"{}\"", name_fe.escape_debug()))
             && t.stderr.contains("apply never writes it"),
         "{}",
         t.stderr
@@ -1241,10 +1264,12 @@ async fn group_ids_not_utf8_are_never_merged_into_a_write_on_kafka_4() {
             && text.contains(&format!("{unique}-x\\\\xfe")),
         "both byte strings named: {text}"
     );
-    assert!(
-        raw.committed(&decoded).await.is_empty(),
-        "a group id that is not UTF-8 was written under its decoded name"
-    );
+    for name in [&decoded, &name_ff, &name_fe] {
+        assert!(
+            raw.committed(name).await.is_empty(),
+            "a group id that is not UTF-8 was written as {name:?}"
+        );
+    }
     assert_eq!(
         raw.committed(&valid).await,
         Held::from([((orders.clone(), 0), 30)]),

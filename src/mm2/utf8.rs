@@ -32,6 +32,25 @@ pub fn lossy(bytes: &[u8]) -> Cow<'_, str> {
     }
 }
 
+/// `bytes` as text that keeps apart what [`lossy`] merges: valid UTF-8 is borrowed, and in
+/// malformed input every invalid byte is written `\xNN` (the valid runs between them kept), so
+/// two different byte strings never read alike. How a group id that is not UTF-8 is shown.
+pub fn escaped(bytes: &[u8]) -> Cow<'_, str> {
+    match std::str::from_utf8(bytes) {
+        Ok(s) => Cow::Borrowed(s),
+        Err(_) => {
+            let mut out = String::with_capacity(bytes.len() * 2);
+            for chunk in bytes.utf8_chunks() {
+                out.push_str(chunk.valid());
+                for b in chunk.invalid() {
+                    out.push_str(&format!("\\x{b:02x}"));
+                }
+            }
+            Cow::Owned(out)
+        }
+    }
+}
+
 fn is_continuation(b: u8) -> bool {
     b & 0xc0 == 0x80
 }
@@ -97,6 +116,15 @@ fn lossy_slow(bytes: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn escaped_keeps_apart_what_lossy_merges() {
+        assert_eq!(escaped(b"group-1"), "group-1");
+        assert_eq!(escaped(b"caf\xc3\xa9-\xff"), "caf\u{e9}-\\xff");
+        assert_eq!(lossy(b"x\xff"), lossy(b"x\xfe"));
+        assert_ne!(escaped(b"x\xff"), escaped(b"x\xfe"));
+        assert_eq!(escaped(b"\xed\xa0\x80"), "\\xed\\xa0\\x80");
+    }
 
     #[test]
     fn the_examples_of_the_module_docs() {

@@ -86,9 +86,10 @@ impl OffsetTable {
     /// order (the order does not decide winners: log position and timestamps do).
     pub(crate) fn from_parts(mut parts: Vec<(String, Part)>) -> OffsetTable {
         let sources = sorted_unique(parts.iter().map(|(source, _)| source.as_str().into()));
-        // Names are decoded leniently, as Java does, and compared decoded: two byte strings
-        // that decode alike are one group to Java, and one here. Only groups with an entry
-        // count (the others were not selected).
+        // Group names as the rows show them: valid UTF-8 as it is, and an id that is not
+        // valid UTF-8 with its invalid bytes escaped, so that two different byte strings stay
+        // two groups (Java's lenient decoding would make them one: apply never writes either).
+        // Only groups with an entry count (the others were not selected).
         let groups = sorted_unique(parts.iter().flat_map(|(_, p)| {
             let mut used = vec![false; p.group_names.len()];
             for e in &p.entries {
@@ -98,7 +99,7 @@ impl OffsetTable {
                 .iter()
                 .zip(used)
                 .filter(|(_, used)| *used)
-                .map(|(name, _)| decode(name))
+                .map(|(name, _)| group_name(name))
                 .collect::<Vec<_>>()
         }));
         let topics = sorted_unique(
@@ -116,7 +117,7 @@ impl OffsetTable {
                 .iter()
                 .filter(|n| std::str::from_utf8(n).is_err())
             {
-                let raw = not_utf8.entry(decode(name).into()).or_default();
+                let raw = not_utf8.entry(group_name(name).into()).or_default();
                 if !raw.contains(name) {
                     raw.push(name.clone());
                 }
@@ -355,7 +356,7 @@ fn sort_part(part: Part, groups: &[Box<str>], topics: &[Box<str>]) -> SortedPart
         .iter()
         .map(|name| {
             groups
-                .binary_search_by(|g| (**g).cmp(&decode(name)))
+                .binary_search_by(|g| (**g).cmp(&group_name(name)))
                 .map_or(u32::MAX, |r| r as u32)
         })
         .collect();
@@ -445,6 +446,11 @@ fn wins(new: (i64, i32, i64), old: (i64, i32, i64)) -> bool {
 
 fn decode(bytes: &[u8]) -> Cow<'_, str> {
     utf8::lossy(bytes)
+}
+
+/// A group id as the rows name it (see [`utf8::escaped`]).
+fn group_name(bytes: &[u8]) -> Cow<'_, str> {
+    utf8::escaped(bytes)
 }
 
 impl OffsetTable {
@@ -605,9 +611,9 @@ mod tests {
     }
 
     #[test]
-    fn group_ids_that_decode_alike_are_one_group() {
-        // 0xff and 0xfe both decode to U+FFFD, so Java sees one group "a\u{fffd}" and the later
-        // checkpoint wins.
+    fn group_ids_that_decode_alike_stay_two_groups() {
+        // 0xff and 0xfe both decode to U+FFFD, so Java would see one group "a\u{fffd}" where the
+        // later checkpoint wins; the rows keep them apart, named with the invalid byte escaped.
         let folded = fold(
             0,
             0,
@@ -617,7 +623,14 @@ mod tests {
             ],
         );
         let table = OffsetTable::from_parts(vec![("s".into(), folded)]);
-        assert_eq!(rows(&table), vec![("s", "a\u{fffd}", "t", 0, 2)]);
+        assert_eq!(
+            rows(&table),
+            vec![("s", "a\\xfe", "t", 0, 2), ("s", "a\\xff", "t", 0, 1)]
+        );
+        assert_eq!(
+            table.group_id_bytes("a\\xff"),
+            Some(&[Box::<[u8]>::from(&b"a\xff"[..])][..])
+        );
     }
 
     #[test]

@@ -96,13 +96,15 @@ impl Translation {
         self.offsets.groups()
     }
 
-    /// When `group`'s id in the checkpoints is not valid UTF-8: each distinct byte string behind
-    /// it, escaped (`orders\xff`). `group` is then Java's lenient decoding (invalid bytes become
-    /// U+FFFD), which two different byte strings can share: `apply` never writes such a group.
+    /// When `group`'s id in the checkpoints is not valid UTF-8: the byte string behind it,
+    /// escaped (`orders\xff`). Such a group is named by that escaped form (its invalid bytes as
+    /// `\xNN`), so two different byte strings are two groups, where Java's lenient decoding
+    /// (invalid bytes as U+FFFD) would make them one; it is still selected by the lenient name,
+    /// as Java selects it. `apply` never writes such a group.
     ///
     /// ```
     /// # fn example(translation: &mm2_offsets::translate::Translation) {
-    /// if let Some(raw) = translation.group_id_not_utf8("orders-\u{fffd}") {
+    /// if let Some(raw) = translation.group_id_not_utf8("orders-\\xff") {
     ///     println!("group id not UTF-8: {}", raw.join(", "));
     /// }
     /// # }

@@ -389,10 +389,13 @@ impl<'a> Accumulator<'a> {
     fn group_id(&mut self, group: &[u8]) -> (u32, bool) {
         let (id, new) = self.groups.get_or_insert(group);
         if new {
-            // Java decodes group ids leniently (invalid UTF-8 becomes U+FFFD); so do we, once
-            // per distinct group.
+            // Java decodes group ids leniently (invalid UTF-8 becomes U+FFFD) and selects by
+            // that; so do we, once per distinct group, and by the escaped name the rows show
+            // such an id with (`mm2::utf8::escaped`) too.
             let name = crate::mm2::utf8::lossy(group);
-            let selected = self.selector.matches(&name);
+            let selected = self.selector.matches(&name)
+                || (std::str::from_utf8(group).is_err()
+                    && self.selector.matches(&crate::mm2::utf8::escaped(group)));
             self.selected.push(selected);
             // Size a selected group's table like the previous group's: groups of one
             // deployment tend to commit alike, and growing a table step by step rehashes it
@@ -745,12 +748,18 @@ mod tests {
     }
 
     #[test]
-    fn invalid_utf8_group_ids_are_matched_lossily() {
-        let selector = GroupSelector::ids(["a\u{fffd}"]);
-        let mut acc = Accumulator::new(&selector);
+    fn invalid_utf8_group_ids_are_selected_lossily_and_by_their_escaped_name() {
         let mut raw_key = vec![0x00, 0x02, b'a', 0xff];
         raw_key.extend_from_slice(&[0x00, 0x01, b't', 0, 0, 0, 0]);
-        acc.add(0, 0, 1, Some(&raw_key), Some(&value(1, 2, "")));
-        assert_eq!(result(acc), vec![("a\u{fffd}".into(), "t".into(), 0, 2)]);
+        for id in ["a\u{fffd}", "a\\xff"] {
+            let selector = GroupSelector::ids([id]);
+            let mut acc = Accumulator::new(&selector);
+            acc.add(0, 0, 1, Some(&raw_key), Some(&value(1, 2, "")));
+            assert_eq!(
+                result(acc),
+                vec![("a\\xff".into(), "t".into(), 0, 2)],
+                "{id}"
+            );
+        }
     }
 }

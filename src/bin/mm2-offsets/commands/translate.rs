@@ -176,28 +176,17 @@ fn summarize(translation: &Translation) {
     );
 }
 
-/// Names on stderr every group whose id in the checkpoints is not valid UTF-8: its row shows
-/// Java's lenient decoding (invalid bytes as U+FFFD), which different byte strings can share, so
-/// the bytes are listed (escaped) and the row is said to stand for all of them. `apply` never
-/// writes such a group.
+/// Names on stderr every group whose id in the checkpoints is not valid UTF-8: its row names it
+/// with its invalid bytes escaped (`\xNN`), each byte string a row of its own, and `apply`
+/// never writes it.
 fn flag_group_ids_not_utf8(translation: &Translation) {
     for group in translation.groups() {
-        let Some(raw) = translation.group_id_not_utf8(group) else {
+        if translation.group_id_not_utf8(group).is_none() {
             continue;
-        };
-        let ids: Vec<String> = raw.iter().map(|r| format!("\"{r}\"")).collect();
-        let merged = if raw.len() > 1 {
-            format!(
-                "{} different group ids decode alike and are shown as this one row (the newest checkpoint of each partition wins)",
-                raw.len()
-            )
-        } else {
-            "the row shows it with its invalid bytes as U+FFFD".to_string()
-        };
+        }
         eprintln!(
-            "warning: group id \"{}\" is not valid UTF-8 in the checkpoints ({}): {merged}; apply never writes it (group-id-not-utf8)",
+            "warning: group id \"{}\" is not valid UTF-8 in the checkpoints: its row shows the invalid bytes escaped (Java would decode them as U+FFFD, which different ids can share); apply never writes it (group-id-not-utf8)",
             group.escape_debug(),
-            ids.join(", ")
         );
     }
 }
