@@ -709,6 +709,10 @@ pub struct ReplicationArgs {
     /// Largest Fetch response per partition, in bytes, 1024 to 2147483647.
     #[arg(long, default_value_t = mm2_offsets::client::DEFAULT_FETCH_MAX_BYTES, value_name = "BYTES", value_parser = parse::max_fetch_bytes, allow_negative_numbers = true)]
     pub max_fetch_bytes: i32,
+    /// Partitions measured at once (1 to 256): each is a few small reads on both clusters, so
+    /// a measurement of many partitions waits on round trips, not on bytes.
+    #[arg(long, default_value = "16", value_parser = parse::parallelism, allow_negative_numbers = true)]
+    pub parallelism: u16,
 }
 
 /// `watch --precise`: keep the offset-sync history live and snapshot it.

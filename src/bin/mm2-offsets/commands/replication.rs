@@ -41,6 +41,7 @@ pub async fn run(args: ReplicationArgs) -> Result<i32, Stop> {
     request.timeout = budget.remaining();
     request.max_bytes_per_fetch = args.max_fetch_bytes;
     request.matching.max_fetch_bytes = args.max_fetch_bytes;
+    request.matching.parallelism = usize::from(args.parallelism);
     let topic = syncs.topic.clone();
     let report = measure(
         client.kafka(),
