@@ -18,9 +18,10 @@ use kafka_protocol::messages::offset_commit_request::{
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::{
     ApiKey, CreateTopicsRequest, CreateTopicsResponse, DeleteRecordsRequest, DeleteRecordsResponse,
-    DeleteTopicsRequest, DeleteTopicsResponse, GroupId, MetadataRequest, MetadataResponse,
-    OffsetCommitRequest, OffsetCommitResponse, OffsetFetchRequest, OffsetFetchResponse,
-    ProduceRequest, ProduceResponse, TopicName, metadata_request::MetadataRequestTopic,
+    DeleteTopicsRequest, DeleteTopicsResponse, FindCoordinatorRequest, GroupId, MetadataRequest,
+    MetadataResponse, OffsetCommitRequest, OffsetCommitResponse, OffsetFetchRequest,
+    OffsetFetchResponse, ProduceRequest, ProduceResponse, TopicName,
+    metadata_request::MetadataRequestTopic,
 };
 use kafka_protocol::protocol::{Decodable, StrBytes};
 use mm2_offsets::records::builder::BatchBuilder;
@@ -224,17 +225,32 @@ impl Raw {
                             ),
                     ]),
             ]);
-        // The coordinator may be loading __consumer_offsets for a moment: ask again.
+        // The coordinator may be loading __consumer_offsets for a moment: ask again. On a fresh
+        // broker the topic does not exist yet, and only a FindCoordinator creates it (an
+        // OffsetCommit answers COORDINATOR_NOT_AVAILABLE forever): ask for the coordinator.
         for _ in 0..100 {
             let mut body = self.conn.send(&request, v).await.unwrap();
             let response = OffsetCommitResponse::decode(&mut body, v).unwrap();
             match response.topics[0].partitions[0].error_code {
                 0 => return,
-                14..=16 => tokio::time::sleep(Duration::from_millis(100)).await,
+                14..=16 => {
+                    self.find_coordinator(group).await;
+                    tokio::time::sleep(Duration::from_millis(100)).await
+                }
                 code => panic!("OffsetCommit {group}: code {code}"),
             }
         }
         panic!("OffsetCommit {group}: the coordinator never became ready");
+    }
+
+    /// Asks for `group`'s coordinator (the answer is not needed: a one-broker cluster's only
+    /// broker is it), which makes the broker create `__consumer_offsets` if it has none yet.
+    async fn find_coordinator(&self, group: &str) {
+        let v = self.conn.negotiate(ApiKey::FindCoordinator, 1..=3).unwrap();
+        let request = FindCoordinatorRequest::default()
+            .with_key(StrBytes::from_string(group.to_string()))
+            .with_key_type(0);
+        let _ = self.conn.send(&request, v).await;
     }
 
     /// What `group` holds on the cluster: every committed offset (a plain OffsetFetch of all
