@@ -16,8 +16,8 @@
 //! upstream offset `U`, the least, over the records at or after `U`, of their last copy (the
 //! log end when there is none); for a failback from replica offset `D`, the first source record
 //! no copy below `D` holds. Every upstream offset is matched and must be exactly that; every
-//! replica offset is failed back, exactly or with the reason the rule gives (`no-sync` below
-//! the oldest kept sync, which failback does not match yet).
+//! replica offset is failed back, exactly or with its reason: only a group at 0, which has read
+//! nothing, is `no-sync`; below the oldest kept sync the replica is read from its log start.
 
 use std::time::{Duration, Instant};
 
@@ -297,14 +297,93 @@ async fn every_offset_is_matched_exactly_on_each_broker_generation() {
         // A group at 0 has read nothing and no sync lies strictly below it: the rule's
         // `no-sync`. Every other position of the restart flow is proven.
         assert_eq!(left_restart, ["D=0 NoSync"], "{broker}");
-        // Failback below the oldest kept sync (40) is not matched yet: `no-sync` there, and
-        // every position above it exact.
-        let below_oldest: Vec<String> = (0..=40).map(|d| format!("D={d} NoSync")).collect();
-        assert_eq!(left_compacted, below_oldest, "{broker}");
-        assert_eq!(back_compacted, 20, "{broker}");
+        // Failback below the oldest kept sync (40) too: the replica read from its log start
+        // (it still starts at 0) and the source from its own, every position exact but 0.
+        assert_eq!(left_compacted, ["D=0 NoSync"], "{broker}");
+        assert_eq!(back_compacted, 60, "{broker}");
+        if broker == "k4" {
+            failback_below_the_oldest_sync_by_the_cli(&raw, &compacted).await;
+        }
     }
     eprintln!(
         "match_versions suite: {:.1} s",
         started.elapsed().as_secs_f64()
     );
+}
+
+/// `failback --match-records` of a group below the oldest kept sync of the compacted flow: the
+/// syncs written to the primary's offset-syncs topic as MM2 writes them, the group committed on
+/// the replica at 20 (on the same cluster: the replica's name says its source). Without
+/// matching the offset is untranslated (`no-sync`: no sync at or below 20); with it, a row at
+/// the group's first unread record (20), rule `record-match`, and the matching count from it.
+async fn failback_below_the_oldest_sync_by_the_cli(raw: &Raw, flow: &Flow) {
+    let target = unique_topic("mvb");
+    let syncs_topic = format!("mm2-offset-syncs.{target}.internal");
+    raw.create_topic(&syncs_topic, 1).await;
+    let records: Records = flow
+        .syncs
+        .iter()
+        .map(|&(u, d)| {
+            let key = encode_key(&OffsetSyncKey {
+                topic: flow.source.as_bytes(),
+                partition: 0,
+            })
+            .unwrap();
+            let value = encode_value(&OffsetSyncValue {
+                upstream_offset: u,
+                downstream_offset: d,
+            });
+            (Some(key), Some(value))
+        })
+        .collect();
+    raw.produce(&syncs_topic, 0, &records).await;
+    let group = unique_topic("mv-fb");
+    raw.commit(&group, &flow.replica, 0, 20).await;
+    let bootstrap = cluster("k4").var("PLAINTEXT").to_string();
+    let run = |matching: bool| {
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_mm2-offsets"));
+        cmd.args(["failback", "--bootstrap-server", &bootstrap])
+            .args(["--from-bootstrap-server", &bootstrap])
+            .args(["--source", "src", "--target", &target, "--group", &group])
+            .args(["-o", "json", "--no-progress"]);
+        if matching {
+            cmd.arg("--match-records");
+        }
+        let out = cmd.output().expect("run mm2-offsets failback");
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        (out.status.code(), stdout, stderr)
+    };
+    let (code, stdout, stderr) = run(false);
+    let doc: serde_json::Value = serde_json::from_str(&stdout)
+        .unwrap_or_else(|e| panic!("failback JSON ({e}): {stdout}\n{stderr}"));
+    eprintln!("match_versions failback CLI, without matching: exit {code:?}, {doc}");
+    let untranslated = doc["untranslated"].as_array().cloned().unwrap_or_default();
+    assert!(
+        untranslated
+            .iter()
+            .any(|u| u["reason"] == "no-sync" && u["from_offset"] == 20),
+        "{doc}\n{stderr}"
+    );
+    let (code, stdout, stderr) = run(true);
+    let doc: serde_json::Value = serde_json::from_str(&stdout)
+        .unwrap_or_else(|e| panic!("failback JSON ({e}): {stdout}\n{stderr}"));
+    eprintln!("match_versions failback CLI, --match-records: exit {code:?}, {doc}");
+    assert_eq!(code, Some(0), "{stderr}");
+    let planned = doc["plan"]["groups"]
+        .as_array()
+        .and_then(|g| g.iter().find(|g| g["group"] == group.as_str()))
+        .unwrap_or_else(|| panic!("{group} not planned: {doc}"));
+    let partition = &planned["partitions"][0];
+    assert_eq!(
+        (
+            partition["offset"].as_i64(),
+            partition["rule"].as_str(),
+            partition["from_offset"].as_i64()
+        ),
+        (Some(flow.first_unread(20)), Some("record-match"), Some(20)),
+        "{doc}"
+    );
+    assert_eq!(doc["untranslated"], serde_json::json!([]), "{doc}");
+    assert_eq!(doc["matching"]["rows"]["matched"], 1, "{doc}");
 }

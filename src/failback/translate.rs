@@ -84,7 +84,8 @@ pub struct FailbackRow {
     /// The offset to commit on the primary.
     pub offset: i64,
     /// The offset the syncs alone prove (the reverse rule, or the checkpoint's): never above
-    /// `offset`.
+    /// `offset`. For a `record-match` row below the oldest kept sync, where no sync proves
+    /// anything, the matched offset itself.
     pub safe_offset: i64,
     /// How `offset` was found.
     pub rule: FailbackRule,
@@ -112,7 +113,8 @@ pub struct FailbackRow {
 #[serde(rename_all = "kebab-case", tag = "reason")]
 pub enum Untranslated {
     /// A replica of the primary, but no offset sync at or below the group's offset survives
-    /// (compacted history, or the group is before the first sync).
+    /// (compacted history, or the group is before the first sync); with record matching, one
+    /// the records do not decide either.
     NoSync,
     /// A topic of the backup's own, and the primary holds no reverse flow's checkpoints topic.
     NoReverseFlow,
@@ -286,7 +288,7 @@ pub async fn translate_failback(
     // The history must be the forward flow's before any offset comes from it.
     let provenance =
         check_history(&history, forward.as_ref(), policy, &syncs.topic).map_err(|e| *e)?;
-    let mut joined = join(
+    let (mut joined, below_oldest) = join(
         &offsets,
         &index,
         checkpoints.as_ref(),
@@ -304,7 +306,7 @@ pub async fn translate_failback(
             primary.kafka(),
             backup,
             &index,
-            &mut joined.rows,
+            (&mut joined, below_oldest),
             options,
             deadline,
         )
@@ -503,7 +505,9 @@ async fn reverse_flow(
 }
 
 /// Each committed offset on the backup with its failback offset by the reverse rule or the
-/// reverse flow's checkpoint, or why it has none.
+/// reverse flow's checkpoint, or why it has none. With record matching, also the offsets on a
+/// replica that no kept sync lies at or below (untranslated `no-sync`) as rows for matching to
+/// answer from the replica's log start, their offset not yet known.
 fn join(
     offsets: &SourceOffsets,
     index: &ReverseIndex,
@@ -511,7 +515,8 @@ fn join(
     policy: &ReplicationPolicy,
     request: &FailbackRequest,
     read_at_ms: i64,
-) -> FailbackTranslation {
+) -> (FailbackTranslation, Vec<FailbackRow>) {
+    let mut below_oldest = Vec::new();
     let mut out = FailbackTranslation {
         rows: Vec::new(),
         untranslated: Vec::new(),
@@ -570,7 +575,27 @@ fn join(
                         unmatched: None,
                         assumes_history: false,
                     }),
-                    None => out.untranslated.push(untranslated(Untranslated::NoSync)),
+                    None => {
+                        out.untranslated.push(untranslated(Untranslated::NoSync));
+                        let synced = index.partition(upstream.as_bytes(), *partition).is_some();
+                        if request.match_records.is_some() && synced {
+                            below_oldest.push(FailbackRow {
+                                group: group.clone(),
+                                topic: upstream.to_string(),
+                                partition: *partition,
+                                offset: -1,
+                                safe_offset: -1,
+                                rule: FailbackRule::RecordMatch,
+                                from_topic: from_topic.clone(),
+                                from_offset: c.offset,
+                                metadata,
+                                sync: None,
+                                timestamp: read_at_ms,
+                                unmatched: None,
+                                assumes_history: false,
+                            });
+                        }
+                    }
                 }
                 continue;
             }
@@ -614,7 +639,7 @@ fn join(
             }
         }
     }
-    out
+    (out, below_oldest)
 }
 
 /// Sharpens the reverse-rule rows that lie strictly inside a stretch between two syncs, with
@@ -679,15 +704,19 @@ pub async fn sharpen_with_records(
 
 /// Record matching for the rows on the primary's topics still not exact (`reverse-rule`,
 /// `counted`): each one proven takes the primary offset of the group's first unread record
-/// (rule `record-match`); the others keep their answer and say why.
+/// (rule `record-match`); the others keep their answer and say why. The offsets below the
+/// oldest kept sync (`below_oldest`, from [`join`]) that matching proves become rows
+/// (`record-match`, their `safe_offset` the same: no sync proves anything there) instead of
+/// untranslated `no-sync`; the others stay untranslated.
 async fn match_records(
     primary: &KafkaClient,
     backup: &KafkaClient,
     index: &ReverseIndex,
-    rows: &mut [FailbackRow],
+    (joined, below_oldest): (&mut FailbackTranslation, Vec<FailbackRow>),
     options: &MatchOptions,
     deadline: Deadline,
 ) -> MatchStats {
+    let rows = &mut joined.rows;
     let wanted: Vec<usize> = rows
         .iter()
         .enumerate()
@@ -702,16 +731,18 @@ async fn match_records(
         })
         .map(|(i, _)| i)
         .collect();
-    if wanted.is_empty() {
+    if wanted.is_empty() && below_oldest.is_empty() {
         return MatchStats::default();
     }
     let asked: Vec<matching::ReverseRow<'_>> = wanted
         .iter()
-        .map(|&i| matching::ReverseRow {
-            downstream_topic: &rows[i].from_topic,
-            upstream_topic: &rows[i].topic,
-            partition: rows[i].partition,
-            downstream: rows[i].from_offset,
+        .map(|&i| &rows[i])
+        .chain(&below_oldest)
+        .map(|row| matching::ReverseRow {
+            downstream_topic: &row.from_topic,
+            upstream_topic: &row.topic,
+            partition: row.partition,
+            downstream: row.from_offset,
         })
         .collect();
     let (answers, stats) = match_reverse(
@@ -728,7 +759,8 @@ async fn match_records(
     )
     .await;
     drop(asked);
-    for (i, answer) in wanted.into_iter().zip(answers) {
+    let mut answers = answers.into_iter();
+    for (i, answer) in wanted.into_iter().zip(answers.by_ref()) {
         let row = &mut rows[i];
         match answer {
             // Proven, and never behind what the syncs and the stretch proofs prove: a proof
@@ -744,6 +776,18 @@ async fn match_records(
             Ok(_) => row.unmatched = Some(ReverseUnmatched::Inconsistent),
             Err(why) => row.unmatched = Some(why),
         }
+    }
+    for (mut row, answer) in below_oldest.into_iter().zip(answers) {
+        let Ok(m) = answer else { continue };
+        let key = (&row.group, &row.from_topic, row.partition, row.from_offset);
+        joined.untranslated.retain(|u| {
+            (&u.group, &u.from_topic, u.partition, u.from_offset) != key
+                || u.reason != Untranslated::NoSync
+        });
+        row.offset = m.offset;
+        row.safe_offset = m.offset;
+        row.assumes_history = m.assumes_history;
+        joined.rows.push(row);
     }
     stats
 }

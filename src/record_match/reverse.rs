@@ -160,13 +160,15 @@ pub struct ReverseMatch {
 /// committed records, so a stretch holding copies of aborted records reaches far).
 pub const LOOKBACK: i64 = 1024;
 
-/// One row's window: the rule's sync (its position in the history), the sync the downstream
-/// read starts at (the stretches below it are bounded without reading), and where the read ends
-/// (exclusive: past the next sync, whose pin bounds the records before it from below).
+/// One row's window: the rule's sync (its position in the history; `None` below the oldest
+/// kept sync, see [`plan_head`]), the sync the downstream read starts at (the stretches below it
+/// are bounded without reading), the offset it starts at, and where the read ends (exclusive:
+/// past the next sync, whose pin bounds the records before it from below).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Window {
-    pub(crate) sync: usize,
+    pub(crate) sync: Option<usize>,
     pub(crate) from: usize,
+    pub(crate) start: i64,
     pub(crate) end: i64,
 }
 
@@ -208,7 +210,12 @@ pub(crate) fn plan(
             continue;
         }
         let from = syncs[..=k].partition_point(|&(_, d)| d0.saturating_sub(d) > lookback);
-        windows.push(Some(Window { sync: k, from, end }));
+        windows.push(Some(Window {
+            sync: Some(k),
+            from,
+            start: syncs[from].1,
+            end,
+        }));
         read.downstream.push((syncs[from].1, end));
         // Upstream: the window's records (each copies at most the i-th record after u0), and
         // back far enough that the stretches below the read can be bounded: each needs as many
@@ -243,6 +250,51 @@ pub(crate) fn plan(
 pub(crate) fn bottom(log: &LogOrder, downstream_start: i64, max: i64) -> Option<i64> {
     let &(_, d1) = log.syncs().first()?;
     (downstream_start == 0 && d1 <= max).then_some(d1)
+}
+
+/// The windows of the rows below the partition's oldest kept sync (no sync strictly below the
+/// group's offset `D`, the first kept one `(u1, d1)` at or above it), for a read of their own
+/// after the other rows are answered, as forward matching's [`super::plan::plan_head`]: the
+/// replica from its log start `downstream_start` to past `d1` (whose pin bounds the records
+/// before it from below), the primary from its log start to `readable_end`. Nothing bounds the
+/// first records of the replica but the upstream end, narrowed by content, which needs the
+/// primary read to its end: that read is the price, bounded by the byte budget, and why these
+/// windows never share a read with the others.
+///
+/// The group has then read every record of the replica that is still there; what lies below
+/// the replica's log start (removed by retention) is the residual assumption, as below the
+/// oldest kept sync elsewhere ([`ReverseMatch::assumes_history`]).
+pub(crate) fn plan_head(
+    log: &LogOrder,
+    rows: &[i64],
+    ends: Ends,
+    downstream_start: i64,
+    readable_end: i64,
+) -> (Vec<Option<Window>>, ReadPlan) {
+    let mut windows = Vec::with_capacity(rows.len());
+    let mut read = ReadPlan::default();
+    let oldest = log.syncs().first().map(|&(_, d1)| d1);
+    for &downstream in rows {
+        let window = oldest
+            .filter(|&d1| downstream <= d1 && downstream > downstream_start)
+            .map(|d1| Window {
+                sync: None,
+                from: 0,
+                start: downstream_start,
+                end: d1.saturating_add(1).min(ends.downstream),
+            })
+            .filter(|w| downstream <= w.end);
+        if let Some(w) = window {
+            read.downstream.push((w.start, w.end));
+            if ends.upstream_start < readable_end {
+                read.upstream.push((ends.upstream_start, readable_end));
+            }
+        }
+        windows.push(window);
+    }
+    read.downstream = merged(read.downstream);
+    read.upstream = merged(read.upstream);
+    (windows, read)
 }
 
 /// For each sync position `k`: the most offsets strictly inside one stretch between two
@@ -351,8 +403,10 @@ fn answer_for(
 ) -> Result<ReverseMatch, ReverseUnmatched> {
     let window = window.ok_or(ReverseUnmatched::NoSync)?;
     let not_read = unread.unwrap_or(ReverseUnmatched::NotRead);
-    let (u0, d0) = log.syncs()[window.sync];
-    let (_, start) = log.syncs()[window.from];
+    // The rule's sync; below the oldest kept sync there is none, and the read starts at the
+    // replica's log start.
+    let rule = window.sync.map(|k| log.syncs()[k]);
+    let start = window.start;
     if !down.covers(start, downstream) {
         return Err(not_read);
     }
@@ -361,10 +415,8 @@ fn answer_for(
     }
     let records = &down.records;
     let (from, to) = (down.first_at(start), down.first_at(downstream));
-    let Some(a) = to
-        .checked_sub(1)
-        .filter(|&a| a >= down.first_at(d0) && a >= from)
-    else {
+    let floor = rule.map_or(from, |(_, d0)| down.first_at(d0));
+    let Some(a) = to.checked_sub(1).filter(|&a| a >= floor && a >= from) else {
         return Err(ReverseUnmatched::DownstreamGap);
     };
     let last = last_read(bounds, from, to, a)?;
@@ -397,7 +449,7 @@ fn answer_for(
     };
     // The rule's sync d0 < D holds u0, so the group read u0: an exact answer is past it. One
     // that is not means a part below was assumed wrongly (see the module documentation).
-    if x <= u0 {
+    if rule.is_some_and(|(u0, _)| x <= u0) {
         return Err(ReverseUnmatched::Inconsistent);
     }
     // A record that may copy X (X past the upstream end has no copy anywhere).
@@ -407,6 +459,14 @@ fn answer_for(
     };
     if (from..to).any(may_copy_x) {
         return Err(ReverseUnmatched::EarlierCopy);
+    }
+    // A window from the replica's log start: nothing below it but what retention removed.
+    if rule.is_none() {
+        tracing::trace!(downstream, last, x, start, "failback record match, head");
+        return Ok(ReverseMatch {
+            offset: x,
+            assumes_history: start > 0,
+        });
     }
     // Below the read: every stretch of the history bounded below X.
     match reach.get(window.from) {
@@ -610,15 +670,118 @@ async fn match_partition_for(
         &reach[..],
         answer_ends,
     );
-    outcome.answers = offsets
+    let mut answers: Vec<_> = offsets
         .iter()
         .zip(&windows)
         .map(|(&d, &w)| answer_for(goal, read_parts, (d, w), (bottom, unread)))
         .collect();
+    // The rows below the oldest kept sync, read on their own (see `plan_head`). At the tip
+    // (`replication`) no sync below the log end means nothing was synced yet: left as it is.
+    let mut head_unread = None;
+    if goal == Goal::NextRead {
+        let head = Head {
+            ends,
+            stable,
+            downstream_start: start,
+            first: (&up, &down),
+        };
+        match head
+            .answer(
+                clusters,
+                job,
+                pair,
+                digester,
+                &offsets,
+                &mut answers,
+                &mut outcome,
+            )
+            .await
+        {
+            Ok(why) => head_unread = why,
+            Err(at) => {
+                return outcome.inconsistent(job, Err(ReverseUnmatched::Inconsistent), at);
+            }
+        }
+    }
+    let unread = unread.or(head_unread);
+    outcome.answers = answers;
     if let Some(why) = unread {
         outcome.unread = Some(why.name().to_string());
     }
     outcome
+}
+
+/// What the second read of a partition, for its rows below the oldest kept sync, needs from
+/// the first: the ends, and the sides read first (their bytes per offset estimate the second).
+struct Head<'a> {
+    ends: Ends,
+    stable: i64,
+    downstream_start: i64,
+    first: (&'a Side, &'a Side),
+}
+
+impl Head<'_> {
+    /// Answers the rows the first read left `no-sync` from the replica's log start
+    /// ([`plan_head`]), in place: not read at all (`budget`) when the first read's bytes per
+    /// offset put either side past the byte budget. Returns why the read stopped, if it did, or
+    /// the downstream offset that shows the records contradict the history.
+    #[allow(clippy::too_many_arguments)]
+    async fn answer(
+        &self,
+        clusters: Clusters<'_>,
+        job: &PartitionJob,
+        pair: &PairEnds,
+        digester: &Digester,
+        offsets: &[i64],
+        answers: &mut [Result<ReverseMatch, ReverseUnmatched>],
+        outcome: &mut PartitionOutcome<Result<ReverseMatch, ReverseUnmatched>>,
+    ) -> Result<Option<ReverseUnmatched>, i64> {
+        let head: Vec<usize> = (0..answers.len())
+            .filter(|&i| answers[i] == Err(ReverseUnmatched::NoSync))
+            .collect();
+        if head.is_empty() {
+            return Ok(None);
+        }
+        let rows: Vec<i64> = head.iter().map(|&i| offsets[i]).collect();
+        let (windows, plan) = plan_head(
+            &job.history,
+            &rows,
+            self.ends,
+            self.downstream_start,
+            self.stable,
+        );
+        if plan.downstream.is_empty() {
+            return Ok(None);
+        }
+        let (first_up, first_down) = self.first;
+        if plan.too_large_for(first_up, first_down, clusters.options.budget_bytes) {
+            for (&i, w) in head.iter().zip(&windows) {
+                if w.is_some() {
+                    answers[i] = Err(ReverseUnmatched::Budget);
+                }
+            }
+            return Ok(Some(ReverseUnmatched::Budget));
+        }
+        let (up, down, stopped) = job.read(clusters, pair, &plan, digester).await;
+        outcome.add_read(&up, &down, &plan);
+        let unread = stopped.map(|budget| {
+            if budget {
+                ReverseUnmatched::Budget
+            } else {
+                ReverseUnmatched::NotRead
+            }
+        });
+        let upstream = Upstream::new(&up, down.log_append_time);
+        let bounds = walk_bounds(&upstream, &down, &job.history, self.ends.upstream)?;
+        // No stretch lies below a window from the log start: `reach` is not consulted.
+        let parts = (&upstream, &down, &bounds, &job.history, &[][..], self.ends);
+        for ((&i, &d), &w) in head.iter().zip(&rows).zip(&windows) {
+            if w.is_some() {
+                answers[i] = answer_for(Goal::NextRead, parts, (d, w), (None, unread));
+            }
+        }
+        Ok(unread)
+    }
 }
 
 #[cfg(test)]

@@ -9,7 +9,7 @@
 
 use proptest::prelude::*;
 
-use super::{ReverseMatch, ReverseUnmatched, answer, bottom, plan, reach_below};
+use super::{ReverseMatch, ReverseUnmatched, answer, bottom, plan, plan_head, reach_below};
 use crate::failback::ReverseIndexBuilder;
 use crate::record_match::history::LogOrder;
 use crate::record_match::tests::{
@@ -52,13 +52,15 @@ type Row = (
 
 /// How a run reads: the oldest `dropped` syncs of the history removed (compaction), each
 /// side's read stopped after `cut` offsets (the budget), the part below the oldest kept sync
-/// read up to `bottom_max` offsets, `lookback` offsets read below the rule's sync.
+/// read up to `bottom_max` offsets, `lookback` offsets read below the rule's sync, and the
+/// rows below the oldest kept sync read from the replica's log start (`head`).
 #[derive(Clone, Copy, Debug)]
 struct Reads {
     dropped: usize,
     cut: Option<usize>,
     bottom_max: i64,
     lookback: i64,
+    head: bool,
 }
 
 const FULL: Reads = Reads {
@@ -66,6 +68,7 @@ const FULL: Reads = Reads {
     cut: None,
     bottom_max: super::BOTTOM_MAX,
     lookback: super::LOOKBACK,
+    head: true,
 };
 
 /// Every downstream offset matched backwards.
@@ -108,6 +111,11 @@ fn run(s: &Scenario, reads: Reads) -> (Flow, Vec<Row>) {
             }
             Err(v) => panic!("the model's flow is consistent, yet {v:?}; flow {flow:?}"),
         };
+    let answers = if reads.head {
+        answer_head(&flow, &log, reads, &rows, answers)
+    } else {
+        answers
+    };
     let out = rows
         .iter()
         .zip(answers)
@@ -117,6 +125,39 @@ fn run(s: &Scenario, reads: Reads) -> (Flow, Vec<Row>) {
         })
         .collect();
     (flow, out)
+}
+
+/// The rows the first read left `no-sync`, answered from the replica's log start in a read of
+/// their own, as `match_partition_for` does (`plan_head`).
+fn answer_head(
+    flow: &Flow,
+    log: &LogOrder,
+    reads: Reads,
+    rows: &[i64],
+    mut answers: Vec<Result<ReverseMatch, ReverseUnmatched>>,
+) -> Vec<Result<ReverseMatch, ReverseUnmatched>> {
+    let head: Vec<usize> = (0..rows.len())
+        .filter(|&i| answers[i] == Err(ReverseUnmatched::NoSync))
+        .collect();
+    let offsets: Vec<i64> = head.iter().map(|&i| rows[i]).collect();
+    let (n, ends) = (flow.upstream.len() as i64, flow.ends());
+    let (windows, read) = plan_head(log, &offsets, ends, 0, n);
+    if read.downstream.is_empty() {
+        return answers;
+    }
+    let up = flow.read(&read.upstream, true, reads.cut);
+    let down = flow.read(&read.downstream, false, reads.cut);
+    let upstream = Upstream::new(&up, false);
+    let b = match bounds(&upstream, &down, log, ends.upstream) {
+        Ok(b) => b,
+        Err(v) => panic!("the model's flow is consistent, yet {v:?} (head); flow {flow:?}"),
+    };
+    for ((&i, &d), &w) in head.iter().zip(&offsets).zip(&windows) {
+        if w.is_some() {
+            answers[i] = answer(&upstream, &down, &b, log, &[], ends, (d, w), (None, None));
+        }
+    }
+    answers
 }
 
 /// Checks every row: never past the truth; exact unless it says it rests on the residual
@@ -179,7 +220,7 @@ proptest! {
         bottom_max in prop_oneof![Just(0i64), Just(super::BOTTOM_MAX)],
         lookback in prop_oneof![Just(0i64), Just(7), Just(super::LOOKBACK)],
     ) {
-        let reads = Reads { dropped, cut: Some(cut), bottom_max, lookback };
+        let reads = Reads { dropped, cut: Some(cut), bottom_max, lookback, head: true };
         prop_assert_eq!(check(&s, reads).map(|_| ()), Ok(()));
         let reads = Reads { cut: None, ..reads };
         prop_assert_eq!(check(&s, reads).map(|_| ()), Ok(()));
@@ -427,5 +468,88 @@ fn a_group_that_drained_the_backup_fails_back_exactly() {
     assert_eq!(
         rows.last().map(|r| (r.2, matched(&r.3))),
         Some((120, Some(120)))
+    );
+}
+
+/// A history compacted to its newest syncs: a group below the oldest kept one (no sync below
+/// it, the `no-sync` of the rule) fails back from the replica's log start, exactly, where the
+/// records decide.
+#[test]
+fn groups_below_the_oldest_kept_sync_fail_back_exactly() {
+    let s = plain(distinct(120), vec![], 10);
+    let compacted = Reads { dropped: 6, ..FULL };
+    let (flow, rows) = run(&s, compacted);
+    let oldest = flow.syncs[6].1;
+    assert!(oldest >= 50, "{flow:?}");
+    // At the oldest kept sync itself the rule is exact already.
+    let below: Vec<_> = rows.iter().filter(|r| r.0 < oldest).collect();
+    assert_eq!(below.len() as i64, oldest);
+    for (d, rule, truth, answer) in &below {
+        assert_eq!(*rule, None, "D = {d}: no sync below it");
+        if *d == 0 {
+            // The group read nothing of the replica: nothing proves which record it starts at.
+            assert_eq!(*answer, Err(ReverseUnmatched::NoSync));
+            continue;
+        }
+        assert_eq!(
+            *answer,
+            Ok(ReverseMatch {
+                offset: *truth,
+                assumes_history: false
+            }),
+            "D = {d}"
+        );
+    }
+    // Without the read from the log start, every one of them is `no-sync`.
+    let (_, blind) = run(
+        &s,
+        Reads {
+            head: false,
+            ..compacted
+        },
+    );
+    assert!(
+        blind
+            .iter()
+            .filter(|r| r.0 < oldest)
+            .all(|r| r.3 == Err(ReverseUnmatched::NoSync))
+    );
+    check(&s, compacted).unwrap();
+}
+
+/// The random flows with their oldest syncs compacted away, with and without the read from the
+/// replica's log start: tallied (`--nocapture`), never past the truth, and the read answers
+/// most of what was `no-sync`.
+#[test]
+fn sweep_a_compacted_history_backwards() {
+    use crate::record_match::tests::tally;
+    let count =
+        |reads: Reads| {
+            let mut rows = Vec::new();
+            for s in sample_scenarios(300) {
+                rows.extend(run(&s, reads).1);
+            }
+            tally(rows.iter().map(|(_, rule, t, a)| {
+                (matched(a), *t, *rule, a.err().map(ReverseUnmatched::name))
+            }))
+        };
+    let compacted = Reads { dropped: 3, ..FULL };
+    let before = count(Reads {
+        head: false,
+        ..compacted
+    });
+    let after = count(compacted);
+    eprintln!("backward sweep, 3 oldest syncs compacted, without the head read: {before:?}");
+    eprintln!("backward sweep, 3 oldest syncs compacted, with the head read: {after:?}");
+    assert!(!before.contains_key("PAST THE TRUTH"));
+    assert!(!after.contains_key("PAST THE TRUTH"));
+    let no_sync = |t: &std::collections::BTreeMap<String, usize>| {
+        t.get("unmatched no-sync").copied().unwrap_or(0)
+    };
+    assert!(
+        no_sync(&after) * 4 < no_sync(&before),
+        "no-sync {} -> {}",
+        no_sync(&before),
+        no_sync(&after)
     );
 }
