@@ -553,9 +553,69 @@ async fn match_partition(
             }
         }
     }
+    answer_never_copied(
+        clusters,
+        job,
+        pair,
+        digester,
+        ends,
+        &mut answers,
+        &mut outcome,
+    )
+    .await;
     outcome.answers = answers;
     if let Some(why) = unread {
         outcome.unread = Some(why.name().to_string());
     }
     outcome
+}
+
+/// The rows left unmatched whose next record may never have been copied (MM2 stopped, or
+/// behind): past the partition's last sync, where no record after the window bounds anything.
+/// When the replica's end proves `X`, the first primary record with no copy on the replica
+/// ([`reverse::first_not_copied`]: no record below the end copies `X` or a later record, the
+/// replica read from a sync below its end and the stretches below bounded, nothing assumed),
+/// a group whose offset is at or past `X` has no copy of its next record or of any later one:
+/// its exact position is the replica's end (read before the primary's, so every copy made by
+/// then is below it). An answer resting on the residual assumption is not used.
+async fn answer_never_copied(
+    clusters: Clusters<'_>,
+    job: &PartitionJob,
+    pair: &PairEnds,
+    digester: &Digester,
+    ends: Ends,
+    answers: &mut [Result<i64, Unmatched>],
+    outcome: &mut PartitionOutcome<Result<i64, Unmatched>>,
+) {
+    // X lies past the upstream offset of the sync the proof starts from, the last one below
+    // the replica's end: rows at or below it cannot be at or past X.
+    let Some(&(last_synced, _)) = job.history.syncs().last() else {
+        return;
+    };
+    let unmatched: Vec<usize> = (0..answers.len())
+        .filter(|&i| {
+            let u = job.offsets[i];
+            matches!(answers[i], Err(why) if why != Unmatched::Inconsistent)
+                && u > last_synced
+                && u < ends.upstream
+        })
+        .collect();
+    if unmatched.is_empty() {
+        return;
+    }
+    let tip = reverse::first_not_copied(clusters, job, pair, digester).await;
+    outcome.upstream_bytes += tip.upstream_bytes;
+    outcome.downstream_bytes += tip.downstream_bytes;
+    outcome.ranges += tip.ranges;
+    let Some(Ok(first)) = tip.answers.first() else {
+        return;
+    };
+    if first.assumes_history {
+        return;
+    }
+    for i in unmatched {
+        if job.offsets[i] >= first.offset {
+            answers[i] = Ok(ends.downstream);
+        }
+    }
 }

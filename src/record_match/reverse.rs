@@ -373,6 +373,50 @@ pub(crate) fn answer(
     )
 }
 
+/// The first primary record with no copy on the replica, from what was read for the replica's
+/// end (`down_end`, the downstream end of `ends`): [`match_tip`]'s answer for one partition, as
+/// forward matching's model asks it.
+#[allow(clippy::too_many_arguments)]
+#[cfg(test)]
+pub(crate) fn answer_tip(
+    up: &Upstream<'_>,
+    down: &Side,
+    bounds: &Bounds,
+    log: &LogOrder,
+    reach: &[i64],
+    ends: Ends,
+    window: Option<Window>,
+    bottom: Option<i64>,
+) -> Result<ReverseMatch, ReverseUnmatched> {
+    answer_for(
+        Goal::FirstNotCopied,
+        (up, down, bounds, log, reach, ends),
+        (ends.downstream, window),
+        (bottom, None),
+    )
+}
+
+/// The first primary record with no copy on the replica, proven at the replica's end: for
+/// forward matching's rows whose next record may never have been copied (MM2 stopped or
+/// behind). It is [`match_tip`] for `job`'s partition alone, read on its own; the outcome
+/// carries what it read.
+pub(crate) async fn first_not_copied(
+    clusters: Clusters<'_>,
+    job: &PartitionJob,
+    pair: &PairEnds,
+    digester: &Digester,
+) -> PartitionOutcome<Result<ReverseMatch, ReverseUnmatched>> {
+    let tip = PartitionJob {
+        downstream_topic: job.downstream_topic.clone(),
+        upstream_topic: job.upstream_topic.clone(),
+        partition: job.partition,
+        members: vec![0],
+        offsets: vec![0],
+        history: job.history.clone(),
+    };
+    match_partition_for(Goal::FirstNotCopied, clusters, &tip, pair, digester).await
+}
+
 /// What the answer is for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Goal {

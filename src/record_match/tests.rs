@@ -329,6 +329,7 @@ fn run(s: &Scenario, cut: Option<usize>) -> Vec<Answer> {
             }
         }
     }
+    answer_never_copied(&flow, &log, cut, &rows, &mut answers);
     rows.iter()
         .zip(answers)
         .map(|(&u, answer)| {
@@ -336,6 +337,54 @@ fn run(s: &Scenario, cut: Option<usize>) -> Vec<Answer> {
             (u, safe, truth[u as usize], answer)
         })
         .collect()
+}
+
+/// The third read of `match_partition` (`answer_never_copied`): the rows left unmatched past
+/// the last sync, answered at the replica's end when the first record with no copy on it is
+/// proven and the row's offset is at or past it.
+fn answer_never_copied(
+    flow: &Flow,
+    log: &LogOrder,
+    cut: Option<usize>,
+    rows: &[i64],
+    answers: &mut [Result<i64, Unmatched>],
+) {
+    use crate::record_match::reverse::{self, BOTTOM_MAX, LOOKBACK};
+    use crate::record_match::walk::Upstream;
+    use crate::record_match::walk_bounds;
+    let Some(&(last_synced, _)) = log.syncs().last() else {
+        return;
+    };
+    let (n, ends) = (flow.upstream.len() as i64, flow.ends());
+    let unmatched: Vec<usize> = (0..rows.len())
+        .filter(|&i| {
+            matches!(answers[i], Err(why) if why != Unmatched::Inconsistent)
+                && rows[i] > last_synced
+                && rows[i] < ends.upstream
+        })
+        .collect();
+    if unmatched.is_empty() {
+        return;
+    }
+    let below = reverse::bottom(log, 0, BOTTOM_MAX);
+    let (windows, read) = reverse::plan(log, &[ends.downstream], ends, n, (below, LOOKBACK));
+    let up = flow.read(&read.upstream, true, cut);
+    let down = flow.read(&read.downstream, false, cut);
+    let upstream = Upstream::new(&up, false);
+    let Ok(b) = walk_bounds(&upstream, &down, log, ends.upstream) else {
+        panic!("the model's flow is consistent; flow {flow:?}");
+    };
+    let reach = reverse::reach_below(&upstream, log.syncs());
+    let tip = reverse::answer_tip(&upstream, &down, &b, log, &reach, ends, windows[0], below);
+    let Ok(first) = tip else { return };
+    if first.assumes_history {
+        return;
+    }
+    for i in unmatched {
+        if rows[i] >= first.offset {
+            answers[i] = Ok(ends.downstream);
+        }
+    }
 }
 
 fn check(s: &Scenario, cut: Option<usize>) -> Result<usize, String> {
@@ -800,4 +849,28 @@ fn groups_below_the_oldest_kept_sync_are_matched() {
             .iter()
             .all(|(_, safe, _, _)| safe.is_none())
     );
+}
+
+/// MM2 killed before it copied the partition's last records: a group whose next record was
+/// never copied (nor any later one) resumes at the replica's end, proven by the first record
+/// with no copy there; before the tip pass these were `no-match`.
+#[test]
+fn a_next_record_never_copied_resumes_at_the_replica_end() {
+    let s = killed_near_the_tip();
+    let flow = copy(&s);
+    let copied: Vec<i64> = flow.downstream.iter().flatten().copied().collect();
+    let first_never = (0..flow.upstream.len() as i64)
+        .find(|u| !copied.contains(u))
+        .expect("MM2 was killed before the end");
+    let end = flow.ends().downstream;
+    let rows = run(&s, None);
+    let never: Vec<_> = rows
+        .iter()
+        .filter(|r| r.0 >= first_never && r.0 < flow.upstream.len() as i64)
+        .collect();
+    assert!(never.len() > 40, "{first_never}: {flow:?}");
+    for (u, safe, truth, answer) in never {
+        assert_eq!(*truth, end, "U = {u}");
+        assert_eq!(*answer, Ok(end), "U = {u} (syncs' answer {safe:?})");
+    }
 }
