@@ -68,7 +68,7 @@ const LISTED: &[&str] = &[
     "src/failback/translate.rs:sharpen_with_records",
     "src/failback/translate.rs:translate_failback",
     "src/precise/read.rs:read_sync_index",
-    "src/record_match/mod.rs:match_rows",
+    "src/record_match/forward.rs:match_rows",
     "src/record_match/reverse.rs:match_reverse",
     "src/record_match/reverse.rs:match_tip",
     "src/replication/mod.rs:measure",
