@@ -680,7 +680,6 @@ async fn the_undo_of_a_group_not_on_the_target_needs_delete_on_kafka_4() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn failback_refuses_an_undo_that_could_not_delete_on_kafka_4() {
     use mm2_offsets::mm2::checkpoint::{self, CheckpointKey, CheckpointValue};
-    use mm2_offsets::mm2::offset_sync::{OffsetSyncKey, OffsetSyncValue, encode_key, encode_value};
     let (k4, k39) = (cluster("k4"), cluster("k39"));
     assert_eq!(k4.var("AUTHORIZER"), "standard");
     let raw = crate::support::raw::Raw::connect(&k4).await;
@@ -700,18 +699,7 @@ async fn failback_refuses_an_undo_that_could_not_delete_on_kafka_4() {
     raw.fill(&topic, 1, 100).await;
     raw39.create_topic(&replica, 1).await;
     raw39.fill(&replica, 1, 110).await;
-    let sync = |u: i64, d: i64| {
-        let key = encode_key(&OffsetSyncKey {
-            topic: topic.as_bytes(),
-            partition: 0,
-        })
-        .unwrap();
-        let value = encode_value(&OffsetSyncValue {
-            upstream_offset: u,
-            downstream_offset: d,
-        });
-        (Some(key), Some(value))
-    };
+    let sync = |u: i64, d: i64| crate::support::mm2_records::sync_record(&topic, u, d);
     let syncs_topic = format!("mm2-offset-syncs.{backup_alias}.internal");
     raw.create_topic(&syncs_topic, 1).await;
     raw.produce(&syncs_topic, 0, &[sync(0, 10), sync(50, 60), sync(99, 109)])

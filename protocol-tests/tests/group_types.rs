@@ -18,14 +18,11 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use mm2_offsets::client::KafkaClient;
-use mm2_offsets::mm2::checkpoint::{self, CheckpointKey, CheckpointValue};
-use mm2_offsets::mm2::offset_sync::{OffsetSyncKey, OffsetSyncValue, encode_key, encode_value};
 
 use crate::support::child::{Run, run_bounded};
+use crate::support::mm2_records::{checkpoint_record, sync_record};
 use crate::support::raw::Raw;
 use crate::support::{Cluster, cluster, harness_dir, unique_topic};
-
-type Record = (Option<Vec<u8>>, Option<Vec<u8>>);
 
 const BIN: &str = env!("CARGO_BIN_EXE_mm2-offsets");
 
@@ -43,36 +40,6 @@ fn run(args: &[String]) -> Run {
 
 fn strings(list: &[&str]) -> Vec<String> {
     list.iter().map(|s| s.to_string()).collect()
-}
-
-fn sync_record(topic: &str, u: i64, d: i64) -> Record {
-    let key = encode_key(&OffsetSyncKey {
-        topic: topic.as_bytes(),
-        partition: 0,
-    })
-    .unwrap();
-    let value = encode_value(&OffsetSyncValue {
-        upstream_offset: u,
-        downstream_offset: d,
-    });
-    (Some(key), Some(value))
-}
-
-fn checkpoint_record(group: &str, topic: &str, upstream: i64, downstream: i64) -> Record {
-    let key = checkpoint::encode_key(&CheckpointKey {
-        group: group.as_bytes(),
-        topic: topic.as_bytes(),
-        partition: 0,
-    })
-    .unwrap();
-    let value = checkpoint::encode_value(&CheckpointValue {
-        version: 0,
-        upstream_offset: upstream,
-        downstream_offset: downstream,
-        metadata: b"",
-    })
-    .unwrap();
-    (Some(key), Some(value))
 }
 
 /// The Kafka 4.4 jars (the harness's Maven cache).
@@ -273,7 +240,7 @@ async fn lay_flow(
         .produce(
             &checkpoints,
             0,
-            &[checkpoint_record(checkpointed, &replica, 50, 60)],
+            &[checkpoint_record(checkpointed, &replica, (50, 60), b"")],
         )
         .await;
     (topic, replica, syncs)

@@ -12,11 +12,9 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use mm2_offsets::mm2::checkpoint::{self, CheckpointKey, CheckpointValue};
-use mm2_offsets::mm2::offset_sync::{OffsetSyncKey, OffsetSyncValue, encode_key, encode_value};
-
 use crate::support::child::{Run, run_bounded};
 use crate::support::cluster;
+use crate::support::mm2_records::{checkpoint_record as checkpoint_of, sync_record};
 use crate::support::raw::Raw;
 
 type Held = BTreeMap<(String, i32), i64>;
@@ -161,42 +159,6 @@ fn checkpoint_record(
     downstream: i64,
 ) -> (Option<Vec<u8>>, Option<Vec<u8>>) {
     checkpoint_of(group, topic, (downstream + 1000, downstream), b"hostile")
-}
-
-/// A checkpoint of `group` on partition 0 of `topic`: (upstream, downstream) offsets.
-fn checkpoint_of(
-    group: &str,
-    topic: &str,
-    (upstream, downstream): (i64, i64),
-    metadata: &[u8],
-) -> (Option<Vec<u8>>, Option<Vec<u8>>) {
-    let key = checkpoint::encode_key(&CheckpointKey {
-        group: group.as_bytes(),
-        topic: topic.as_bytes(),
-        partition: 0,
-    })
-    .unwrap();
-    let value = checkpoint::encode_value(&CheckpointValue {
-        version: 0,
-        upstream_offset: upstream,
-        downstream_offset: downstream,
-        metadata,
-    })
-    .unwrap();
-    (Some(key), Some(value))
-}
-
-fn sync_record(topic: &str, u: i64, d: i64) -> (Option<Vec<u8>>, Option<Vec<u8>>) {
-    let key = encode_key(&OffsetSyncKey {
-        topic: topic.as_bytes(),
-        partition: 0,
-    })
-    .unwrap();
-    let value = encode_value(&OffsetSyncValue {
-        upstream_offset: u,
-        downstream_offset: d,
-    });
-    (Some(key), Some(value))
 }
 
 fn args(list: &[&str]) -> Vec<String> {

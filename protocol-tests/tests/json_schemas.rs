@@ -18,11 +18,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use mm2_offsets::mm2::checkpoint::{self, CheckpointKey, CheckpointValue};
-use mm2_offsets::mm2::offset_sync::{OffsetSyncKey, OffsetSyncValue, encode_key, encode_value};
-
 use crate::support::child::run_bounded;
 use crate::support::mm2::flows;
+use crate::support::mm2_records::{checkpoint_record, sync_record};
 use crate::support::raw::{Raw, Record};
 use crate::support::{cluster, http_get, unique_topic, watch_process};
 
@@ -151,36 +149,6 @@ fn schemas_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/schemas")
 }
 
-fn checkpoint_record(group: &str, topic: &str, upstream: i64, downstream: i64) -> Record {
-    let key = checkpoint::encode_key(&CheckpointKey {
-        group: group.as_bytes(),
-        topic: topic.as_bytes(),
-        partition: 0,
-    })
-    .unwrap();
-    let value = checkpoint::encode_value(&CheckpointValue {
-        version: 0,
-        upstream_offset: upstream,
-        downstream_offset: downstream,
-        metadata: b"schema",
-    })
-    .unwrap();
-    (Some(key), Some(value))
-}
-
-fn sync_record(topic: &str, u: i64, d: i64) -> Record {
-    let key = encode_key(&OffsetSyncKey {
-        topic: topic.as_bytes(),
-        partition: 0,
-    })
-    .unwrap();
-    let value = encode_value(&OffsetSyncValue {
-        upstream_offset: u,
-        downstream_offset: d,
-    });
-    (Some(key), Some(value))
-}
-
 /// Every output, from a flow written by hand as MirrorMaker 2 would have left it: `orders` (100
 /// records) on the primary k4, its replica `<p>.orders` (10 older records, then the 100) on the
 /// backup k39, the offset syncs `(0,10) (50,60) (99,109)` on the primary and a checkpoint
@@ -214,7 +182,7 @@ async fn every_output_matches_its_schema_on_kafka_4() {
     raw39.create_topic(&checkpoints, 1).await;
     let forward: Vec<Record> = groups
         .iter()
-        .map(|n| checkpoint_record(&g(n), &replica, 50, 60))
+        .map(|n| checkpoint_record(&g(n), &replica, (50, 60), b"schema"))
         .collect();
     raw39.produce(&checkpoints, 0, &forward).await;
     for c in [&k4, &k39] {

@@ -22,12 +22,12 @@
 use std::time::{Duration, Instant};
 
 use mm2_offsets::client::{Deadline, IsolationLevel, KafkaClient, OffsetSpec, ReadOptions};
-use mm2_offsets::mm2::offset_sync::{OffsetSyncKey, OffsetSyncValue, encode_key, encode_value};
 use mm2_offsets::record_match::reverse::{ReverseRow, match_reverse};
 use mm2_offsets::record_match::{MatchOptions, MatchRow, match_rows};
 use mm2_offsets::records::builder::{BatchBuilder, RecordSpec};
 use mm2_offsets::records::{Batches, Scratch};
 
+use crate::support::mm2_records::sync_record;
 use crate::support::raw::{Raw, Records};
 use crate::support::{cluster, unique_topic};
 
@@ -167,17 +167,9 @@ fn history(flow: &Flow) -> Vec<(i64, i64)> {
     flow.syncs
         .iter()
         .map(|&(u, d)| {
-            let key = encode_key(&OffsetSyncKey {
-                topic: flow.source.as_bytes(),
-                partition: 0,
-            })
-            .unwrap();
-            assert!(!key.is_empty());
-            let value = encode_value(&OffsetSyncValue {
-                upstream_offset: u,
-                downstream_offset: d,
-            });
-            let decoded = mm2_offsets::mm2::offset_sync::decode_value(&value).unwrap();
+            let (key, value) = sync_record(&flow.source, u, d);
+            assert!(key.is_some_and(|key| !key.is_empty()));
+            let decoded = mm2_offsets::mm2::offset_sync::decode_value(&value.unwrap()).unwrap();
             (decoded.upstream_offset, decoded.downstream_offset)
         })
         .collect()
@@ -323,18 +315,7 @@ async fn failback_below_the_oldest_sync_by_the_cli(raw: &Raw, flow: &Flow) {
     let records: Records = flow
         .syncs
         .iter()
-        .map(|&(u, d)| {
-            let key = encode_key(&OffsetSyncKey {
-                topic: flow.source.as_bytes(),
-                partition: 0,
-            })
-            .unwrap();
-            let value = encode_value(&OffsetSyncValue {
-                upstream_offset: u,
-                downstream_offset: d,
-            });
-            (Some(key), Some(value))
-        })
+        .map(|&(u, d)| sync_record(&flow.source, u, d))
         .collect();
     raw.produce(&syncs_topic, 0, &records).await;
     let group = unique_topic("mv-fb");

@@ -14,13 +14,13 @@ use std::time::Duration;
 use mm2_offsets::client::{Deadline, IsolationLevel, KafkaClient, OffsetSpec, ReadOptions};
 use mm2_offsets::mm2::ReplicationPolicy;
 use mm2_offsets::mm2::checkpoint::{self, CheckpointKey, CheckpointValue};
-use mm2_offsets::mm2::offset_sync::{OffsetSyncKey, OffsetSyncValue, encode_key, encode_value};
 use mm2_offsets::precise::SyncsSource;
 use mm2_offsets::records::builder::{BatchBuilder, RecordSpec};
 use mm2_offsets::records::{Batches, Scratch};
 use mm2_offsets::replication::{ReplicationRequest, ReplicationRow, measure};
 use mm2_offsets::select::GroupSelector;
 
+use crate::support::mm2_records::offset_sync;
 use crate::support::raw::{Raw, Records};
 use crate::support::{cluster, data_writer, unique_topic};
 
@@ -106,18 +106,7 @@ pub(crate) async fn syncs(
 ) {
     let records: Records = list
         .iter()
-        .map(|&(u, d)| {
-            let key = encode_key(&OffsetSyncKey {
-                topic: topic.as_bytes(),
-                partition,
-            })
-            .unwrap();
-            let value = encode_value(&OffsetSyncValue {
-                upstream_offset: u,
-                downstream_offset: d,
-            });
-            (Some(key), Some(value))
-        })
+        .map(|&(u, d)| offset_sync(topic, partition, u, d))
         .collect();
     primary.produce(syncs_topic, 0, &records).await;
 }

@@ -19,6 +19,7 @@ use serde_json::Value;
 
 use crate::support::child::{Run, run_bounded};
 use crate::support::cluster;
+use crate::support::mm2_records::sync_record;
 use crate::support::raw::{Raw, Records};
 
 type Held = BTreeMap<(String, i32), i64>;
@@ -47,20 +48,12 @@ fn show(held: &Held) -> String {
 
 /// A checkpoint of `group` on partition 0 of `topic` at `downstream`, with metadata "src".
 fn checkpoint_record(group: &str, topic: &str, downstream: i64) -> crate::support::raw::Record {
-    let key = checkpoint::encode_key(&CheckpointKey {
-        group: group.as_bytes(),
-        topic: topic.as_bytes(),
-        partition: 0,
-    })
-    .unwrap();
-    let value = checkpoint::encode_value(&CheckpointValue {
-        version: 0,
-        upstream_offset: downstream + 1000,
-        downstream_offset: downstream,
-        metadata: b"src",
-    })
-    .unwrap();
-    (Some(key), Some(value))
+    crate::support::mm2_records::checkpoint_record(
+        group,
+        topic,
+        (downstream + 1000, downstream),
+        b"src",
+    )
 }
 
 /// One row of the table of cases.
@@ -741,21 +734,6 @@ fn interrupted_run(a: &[String], undo: &Path, how: &Interrupt) -> Run {
         elapsed: started.elapsed(),
         killed,
     }
-}
-
-/// An offset sync of partition 0 of `topic`: upstream `u` is downstream `d`.
-fn sync_record(topic: &str, u: i64, d: i64) -> crate::support::raw::Record {
-    use mm2_offsets::mm2::offset_sync::{OffsetSyncKey, OffsetSyncValue, encode_key, encode_value};
-    let key = encode_key(&OffsetSyncKey {
-        topic: topic.as_bytes(),
-        partition: 0,
-    })
-    .unwrap();
-    let value = encode_value(&OffsetSyncValue {
-        upstream_offset: u,
-        downstream_offset: d,
-    });
-    (Some(key), Some(value))
 }
 
 /// What `raw` holds for each of `groups`, keyed by the group's last name and the topic.

@@ -10,6 +10,7 @@ pub mod child;
 pub mod csv;
 pub mod groups;
 pub mod mm2;
+pub mod mm2_records;
 pub mod proxy;
 pub mod raw;
 pub mod tls_front;
