@@ -57,6 +57,7 @@ const LISTED: &[&str] = &[
     "src/client/fetch.rs:next_chunk",
     "src/client/list_groups.rs:list_groups",
     "src/client/list_groups.rs:list_groups_on",
+    "src/client/list_groups.rs:group_types",
     "src/client/log_offsets.rs:describe_topics",
     "src/client/log_offsets.rs:list_offsets",
     "src/client/log_offsets.rs:list_offsets_many",
@@ -202,6 +203,7 @@ fn futures_are_send(
     send(kafka.delete_group_offsets(coordinator, "g", &[("t".to_string(), 0)], deadline));
     send(kafka.list_groups(coordinator, &[], deadline));
     send(kafka.list_groups_on([coordinator], &[], deadline));
+    send(kafka.group_types(deadline));
     send(kafka.fetch(shared_topic, 0, 0, &ReadOptions::default()));
     send(stream.next_chunk());
     send(backoff.wait(deadline));

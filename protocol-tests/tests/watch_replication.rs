@@ -10,9 +10,9 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use mm2_offsets::client::KafkaClient;
-use mm2_offsets::mm2::checkpoint::{self, CheckpointKey, CheckpointValue};
 
 use crate::replication_kafka::{copy, delivered, produce, syncs};
+use crate::support::mm2_records::checkpoint_record;
 use crate::support::raw::Raw;
 use crate::support::watch_process::WatchProcess;
 use crate::support::{cluster, http_get, unique_topic};
@@ -121,22 +121,10 @@ async fn watch_replication_metrics_equal_the_command_rows() {
     let group = format!("{alias}-group");
     let checkpoints = format!("{alias}.checkpoints.internal");
     backup_raw.create_topic(&checkpoints, 1).await;
-    let key = checkpoint::encode_key(&CheckpointKey {
-        group: group.as_bytes(),
-        topic: replica("behind").as_bytes(),
-        partition: 0,
-    })
-    .unwrap();
-    let value = checkpoint::encode_value(&CheckpointValue {
-        version: 0,
-        upstream_offset: 20,
-        downstream_offset: 20,
-        metadata: b"",
-    })
-    .unwrap();
-    backup_raw
-        .produce(&checkpoints, 0, &[(Some(key), Some(value))])
-        .await;
+    let checkpoint = checkpoint_record(&group, &replica("behind"), (20, 20), b"");
+    backup_raw.produce(&checkpoints, 0, &[checkpoint]).await;
+    // The group on the source too, where watch lists it with its type.
+    primary_raw.commit(&group, &name("behind"), 0, 20).await;
 
     let dir = tempfile::tempdir().unwrap();
     let snapshot = dir.path().join("replication.json");
@@ -160,6 +148,40 @@ async fn watch_replication_metrics_equal_the_command_rows() {
     ]);
     let up = |s: &Samples| metric(s, "mm2_replication_up", &[("source", &alias)]) == Some(1.0);
     wait_scrape(&watch, "a first measurement", Duration::from_secs(60), up);
+    // The source's groups, typed: the flow's group is a consumer group (committed offsets,
+    // no members), and the per-type counts include it.
+    let samples = scrape(&watch);
+    let info = |group_type: &str| {
+        metric(
+            &samples,
+            "mm2_source_group_info",
+            &[
+                ("source", &alias),
+                ("group", &group),
+                ("group_type", group_type),
+            ],
+        )
+    };
+    assert_eq!(
+        info("consumer"),
+        Some(1.0),
+        "{:?}",
+        series(&samples, "mm2_source_group_info").len()
+    );
+    assert_eq!(info("streams"), None);
+    let consumers = metric(
+        &samples,
+        "mm2_source_groups",
+        &[("source", &alias), ("group_type", "consumer")],
+    )
+    .unwrap();
+    assert!(consumers >= 1.0, "mm2_source_groups consumer {consumers}");
+    println!(
+        "source groups: {} listed, {consumers} consumer, {} streams, {} share",
+        series(&samples, "mm2_source_group_info").len(),
+        metric(&samples, "mm2_source_groups", &[("group_type", "streams")]).unwrap(),
+        metric(&samples, "mm2_source_groups", &[("group_type", "share")]).unwrap(),
+    );
 
     // The command's rows, then a scrape: the flow does not move meanwhile, so the figures are
     // the same; seconds_behind moves with the clock, so the oldest timestamp it implies

@@ -102,6 +102,42 @@ impl KafkaClient {
         futures::future::join_all(asked).await.into_iter().collect()
     }
 
+    /// Every group of the cluster and its type: ListGroups of every type on every broker, each
+    /// broker coordinating its own groups. The types come from ListGroups v5 and later (Kafka
+    /// 3.8+); an older broker names a classic group's protocol type, so every group there is
+    /// [`GroupType::Consumer`] or [`GroupType::Other`]. A broker that does not serve ListGroups
+    /// lists nothing.
+    ///
+    /// ```no_run
+    /// # async fn run(client: mm2_offsets::client::KafkaClient) -> Result<(), mm2_offsets::client::ClientError> {
+    /// use mm2_offsets::client::{Deadline, GroupType};
+    /// let types = client.group_types(&Deadline::after(std::time::Duration::from_secs(30))).await?;
+    /// let streams = types.values().filter(|t| **t == GroupType::Streams).count();
+    /// println!("{} groups, {streams} of them Kafka Streams groups", types.len());
+    /// # Ok(()) }
+    /// ```
+    pub async fn group_types(
+        &self,
+        deadline: &Deadline,
+    ) -> Result<BTreeMap<String, GroupType>, ClientError> {
+        let mut types = BTreeMap::new();
+        for broker in self.brokers() {
+            let coordinator = GroupCoordinator {
+                node_id: broker.node_id,
+                address: broker.address(),
+            };
+            for group in self
+                .list_groups(&coordinator, &[], deadline)
+                .await?
+                .unwrap_or_default()
+            {
+                let group_type = GroupType::of(&group);
+                types.insert(group.group_id, group_type);
+            }
+        }
+        Ok(types)
+    }
+
     async fn list_groups_once(
         &self,
         coordinator: &GroupCoordinator,

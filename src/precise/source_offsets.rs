@@ -14,8 +14,8 @@ use std::collections::{BTreeMap, HashSet};
 use super::retranslate::UpstreamTopics;
 use super::translation::{GroupInputs, Input, RowInput};
 use crate::client::{
-    ClientError, CommittedOffset, Deadline, GroupCoordinator, GroupOffsets, GroupType, KafkaClient,
-    PartitionsWanted, common_failure, found_coordinators,
+    ClientError, CommittedOffset, Deadline, GroupOffsets, GroupType, KafkaClient, PartitionsWanted,
+    common_failure, found_coordinators,
 };
 use crate::mm2::ReplicationPolicy;
 use crate::mm2::sync_index::{PreciseOffset, Rule, SyncIndex, TopicSyncs};
@@ -334,19 +334,7 @@ pub(crate) async fn list_source_groups(
     selector: &GroupSelector,
     deadline: &Deadline,
 ) -> Result<SourceGroups, ClientError> {
-    let mut types = BTreeMap::new();
-    for broker in client.brokers() {
-        let coordinator = GroupCoordinator {
-            node_id: broker.node_id,
-            address: broker.address(),
-        };
-        if let Some(groups) = client.list_groups(&coordinator, &[], deadline).await? {
-            for g in groups {
-                let group_type = GroupType::of(&g);
-                types.insert(g.group_id, group_type);
-            }
-        }
-    }
+    let types = client.group_types(deadline).await?;
     let selected = types
         .keys()
         .filter(|g| selector.matches(g))

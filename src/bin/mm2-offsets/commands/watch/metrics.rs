@@ -395,6 +395,55 @@ fn replication_metrics(w: &mut Writer, f: &super::replication::Figures) {
             }
         }
     }
+    source_group_metrics(w, source, fresh);
+}
+
+/// The source's groups by type, from the newest successful round: MM2 checkpoints consumer
+/// groups only, so the `streams` and `share` groups here are the ones a failover translates
+/// from the source (`apply --from-source-offsets`), and their count should not surprise anyone
+/// on the day. Every type is a series from the first scrape on; the per-group series is absent
+/// while the newest round failed, like the per-partition figures.
+fn source_group_metrics(
+    w: &mut Writer,
+    source: &str,
+    fresh: Option<&super::replication::Measured>,
+) {
+    w.family(
+        "mm2_source_group_info",
+        "gauge",
+        "1 for each group on the source that watch's selection picks, labelled with its group_type (consumer, streams, share, or the cluster's own name). MirrorMaker 2 checkpoints consumer groups only.",
+    );
+    let groups = fresh.map_or(&[][..], |last| &last.source_groups[..]);
+    for (group, group_type) in groups {
+        w.sample(
+            "mm2_source_group_info",
+            &[
+                ("source", source),
+                ("group", group),
+                ("group_type", group_type.name()),
+            ],
+            1.0,
+        );
+    }
+    w.family(
+        "mm2_source_groups",
+        "gauge",
+        "Groups on the source that watch's selection picks, by group_type (absent while the newest round failed).",
+    );
+    if fresh.is_some() {
+        let mut counts: std::collections::BTreeMap<&str, usize> =
+            ["consumer", "share", "streams"].map(|t| (t, 0)).into();
+        for (_, group_type) in groups {
+            *counts.entry(group_type.name()).or_default() += 1;
+        }
+        for (group_type, n) in counts {
+            w.sample(
+                "mm2_source_groups",
+                &[("source", source), ("group_type", group_type)],
+                n as f64,
+            );
+        }
+    }
 }
 
 /// Every verdict that refuses a partition, so each is a series from the first scrape on.
@@ -594,6 +643,7 @@ mod tests {
     #[test]
     fn replication_figures_are_fresh_or_absent() {
         use super::super::replication::{Figures, Measured, RowFigure};
+        use mm2_offsets::client::GroupType;
         let row = |topic: &str, not_copied: Option<u64>, seconds: Option<f64>| RowFigure {
             topic: topic.into(),
             partition: 0,
@@ -616,10 +666,25 @@ mod tests {
                 row("primary.c", None, None),
             ],
             document: serde_json::Value::Null,
+            source_groups: vec![
+                ("orders-app".into(), GroupType::Consumer),
+                ("shipping".into(), GroupType::Consumer),
+                ("wordcount".into(), GroupType::Streams),
+                ("audit".into(), GroupType::Share),
+                ("sink".into(), GroupType::Other("connect".into())),
+            ],
         }));
         let mut w = Writer { out: String::new() };
         replication_metrics(&mut w, &f);
         for line in [
+            "mm2_source_group_info{source=\"primary\",group=\"orders-app\",group_type=\"consumer\"} 1\n",
+            "mm2_source_group_info{source=\"primary\",group=\"wordcount\",group_type=\"streams\"} 1\n",
+            "mm2_source_group_info{source=\"primary\",group=\"audit\",group_type=\"share\"} 1\n",
+            "mm2_source_group_info{source=\"primary\",group=\"sink\",group_type=\"connect\"} 1\n",
+            "mm2_source_groups{source=\"primary\",group_type=\"consumer\"} 2\n",
+            "mm2_source_groups{source=\"primary\",group_type=\"streams\"} 1\n",
+            "mm2_source_groups{source=\"primary\",group_type=\"share\"} 1\n",
+            "mm2_source_groups{source=\"primary\",group_type=\"connect\"} 1\n",
             "mm2_replication_up{source=\"primary\"} 1\n",
             "mm2_replication_measurements_total{source=\"primary\"} 2\n",
             "mm2_replication_measurement_errors_total{source=\"primary\"} 1\n",
@@ -653,5 +718,8 @@ mod tests {
             "{}",
             w.out
         );
+        assert!(!w.out.contains("mm2_source_group_info{"), "{}", w.out);
+        assert!(!w.out.contains("mm2_source_groups{"), "{}", w.out);
+        assert!(w.out.contains("# TYPE mm2_source_group_info gauge\n"));
     }
 }

@@ -15,7 +15,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
-use mm2_offsets::client::{Deadline, KafkaClient};
+use mm2_offsets::client::{Deadline, GroupType, KafkaClient};
 use mm2_offsets::precise::SyncsSource;
 use mm2_offsets::record_match::MatchOptions;
 use mm2_offsets::replication::{Replication, ReplicationRequest, measure};
@@ -53,6 +53,10 @@ pub struct Measured {
     pub rows: Vec<RowFigure>,
     /// `measured_at_ms`, `complete`, `total` and `rows` as `replication -o json` prints them.
     pub document: serde_json::Value,
+    /// The groups on the source that watch's selection picks, with their types, listed in the
+    /// same round: the Kafka Streams and share groups among them are groups MM2 never
+    /// checkpoints, which a failover must translate from their offsets on the source.
+    pub source_groups: Vec<(String, GroupType)>,
 }
 
 /// One remote partition's figure; `None`s when it is not proven.
@@ -64,8 +68,9 @@ pub struct RowFigure {
 }
 
 impl Measured {
-    fn new(r: &Replication) -> Self {
+    fn new(r: &Replication, source_groups: Vec<(String, GroupType)>) -> Self {
         Measured {
+            source_groups,
             measured_at_ms: r.measured_at_ms,
             unproven: r.total.unproven,
             rows: r
@@ -111,6 +116,8 @@ struct Rounds {
     interval: Duration,
     timeout: Duration,
     snapshot: Option<PathBuf>,
+    /// Watch's group selection, for the source's groups listed each round.
+    groups: GroupSelector,
     connected: Option<(SyncsSource, KafkaClient)>,
 }
 
@@ -146,6 +153,7 @@ pub fn start(
         interval: r.replication_interval,
         timeout: r.replication_timeout,
         snapshot: r.replication_snapshot.clone(),
+        groups: crate::session::selector(&args.select)?,
         connected: None,
     };
     eprintln!(
@@ -182,10 +190,10 @@ impl Rounds {
                 f.rounds += 1;
                 f.last_duration = Some(started.elapsed());
                 match outcome {
-                    Ok(report) => {
+                    Ok((report, source_groups)) => {
                         f.up = true;
                         f.last_error = None;
-                        f.last = Some(Arc::new(Measured::new(&report)));
+                        f.last = Some(Arc::new(Measured::new(&report, source_groups)));
                     }
                     Err(why) => {
                         // The connections may be what failed: made again next round.
@@ -214,8 +222,9 @@ impl Rounds {
         }
     }
 
-    /// One measurement within `--replication-timeout`.
-    async fn round(&mut self) -> Result<Replication, String> {
+    /// One measurement within `--replication-timeout`, and the source's selected groups with
+    /// their types (ListGroups on every broker of the primary).
+    async fn round(&mut self) -> Result<(Replication, Vec<(String, GroupType)>), String> {
         let budget = Deadline::after(self.timeout);
         let work = async {
             if self.connected.is_none() {
@@ -244,7 +253,7 @@ impl Rounds {
             matching.max_fetch_bytes = self.max_fetch_bytes;
             request.matching = matching;
             let topic = syncs.topic.clone();
-            measure(
+            let measured = measure(
                 self.client.kafka(),
                 primary,
                 syncs,
@@ -252,7 +261,15 @@ impl Rounds {
                 &request,
             )
             .await
-            .map_err(|e| format!("{} (offset-syncs topic {topic})", crate::hints::explain(&e)))
+            .map_err(|e| format!("{} (offset-syncs topic {topic})", crate::hints::explain(&e)))?;
+            let types = primary.group_types(&budget).await.map_err(|e| {
+                format!("listing the source's groups: {}", crate::hints::explain(&e))
+            })?;
+            let selected = types
+                .into_iter()
+                .filter(|(group, _)| self.groups.matches(group))
+                .collect();
+            Ok((measured, selected))
         };
         match tokio::time::timeout(self.timeout, work).await {
             Ok(outcome) => outcome,
