@@ -17,10 +17,10 @@
 //!    not_copied is exactly the records with no copy on the backup (read from the backup's
 //!    payloads, which carry each record's source offset).
 //! e. MM2 started again re-copies a block (duplicates on the backup): copied_to never falls back
-//!    into the duplicate block; caught up, not_copied is 0 and the rows are still there. A read
-//!    whose backup tip is inside a long re-copied block is `unproven: not-read` today (the tip
-//!    proof reads around the last sync, far below the first record without a copy): accepted
-//!    and printed, never a wrong figure (RELIABILITY.md).
+//!    into the duplicate block; caught up, not_copied is 0 and the rows are still there. A row
+//!    not proven during the catch-up is accepted and printed, never a wrong figure (a tip inside
+//!    a long re-copied block was `unproven: not-read` before the tip proof read far enough;
+//!    `replication_kafka.rs` lays that shape by hand, RELIABILITY.md).
 //!
 //! Every expected figure comes from the producer's output and the clusters' logs, never from
 //! the code under test. It holds `failover_mm2::CLUSTERS` throughout (it stops, kills and
