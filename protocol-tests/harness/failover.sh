@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Usage: failover.sh up | down | mm2-kill | mm2-start | client COMMAND ARGS...
+# Usage: failover.sh up | down | mm2-stop | mm2-kill | mm2-start | client COMMAND ARGS...
 # The clusters of the failover suite (protocol-tests/tests/failover_mm2.rs), separate from every
 # other suite's so that nothing it writes (topics, groups, a MirrorMaker 2 source alias) is seen
 # by their assertions:
@@ -9,6 +9,8 @@
 #          primary for topics local to the backup), then writes protocol-tests/work/failover.env.
 #          MM2 keeps running until `down`.
 #   down   stops MirrorMaker 2 and both clusters (safe to run twice).
+#   mm2-stop   stops MirrorMaker 2 gracefully (SIGTERM: its tasks commit their source offsets
+#              and flush their offset syncs before it exits) and waits until it is gone.
 #   mm2-kill   kills MirrorMaker 2 with SIGKILL (a crash: unsent offset syncs and uncommitted
 #              source offsets are lost) and waits until it is gone.
 #   mm2-start  starts it again on the same config (after mm2-kill).
@@ -111,6 +113,7 @@ mm2_kill() {
 case "${1:-}" in
 up) up ;;
 down) down ;;
+mm2-stop) "$HARNESS_DIR/mm2.sh" stop "$MM2_NAME" ;;
 mm2-kill) mm2_kill ;;
 mm2-start) "$HARNESS_DIR/mm2.sh" start "$MM2_NAME" "$HARNESS_DIR/config/mm2-failover.properties" >/dev/null ;;
 client)
@@ -122,5 +125,5 @@ client)
   flock -u 9
   client "$@"
   ;;
-*) die "usage: failover.sh up | down | mm2-kill | mm2-start | client COMMAND ARGS..." ;;
+*) die "usage: failover.sh up | down | mm2-stop | mm2-kill | mm2-start | client COMMAND ARGS..." ;;
 esac

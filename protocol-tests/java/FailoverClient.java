@@ -57,9 +57,13 @@ import org.apache.kafka.common.utils.internals.Exit;
  *       the group's consumer reads every partition from where the group stands to the end (no
  *       commit) and prints, per partition, the committed offset it started from, the first
  *       record read (offset and SEQ), every SEQ read and whether they are contiguous.
- *   <li>{@code produce-tx --bootstrap B --topic T --records N --txn-size S --abort-every K}: N
- *       records to partition 0 in transactions of S records, every K-th transaction aborted
- *       (SEQ counts every record sent, aborted ones too), then prints each record's offset.
+ *   <li>{@code produce-tx --bootstrap B --topic T --records N --txn-size S --abort-every K
+ *       [--first-seq F]}: N records to partition 0 in transactions of S records, every K-th
+ *       transaction aborted (SEQ counts every record sent, aborted ones too, from F, default 0),
+ *       then prints the count of records and of aborted transactions.
+ *   <li>{@code append --bootstrap B --topic T --counts N0,N1,...}: N0 more records on partition
+ *       0, N1 on partition 1..., SEQ continuing from each partition's log end (so SEQ stays the
+ *       offset); prints per partition the first offset, the count and the records' timestamps.
  *   <li>{@code consume-to --bootstrap B --spec FILE}: SPEC lines {@code GROUP PROTOCOL TOPICS
  *       STOPS}: the group's consumer (subscribe) starts where the group stands (the log start
  *       where it has no offset), processes every record below its partition's stop offset,
@@ -94,7 +98,9 @@ public final class FailoverClient {
       case "consume-backup" -> consumeAll(bootstrap, Path.of(need(o, "spec")), FailoverClient::consumeBackup);
       case "consume-to" -> consumeAll(bootstrap, Path.of(need(o, "spec")), FailoverClient::consumeToStops);
       case "produce-tx" -> produceTx(bootstrap, need(o, "topic"), Integer.parseInt(need(o, "records")),
-          Integer.parseInt(need(o, "txn-size")), Integer.parseInt(need(o, "abort-every")));
+          Integer.parseInt(need(o, "txn-size")), Integer.parseInt(need(o, "abort-every")),
+          Integer.parseInt(o.getOrDefault("first-seq", "0")));
+      case "append" -> append(bootstrap, need(o, "topic"), need(o, "counts"));
       case "dump" -> {
         for (String t : need(o, "topic").split(",")) {
           dump(bootstrap, t);
@@ -376,8 +382,8 @@ public final class FailoverClient {
     return sb.append("}}").toString();
   }
 
-  private static void produceTx(String bootstrap, String topic, int records, int txnSize, int abortEvery)
-      throws Exception {
+  private static void produceTx(String bootstrap, String topic, int records, int txnSize, int abortEvery,
+      int firstSeq) throws Exception {
     Properties p = new Properties();
     p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
     p.put(ProducerConfig.ACKS_CONFIG, "all");
@@ -389,9 +395,9 @@ public final class FailoverClient {
     try (KafkaProducer<String, String> producer = new KafkaProducer<>(p)) {
       producer.initTransactions();
       int txn = 0;
-      for (int seq = 0; seq < records; txn++) {
+      for (int seq = firstSeq; seq < firstSeq + records; txn++) {
         producer.beginTransaction();
-        for (int i = 0; i < txnSize && seq < records; i++, seq++) {
+        for (int i = 0; i < txnSize && seq < firstSeq + records; i++, seq++) {
           producer.send(new ProducerRecord<>(topic, 0, "k" + seq, topic + "|0|" + seq));
         }
         // Sent before the transaction ends: an abort drops the records still unsent, and this
@@ -406,6 +412,57 @@ public final class FailoverClient {
       }
     }
     System.out.println("{\"topic\":\"" + topic + "\",\"records\":" + records + ",\"aborted_transactions\":" + aborted + "}");
+  }
+
+  /**
+   * {@code append}: COUNTS[p] more records on partition p (idempotent, not transactional), SEQ
+   * continuing from the partition's log end, so that SEQ stays the record's offset; prints per
+   * partition the first offset written, the count and every record's timestamp as the broker
+   * acknowledged it (the producer's own view of what it wrote).
+   */
+  private static void append(String bootstrap, String topic, String counts) throws Exception {
+    String[] c = counts.split(",");
+    Properties p = new Properties();
+    p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+    p.put(ProducerConfig.ACKS_CONFIG, "all");
+    p.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, true);
+    p.put(ProducerConfig.LINGER_MS_CONFIG, 5);
+    p.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, StringSerializer.class.getName());
+    p.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, StringSerializer.class.getName());
+    Properties cp = new Properties();
+    cp.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+    cp.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
+    cp.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
+    List<TopicPartition> tps = new ArrayList<>();
+    for (int part = 0; part < c.length; part++) {
+      tps.add(new TopicPartition(topic, part));
+    }
+    Map<TopicPartition, Long> ends;
+    try (KafkaConsumer<String, String> consumer = new KafkaConsumer<>(cp)) {
+      ends = consumer.endOffsets(tps);
+    }
+    try (KafkaProducer<String, String> producer = new KafkaProducer<>(p)) {
+      for (int part = 0; part < c.length; part++) {
+        long first = ends.get(tps.get(part));
+        int n = Integer.parseInt(c[part]);
+        List<Future<RecordMetadata>> sent = new ArrayList<>();
+        for (long seq = first; seq < first + n; seq++) {
+          sent.add(producer.send(new ProducerRecord<>(topic, part, "k" + seq, topic + "|" + part + "|" + seq)));
+        }
+        producer.flush();
+        StringBuilder ts = new StringBuilder();
+        for (int i = 0; i < sent.size(); i++) {
+          RecordMetadata m = sent.get(i).get(60, TimeUnit.SECONDS);
+          if (m.offset() != first + i) {
+            throw new IllegalStateException("record " + (first + i) + " of partition " + part
+                + " landed at offset " + m.offset() + ": another producer wrote meanwhile or a send was retried");
+          }
+          ts.append(i == 0 ? "" : ",").append(m.timestamp());
+        }
+        System.out.println("{\"topic\":" + json(topic) + ",\"partition\":" + part + ",\"first_offset\":" + first
+            + ",\"count\":" + n + ",\"timestamps\":[" + ts + "]}");
+      }
+    }
   }
 
   private static String consumeToStops(String bootstrap, Spec s) throws Exception {

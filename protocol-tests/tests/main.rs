@@ -41,6 +41,10 @@ mod precise_live_mm2;
 mod precise_mm2;
 // What a failover would lose: flows laid by hand on k4 (primary) and k39 (backup).
 mod replication_kafka;
+// What a failover would lose, on real MirrorMaker 2: the failover suite's clusters (it stops,
+// kills and restarts their MM2).
+#[cfg(feature = "failover-tests")]
+mod replication_mm2;
 mod security;
 mod translate_kafka;
 mod undo_hostile;

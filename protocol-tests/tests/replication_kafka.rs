@@ -302,6 +302,47 @@ async fn replication_counts_what_the_backup_lacks() {
     );
     produced_after.insert(replica(case), 10);
 
+    // a restart's LONG duplicate block at the tip (as real MirrorMaker 2 left one, see
+    // replication_mm2.rs): 0-3599 copied at 0-3599, MM2 restarted at 215 (its flushed source
+    // offset lagged) and re-copied 215-570 at 3600-3955 so far. The first record without a copy
+    // is 3600, more than the read's lookback above the last sync's upstream offset.
+    let case = "longblock";
+    primary_raw.create_topic(&name(case), 1).await;
+    backup_raw.create_topic(&replica(case), 1).await;
+    // In batches of 100: a batch's records are stamped a millisecond apart from its base, and
+    // the first not copied (3600) opens one, so its timestamp is not in the future.
+    for n in 0..40 {
+        produce(&primary_raw, &name(case), 0, &format!("{case}{n}"), 100).await;
+    }
+    let source = delivered(&primary, &name(case), 0).await;
+    copy(&backup_raw, &replica(case), 0, &source[..3600]).await;
+    copy(&backup_raw, &replica(case), 0, &source[215..571]).await;
+    syncs(
+        &primary_raw,
+        &syncs_topic,
+        &name(case),
+        0,
+        &[
+            (0, 0),
+            (1000, 1000),
+            (2000, 2000),
+            (3000, 3000),
+            (3590, 3590),
+            (215, 3600),
+        ],
+    )
+    .await;
+    want.insert(
+        replica(case),
+        Want {
+            copied_to: 3600,
+            not_copied: 400,
+            aborted: 0,
+            oldest: Some(source[3600].timestamp),
+        },
+    );
+    produced_after.insert(replica(case), 400);
+
     // an empty remote partition (and an empty source): 0.
     let case = "empty";
     primary_raw.create_topic(&name(case), 1).await;
@@ -375,10 +416,10 @@ async fn replication_counts_what_the_backup_lacks() {
             row.topic
         );
     }
-    assert_eq!(report.total.not_copied, 7 + 5 + 5 + 10 + 6);
+    assert_eq!(report.total.not_copied, 7 + 5 + 5 + 10 + 400 + 6);
     assert_eq!(report.total.aborted_not_copied, 5);
-    assert_eq!(report.total.partitions, 7);
-    assert_eq!(report.total.partitions_behind, 5);
+    assert_eq!(report.total.partitions, 8);
+    assert_eq!(report.total.partitions_behind, 6);
     assert!(report.is_complete());
 
     // The command prints the same rows.

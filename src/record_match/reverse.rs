@@ -220,8 +220,15 @@ pub(crate) fn plan(
         // Upstream: the window's records (each copies at most the i-th record after u0), and
         // back far enough that the stretches below the read can be bounded: each needs as many
         // committed records after its sync as it has offsets, and the widest one sets how far.
-        let reach = u0
-            .saturating_add(end - 1 - d0)
+        // Each sync of the window bounds what its records copy: after a restart that went back
+        // (a duplicate block, the last sync's upstream offset far below the ones before it),
+        // the records copied before the restart copy primary records well above u0, and the
+        // first record past them (the first without a copy, at the tip) must be read too.
+        let reach = syncs[from..=k]
+            .iter()
+            .map(|&(u, d)| u.saturating_add(end - 1 - d))
+            .max()
+            .unwrap_or(u0)
             .max(after.map_or(u0, |(u2, _)| u2))
             .saturating_add(1);
         let lowest = syncs[from..(k + 2).min(syncs.len())]

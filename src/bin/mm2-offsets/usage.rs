@@ -184,7 +184,10 @@ fn no_partial_writes(allow_partial: bool, execute: bool) -> Result<(), String> {
 
 /// `apply`'s own combinations: no write from a partial read, and with `--plan` nothing that
 /// selects or translates (the plan says which groups, sources and offsets; such an option
-/// would be silently ignored).
+/// would be silently ignored). The source connection (`--source-bootstrap-server`,
+/// `--source-command-config`), the `--syncs-*` cluster and `--replication-snapshot` are allowed
+/// beside `--plan`: they choose nothing of the plan, they only feed the figure of what the
+/// failover leaves on the primary.
 fn apply_usage(args: &ApplyArgs) -> Result<(), String> {
     no_partial_writes(args.translate.allow_partial, args.execute)?;
     if args.plan.is_none() {
@@ -202,28 +205,10 @@ fn apply_usage(args: &ApplyArgs) -> Result<(), String> {
         (t.run.fail_on_missing_groups, "--fail-on-missing-groups"),
         (t.output_dir.is_some(), "--output-dir"),
         (p.precise, "--precise"),
-        (
-            p.syncs.syncs_bootstrap_server.is_some(),
-            "--syncs-bootstrap-server",
-        ),
-        (
-            p.syncs.syncs_command_config.is_some(),
-            "--syncs-command-config",
-        ),
-        (p.syncs.syncs_topic.is_some(), "--syncs-topic"),
         (p.syncs_snapshot.is_some(), "--syncs-snapshot"),
-        (p.replication_snapshot.is_some(), "--replication-snapshot"),
         (p.gapless_upstream, "--gapless-upstream"),
         (p.from_source_offsets, "--from-source-offsets"),
         (p.match_records, "--match-records"),
-        (
-            p.syncs.source_bootstrap_server.is_some(),
-            "--source-bootstrap-server",
-        ),
-        (
-            p.syncs.source_command_config.is_some(),
-            "--source-command-config",
-        ),
     ]
     .into_iter()
     .filter_map(|(set, flag)| set.then_some(flag))

@@ -49,7 +49,16 @@ pub(crate) async fn run(args: ApplyArgs) -> Result<i32, Stop> {
     };
     let mut at_risk = None;
     let (client, plan, report) = match &args.plan {
-        Some(path) => match saved_plan(&args, path, &options, &mut undo_out, &deadline).await? {
+        Some(path) => match saved_plan(
+            &args,
+            path,
+            &options,
+            &mut undo_out,
+            &mut at_risk,
+            &deadline,
+        )
+        .await?
+        {
             Ok(done) => done,
             Err(code) => return Ok(code),
         },
@@ -228,12 +237,15 @@ fn missing_groups(translation: &Translation, fail: bool) -> Option<i32> {
 
 /// A plan saved with --plan-out, read again and re-checked against the target and the
 /// checkpoints as they are now: the re-checked plan (dry run) or the plan and what its execute
-/// wrote; or the exit code of a refusal already printed.
+/// wrote; or the exit code of a refusal already printed. With a source connection (or
+/// `--replication-snapshot`), `at_risk` gets what failing over the plan's groups now leaves on
+/// the primary, printed before anything is written, as when apply plans itself.
 async fn saved_plan(
     args: &ApplyArgs,
     path: &std::path::Path,
     options: &ApplyOptions,
     undo_out: &mut Option<super::undo::UndoOut>,
+    at_risk: &mut Option<session::at_risk::AtRiskReport>,
     budget: &Deadline,
 ) -> Result<Result<(KafkaClient, ApplyPlan, Option<ApplyReport>), i32>, Stop> {
     let shown = crate::escape::for_terminal(&path.display().to_string()).to_string();
@@ -246,6 +258,15 @@ async fn saved_plan(
     if mm2_offsets::undo::UndoPlan::is_undo_document(&text) {
         // An undo file (apply/failback --undo-out): restored with its own re-checks.
         let t = &args.translate;
+        if feeds_the_figure(args) {
+            // An undo puts groups back where they were, on whichever cluster: no failover, so
+            // no figure of what one would leave behind; refused rather than ignored.
+            super::undo::discard(undo_out);
+            eprintln!(
+                "error: --plan {shown} is an undo file: --source-bootstrap-server, --source-command-config, --syncs-* and --replication-snapshot only feed the replication figure of a failover plan, and an undo has none. Run it without them. Nothing written"
+            );
+            return Ok(Err(crate::exit::EXIT_USAGE));
+        }
         let flags = (args.execute, args.undo_out.is_some());
         // Refused below (an undo is not undone in turn): the file this run created goes.
         super::undo::discard(undo_out);
@@ -299,6 +320,21 @@ async fn saved_plan(
     )
     .await
     .map_err(|e| format!("re-reading the checkpoints --plan {shown} was made from: {e}"))?;
+    // What failing over the plan's groups now leaves on the primary, said before anything is
+    // written (the figure only: the plan's offsets stay the plan's).
+    *at_risk = session::at_risk::measure_for(
+        &args.translate.precise.syncs,
+        args.translate.precise.replication_snapshot.as_deref(),
+        &args.translate.connection,
+        &mirror,
+        &translation,
+        args.translate.max_fetch_bytes,
+        budget,
+    )
+    .await;
+    if let Some(at_risk) = at_risk.as_ref() {
+        at_risk.print();
+    }
     let client = mirror.kafka().clone();
     if args.execute {
         // The undo's needs judged from the target now (a file is a claim, not an authority).
@@ -340,6 +376,14 @@ async fn saved_plan(
         );
     }
     Ok(Ok((client, fresh, None)))
+}
+
+/// Whether a flag that only feeds the replication figure is given (allowed beside --plan).
+fn feeds_the_figure(args: &ApplyArgs) -> bool {
+    let p = &args.translate.precise;
+    p.syncs.names_syncs_cluster()
+        || p.syncs.names_source_cluster()
+        || p.replication_snapshot.is_some()
 }
 
 /// The partitions of a re-checked plan whose fresh view differs from the plan's.
