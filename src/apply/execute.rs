@@ -18,7 +18,7 @@ use super::{
 };
 use crate::client::{
     CommitCodes, CommitOptions, Coordinators, Deadline, ErrorCode, GroupCallError, GroupOffsets,
-    GroupResults, KafkaClient, OffsetToCommit, PartitionsWanted, found_coordinators,
+    GroupResults, GroupType, KafkaClient, OffsetToCommit, PartitionsWanted, found_coordinators,
 };
 use crate::translate::Translation;
 
@@ -391,6 +391,7 @@ pub(crate) async fn execute_in_waves(
     // Each group's outcome decided before any re-read, or the group to write.
     let mut decided: Vec<Option<Outcome>> = Vec::with_capacity(plan.groups.len());
     let mut ready: Vec<&GroupPlan> = Vec::new();
+    let mut share_ready: Vec<&GroupPlan> = Vec::new();
     for g in &plan.groups {
         let coordinator = match &coordinators {
             Ok(map) => map
@@ -398,7 +399,11 @@ pub(crate) async fn execute_in_waves(
                 .map(|r| r.as_ref().map(|_| ()).map_err(authz::explain)),
             Err(e) => Some(Err(e.to_string())),
         };
-        let outcome = before_reading(g, blocked.as_ref(), kinds.get(&g.group), coordinator);
+        // A share group's target is checked by its own re-read (share.rs): the target's
+        // listing it as a share group is what it must be.
+        let share = g.group_type == GroupType::Share;
+        let kind = kinds.get(&g.group).filter(|_| !share);
+        let outcome = before_reading(g, blocked.as_ref(), kind, coordinator);
         let outcome = match outcome {
             None if listed.get(g.group.as_str()).copied().unwrap_or(0) > 1 => Some((
                 error(
@@ -415,8 +420,10 @@ pub(crate) async fn execute_in_waves(
             )),
             other => other,
         };
-        if outcome.is_none() {
-            ready.push(g);
+        match outcome {
+            None if share => share_ready.push(g),
+            None => ready.push(g),
+            Some(_) => {}
         }
         decided.push(outcome);
     }
@@ -506,6 +513,35 @@ pub(crate) async fn execute_in_waves(
         );
         written.extend(done.outcomes);
     }
+    // Share groups after the consumer groups, one by one, with the same stops.
+    if !share_ready.is_empty() {
+        if stopped.is_none() {
+            stopped = interrupted(&guard);
+        }
+        if unknown {
+            for g in &share_ready {
+                written.insert(g.group.clone(), halted());
+            }
+        } else if let Some(why) = &stopped {
+            for g in &share_ready {
+                written.insert(g.group.clone(), not_sent(why));
+            }
+        } else {
+            let (outcomes, n, stop) = super::share::execute_groups(
+                client,
+                &share_ready,
+                &context,
+                guard.journal.as_deref_mut(),
+                deadline,
+            )
+            .await;
+            recorded += n;
+            if stop.is_some() {
+                stopped = stop;
+            }
+            written.extend(outcomes);
+        }
+    }
     if let (Some(journal), Some(_)) = (guard.journal.as_deref_mut(), &run_id)
         && journal_error.is_none()
         && !writable.is_empty()
@@ -548,7 +584,7 @@ pub(crate) async fn execute_in_waves(
 }
 
 /// A group's outcome and its partitions' rows.
-type Outcome = (GroupOutcome, Vec<PartitionResult>);
+pub(super) type Outcome = (GroupOutcome, Vec<PartitionResult>);
 
 /// The outcome of a group decided without reading it again: refused or failed when planned,
 /// nothing to write, another cluster, another kind of group, no coordinator. `None`: the group
@@ -608,11 +644,11 @@ struct Wave {
 
 /// One group of a wave that passed its re-check: the plan's partitions to commit, each with the
 /// committed offset the re-check saw, and the rows of the partitions the re-check refused.
-struct Passed<'a> {
-    to_commit: Vec<(&'a PartitionPlan, Option<i64>)>,
-    refused: Vec<PartitionResult>,
+pub(super) struct Passed<'a> {
+    pub(super) to_commit: Vec<(&'a PartitionPlan, Option<i64>)>,
+    pub(super) refused: Vec<PartitionResult>,
     /// What the journal records before the commit: each partition to commit, what it held.
-    undo: UndoGroup,
+    pub(super) undo: UndoGroup,
 }
 
 /// Re-checks `wave` in one batched read (members, offsets unchanged since the plan, then every
@@ -777,7 +813,7 @@ async fn commit_wave(
 }
 
 /// A group's re-check: the partitions to commit, or the outcome that writes nothing.
-fn recheck_group(plan: &GroupPlan, read: Result<Fresh, GroupError>) -> Result<Passed<'_>, Outcome> {
+pub(super) fn recheck_group(plan: &GroupPlan, read: Result<Fresh, GroupError>) -> Result<Passed<'_>, Outcome> {
     let (description, current, fresh) = read.map_err(|message| match message.as_refusal() {
         // A transaction opened since the plan: refused by name, as the plan would refuse it.
         Some(reason) => (changed(Change::Refused(reason.clone())), vec![]),
@@ -828,6 +864,7 @@ fn recheck_group(plan: &GroupPlan, read: Result<Fresh, GroupError>) -> Result<Pa
     }
     let undo = UndoGroup {
         group: plan.group.clone(),
+        group_type: plan.group_type.clone(),
         partitions: planned
             .iter()
             .filter(|(_, f)| f.verdict == ApplyVerdict::Commit)
@@ -856,7 +893,7 @@ fn recheck_group(plan: &GroupPlan, read: Result<Fresh, GroupError>) -> Result<Pa
 }
 
 /// The rows of a group whose commit the coordinator answered (`codes`), with what was read back.
-fn committed_rows(
+pub(super) fn committed_rows(
     group: &str,
     p: Passed,
     codes: &CommitCodes,
@@ -913,11 +950,11 @@ fn skipped(reason: GroupSkip) -> GroupOutcome {
     GroupOutcome::Skipped { reason }
 }
 
-fn changed(change: Change) -> GroupOutcome {
+pub(super) fn changed(change: Change) -> GroupOutcome {
     skipped(GroupSkip::ChangedSincePlan(change))
 }
 
-fn error(message: GroupError, state_unknown: bool) -> GroupOutcome {
+pub(super) fn error(message: GroupError, state_unknown: bool) -> GroupOutcome {
     GroupOutcome::Error {
         message,
         state_unknown,
@@ -979,7 +1016,7 @@ fn interrupted(guard: &WriteAhead<'_>) -> Option<String> {
 }
 
 /// A group whose commit was not sent, and why.
-fn not_sent(why: &str) -> Outcome {
+pub(super) fn not_sent(why: &str) -> Outcome {
     (error(GroupError::NotWritten(why.into()), false), vec![])
 }
 

@@ -26,6 +26,7 @@ mod probe;
 pub(crate) mod read;
 mod reason;
 mod recheck;
+pub(crate) mod share;
 mod summary;
 mod verdict;
 
@@ -45,7 +46,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::client::{
-    ClientError, Coordinators, Deadline, GroupDescription, GroupOffsets, GroupProtocol,
+    ClientError, Coordinators, Deadline, GroupDescription, GroupOffsets, GroupProtocol, GroupType,
     IsolationLevel, KafkaClient, OffsetSpec, PartitionsWanted, ReadOptions, found_coordinators,
 };
 use crate::records::Batches;
@@ -233,6 +234,11 @@ pub struct GroupPlan {
     /// offset deletes it (OffsetDelete), so [`undo_blocked`](Self::undo_blocked) needs it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub may_delete_offsets: Option<bool>,
+    /// The group's type on the source (`consumer`, `streams`, `share`): a share group's start
+    /// offsets are set with AlterShareGroupOffsets ([`share`](self)), never committed. Plans of
+    /// older builds have none: `consumer`.
+    #[serde(default)]
+    pub group_type: GroupType,
 }
 
 impl GroupPlan {
@@ -257,6 +263,7 @@ impl GroupPlan {
                 .unwrap_or(0),
             partitions,
             may_delete_offsets: None,
+            group_type: GroupType::Consumer,
         }
     }
 
@@ -511,6 +518,14 @@ pub async fn plan(
         })
         .collect();
     let mut reads = read::read_groups(client, &wanted, &known, deadline).await;
+    // A share group on the source is planned as one: its start offsets against the target's
+    // (share::plan_group), never as a consumer group's committed offsets.
+    let share_groups: Vec<String> = source_types
+        .iter()
+        .filter(|(_, t)| ***t == GroupType::Share)
+        .map(|(g, _)| g.to_string())
+        .collect();
+    let mut share_targets = share::read_targets(client, &share_groups, &coordinators, deadline).await;
     tracing::debug!(
         groups = groups.len(),
         topics = topics.len(),
@@ -520,6 +535,9 @@ pub async fn plan(
     let planned: Vec<GroupPlan> = groups
         .iter()
         .map(|group| {
+            if let Some(target) = share_targets.remove(group) {
+                return share::plan_group(translation, group, target, &logs, options.rules, now_ms);
+            }
             let kind = kinds.get(group);
             let source_type = source_types.get(group.as_str());
             let target = match (kind, coordinators.get(group)) {
@@ -719,6 +737,7 @@ fn plan_group(
         oldest_checkpoint_age_ms,
         partitions,
         may_delete_offsets: description.as_ref().and_then(|d| d.may_delete_offsets()),
+        group_type: GroupType::Consumer,
     }
 }
 

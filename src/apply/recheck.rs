@@ -592,6 +592,7 @@ mod tests {
             oldest_checkpoint_age_ms: 5,
             partitions: vec![planned(10, ApplyVerdict::Commit)],
             may_delete_offsets: Some(true),
+            group_type: Default::default(),
         };
         let described = |ops: Option<i32>| GroupDescription {
             group_id: "g".into(),

@@ -435,7 +435,19 @@ pub async fn execute_undo(
     };
     let mut decided: Vec<Option<UndoGroupResult>> = Vec::with_capacity(undo.groups.len());
     let mut ready: Vec<&UndoGroup> = Vec::new();
+    let mut share_ready: Vec<&UndoGroup> = Vec::new();
     for g in &undo.groups {
+        // A share group is put back as one (share.rs), whose re-read checks its type.
+        if g.group_type == crate::client::GroupType::Share {
+            match &coordinators {
+                Ok(_) => {
+                    share_ready.push(g);
+                    decided.push(None);
+                }
+                Err(e) => decided.push(Some(skip(g, e.to_string()))),
+            }
+            continue;
+        }
         let coordinator = match &coordinators {
             Ok(map) => map
                 .get(&g.group)
@@ -481,6 +493,14 @@ pub async fn execute_undo(
         )
         .await;
         unknown |= lost;
+        done.extend(results.into_iter().map(|r| (r.group.clone(), r)));
+    }
+    if let (Ok(map), false) = (&coordinators, share_ready.is_empty()) {
+        let results = if execute && unknown {
+            share_ready.iter().map(|g| skip(g, HALTED.into())).collect()
+        } else {
+            share::undo_groups(client, &share_ready, map, execute, deadline).await
+        };
         done.extend(results.into_iter().map(|r| (r.group.clone(), r)));
     }
     let groups = undo
@@ -911,5 +931,6 @@ fn refused_words(code: i16, partition: &UndoPartitionResult, group: &str) -> Str
 }
 
 mod summary;
+mod share;
 #[cfg(test)]
 mod tests;
