@@ -93,10 +93,11 @@ fn source_type_words(group_type: &str) -> String {
             .to_string(),
         "share" => "a share group (KIP-932), which MirrorMaker 2 never checkpoints; its start \
              offsets are never written as a consumer group's offsets (a commit would create a \
-             classic group that share consumers refuse); apply does not write share groups \
-             yet: with no share consumer running, set the start offsets translate \
-             --from-source-offsets shows on the target with kafka-share-groups.sh \
-             --reset-offsets or Admin.alterShareGroupOffsets"
+             classic group that share consumers refuse), and this target has no share groups \
+             (no ListGroups v5: a broker before Kafka 4), so apply cannot set them with \
+             AlterShareGroupOffsets; on a Kafka 4.1+ target apply sets them itself, or set the \
+             start offsets translate --from-source-offsets shows with kafka-share-groups.sh \
+             --reset-offsets"
             .to_string(),
         other => format!("a group of type {other}{OTHER_TYPE_TAIL}"),
     }

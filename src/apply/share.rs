@@ -40,6 +40,9 @@ const GROUP_ID_NOT_FOUND: i16 = 69;
 /// What the target holds under a share group's id.
 #[derive(Debug)]
 pub(crate) struct ShareTarget {
+    /// Whether the target can hold share groups at all (`false`: a broker before Kafka 4,
+    /// without ListGroups v5, where the group is refused as a share group of the source).
+    supported: bool,
     /// The id's type as ListGroups names it; `None`: the target has no group of this id.
     group_type: Option<GroupType>,
     /// The share group's state and members.
@@ -51,6 +54,11 @@ pub(crate) struct ShareTarget {
 impl ShareTarget {
     /// Why the group's start offsets must not be written now, if they must not.
     pub(crate) fn refusal(&self) -> Option<GroupRefusal> {
+        if !self.supported {
+            return Some(GroupRefusal::SourceNotConsumerGroup {
+                group_type: GroupType::Share.name().to_string(),
+            });
+        }
         if let Some(t) = &self.group_type
             && *t != GroupType::Share
         {
@@ -135,9 +143,12 @@ fn target_of(
             .map(GroupType::of),
         // No ListGroups v5: a broker before Kafka 4, which has no share groups at all.
         Some(Ok(None)) => {
-            return Err(GroupError::KindUnknown(
-                "the coordinator cannot name group types (ListGroups v5+): it has no share groups (Kafka 4.1+ with share.version 1+)".into(),
-            ));
+            return Ok(ShareTarget {
+                supported: false,
+                group_type: None,
+                state: ShareGroupState::absent(group),
+                offsets: GroupOffsets::new(),
+            });
         }
         Some(Err(e)) => {
             return Err(GroupError::KindUnknown(
@@ -152,6 +163,16 @@ fn target_of(
     };
     let state = match described {
         Some(Ok(state)) => state,
+        // ListGroups v5 but no ShareGroupDescribe: Kafka 4.0, or share groups switched off
+        // (share.version 0): no share group can exist there, nor be made.
+        Some(Err(e)) if no_share_api(&e.source) => {
+            return Ok(ShareTarget {
+                supported: false,
+                group_type,
+                state: ShareGroupState::absent(group),
+                offsets: GroupOffsets::new(),
+            });
+        }
         Some(Err(e)) => return Err(GroupError::Unreadable(authz::cause(&e))),
         None => return Err(GroupError::Unreadable("no ShareGroupDescribe answer".into())),
     };
@@ -167,10 +188,23 @@ fn target_of(
         }
     };
     Ok(ShareTarget {
+        supported: true,
         group_type,
         state,
         offsets,
     })
+}
+
+/// Whether `e` says the broker does not offer the share-group API at all.
+fn no_share_api(e: &crate::client::ClientError) -> bool {
+    use crate::client::{ClientError, WireError};
+    match e {
+        ClientError::Shared(inner) => no_share_api(inner),
+        ClientError::Wire(WireError::UnsupportedVersion { broker_range, .. }) => {
+            broker_range.is_none()
+        }
+        _ => false,
+    }
 }
 
 /// One share group's plan: each partition decided against the group's start offsets now.
@@ -229,6 +263,11 @@ pub(super) fn plan_group(
     }
     let mut plan = GroupPlan::new(group, status, partitions);
     plan.group_type = GroupType::Share;
+    if target.as_ref().is_some_and(|t| !t.supported) {
+        // Nothing of the target was read: every row says why, as for any other type.
+        super::refuse_source_type(&mut plan, &GroupType::Share);
+        return plan;
+    }
     if let Some(t) = &target {
         plan.state = Some(t.state.state.clone()).filter(|s| !s.is_empty());
         plan.members = t.state.members.len();

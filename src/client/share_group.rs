@@ -65,6 +65,16 @@ pub struct ShareGroupState {
 }
 
 impl ShareGroupState {
+    /// A group id the coordinator knows no share group of.
+    pub(crate) fn absent(group: &str) -> Self {
+        ShareGroupState {
+            group_id: group.to_string(),
+            exists: false,
+            state: String::new(),
+            members: Vec::new(),
+        }
+    }
+
     /// Whether its start offsets may be written: no member can race the write.
     pub fn is_inactive(&self) -> bool {
         self.members.is_empty() && (!self.exists || self.state == "Empty")
@@ -327,12 +337,7 @@ async fn share_describe(
         .map(|g| {
             let answer = match best.get(g.as_str()).copied() {
                 None => Err(missing(conn, "ShareGroupDescribe", &g)),
-                Some(a) if a.error_code == GROUP_ID_NOT_FOUND => Ok(ShareGroupState {
-                    group_id: g.clone(),
-                    exists: false,
-                    state: String::new(),
-                    members: Vec::new(),
-                }),
+                Some(a) if a.error_code == GROUP_ID_NOT_FOUND => Ok(ShareGroupState::absent(&g)),
                 Some(a) if a.error_code != 0 => Err(ClientError::broker(
                     "ShareGroupDescribe",
                     &format!("group {g:?}"),
