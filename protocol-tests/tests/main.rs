@@ -20,6 +20,9 @@ mod failback_mm2;
 #[cfg(feature = "failover-tests")]
 mod failover_mm2;
 mod faults;
+// A share group failed over, on the failover suite's clusters (issue 31).
+#[cfg(feature = "failover-tests")]
+mod share_failover;
 mod group_calls;
 // Share groups (a real share consumer) and group types on k4 and k39 (issue 31).
 mod group_types;

@@ -359,3 +359,24 @@ async fn share_describe(
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Only a share group without members may be written: an absent one (AlterShareGroupOffsets
+    /// creates it) or an Empty one.
+    #[test]
+    fn only_a_share_group_without_members_is_inactive() {
+        let mut s = ShareGroupState::absent("q");
+        assert!(s.is_inactive());
+        s.exists = true;
+        s.state = "Empty".into();
+        assert!(s.is_inactive());
+        s.state = "Stable".into();
+        s.members = vec!["m (c @ h)".into()];
+        assert!(!s.is_inactive());
+        s.members.clear();
+        assert!(!s.is_inactive(), "Stable without members is still not idle");
+    }
+}

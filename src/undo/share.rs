@@ -6,7 +6,8 @@
 //! The checks are the consumer groups' (see the module above) except the run marker: a share
 //! group's start offset carries no metadata, so "the run wrote it" is the written offset still
 //! there. DeleteShareGroupOffsets removes a whole topic's state, so a topic is deleted only
-//! when every partition with a start offset on it is one this undo deletes.
+//! when every partition with a start offset on it is one this undo deletes or restores (the
+//! delete is sent first, the restores after it).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -76,24 +77,7 @@ async fn undo_group(
         .map(|r| r.topic.clone())
         .collect();
     let mut codes = Codes::new();
-    if !restore.is_empty() {
-        let answer = client
-            .alter_share_group_offsets(coordinator, &group, &restore, deadline)
-            .await;
-        for key in restore.keys() {
-            let code = match &answer {
-                Ok(codes) => codes
-                    .get(key)
-                    .copied()
-                    .ok_or_else(|| "left out of the coordinator's answer".to_string()),
-                Err(e) => match e.code() {
-                    Some(code) => Ok(code),
-                    None => Err(e.to_string()),
-                },
-            };
-            codes.insert(key.clone(), code);
-        }
-    }
+    // The deletes first: they clear a whole topic, which the restores then set again.
     if !delete.is_empty() {
         let answer = client
             .delete_share_group_offsets(coordinator, &group, &delete, deadline)
@@ -114,6 +98,24 @@ async fn undo_group(
                 },
             };
             codes.insert((r.topic.clone(), r.partition), code);
+        }
+    }
+    if !restore.is_empty() {
+        let answer = client
+            .alter_share_group_offsets(coordinator, &group, &restore, deadline)
+            .await;
+        for key in restore.keys() {
+            let code = match &answer {
+                Ok(codes) => codes
+                    .get(key)
+                    .copied()
+                    .ok_or_else(|| "left out of the coordinator's answer".to_string()),
+                Err(e) => match e.code() {
+                    Some(code) => Ok(code),
+                    None => Err(e.to_string()),
+                },
+            };
+            codes.insert(key.clone(), code);
         }
     }
     let known: Coordinators = std::iter::once((group.clone(), coordinator.clone())).collect();
@@ -169,11 +171,12 @@ fn recheck(
         });
     }
     // A topic's start offsets are deleted whole: only where every partition holding one is
-    // deleted by this undo; else the others would lose theirs.
+    // deleted or restored by this undo (the delete goes first, the restores after it); else
+    // the others would lose theirs.
     let deleting: BTreeSet<(String, i32)> = result
         .partitions
         .iter()
-        .filter(|r| r.state == UndoState::WouldDelete)
+        .filter(|r| matches!(r.state, UndoState::WouldDelete | UndoState::WouldRestore))
         .map(|r| (r.topic.clone(), r.partition))
         .collect();
     for r in &mut result.partitions {
@@ -190,10 +193,90 @@ fn recheck(
         if !others.is_empty() {
             r.state = UndoState::Failed;
             r.error = Some(format!(
-                "DeleteShareGroupOffsets removes the whole topic {:?}, and the share group holds start offsets on partitions {others:?} that this undo does not delete: not deleted; reset this partition with kafka-share-groups.sh --reset-offsets",
+                "DeleteShareGroupOffsets removes the whole topic {:?}, and the share group holds start offsets on partitions {others:?} that this undo neither deletes nor restores: not deleted; reset this partition with kafka-share-groups.sh --reset-offsets",
                 r.topic
             ));
         }
     }
     result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::apply::TopicLogs;
+    use crate::apply::journal::{Committed, UndoPartition};
+    use crate::client::{CommittedOffset, GroupOffsets, GroupType};
+
+    fn part(partition: i32, written: i64, before: Option<i64>) -> UndoPartition {
+        UndoPartition {
+            topic: "orders".into(),
+            partition,
+            topic_id: None,
+            log_end: Some(100),
+            written,
+            before: before.map(|offset| Committed {
+                offset,
+                metadata: String::new(),
+            }),
+        }
+    }
+
+    fn held(offsets: &[(i32, i64)]) -> GroupOffsets {
+        offsets
+            .iter()
+            .map(|&(p, offset)| {
+                (
+                    ("orders".to_string(), p),
+                    CommittedOffset {
+                        offset,
+                        leader_epoch: -1,
+                        metadata: None,
+                        error_code: 0,
+                    },
+                )
+            })
+            .collect()
+    }
+
+    fn logs() -> TargetLogs {
+        let mut logs = TargetLogs::new();
+        logs.insert(
+            "orders".into(),
+            TopicLogs::Present([(0, (0, 100)), (1, (0, 100)), (2, (0, 100))].into(), None),
+        );
+        logs
+    }
+
+    fn states(r: &UndoGroupResult) -> Vec<UndoState> {
+        r.partitions.iter().map(|p| p.state).collect()
+    }
+
+    /// Restored where there was a start offset, deleted where the run created it, untouched
+    /// where someone moved it since; and a topic is deleted only whole.
+    #[test]
+    fn share_undo_restores_deletes_and_never_deletes_a_topic_partly() {
+        let undo = UndoGroup {
+            group: "q".into(),
+            group_type: GroupType::Share,
+            partitions: vec![part(0, 40, Some(10)), part(1, 50, None), part(2, 60, None)],
+        };
+        // As the run left it: restore 0, delete 1 and 2 (the whole topic's state).
+        let r = recheck(&undo, &held(&[(0, 40), (1, 50), (2, 60)]), &logs());
+        assert_eq!(
+            states(&r),
+            [UndoState::WouldRestore, UndoState::WouldDelete, UndoState::WouldDelete]
+        );
+        // Partition 2 moved since (a consumer acknowledged): left alone, and then deleting
+        // the topic would take partition 2's start offset too, so 1 is not deleted either.
+        let r = recheck(&undo, &held(&[(0, 40), (1, 50), (2, 75)]), &logs());
+        assert_eq!(
+            states(&r),
+            [UndoState::WouldRestore, UndoState::Failed, UndoState::ChangedSince]
+        );
+        assert!(r.partitions[1].error.as_deref().unwrap().contains("[2]"), "{r:?}");
+        // Already as before.
+        let r = recheck(&undo, &held(&[(0, 10)]), &logs());
+        assert_eq!(states(&r)[0], UndoState::AlreadyRestored);
+    }
 }
