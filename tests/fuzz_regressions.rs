@@ -112,8 +112,12 @@ fn run(target: &str, data: &[u8]) {
             drop(targets::response_describe_share_group_offsets(data))
         }
         "response_share_group_describe" => drop(targets::response_share_group_describe(data)),
-        "response_alter_share_group_offsets" => drop(targets::response_alter_share_group_offsets(data)),
-        "response_delete_share_group_offsets" => drop(targets::response_delete_share_group_offsets(data)),
+        "response_alter_share_group_offsets" => {
+            drop(targets::response_alter_share_group_offsets(data))
+        }
+        "response_delete_share_group_offsets" => {
+            drop(targets::response_delete_share_group_offsets(data))
+        }
         "response_list_offsets" => drop(targets::response_list_offsets(data)),
         "response_metadata" => drop(targets::response_metadata(data)),
         "sasl_scram_server_first" => drop(targets::sasl_scram_server_first(data)),
@@ -379,8 +383,13 @@ fn share_group_offsets_inputs_decode_as_written() {
 #[test]
 fn share_group_admin_inputs_decode_as_written() {
     let read = |target: &str, name: &str| {
-        fs::read(Path::new(ROOT).join("fuzz/regressions").join(target).join(name))
-            .expect("read the input")
+        fs::read(
+            Path::new(ROOT)
+                .join("fuzz/regressions")
+                .join(target)
+                .join(name),
+        )
+        .expect("read the input")
     };
     let describe = targets::response_share_group_describe(&read(
         "response_share_group_describe",
@@ -389,7 +398,10 @@ fn share_group_admin_inputs_decode_as_written() {
     .unwrap()
     .unwrap();
     let group = &describe.groups[0];
-    assert_eq!((group.group_id.as_str(), group.group_state.as_str()), ("q", "Stable"));
+    assert_eq!(
+        (group.group_id.as_str(), group.group_state.as_str()),
+        ("q", "Stable")
+    );
     assert_eq!(group.members.len(), 1);
     assert_eq!(group.members[0].assigned_partitions, 2);
     let other = targets::response_share_group_describe(&read(
@@ -401,18 +413,28 @@ fn share_group_admin_inputs_decode_as_written() {
     assert_eq!(other.groups[0].error_code, 69);
     for (target, name) in [
         ("response_share_group_describe", "v1-hostile-group-count"),
-        ("response_alter_share_group_offsets", "v0-hostile-topic-count"),
-        ("response_delete_share_group_offsets", "v0-hostile-topic-count"),
+        (
+            "response_alter_share_group_offsets",
+            "v0-hostile-topic-count",
+        ),
+        (
+            "response_delete_share_group_offsets",
+            "v0-hostile-topic-count",
+        ),
     ] {
         let data = read(target, name);
         let err = match target {
-            "response_share_group_describe" => {
-                targets::response_share_group_describe(&data).unwrap().map(drop)
-            }
+            "response_share_group_describe" => targets::response_share_group_describe(&data)
+                .unwrap()
+                .map(drop),
             "response_alter_share_group_offsets" => {
-                targets::response_alter_share_group_offsets(&data).unwrap().map(drop)
+                targets::response_alter_share_group_offsets(&data)
+                    .unwrap()
+                    .map(drop)
             }
-            _ => targets::response_delete_share_group_offsets(&data).unwrap().map(drop),
+            _ => targets::response_delete_share_group_offsets(&data)
+                .unwrap()
+                .map(drop),
         };
         assert!(err.unwrap_err().contains("array of"), "{target}/{name}");
     }
@@ -437,7 +459,13 @@ fn share_group_admin_inputs_decode_as_written() {
     ))
     .unwrap()
     .unwrap();
-    assert_eq!((deleted.topics[0].name.as_str(), deleted.topics[0].error_code), ("orders", 0));
+    assert_eq!(
+        (
+            deleted.topics[0].name.as_str(),
+            deleted.topics[0].error_code
+        ),
+        ("orders", 0)
+    );
     let refused = targets::response_delete_share_group_offsets(&read(
         "response_delete_share_group_offsets",
         "v0-group-not-empty",

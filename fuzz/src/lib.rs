@@ -174,19 +174,25 @@ pub fn response_describe_share_group_offsets(
 }
 
 /// `response_share_group_describe`: 2 bytes big-endian version, then a ShareGroupDescribeResponse body.
-pub fn response_share_group_describe(data: &[u8]) -> Option<Result<ShareGroupDescribeResponse, String>> {
+pub fn response_share_group_describe(
+    data: &[u8],
+) -> Option<Result<ShareGroupDescribeResponse, String>> {
     let (version, body) = split_version(data)?;
     Some(ShareGroupDescribeResponse::decode(body, version).map_err(|e| e.to_string()))
 }
 
 /// `response_alter_share_group_offsets`: 2 bytes big-endian version, then an AlterShareGroupOffsetsResponse body.
-pub fn response_alter_share_group_offsets(data: &[u8]) -> Option<Result<AlterShareGroupOffsetsResponse, String>> {
+pub fn response_alter_share_group_offsets(
+    data: &[u8],
+) -> Option<Result<AlterShareGroupOffsetsResponse, String>> {
     let (version, body) = split_version(data)?;
     Some(AlterShareGroupOffsetsResponse::decode(body, version).map_err(|e| e.to_string()))
 }
 
 /// `response_delete_share_group_offsets`: 2 bytes big-endian version, then a DeleteShareGroupOffsetsResponse body.
-pub fn response_delete_share_group_offsets(data: &[u8]) -> Option<Result<DeleteShareGroupOffsetsResponse, String>> {
+pub fn response_delete_share_group_offsets(
+    data: &[u8],
+) -> Option<Result<DeleteShareGroupOffsetsResponse, String>> {
     let (version, body) = split_version(data)?;
     Some(DeleteShareGroupOffsetsResponse::decode(body, version).map_err(|e| e.to_string()))
 }

@@ -24,7 +24,8 @@ import org.apache.kafka.common.serialization.StringDeserializer;
  * for the group, to be delivered again), as a consumer that stops mid-batch does.
  *
  * <p>Usage: {@code ShareOnce --bootstrap B --group G --topic T --max N [--timeout-ms MS]
- * [--earliest]}. With {@code --earliest} the group's {@code share.auto.offset.reset} is set to
+ * [--linger-ms MS] [--max-poll N] [--acquire-mode record_limit] [--earliest]}. With {@code --linger-ms} it stays a member that long after its
+ * last record (releasing anything more it is given). With {@code --earliest} the group's {@code share.auto.offset.reset} is set to
  * earliest first (Admin incrementalAlterConfigs on the GROUP resource): a new share group
  * otherwise starts at the latest offset.
  */
@@ -47,6 +48,7 @@ public final class ShareOnce {
     String topic = opts.get("--topic");
     int max = Integer.parseInt(opts.getOrDefault("--max", "1"));
     long timeoutMs = Long.parseLong(opts.getOrDefault("--timeout-ms", "30000"));
+    long lingerMs = Long.parseLong(opts.getOrDefault("--linger-ms", "0"));
     if (earliest) {
       Properties a = new Properties();
       a.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
@@ -70,6 +72,11 @@ public final class ShareOnce {
     p.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
     p.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
     p.put("share.acknowledgement.mode", "explicit");
+    // Small acquisitions (KIP-1206's record_limit mode caps them at max.poll.records): the
+    // start offset moves past whole acquired batches only, and one acquisition of a whole
+    // partition would keep it at the log start however much was acknowledged.
+    p.put(ConsumerConfig.MAX_POLL_RECORDS_CONFIG, opts.getOrDefault("--max-poll", "500"));
+    p.put("share.acquire.mode", opts.getOrDefault("--acquire-mode", "batch_optimized"));
     Map<Integer, long[]> first = new TreeMap<>(); // partition -> {first offset, kept}
     Map<Integer, String> firstValue = new TreeMap<>();
     int kept = 0;
@@ -96,6 +103,14 @@ public final class ShareOnce {
         if (!records.isEmpty()) {
           consumer.commitSync();
         }
+      }
+      // Still a member for a while after the last record (a live share group to refuse).
+      long lingerUntil = System.currentTimeMillis() + lingerMs;
+      while (System.currentTimeMillis() < lingerUntil) {
+        for (ConsumerRecord<String, String> r : consumer.poll(Duration.ofMillis(500))) {
+          consumer.acknowledge(r, AcknowledgeType.RELEASE);
+        }
+        consumer.commitSync();
       }
     }
     for (Map.Entry<Integer, long[]> e : first.entrySet()) {

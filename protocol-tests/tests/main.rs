@@ -21,9 +21,9 @@ mod failback_mm2;
 mod failover_mm2;
 mod faults;
 // A share group failed over, on the failover suite's clusters (issue 31).
+mod group_calls;
 #[cfg(feature = "failover-tests")]
 mod share_failover;
-mod group_calls;
 // Share groups (a real share consumer) and group types on k4 and k39 (issue 31).
 mod group_types;
 mod hostile_outcomes;

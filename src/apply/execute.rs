@@ -813,7 +813,10 @@ async fn commit_wave(
 }
 
 /// A group's re-check: the partitions to commit, or the outcome that writes nothing.
-pub(super) fn recheck_group(plan: &GroupPlan, read: Result<Fresh, GroupError>) -> Result<Passed<'_>, Outcome> {
+pub(super) fn recheck_group(
+    plan: &GroupPlan,
+    read: Result<Fresh, GroupError>,
+) -> Result<Passed<'_>, Outcome> {
     let (description, current, fresh) = read.map_err(|message| match message.as_refusal() {
         // A transaction opened since the plan: refused by name, as the plan would refuse it.
         Some(reason) => (changed(Change::Refused(reason.clone())), vec![]),

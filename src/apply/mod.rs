@@ -525,7 +525,8 @@ pub async fn plan(
         .filter(|(_, t)| ***t == GroupType::Share)
         .map(|(g, _)| g.to_string())
         .collect();
-    let mut share_targets = share::read_targets(client, &share_groups, &coordinators, deadline).await;
+    let mut share_targets =
+        share::read_targets(client, &share_groups, &coordinators, deadline).await;
     tracing::debug!(
         groups = groups.len(),
         topics = topics.len(),

@@ -22,9 +22,9 @@ use super::execute::{Outcome, Passed, changed, committed_rows, error, recheck_gr
 use super::journal::UndoJournal;
 use super::recheck::{Context, check_partition, moved_offsets};
 use super::{
-    Change, GroupError, GroupPlan, GroupRefusal, GroupStatus, PartitionPlan,
-    TargetLogs, TargetPartition, TopicLogs, VerdictRules, authz, committed_offset, decide,
-    read, target_partition, topic_id,
+    Change, GroupError, GroupPlan, GroupRefusal, GroupStatus, PartitionPlan, TargetLogs,
+    TargetPartition, TopicLogs, VerdictRules, authz, committed_offset, decide, read,
+    target_partition, topic_id,
 };
 use crate::client::{
     Coordinators, Deadline, GroupCoordinator, GroupDescription, GroupOffsets, GroupProtocol,
@@ -152,7 +152,10 @@ fn target_of(
         }
         Some(Err(e)) => {
             return Err(GroupError::KindUnknown(
-                format!("cannot list the coordinator's groups, so the group's kind is unknown: {e}").into(),
+                format!(
+                    "cannot list the coordinator's groups, so the group's kind is unknown: {e}"
+                )
+                .into(),
             ));
         }
         None => {
@@ -174,7 +177,11 @@ fn target_of(
             });
         }
         Some(Err(e)) => return Err(GroupError::Unreadable(authz::cause(&e))),
-        None => return Err(GroupError::Unreadable("no ShareGroupDescribe answer".into())),
+        None => {
+            return Err(GroupError::Unreadable(
+                "no ShareGroupDescribe answer".into(),
+            ));
+        }
     };
     let offsets = match offsets {
         Some(Ok(offsets)) => offsets,
@@ -375,7 +382,13 @@ async fn recheck<'a>(
             ));
         }
     };
-    let mut targets = read_targets(client, std::slice::from_ref(&group), &coordinators, deadline).await;
+    let mut targets = read_targets(
+        client,
+        std::slice::from_ref(&group),
+        &coordinators,
+        deadline,
+    )
+    .await;
     let target = targets
         .remove(&group)
         .unwrap_or_else(|| Err(GroupError::Unreadable("no answer for the group".into())));

@@ -127,7 +127,10 @@ impl KafkaClient {
             .chunks(GROUPS_PER_REQUEST)
             .map(<[String]>::to_vec)
             .collect();
-        pipelined(requests, WINDOW, |chunk| share_describe(&conn, version, chunk)).await
+        pipelined(requests, WINDOW, |chunk| {
+            share_describe(&conn, version, chunk)
+        })
+        .await
     }
 
     /// Sets `group`'s start offsets to `offsets` ((topic, partition) → offset) on its
@@ -145,9 +148,13 @@ impl KafkaClient {
         offsets: &BTreeMap<(String, i32), i64>,
         deadline: &Deadline,
     ) -> Result<ShareWriteCodes, GroupCallError> {
-        self.one_share_group_call("AlterShareGroupOffsets", coordinator, group, deadline, |c| {
-            self.alter_once(c, group, offsets)
-        })
+        self.one_share_group_call(
+            "AlterShareGroupOffsets",
+            coordinator,
+            group,
+            deadline,
+            |c| self.alter_once(c, group, offsets),
+        )
         .await
     }
 
@@ -163,9 +170,13 @@ impl KafkaClient {
         topics: &BTreeSet<String>,
         deadline: &Deadline,
     ) -> Result<BTreeMap<String, i16>, GroupCallError> {
-        self.one_share_group_call("DeleteShareGroupOffsets", coordinator, group, deadline, |c| {
-            self.delete_once(c, group, topics)
-        })
+        self.one_share_group_call(
+            "DeleteShareGroupOffsets",
+            coordinator,
+            group,
+            deadline,
+            |c| self.delete_once(c, group, topics),
+        )
         .await
     }
 
@@ -283,11 +294,19 @@ impl KafkaClient {
             .with_topics(
                 topics
                     .iter()
-                    .map(|t| DeleteShareGroupOffsetsRequestTopic::default().with_topic_name(topic_name(t)))
+                    .map(|t| {
+                        DeleteShareGroupOffsetsRequestTopic::default()
+                            .with_topic_name(topic_name(t))
+                    })
                     .collect(),
             );
         let body = conn.send(&request, version).await?;
-        let response = decode(&conn, DeleteShareGroupOffsetsResponse::decode, body, version)?;
+        let response = decode(
+            &conn,
+            DeleteShareGroupOffsetsResponse::decode,
+            body,
+            version,
+        )?;
         if response.error_code != 0 {
             return Err(ClientError::broker(
                 "DeleteShareGroupOffsets",

@@ -930,7 +930,7 @@ fn refused_words(code: i16, partition: &UndoPartitionResult, group: &str) -> Str
     }
 }
 
-mod summary;
 mod share;
+mod summary;
 #[cfg(test)]
 mod tests;

@@ -45,10 +45,16 @@ async fn undo_group(
     let topics: BTreeSet<&str> = undo.partitions.iter().map(|p| p.topic.as_str()).collect();
     let logs = match target_logs(client, &topics, deadline).await {
         Ok(logs) => logs,
-        Err(e) => return skip(undo, format!("cannot read the topics' logs to check the undo: {e}")),
+        Err(e) => {
+            return skip(
+                undo,
+                format!("cannot read the topics' logs to check the undo: {e}"),
+            );
+        }
     };
     let group = undo.group.clone();
-    let mut targets = read_targets(client, std::slice::from_ref(&group), coordinators, deadline).await;
+    let mut targets =
+        read_targets(client, std::slice::from_ref(&group), coordinators, deadline).await;
     let target = match targets.remove(&group) {
         Some(Ok(t)) => t,
         Some(Err(message)) => return skip(undo, message.to_string()),
@@ -265,16 +271,27 @@ mod tests {
         let r = recheck(&undo, &held(&[(0, 40), (1, 50), (2, 60)]), &logs());
         assert_eq!(
             states(&r),
-            [UndoState::WouldRestore, UndoState::WouldDelete, UndoState::WouldDelete]
+            [
+                UndoState::WouldRestore,
+                UndoState::WouldDelete,
+                UndoState::WouldDelete
+            ]
         );
         // Partition 2 moved since (a consumer acknowledged): left alone, and then deleting
         // the topic would take partition 2's start offset too, so 1 is not deleted either.
         let r = recheck(&undo, &held(&[(0, 40), (1, 50), (2, 75)]), &logs());
         assert_eq!(
             states(&r),
-            [UndoState::WouldRestore, UndoState::Failed, UndoState::ChangedSince]
+            [
+                UndoState::WouldRestore,
+                UndoState::Failed,
+                UndoState::ChangedSince
+            ]
         );
-        assert!(r.partitions[1].error.as_deref().unwrap().contains("[2]"), "{r:?}");
+        assert!(
+            r.partitions[1].error.as_deref().unwrap().contains("[2]"),
+            "{r:?}"
+        );
         // Already as before.
         let r = recheck(&undo, &held(&[(0, 10)]), &logs());
         assert_eq!(states(&r)[0], UndoState::AlreadyRestored);
