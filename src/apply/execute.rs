@@ -1,7 +1,7 @@
 //! Executing a plan: re-derive, commit what both the plan and the target allow, read back, in
 //! waves of groups, each step one batched call.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use serde::Serialize;
@@ -11,14 +11,15 @@ use super::journal::{
     Committed, UndoEnd, UndoGroup, UndoHeader, UndoJournal, UndoPartition, mark, new_run_id,
 };
 use super::read::{non_consumer_groups, partitions_of};
-use super::recheck::{Context, Fresh, fresh_groups, moved_offsets, other_cluster};
+use super::recheck::{Context, Fresh, check_partition, fresh_groups, moved_offsets, other_cluster};
 use super::{
     ApplyOptions, ApplyPlan, ApplyVerdict, Change, GroupCause, GroupError, GroupPlan, GroupRefusal,
     GroupSkip, GroupStatus, PartitionPlan, refusal,
 };
 use crate::client::{
-    CommitCodes, CommitOptions, Coordinators, Deadline, ErrorCode, GroupCallError, GroupOffsets,
-    GroupResults, GroupType, KafkaClient, OffsetToCommit, PartitionsWanted, found_coordinators,
+    CommitCodes, CommitOptions, Coordinators, Deadline, ErrorCode, GroupCallError,
+    GroupCoordinator, GroupOffsets, GroupResults, GroupType, KafkaClient, OffsetToCommit,
+    PartitionsWanted, found_coordinators,
 };
 use crate::translate::Translation;
 
@@ -527,7 +528,7 @@ pub(crate) async fn execute_in_waves(
                 written.insert(g.group.clone(), not_sent(why));
             }
         } else {
-            let (outcomes, n, stop) = super::share::execute_groups(
+            let (outcomes, n, stop) = execute_share_groups(
                 client,
                 &share_ready,
                 &context,
@@ -584,7 +585,7 @@ pub(crate) async fn execute_in_waves(
 }
 
 /// A group's outcome and its partitions' rows.
-pub(super) type Outcome = (GroupOutcome, Vec<PartitionResult>);
+type Outcome = (GroupOutcome, Vec<PartitionResult>);
 
 /// The outcome of a group decided without reading it again: refused or failed when planned,
 /// nothing to write, another cluster, another kind of group, no coordinator. `None`: the group
@@ -625,6 +626,194 @@ fn before_reading(
     Some((outcome, vec![]))
 }
 
+/// Writes each share group of `groups` (planned ready, with partitions to commit): re-read
+/// and re-derived just before its write, its undo recorded in `journal` first, set with
+/// AlterShareGroupOffsets, read back. Returns each group's outcome, how many groups the
+/// journal recorded, and why writing stopped (a journal that could not be written).
+async fn execute_share_groups(
+    client: &KafkaClient,
+    groups: &[&GroupPlan],
+    context: &Context,
+    mut journal: Option<&mut (dyn UndoJournal + '_)>,
+    deadline: &Deadline,
+) -> (BTreeMap<String, Outcome>, usize, Option<String>) {
+    let mut outcomes = BTreeMap::new();
+    let mut recorded = 0usize;
+    let mut stopped: Option<String> = None;
+    for plan in groups {
+        if let Some(why) = &stopped {
+            outcomes.insert(plan.group.clone(), not_sent(why));
+            continue;
+        }
+        let passed = match recheck_share(client, plan, context, deadline).await {
+            Ok(passed) => passed,
+            Err(outcome) => {
+                outcomes.insert(plan.group.clone(), outcome);
+                continue;
+            }
+        };
+        let (passed, coordinator) = passed;
+        if let Some(journal) = journal.as_deref_mut() {
+            match journal.record(std::slice::from_ref(&passed.undo)) {
+                Ok(()) => recorded += 1,
+                Err(e) => {
+                    let why = format!(
+                        "not sent: the undo journal could not be written ({e}), so no further write was made"
+                    );
+                    outcomes.insert(plan.group.clone(), not_sent(&why));
+                    stopped = Some(why);
+                    continue;
+                }
+            }
+        }
+        let outcome = write_share(client, &plan.group, passed, &coordinator, deadline).await;
+        outcomes.insert(plan.group.clone(), outcome);
+    }
+    (outcomes, recorded, stopped)
+}
+
+/// The group read again and every partition derived again, as for a consumer group.
+async fn recheck_share<'a>(
+    client: &KafkaClient,
+    plan: &'a GroupPlan,
+    context: &Context,
+    deadline: &Deadline,
+) -> Result<(Passed<'a>, GroupCoordinator), Outcome> {
+    let group = plan.group.clone();
+    let topics: BTreeSet<&str> = plan.partitions.iter().map(|p| p.topic.as_str()).collect();
+    let logs = super::read::target_logs(client, &topics, deadline)
+        .await
+        .map_err(|e| {
+            (
+                error(
+                    GroupError::Unreadable(super::GroupCause::client(
+                        &e,
+                        format!("cannot read the target's logs: {e}"),
+                    )),
+                    false,
+                ),
+                vec![],
+            )
+        })?;
+    let coordinators = client
+        .find_group_coordinators(std::slice::from_ref(&group), deadline)
+        .await
+        .map_err(|e| {
+            (
+                error(
+                    GroupError::NoCoordinator(format!("no coordinator: {e}").into()),
+                    false,
+                ),
+                vec![],
+            )
+        })?;
+    let coordinator = match coordinators.get(&group) {
+        Some(Ok(c)) => c.clone(),
+        Some(Err(e)) => {
+            return Err((
+                error(GroupError::Unreadable(authz::cause(e)), false),
+                vec![],
+            ));
+        }
+        None => {
+            return Err((
+                error(
+                    GroupError::NoCoordinator("no coordinator answer for the group".into()),
+                    false,
+                ),
+                vec![],
+            ));
+        }
+    };
+    let mut targets = super::share::read_targets(
+        client,
+        std::slice::from_ref(&group),
+        &coordinators,
+        deadline,
+    )
+    .await;
+    let target = targets
+        .remove(&group)
+        .unwrap_or_else(|| Err(GroupError::Unreadable("no answer for the group".into())));
+    let target = target.map_err(|message| (error(message, false), vec![]))?;
+    if let Some(reason) = target.refusal() {
+        return Err((changed(Change::Refused(reason)), vec![]));
+    }
+    let moved = moved_offsets(plan, &target.offsets);
+    if !moved.is_empty() {
+        return Err((changed(Change::OffsetsMoved(moved)), vec![]));
+    }
+    let now_ms = super::now_ms();
+    let fresh: Vec<PartitionPlan> = plan
+        .partitions
+        .iter()
+        .map(|p| check_partition(context, &group, p, &logs, &target.offsets, now_ms))
+        .collect();
+    let description = target.description(&group);
+    let mut passed = recheck_group(plan, Ok((description, target.offsets, fresh)))?;
+    passed.undo.group_type = GroupType::Share;
+    Ok((passed, coordinator))
+}
+
+/// Sets the passed partitions' start offsets and reads them back.
+async fn write_share(
+    client: &KafkaClient,
+    group: &str,
+    passed: Passed<'_>,
+    coordinator: &GroupCoordinator,
+    deadline: &Deadline,
+) -> Outcome {
+    let offsets: BTreeMap<(String, i32), i64> = passed
+        .to_commit
+        .iter()
+        .map(|(p, _)| ((p.topic.clone(), p.partition), p.offset))
+        .collect();
+    let codes = match client
+        .alter_share_group_offsets(coordinator, group, &offsets, deadline)
+        .await
+    {
+        Ok(codes) => codes,
+        // A share consumer joined since the re-check: nothing was written.
+        Err(e) if e.code() == Some(super::share::GROUP_NOT_EMPTY) => {
+            return (
+                changed(Change::Refused(GroupRefusal::ShareGroupActive {
+                    state: "GROUP_NOT_EMPTY".into(),
+                    members: Vec::new(),
+                })),
+                vec![],
+            );
+        }
+        Err(e) if e.code() == Some(super::share::GROUP_ID_NOT_FOUND) => {
+            return (
+                changed(Change::Refused(GroupRefusal::TargetNotShareGroup {
+                    group_type: "other (GROUP_ID_NOT_FOUND from AlterShareGroupOffsets)".into(),
+                })),
+                vec![],
+            );
+        }
+        Err(e) => {
+            // A refusal by code wrote nothing; a lost answer may have written it.
+            let unknown = e.code().is_none();
+            let why = authz::cause(&e);
+            let message = if unknown {
+                GroupError::OutcomeUnknown(why)
+            } else {
+                GroupError::NotWritten(why)
+            };
+            return (error(message, unknown), vec![]);
+        }
+    };
+    let known: Coordinators = std::iter::once((group.to_string(), coordinator.clone())).collect();
+    let mut read_back = client
+        .fetch_share_group_offsets(&[group.to_string()], &known, deadline)
+        .await;
+    let read_back = read_back
+        .remove(group)
+        .and_then(Result::ok)
+        .unwrap_or_default();
+    committed_rows(group, passed, &codes, &read_back)
+}
+
 /// One wave re-checked: the outcomes of the groups that will not be written, and the groups
 /// that passed.
 struct Rechecked<'a> {
@@ -644,11 +833,11 @@ struct Wave {
 
 /// One group of a wave that passed its re-check: the plan's partitions to commit, each with the
 /// committed offset the re-check saw, and the rows of the partitions the re-check refused.
-pub(super) struct Passed<'a> {
-    pub(super) to_commit: Vec<(&'a PartitionPlan, Option<i64>)>,
-    pub(super) refused: Vec<PartitionResult>,
+struct Passed<'a> {
+    to_commit: Vec<(&'a PartitionPlan, Option<i64>)>,
+    refused: Vec<PartitionResult>,
     /// What the journal records before the commit: each partition to commit, what it held.
-    pub(super) undo: UndoGroup,
+    undo: UndoGroup,
 }
 
 /// Re-checks `wave` in one batched read (members, offsets unchanged since the plan, then every
@@ -813,10 +1002,7 @@ async fn commit_wave(
 }
 
 /// A group's re-check: the partitions to commit, or the outcome that writes nothing.
-pub(super) fn recheck_group(
-    plan: &GroupPlan,
-    read: Result<Fresh, GroupError>,
-) -> Result<Passed<'_>, Outcome> {
+fn recheck_group(plan: &GroupPlan, read: Result<Fresh, GroupError>) -> Result<Passed<'_>, Outcome> {
     let (description, current, fresh) = read.map_err(|message| match message.as_refusal() {
         // A transaction opened since the plan: refused by name, as the plan would refuse it.
         Some(reason) => (changed(Change::Refused(reason.clone())), vec![]),
@@ -896,7 +1082,7 @@ pub(super) fn recheck_group(
 }
 
 /// The rows of a group whose commit the coordinator answered (`codes`), with what was read back.
-pub(super) fn committed_rows(
+fn committed_rows(
     group: &str,
     p: Passed,
     codes: &CommitCodes,
@@ -953,11 +1139,11 @@ fn skipped(reason: GroupSkip) -> GroupOutcome {
     GroupOutcome::Skipped { reason }
 }
 
-pub(super) fn changed(change: Change) -> GroupOutcome {
+fn changed(change: Change) -> GroupOutcome {
     skipped(GroupSkip::ChangedSincePlan(change))
 }
 
-pub(super) fn error(message: GroupError, state_unknown: bool) -> GroupOutcome {
+fn error(message: GroupError, state_unknown: bool) -> GroupOutcome {
     GroupOutcome::Error {
         message,
         state_unknown,
@@ -1019,7 +1205,7 @@ fn interrupted(guard: &WriteAhead<'_>) -> Option<String> {
 }
 
 /// A group whose commit was not sent, and why.
-pub(super) fn not_sent(why: &str) -> Outcome {
+fn not_sent(why: &str) -> Outcome {
     (error(GroupError::NotWritten(why.into()), false), vec![])
 }
 

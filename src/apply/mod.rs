@@ -537,7 +537,7 @@ pub async fn plan(
         .iter()
         .map(|group| {
             if let Some(target) = share_targets.remove(group) {
-                return share::plan_group(translation, group, target, &logs, options.rules, now_ms);
+                return plan_share_group(translation, group, target, &logs, options.rules, now_ms);
             }
             let kind = kinds.get(group);
             let source_type = source_types.get(group.as_str());
@@ -589,6 +589,75 @@ pub async fn plan(
         rules: Some(options.rules),
         input: Some(options.input),
     })
+}
+
+/// One share group's plan: each partition decided against the group's start offsets now.
+fn plan_share_group(
+    translation: &Translation,
+    group: &str,
+    target: Result<share::ShareTarget, GroupError>,
+    logs: &TargetLogs,
+    rules: VerdictRules,
+    now_ms: i64,
+) -> GroupPlan {
+    let (target, mut status) = match target {
+        Ok(t) => {
+            let status = match t.refusal() {
+                None => GroupStatus::Ready,
+                Some(reason) => GroupStatus::Refused { reason },
+            };
+            (Some(t), status)
+        }
+        Err(message) => (None, status_of_error(message)),
+    };
+    let empty = GroupOffsets::new();
+    let offsets = target.as_ref().map_or(&empty, |t| &t.offsets);
+    let mut denied: BTreeSet<&str> = BTreeSet::new();
+    let mut partitions: Vec<PartitionPlan> = Vec::new();
+    for o in translation.group(group) {
+        let age = now_ms.saturating_sub(o.checkpoint_timestamp);
+        let (where_, log) = target_partition(logs, o.topic, o.partition);
+        if where_ == TargetPartition::NotAuthorized {
+            denied.insert(o.topic);
+        }
+        let current = committed_offset(offsets, o.topic, o.partition);
+        let decision = decide(o.offset, current, where_, age, rules);
+        let mut p = PartitionPlan::new(o.topic, o.partition, decision.offset, decision.verdict);
+        p.translated = o.offset;
+        p.current = current;
+        p.log_start = log.map(|l| l.0);
+        p.log_end = log.map(|l| l.1);
+        p.clamped_from = decision.clamped_from;
+        p.checkpoint_age_ms = age;
+        p.topic_id = topic_id(logs, o.topic);
+        p.upstream_offset = Some(o.upstream_offset);
+        partitions.push(p);
+    }
+    if !denied.is_empty() && !matches!(status, GroupStatus::Error { .. }) {
+        let reasons: Vec<String> = denied
+            .iter()
+            .filter_map(|t| match logs.get(*t) {
+                Some(TopicLogs::Denied(why)) => Some(why.clone()),
+                _ => None,
+            })
+            .collect();
+        status = GroupStatus::Error {
+            message: GroupError::TopicsDenied(reasons),
+        };
+    }
+    let mut plan = GroupPlan::new(group, status, partitions);
+    plan.group_type = GroupType::Share;
+    if target.as_ref().is_some_and(|t| !t.supported) {
+        // Nothing of the target was read: every row says why, as for any other type.
+        refuse_source_type(&mut plan, &GroupType::Share);
+        return plan;
+    }
+    if let Some(t) = &target {
+        plan.state = Some(t.state.state.clone()).filter(|s| !s.is_empty());
+        plan.members = t.state.members.len();
+        plan.protocol = (!t.state.exists).then_some(GroupProtocol::Absent);
+    }
+    plan
 }
 
 /// The groups of `translation` that are not consumer groups on the source, with their type.

@@ -1,4 +1,4 @@
-//! `apply` for share groups (KIP-932): a share group's translated start offsets are set with
+//! `apply` for share groups (KIP-932), what it reads of one on the target: a share group's translated start offsets are set with
 //! AlterShareGroupOffsets, never with OffsetCommit. An OffsetCommit on an id that does not
 //! exist creates a classic group, and share consumers of that id then fail ("not a share
 //! group"); AlterShareGroupOffsets on such an id creates an empty share group instead, from
@@ -10,43 +10,39 @@
 //! (ShareGroupDescribe; GROUP_NOT_EMPTY from the write is read back as the same refusal),
 //! refused when the target holds a group of another type under the id, re-checked just
 //! before the write, the undo recorded before it, and every write read back with
-//! DescribeShareGroupOffsets. Share groups are few and written one by one.
+//! DescribeShareGroupOffsets. Share groups are few and written one by one. This file reads the
+//! target; the plan (`plan_share_group`, the module above) and the write
+//! (`execute_share_groups`, execute.rs) use what it reads, so that no two files import each
+//! other.
 //!
 //! # References
 //! - KIP-932; Kafka's `GroupCoordinatorService.alterShareGroupOffsets` (creates the group,
 //!   GROUP_NOT_EMPTY with members), `ShareGroupCommand --reset-offsets`
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
-use super::execute::{Outcome, Passed, changed, committed_rows, error, recheck_group};
-use super::journal::UndoJournal;
-use super::recheck::{Context, check_partition, moved_offsets};
-use super::{
-    Change, GroupError, GroupPlan, GroupRefusal, GroupStatus, PartitionPlan, TargetLogs,
-    TargetPartition, TopicLogs, VerdictRules, authz, committed_offset, decide, read,
-    target_partition, topic_id,
-};
+use super::authz;
+use super::reason::{GroupError, GroupRefusal};
 use crate::client::{
     Coordinators, Deadline, GroupCoordinator, GroupDescription, GroupOffsets, GroupProtocol,
     GroupResults, GroupType, KafkaClient, ShareGroupState,
 };
-use crate::translate::Translation;
 
 /// GROUP_NOT_EMPTY: the share group has members.
-const GROUP_NOT_EMPTY: i16 = 68;
+pub(super) const GROUP_NOT_EMPTY: i16 = 68;
 /// GROUP_ID_NOT_FOUND: no share group (none, or a group of another type).
-const GROUP_ID_NOT_FOUND: i16 = 69;
+pub(super) const GROUP_ID_NOT_FOUND: i16 = 69;
 
 /// What the target holds under a share group's id.
 #[derive(Debug)]
 pub(crate) struct ShareTarget {
     /// Whether the target can hold share groups at all (`false`: a broker before Kafka 4,
     /// without ListGroups v5, where the group is refused as a share group of the source).
-    supported: bool,
+    pub(crate) supported: bool,
     /// The id's type as ListGroups names it; `None`: the target has no group of this id.
-    group_type: Option<GroupType>,
+    pub(crate) group_type: Option<GroupType>,
     /// The share group's state and members.
-    state: ShareGroupState,
+    pub(crate) state: ShareGroupState,
     /// Its start offsets (empty when it has none or does not exist).
     pub(crate) offsets: GroupOffsets,
 }
@@ -74,7 +70,7 @@ impl ShareTarget {
 
     /// The group as the consumer-group re-check reads one: members are judged here first, so
     /// it reads as an idle group.
-    fn description(&self, group: &str) -> GroupDescription {
+    pub(crate) fn description(&self, group: &str) -> GroupDescription {
         GroupDescription {
             group_id: group.to_string(),
             protocol: GroupProtocol::Absent,
@@ -212,261 +208,4 @@ fn no_share_api(e: &crate::client::ClientError) -> bool {
         }
         _ => false,
     }
-}
-
-/// One share group's plan: each partition decided against the group's start offsets now.
-pub(super) fn plan_group(
-    translation: &Translation,
-    group: &str,
-    target: Result<ShareTarget, GroupError>,
-    logs: &TargetLogs,
-    rules: VerdictRules,
-    now_ms: i64,
-) -> GroupPlan {
-    let (target, mut status) = match target {
-        Ok(t) => {
-            let status = match t.refusal() {
-                None => GroupStatus::Ready,
-                Some(reason) => GroupStatus::Refused { reason },
-            };
-            (Some(t), status)
-        }
-        Err(message) => (None, super::status_of_error(message)),
-    };
-    let empty = GroupOffsets::new();
-    let offsets = target.as_ref().map_or(&empty, |t| &t.offsets);
-    let mut denied: BTreeSet<&str> = BTreeSet::new();
-    let mut partitions: Vec<PartitionPlan> = Vec::new();
-    for o in translation.group(group) {
-        let age = now_ms.saturating_sub(o.checkpoint_timestamp);
-        let (where_, log) = target_partition(logs, o.topic, o.partition);
-        if where_ == TargetPartition::NotAuthorized {
-            denied.insert(o.topic);
-        }
-        let current = committed_offset(offsets, o.topic, o.partition);
-        let decision = decide(o.offset, current, where_, age, rules);
-        let mut p = PartitionPlan::new(o.topic, o.partition, decision.offset, decision.verdict);
-        p.translated = o.offset;
-        p.current = current;
-        p.log_start = log.map(|l| l.0);
-        p.log_end = log.map(|l| l.1);
-        p.clamped_from = decision.clamped_from;
-        p.checkpoint_age_ms = age;
-        p.topic_id = topic_id(logs, o.topic);
-        p.upstream_offset = Some(o.upstream_offset);
-        partitions.push(p);
-    }
-    if !denied.is_empty() && !matches!(status, GroupStatus::Error { .. }) {
-        let reasons: Vec<String> = denied
-            .iter()
-            .filter_map(|t| match logs.get(*t) {
-                Some(TopicLogs::Denied(why)) => Some(why.clone()),
-                _ => None,
-            })
-            .collect();
-        status = GroupStatus::Error {
-            message: GroupError::TopicsDenied(reasons),
-        };
-    }
-    let mut plan = GroupPlan::new(group, status, partitions);
-    plan.group_type = GroupType::Share;
-    if target.as_ref().is_some_and(|t| !t.supported) {
-        // Nothing of the target was read: every row says why, as for any other type.
-        super::refuse_source_type(&mut plan, &GroupType::Share);
-        return plan;
-    }
-    if let Some(t) = &target {
-        plan.state = Some(t.state.state.clone()).filter(|s| !s.is_empty());
-        plan.members = t.state.members.len();
-        plan.protocol = (!t.state.exists).then_some(GroupProtocol::Absent);
-    }
-    plan
-}
-
-/// Writes each share group of `groups` (planned ready, with partitions to commit): re-read
-/// and re-derived just before its write, its undo recorded in `journal` first, set with
-/// AlterShareGroupOffsets, read back. Returns each group's outcome, how many groups the
-/// journal recorded, and why writing stopped (a journal that could not be written).
-pub(super) async fn execute_groups(
-    client: &KafkaClient,
-    groups: &[&GroupPlan],
-    context: &Context,
-    mut journal: Option<&mut (dyn UndoJournal + '_)>,
-    deadline: &Deadline,
-) -> (BTreeMap<String, Outcome>, usize, Option<String>) {
-    let mut outcomes = BTreeMap::new();
-    let mut recorded = 0usize;
-    let mut stopped: Option<String> = None;
-    for plan in groups {
-        if let Some(why) = &stopped {
-            outcomes.insert(plan.group.clone(), super::execute::not_sent(why));
-            continue;
-        }
-        let passed = match recheck(client, plan, context, deadline).await {
-            Ok(passed) => passed,
-            Err(outcome) => {
-                outcomes.insert(plan.group.clone(), outcome);
-                continue;
-            }
-        };
-        let (passed, coordinator) = passed;
-        if let Some(journal) = journal.as_deref_mut() {
-            match journal.record(std::slice::from_ref(&passed.undo)) {
-                Ok(()) => recorded += 1,
-                Err(e) => {
-                    let why = format!(
-                        "not sent: the undo journal could not be written ({e}), so no further write was made"
-                    );
-                    outcomes.insert(plan.group.clone(), super::execute::not_sent(&why));
-                    stopped = Some(why);
-                    continue;
-                }
-            }
-        }
-        let outcome = write(client, &plan.group, passed, &coordinator, deadline).await;
-        outcomes.insert(plan.group.clone(), outcome);
-    }
-    (outcomes, recorded, stopped)
-}
-
-/// The group read again and every partition derived again, as for a consumer group.
-async fn recheck<'a>(
-    client: &KafkaClient,
-    plan: &'a GroupPlan,
-    context: &Context,
-    deadline: &Deadline,
-) -> Result<(Passed<'a>, GroupCoordinator), Outcome> {
-    let group = plan.group.clone();
-    let topics: BTreeSet<&str> = plan.partitions.iter().map(|p| p.topic.as_str()).collect();
-    let logs = read::target_logs(client, &topics, deadline)
-        .await
-        .map_err(|e| {
-            (
-                error(
-                    GroupError::Unreadable(super::GroupCause::client(
-                        &e,
-                        format!("cannot read the target's logs: {e}"),
-                    )),
-                    false,
-                ),
-                vec![],
-            )
-        })?;
-    let coordinators = client
-        .find_group_coordinators(std::slice::from_ref(&group), deadline)
-        .await
-        .map_err(|e| {
-            (
-                error(
-                    GroupError::NoCoordinator(format!("no coordinator: {e}").into()),
-                    false,
-                ),
-                vec![],
-            )
-        })?;
-    let coordinator = match coordinators.get(&group) {
-        Some(Ok(c)) => c.clone(),
-        Some(Err(e)) => {
-            return Err((
-                error(GroupError::Unreadable(authz::cause(e)), false),
-                vec![],
-            ));
-        }
-        None => {
-            return Err((
-                error(
-                    GroupError::NoCoordinator("no coordinator answer for the group".into()),
-                    false,
-                ),
-                vec![],
-            ));
-        }
-    };
-    let mut targets = read_targets(
-        client,
-        std::slice::from_ref(&group),
-        &coordinators,
-        deadline,
-    )
-    .await;
-    let target = targets
-        .remove(&group)
-        .unwrap_or_else(|| Err(GroupError::Unreadable("no answer for the group".into())));
-    let target = target.map_err(|message| (error(message, false), vec![]))?;
-    if let Some(reason) = target.refusal() {
-        return Err((changed(Change::Refused(reason)), vec![]));
-    }
-    let moved = moved_offsets(plan, &target.offsets);
-    if !moved.is_empty() {
-        return Err((changed(Change::OffsetsMoved(moved)), vec![]));
-    }
-    let now_ms = super::now_ms();
-    let fresh: Vec<PartitionPlan> = plan
-        .partitions
-        .iter()
-        .map(|p| check_partition(context, &group, p, &logs, &target.offsets, now_ms))
-        .collect();
-    let description = target.description(&group);
-    let mut passed = recheck_group(plan, Ok((description, target.offsets, fresh)))?;
-    passed.undo.group_type = GroupType::Share;
-    Ok((passed, coordinator))
-}
-
-/// Sets the passed partitions' start offsets and reads them back.
-async fn write(
-    client: &KafkaClient,
-    group: &str,
-    passed: Passed<'_>,
-    coordinator: &GroupCoordinator,
-    deadline: &Deadline,
-) -> Outcome {
-    let offsets: BTreeMap<(String, i32), i64> = passed
-        .to_commit
-        .iter()
-        .map(|(p, _)| ((p.topic.clone(), p.partition), p.offset))
-        .collect();
-    let codes = match client
-        .alter_share_group_offsets(coordinator, group, &offsets, deadline)
-        .await
-    {
-        Ok(codes) => codes,
-        // A share consumer joined since the re-check: nothing was written.
-        Err(e) if e.code() == Some(GROUP_NOT_EMPTY) => {
-            return (
-                changed(Change::Refused(GroupRefusal::ShareGroupActive {
-                    state: "GROUP_NOT_EMPTY".into(),
-                    members: Vec::new(),
-                })),
-                vec![],
-            );
-        }
-        Err(e) if e.code() == Some(GROUP_ID_NOT_FOUND) => {
-            return (
-                changed(Change::Refused(GroupRefusal::TargetNotShareGroup {
-                    group_type: "other (GROUP_ID_NOT_FOUND from AlterShareGroupOffsets)".into(),
-                })),
-                vec![],
-            );
-        }
-        Err(e) => {
-            // A refusal by code wrote nothing; a lost answer may have written it.
-            let unknown = e.code().is_none();
-            let why = authz::cause(&e);
-            let message = if unknown {
-                GroupError::OutcomeUnknown(why)
-            } else {
-                GroupError::NotWritten(why)
-            };
-            return (error(message, unknown), vec![]);
-        }
-    };
-    let known: Coordinators = std::iter::once((group.to_string(), coordinator.clone())).collect();
-    let mut read_back = client
-        .fetch_share_group_offsets(&[group.to_string()], &known, deadline)
-        .await;
-    let read_back = read_back
-        .remove(group)
-        .and_then(Result::ok)
-        .unwrap_or_default();
-    committed_rows(group, passed, &codes, &read_back)
 }

@@ -71,7 +71,8 @@ fn expected(_version: i16) -> ShareGroupDescribeResponse {
                 assignment_epoch: 0,
                 assignor_name: String::new(),
                 members: vec![],
-                authorized_operations: 0,
+                // kafka-protocol's default: "not asked".
+                authorized_operations: i32::MIN,
             },
         ],
     }
