@@ -415,7 +415,7 @@ async fn share_group_fails_over_to_its_translated_start_offsets() {
     loop {
         let state = b_client
             .describe_share_groups(
-                &[group.clone()],
+                std::slice::from_ref(&group),
                 &Coordinators::new(),
                 &Deadline::after(Duration::from_secs(10)),
             )
