@@ -17,7 +17,7 @@ mod targets;
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 
 /// Every target, as named in fuzz/fuzz_targets/.
-const TARGETS: [&str; 26] = [
+const TARGETS: [&str; 29] = [
     "api_versions_response",
     "checkpoint_decode",
     "cli_args",
@@ -29,7 +29,9 @@ const TARGETS: [&str; 26] = [
     "properties_parse",
     "records_batches",
     "records_decompress",
+    "response_alter_share_group_offsets",
     "response_consumer_group_describe",
+    "response_delete_share_group_offsets",
     "response_describe_groups",
     "response_describe_share_group_offsets",
     "response_fetch",
@@ -40,6 +42,7 @@ const TARGETS: [&str; 26] = [
     "response_offset_commit",
     "response_offset_delete",
     "response_offset_fetch",
+    "response_share_group_describe",
     "sasl_scram_server_first",
     "sync_index_batches",
     "sync_snapshot",
@@ -107,6 +110,13 @@ fn run(target: &str, data: &[u8]) {
         "response_offset_delete" => drop(targets::response_offset_delete(data)),
         "response_describe_share_group_offsets" => {
             drop(targets::response_describe_share_group_offsets(data))
+        }
+        "response_share_group_describe" => drop(targets::response_share_group_describe(data)),
+        "response_alter_share_group_offsets" => {
+            drop(targets::response_alter_share_group_offsets(data))
+        }
+        "response_delete_share_group_offsets" => {
+            drop(targets::response_delete_share_group_offsets(data))
         }
         "response_list_offsets" => drop(targets::response_list_offsets(data)),
         "response_metadata" => drop(targets::response_metadata(data)),
@@ -366,6 +376,105 @@ fn share_group_offsets_inputs_decode_as_written() {
     assert!(hostile.unwrap_err().contains("array of"));
 }
 
+/// The share-group admin inputs `apply` and `undo` read (hand-written from the schemas Kafka
+/// 4.4 sends): ShareGroupDescribe v1 (members are what refuses a write), AlterShareGroupOffsets
+/// and DeleteShareGroupOffsets v0 (GROUP_NOT_EMPTY is read back as a refusal); the hostile
+/// counts are refused before anything is allocated.
+#[test]
+fn share_group_admin_inputs_decode_as_written() {
+    let read = |target: &str, name: &str| {
+        fs::read(
+            Path::new(ROOT)
+                .join("fuzz/regressions")
+                .join(target)
+                .join(name),
+        )
+        .expect("read the input")
+    };
+    let describe = targets::response_share_group_describe(&read(
+        "response_share_group_describe",
+        "v1-one-member-two-partitions",
+    ))
+    .unwrap()
+    .unwrap();
+    let group = &describe.groups[0];
+    assert_eq!(
+        (group.group_id.as_str(), group.group_state.as_str()),
+        ("q", "Stable")
+    );
+    assert_eq!(group.members.len(), 1);
+    assert_eq!(group.members[0].assigned_partitions, 2);
+    let other = targets::response_share_group_describe(&read(
+        "response_share_group_describe",
+        "v1-not-a-share-group",
+    ))
+    .unwrap()
+    .unwrap();
+    assert_eq!(other.groups[0].error_code, 69);
+    for (target, name) in [
+        ("response_share_group_describe", "v1-hostile-group-count"),
+        (
+            "response_alter_share_group_offsets",
+            "v0-hostile-topic-count",
+        ),
+        (
+            "response_delete_share_group_offsets",
+            "v0-hostile-topic-count",
+        ),
+    ] {
+        let data = read(target, name);
+        let err = match target {
+            "response_share_group_describe" => targets::response_share_group_describe(&data)
+                .unwrap()
+                .map(drop),
+            "response_alter_share_group_offsets" => {
+                targets::response_alter_share_group_offsets(&data)
+                    .unwrap()
+                    .map(drop)
+            }
+            _ => targets::response_delete_share_group_offsets(&data)
+                .unwrap()
+                .map(drop),
+        };
+        assert!(err.unwrap_err().contains("array of"), "{target}/{name}");
+    }
+    let alter = targets::response_alter_share_group_offsets(&read(
+        "response_alter_share_group_offsets",
+        "v0-one-topic-two-partitions",
+    ))
+    .unwrap()
+    .unwrap();
+    assert_eq!(alter.error_code, 0);
+    assert_eq!(alter.topics[0].partitions.len(), 2);
+    let refused = targets::response_alter_share_group_offsets(&read(
+        "response_alter_share_group_offsets",
+        "v0-group-not-empty",
+    ))
+    .unwrap()
+    .unwrap();
+    assert_eq!(refused.error_code, 68);
+    let deleted = targets::response_delete_share_group_offsets(&read(
+        "response_delete_share_group_offsets",
+        "v0-one-topic",
+    ))
+    .unwrap()
+    .unwrap();
+    assert_eq!(
+        (
+            deleted.topics[0].name.as_str(),
+            deleted.topics[0].error_code
+        ),
+        ("orders", 0)
+    );
+    let refused = targets::response_delete_share_group_offsets(&read(
+        "response_delete_share_group_offsets",
+        "v0-group-not-empty",
+    ))
+    .unwrap()
+    .unwrap();
+    assert_eq!(refused.error_code, 68);
+}
+
 #[test]
 fn saved_crash_inputs_pass_their_targets() {
     for (target, name, data) in inputs("fuzz/regressions") {
@@ -377,8 +486,10 @@ fn saved_crash_inputs_pass_their_targets() {
 /// The group-coordinator responses (added with `apply`) have no seeds captured from real
 /// brokers yet: fuzz/capture.sh does not send these requests. Their decoders are round-trip
 /// tested against kafka-protocol's encoders and exercised by protocol-tests/tests/apply_kafka.rs.
-const NOT_CAPTURED_YET: [&str; 8] = [
+const NOT_CAPTURED_YET: [&str; 11] = [
+    "response_alter_share_group_offsets",
     "response_consumer_group_describe",
+    "response_delete_share_group_offsets",
     "response_describe_groups",
     "response_describe_share_group_offsets",
     "response_find_coordinator",
@@ -386,6 +497,7 @@ const NOT_CAPTURED_YET: [&str; 8] = [
     "response_offset_commit",
     "response_offset_delete",
     "response_offset_fetch",
+    "response_share_group_describe",
 ];
 
 fn captured() -> Vec<(String, String, Vec<u8>)> {

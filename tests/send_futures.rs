@@ -65,6 +65,9 @@ const LISTED: &[&str] = &[
     "src/client/offset_delete.rs:delete_group_offsets",
     "src/client/offset_fetch.rs:fetch_group_offsets",
     "src/client/share_offsets.rs:fetch_share_group_offsets",
+    "src/client/share_group.rs:describe_share_groups",
+    "src/client/share_group.rs:alter_share_group_offsets",
+    "src/client/share_group.rs:delete_share_group_offsets",
     "src/client/offset_fetch.rs:fetch_offsets",
     "src/failback/translate.rs:sharpen_with_records",
     "src/failback/translate.rs:translate_failback",
@@ -196,6 +199,12 @@ fn futures_are_send(
     send(kafka.describe_group(coordinator, "g", deadline));
     send(kafka.fetch_group_offsets(coordinator, &groups, deadline));
     send(kafka.fetch_share_group_offsets(&groups, &known, deadline));
+    send(kafka.describe_share_groups(&groups, &known, deadline));
+    let share_offsets: std::collections::BTreeMap<(String, i32), i64> =
+        [(("t".to_string(), 0), 5)].into();
+    send(kafka.alter_share_group_offsets(coordinator, "g", &share_offsets, deadline));
+    let share_topics: std::collections::BTreeSet<String> = ["t".to_string()].into();
+    send(kafka.delete_share_group_offsets(coordinator, "g", &share_topics, deadline));
     send(kafka.commit_group_offsets(coordinator, "g", &offsets, deadline));
     send(kafka.describe_groups(&groups, &known, deadline));
     send(kafka.fetch_offsets(&wanted, &known, deadline));

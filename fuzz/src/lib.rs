@@ -12,9 +12,10 @@ use mm2_offsets::mm2::{checkpoint, heartbeat, offset_sync};
 use mm2_offsets::precise::{SyncSnapshot, index_from_batches};
 use mm2_offsets::records::{AbortedFilter, Batch, Batches, Compression, ControlRecord, Scratch};
 use mm2_offsets::responses::{
-    ConsumerGroupDescribeResponse, DescribeGroupsResponse, DescribeShareGroupOffsetsResponse,
-    FetchResponse, FindCoordinatorResponse, ListGroupsResponse, ListOffsetsResponse,
-    MetadataResponse, OffsetCommitResponse, OffsetDeleteResponse, OffsetFetchResponse,
+    AlterShareGroupOffsetsResponse, ConsumerGroupDescribeResponse, DeleteShareGroupOffsetsResponse,
+    DescribeGroupsResponse, DescribeShareGroupOffsetsResponse, FetchResponse,
+    FindCoordinatorResponse, ListGroupsResponse, ListOffsetsResponse, MetadataResponse,
+    OffsetCommitResponse, OffsetDeleteResponse, OffsetFetchResponse, ShareGroupDescribeResponse,
 };
 use mm2_offsets::select::{GroupSelector, JavaPattern};
 use mm2_offsets::translate::BatchTranslator;
@@ -170,6 +171,30 @@ pub fn response_describe_share_group_offsets(
 ) -> Option<Result<DescribeShareGroupOffsetsResponse, String>> {
     let (version, body) = split_version(data)?;
     Some(DescribeShareGroupOffsetsResponse::decode(body, version).map_err(|e| e.to_string()))
+}
+
+/// `response_share_group_describe`: 2 bytes big-endian version, then a ShareGroupDescribeResponse body.
+pub fn response_share_group_describe(
+    data: &[u8],
+) -> Option<Result<ShareGroupDescribeResponse, String>> {
+    let (version, body) = split_version(data)?;
+    Some(ShareGroupDescribeResponse::decode(body, version).map_err(|e| e.to_string()))
+}
+
+/// `response_alter_share_group_offsets`: 2 bytes big-endian version, then an AlterShareGroupOffsetsResponse body.
+pub fn response_alter_share_group_offsets(
+    data: &[u8],
+) -> Option<Result<AlterShareGroupOffsetsResponse, String>> {
+    let (version, body) = split_version(data)?;
+    Some(AlterShareGroupOffsetsResponse::decode(body, version).map_err(|e| e.to_string()))
+}
+
+/// `response_delete_share_group_offsets`: 2 bytes big-endian version, then a DeleteShareGroupOffsetsResponse body.
+pub fn response_delete_share_group_offsets(
+    data: &[u8],
+) -> Option<Result<DeleteShareGroupOffsetsResponse, String>> {
+    let (version, body) = split_version(data)?;
+    Some(DeleteShareGroupOffsetsResponse::decode(body, version).map_err(|e| e.to_string()))
 }
 
 /// `api_versions_response`: 2 bytes big-endian version, then an ApiVersions response body,

@@ -14,6 +14,7 @@
 #   mm2-kill   kills MirrorMaker 2 with SIGKILL (a crash: unsent offset syncs and uncommitted
 #              source offsets are lost) and waits until it is gone.
 #   mm2-start  starts it again on the same config (after mm2-kill).
+#   share  runs protocol-tests/java/ShareOnce.java (a KafkaShareConsumer, see its comment).
 #   client runs protocol-tests/java/FailoverClient.java (see its class comment) on the Kafka
 #          $KAFKA4_VERSION client jars, which also hold kafka-consumer-groups.sh's class.
 # Phase timings go to stderr.
@@ -25,16 +26,19 @@ CLUSTERS=(fo-primary fo-backup)
 MM2_NAME=fo-mm2
 ENV_FILE="$WORK_DIR/failover.env"
 src="$REPO_ROOT/protocol-tests/java/FailoverClient.java"
+# The share consumer (KIP-932) of protocol-tests/tests/share_failover.rs, built beside it.
+share_src="$REPO_ROOT/protocol-tests/java/ShareOnce.java"
 classes="$WORK_DIR/classes-failover"
 
 build() {
-  if [[ -f "$classes/FailoverClient.class" && "$classes/FailoverClient.class" -nt "$src" ]]; then
+  if [[ -f "$classes/FailoverClient.class" && "$classes/FailoverClient.class" -nt "$src" &&
+    -f "$classes/ShareOnce.class" && "$classes/ShareOnce.class" -nt "$share_src" ]]; then
     return 0
   fi
   local lib tmp
   lib="$("$HARNESS_DIR/kafka-jars.sh" "$KAFKA4_VERSION" kafka4)"
   tmp="$(mktemp -d "$WORK_DIR/classes-failover.tmp.XXXXXX")"
-  if ! javac --release 17 -Xlint:all -Werror -cp "$lib/*" -d "$tmp" "$src" >&2; then
+  if ! javac --release 17 -Xlint:all -Werror -cp "$lib/*" -d "$tmp" "$src" "$share_src" >&2; then
     rm -rf "$tmp"
     die "javac failed on $src"
   fi
@@ -47,7 +51,7 @@ client() {
   lib="$("$HARNESS_DIR/kafka-jars.sh" "$KAFKA4_VERSION" kafka4)"
   exec java -Xmx384m -XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Djava.awt.headless=true \
     "-Dlog4j2.configurationFile=$HARNESS_DIR/config/log4j2-tool.properties" \
-    -cp "$classes:$lib/*" FailoverClient "$@"
+    -cp "$classes:$lib/*" "${MAIN_CLASS:-FailoverClient}" "$@"
 }
 
 up() {
@@ -125,5 +129,15 @@ client)
   flock -u 9
   client "$@"
   ;;
-*) die "usage: failover.sh up | down | mm2-stop | mm2-kill | mm2-start | client COMMAND ARGS..." ;;
+share)
+  # ShareOnce (protocol-tests/java/ShareOnce.java): a KafkaShareConsumer, see its comment.
+  shift
+  mkdir -p "$WORK_DIR"
+  exec 9>"$WORK_DIR/.classes-failover.lock"
+  flock 9
+  build
+  flock -u 9
+  MAIN_CLASS=ShareOnce client "$@"
+  ;;
+*) die "usage: failover.sh up | down | mm2-stop | mm2-kill | mm2-start | client COMMAND ARGS... | share ARGS..." ;;
 esac

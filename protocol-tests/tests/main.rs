@@ -20,7 +20,10 @@ mod failback_mm2;
 #[cfg(feature = "failover-tests")]
 mod failover_mm2;
 mod faults;
+// A share group failed over, on the failover suite's clusters (issue 31).
 mod group_calls;
+#[cfg(feature = "failover-tests")]
+mod share_failover;
 // Share groups (a real share consumer) and group types on k4 and k39 (issue 31).
 mod group_types;
 mod hostile_outcomes;

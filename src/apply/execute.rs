@@ -1,7 +1,7 @@
 //! Executing a plan: re-derive, commit what both the plan and the target allow, read back, in
 //! waves of groups, each step one batched call.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use serde::Serialize;
@@ -11,14 +11,15 @@ use super::journal::{
     Committed, UndoEnd, UndoGroup, UndoHeader, UndoJournal, UndoPartition, mark, new_run_id,
 };
 use super::read::{non_consumer_groups, partitions_of};
-use super::recheck::{Context, Fresh, fresh_groups, moved_offsets, other_cluster};
+use super::recheck::{Context, Fresh, check_partition, fresh_groups, moved_offsets, other_cluster};
 use super::{
     ApplyOptions, ApplyPlan, ApplyVerdict, Change, GroupCause, GroupError, GroupPlan, GroupRefusal,
     GroupSkip, GroupStatus, PartitionPlan, refusal,
 };
 use crate::client::{
-    CommitCodes, CommitOptions, Coordinators, Deadline, ErrorCode, GroupCallError, GroupOffsets,
-    GroupResults, KafkaClient, OffsetToCommit, PartitionsWanted, found_coordinators,
+    CommitCodes, CommitOptions, Coordinators, Deadline, ErrorCode, GroupCallError,
+    GroupCoordinator, GroupOffsets, GroupResults, GroupType, KafkaClient, OffsetToCommit,
+    PartitionsWanted, found_coordinators,
 };
 use crate::translate::Translation;
 
@@ -391,6 +392,7 @@ pub(crate) async fn execute_in_waves(
     // Each group's outcome decided before any re-read, or the group to write.
     let mut decided: Vec<Option<Outcome>> = Vec::with_capacity(plan.groups.len());
     let mut ready: Vec<&GroupPlan> = Vec::new();
+    let mut share_ready: Vec<&GroupPlan> = Vec::new();
     for g in &plan.groups {
         let coordinator = match &coordinators {
             Ok(map) => map
@@ -398,7 +400,11 @@ pub(crate) async fn execute_in_waves(
                 .map(|r| r.as_ref().map(|_| ()).map_err(authz::explain)),
             Err(e) => Some(Err(e.to_string())),
         };
-        let outcome = before_reading(g, blocked.as_ref(), kinds.get(&g.group), coordinator);
+        // A share group's target is checked by its own re-read (share.rs): the target's
+        // listing it as a share group is what it must be.
+        let share = g.group_type == GroupType::Share;
+        let kind = kinds.get(&g.group).filter(|_| !share);
+        let outcome = before_reading(g, blocked.as_ref(), kind, coordinator);
         let outcome = match outcome {
             None if listed.get(g.group.as_str()).copied().unwrap_or(0) > 1 => Some((
                 error(
@@ -415,8 +421,10 @@ pub(crate) async fn execute_in_waves(
             )),
             other => other,
         };
-        if outcome.is_none() {
-            ready.push(g);
+        match outcome {
+            None if share => share_ready.push(g),
+            None => ready.push(g),
+            Some(_) => {}
         }
         decided.push(outcome);
     }
@@ -506,6 +514,35 @@ pub(crate) async fn execute_in_waves(
         );
         written.extend(done.outcomes);
     }
+    // Share groups after the consumer groups, one by one, with the same stops.
+    if !share_ready.is_empty() {
+        if stopped.is_none() {
+            stopped = interrupted(&guard);
+        }
+        if unknown {
+            for g in &share_ready {
+                written.insert(g.group.clone(), halted());
+            }
+        } else if let Some(why) = &stopped {
+            for g in &share_ready {
+                written.insert(g.group.clone(), not_sent(why));
+            }
+        } else {
+            let (outcomes, n, stop) = execute_share_groups(
+                client,
+                &share_ready,
+                &context,
+                guard.journal.as_deref_mut(),
+                deadline,
+            )
+            .await;
+            recorded += n;
+            if stop.is_some() {
+                stopped = stop;
+            }
+            written.extend(outcomes);
+        }
+    }
     if let (Some(journal), Some(_)) = (guard.journal.as_deref_mut(), &run_id)
         && journal_error.is_none()
         && !writable.is_empty()
@@ -587,6 +624,194 @@ fn before_reading(
         ),
     };
     Some((outcome, vec![]))
+}
+
+/// Writes each share group of `groups` (planned ready, with partitions to commit): re-read
+/// and re-derived just before its write, its undo recorded in `journal` first, set with
+/// AlterShareGroupOffsets, read back. Returns each group's outcome, how many groups the
+/// journal recorded, and why writing stopped (a journal that could not be written).
+async fn execute_share_groups(
+    client: &KafkaClient,
+    groups: &[&GroupPlan],
+    context: &Context,
+    mut journal: Option<&mut (dyn UndoJournal + '_)>,
+    deadline: &Deadline,
+) -> (BTreeMap<String, Outcome>, usize, Option<String>) {
+    let mut outcomes = BTreeMap::new();
+    let mut recorded = 0usize;
+    let mut stopped: Option<String> = None;
+    for plan in groups {
+        if let Some(why) = &stopped {
+            outcomes.insert(plan.group.clone(), not_sent(why));
+            continue;
+        }
+        let passed = match recheck_share(client, plan, context, deadline).await {
+            Ok(passed) => passed,
+            Err(outcome) => {
+                outcomes.insert(plan.group.clone(), outcome);
+                continue;
+            }
+        };
+        let (passed, coordinator) = passed;
+        if let Some(journal) = journal.as_deref_mut() {
+            match journal.record(std::slice::from_ref(&passed.undo)) {
+                Ok(()) => recorded += 1,
+                Err(e) => {
+                    let why = format!(
+                        "not sent: the undo journal could not be written ({e}), so no further write was made"
+                    );
+                    outcomes.insert(plan.group.clone(), not_sent(&why));
+                    stopped = Some(why);
+                    continue;
+                }
+            }
+        }
+        let outcome = write_share(client, &plan.group, passed, &coordinator, deadline).await;
+        outcomes.insert(plan.group.clone(), outcome);
+    }
+    (outcomes, recorded, stopped)
+}
+
+/// The group read again and every partition derived again, as for a consumer group.
+async fn recheck_share<'a>(
+    client: &KafkaClient,
+    plan: &'a GroupPlan,
+    context: &Context,
+    deadline: &Deadline,
+) -> Result<(Passed<'a>, GroupCoordinator), Outcome> {
+    let group = plan.group.clone();
+    let topics: BTreeSet<&str> = plan.partitions.iter().map(|p| p.topic.as_str()).collect();
+    let logs = super::read::target_logs(client, &topics, deadline)
+        .await
+        .map_err(|e| {
+            (
+                error(
+                    GroupError::Unreadable(super::GroupCause::client(
+                        &e,
+                        format!("cannot read the target's logs: {e}"),
+                    )),
+                    false,
+                ),
+                vec![],
+            )
+        })?;
+    let coordinators = client
+        .find_group_coordinators(std::slice::from_ref(&group), deadline)
+        .await
+        .map_err(|e| {
+            (
+                error(
+                    GroupError::NoCoordinator(format!("no coordinator: {e}").into()),
+                    false,
+                ),
+                vec![],
+            )
+        })?;
+    let coordinator = match coordinators.get(&group) {
+        Some(Ok(c)) => c.clone(),
+        Some(Err(e)) => {
+            return Err((
+                error(GroupError::Unreadable(authz::cause(e)), false),
+                vec![],
+            ));
+        }
+        None => {
+            return Err((
+                error(
+                    GroupError::NoCoordinator("no coordinator answer for the group".into()),
+                    false,
+                ),
+                vec![],
+            ));
+        }
+    };
+    let mut targets = super::share::read_targets(
+        client,
+        std::slice::from_ref(&group),
+        &coordinators,
+        deadline,
+    )
+    .await;
+    let target = targets
+        .remove(&group)
+        .unwrap_or_else(|| Err(GroupError::Unreadable("no answer for the group".into())));
+    let target = target.map_err(|message| (error(message, false), vec![]))?;
+    if let Some(reason) = target.refusal() {
+        return Err((changed(Change::Refused(reason)), vec![]));
+    }
+    let moved = moved_offsets(plan, &target.offsets);
+    if !moved.is_empty() {
+        return Err((changed(Change::OffsetsMoved(moved)), vec![]));
+    }
+    let now_ms = super::now_ms();
+    let fresh: Vec<PartitionPlan> = plan
+        .partitions
+        .iter()
+        .map(|p| check_partition(context, &group, p, &logs, &target.offsets, now_ms))
+        .collect();
+    let description = target.description(&group);
+    let mut passed = recheck_group(plan, Ok((description, target.offsets, fresh)))?;
+    passed.undo.group_type = GroupType::Share;
+    Ok((passed, coordinator))
+}
+
+/// Sets the passed partitions' start offsets and reads them back.
+async fn write_share(
+    client: &KafkaClient,
+    group: &str,
+    passed: Passed<'_>,
+    coordinator: &GroupCoordinator,
+    deadline: &Deadline,
+) -> Outcome {
+    let offsets: BTreeMap<(String, i32), i64> = passed
+        .to_commit
+        .iter()
+        .map(|(p, _)| ((p.topic.clone(), p.partition), p.offset))
+        .collect();
+    let codes = match client
+        .alter_share_group_offsets(coordinator, group, &offsets, deadline)
+        .await
+    {
+        Ok(codes) => codes,
+        // A share consumer joined since the re-check: nothing was written.
+        Err(e) if e.code() == Some(super::share::GROUP_NOT_EMPTY) => {
+            return (
+                changed(Change::Refused(GroupRefusal::ShareGroupActive {
+                    state: "GROUP_NOT_EMPTY".into(),
+                    members: Vec::new(),
+                })),
+                vec![],
+            );
+        }
+        Err(e) if e.code() == Some(super::share::GROUP_ID_NOT_FOUND) => {
+            return (
+                changed(Change::Refused(GroupRefusal::TargetNotShareGroup {
+                    group_type: "other (GROUP_ID_NOT_FOUND from AlterShareGroupOffsets)".into(),
+                })),
+                vec![],
+            );
+        }
+        Err(e) => {
+            // A refusal by code wrote nothing; a lost answer may have written it.
+            let unknown = e.code().is_none();
+            let why = authz::cause(&e);
+            let message = if unknown {
+                GroupError::OutcomeUnknown(why)
+            } else {
+                GroupError::NotWritten(why)
+            };
+            return (error(message, unknown), vec![]);
+        }
+    };
+    let known: Coordinators = std::iter::once((group.to_string(), coordinator.clone())).collect();
+    let mut read_back = client
+        .fetch_share_group_offsets(&[group.to_string()], &known, deadline)
+        .await;
+    let read_back = read_back
+        .remove(group)
+        .and_then(Result::ok)
+        .unwrap_or_default();
+    committed_rows(group, passed, &codes, &read_back)
 }
 
 /// One wave re-checked: the outcomes of the groups that will not be written, and the groups
@@ -828,6 +1053,7 @@ fn recheck_group(plan: &GroupPlan, read: Result<Fresh, GroupError>) -> Result<Pa
     }
     let undo = UndoGroup {
         group: plan.group.clone(),
+        group_type: plan.group_type.clone(),
         partitions: planned
             .iter()
             .filter(|(_, f)| f.verdict == ApplyVerdict::Commit)

@@ -91,6 +91,11 @@ pub struct UndoPartition {
 pub struct UndoGroup {
     /// The group id.
     pub group: String,
+    /// The group's type: a share group's start offsets are put back with
+    /// AlterShareGroupOffsets / DeleteShareGroupOffsets, never committed. Undo files of older
+    /// builds have none: `consumer`.
+    #[serde(default)]
+    pub group_type: crate::client::GroupType,
     /// Its partitions, sorted by topic and partition.
     pub partitions: Vec<UndoPartition>,
 }

@@ -26,6 +26,7 @@ mod probe;
 pub(crate) mod read;
 mod reason;
 mod recheck;
+pub(crate) mod share;
 mod summary;
 mod verdict;
 
@@ -45,7 +46,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::client::{
-    ClientError, Coordinators, Deadline, GroupDescription, GroupOffsets, GroupProtocol,
+    ClientError, Coordinators, Deadline, GroupDescription, GroupOffsets, GroupProtocol, GroupType,
     IsolationLevel, KafkaClient, OffsetSpec, PartitionsWanted, ReadOptions, found_coordinators,
 };
 use crate::records::Batches;
@@ -233,6 +234,11 @@ pub struct GroupPlan {
     /// offset deletes it (OffsetDelete), so [`undo_blocked`](Self::undo_blocked) needs it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub may_delete_offsets: Option<bool>,
+    /// The group's type on the source (`consumer`, `streams`, `share`): a share group's start
+    /// offsets are set with AlterShareGroupOffsets ([`share`](self)), never committed. Plans of
+    /// older builds have none: `consumer`.
+    #[serde(default)]
+    pub group_type: GroupType,
 }
 
 impl GroupPlan {
@@ -257,6 +263,7 @@ impl GroupPlan {
                 .unwrap_or(0),
             partitions,
             may_delete_offsets: None,
+            group_type: GroupType::Consumer,
         }
     }
 
@@ -511,6 +518,15 @@ pub async fn plan(
         })
         .collect();
     let mut reads = read::read_groups(client, &wanted, &known, deadline).await;
+    // A share group on the source is planned as one: its start offsets against the target's
+    // (share::plan_group), never as a consumer group's committed offsets.
+    let share_groups: Vec<String> = source_types
+        .iter()
+        .filter(|(_, t)| ***t == GroupType::Share)
+        .map(|(g, _)| g.to_string())
+        .collect();
+    let mut share_targets =
+        share::read_targets(client, &share_groups, &coordinators, deadline).await;
     tracing::debug!(
         groups = groups.len(),
         topics = topics.len(),
@@ -520,6 +536,9 @@ pub async fn plan(
     let planned: Vec<GroupPlan> = groups
         .iter()
         .map(|group| {
+            if let Some(target) = share_targets.remove(group) {
+                return plan_share_group(translation, group, target, &logs, options.rules, now_ms);
+            }
             let kind = kinds.get(group);
             let source_type = source_types.get(group.as_str());
             let target = match (kind, coordinators.get(group)) {
@@ -570,6 +589,75 @@ pub async fn plan(
         rules: Some(options.rules),
         input: Some(options.input),
     })
+}
+
+/// One share group's plan: each partition decided against the group's start offsets now.
+fn plan_share_group(
+    translation: &Translation,
+    group: &str,
+    target: Result<share::ShareTarget, GroupError>,
+    logs: &TargetLogs,
+    rules: VerdictRules,
+    now_ms: i64,
+) -> GroupPlan {
+    let (target, mut status) = match target {
+        Ok(t) => {
+            let status = match t.refusal() {
+                None => GroupStatus::Ready,
+                Some(reason) => GroupStatus::Refused { reason },
+            };
+            (Some(t), status)
+        }
+        Err(message) => (None, status_of_error(message)),
+    };
+    let empty = GroupOffsets::new();
+    let offsets = target.as_ref().map_or(&empty, |t| &t.offsets);
+    let mut denied: BTreeSet<&str> = BTreeSet::new();
+    let mut partitions: Vec<PartitionPlan> = Vec::new();
+    for o in translation.group(group) {
+        let age = now_ms.saturating_sub(o.checkpoint_timestamp);
+        let (where_, log) = target_partition(logs, o.topic, o.partition);
+        if where_ == TargetPartition::NotAuthorized {
+            denied.insert(o.topic);
+        }
+        let current = committed_offset(offsets, o.topic, o.partition);
+        let decision = decide(o.offset, current, where_, age, rules);
+        let mut p = PartitionPlan::new(o.topic, o.partition, decision.offset, decision.verdict);
+        p.translated = o.offset;
+        p.current = current;
+        p.log_start = log.map(|l| l.0);
+        p.log_end = log.map(|l| l.1);
+        p.clamped_from = decision.clamped_from;
+        p.checkpoint_age_ms = age;
+        p.topic_id = topic_id(logs, o.topic);
+        p.upstream_offset = Some(o.upstream_offset);
+        partitions.push(p);
+    }
+    if !denied.is_empty() && !matches!(status, GroupStatus::Error { .. }) {
+        let reasons: Vec<String> = denied
+            .iter()
+            .filter_map(|t| match logs.get(*t) {
+                Some(TopicLogs::Denied(why)) => Some(why.clone()),
+                _ => None,
+            })
+            .collect();
+        status = GroupStatus::Error {
+            message: GroupError::TopicsDenied(reasons),
+        };
+    }
+    let mut plan = GroupPlan::new(group, status, partitions);
+    plan.group_type = GroupType::Share;
+    if target.as_ref().is_some_and(|t| !t.supported) {
+        // Nothing of the target was read: every row says why, as for any other type.
+        refuse_source_type(&mut plan, &GroupType::Share);
+        return plan;
+    }
+    if let Some(t) = &target {
+        plan.state = Some(t.state.state.clone()).filter(|s| !s.is_empty());
+        plan.members = t.state.members.len();
+        plan.protocol = (!t.state.exists).then_some(GroupProtocol::Absent);
+    }
+    plan
 }
 
 /// The groups of `translation` that are not consumer groups on the source, with their type.
@@ -719,6 +807,7 @@ fn plan_group(
         oldest_checkpoint_age_ms,
         partitions,
         may_delete_offsets: description.as_ref().and_then(|d| d.may_delete_offsets()),
+        group_type: GroupType::Consumer,
     }
 }
 

@@ -58,6 +58,21 @@ pub enum GroupRefusal {
         /// The type on the source, e.g. `streams` (see [`GroupType::name`](crate::client::GroupType::name)).
         group_type: String,
     },
+    /// A share group (KIP-932) that has members on the target: AlterShareGroupOffsets would
+    /// answer GROUP_NOT_EMPTY, and a live share consumer would race the new start offsets.
+    ShareGroupActive {
+        /// The state ShareGroupDescribe reported (or `GROUP_NOT_EMPTY` when the write said so).
+        state: String,
+        /// Its members, as "member id (client id @ host)".
+        members: Vec<String>,
+    },
+    /// The target holds a group of another type under the share group's id: its start offsets
+    /// cannot be set there (AlterShareGroupOffsets answers GROUP_ID_NOT_FOUND), and the group
+    /// there is not ours to remove.
+    TargetNotShareGroup {
+        /// The type on the target, e.g. `consumer`.
+        group_type: String,
+    },
     /// Words read from a plan file that this build does not parse.
     Other(String),
 }
@@ -78,10 +93,11 @@ fn source_type_words(group_type: &str) -> String {
             .to_string(),
         "share" => "a share group (KIP-932), which MirrorMaker 2 never checkpoints; its start \
              offsets are never written as a consumer group's offsets (a commit would create a \
-             classic group that share consumers refuse); apply does not write share groups \
-             yet: with no share consumer running, set the start offsets translate \
-             --from-source-offsets shows on the target with kafka-share-groups.sh \
-             --reset-offsets or Admin.alterShareGroupOffsets"
+             classic group that share consumers refuse), and this target has no share groups \
+             (no ListGroups v5: a broker before Kafka 4), so apply cannot set them with \
+             AlterShareGroupOffsets; on a Kafka 4.1+ target apply sets them itself, or set the \
+             start offsets translate --from-source-offsets shows with kafka-share-groups.sh \
+             --reset-offsets"
             .to_string(),
         other => format!("a group of type {other}{OTHER_TYPE_TAIL}"),
     }
@@ -137,6 +153,16 @@ impl fmt::Display for GroupRefusal {
             GroupRefusal::SourceNotConsumerGroup { group_type } => {
                 write!(f, "{SOURCE_NOT_CONSUMER}{}", source_type_words(group_type))
             }
+            GroupRefusal::ShareGroupActive { state, members } => write!(
+                f,
+                "share group is active on the target: state {state}, {} member(s) ({}); stop its share consumers first",
+                members.len(),
+                members.join(", ")
+            ),
+            GroupRefusal::TargetNotShareGroup { group_type } => write!(
+                f,
+                "the target holds a {group_type} group of this id, not a share group: a share group's start offsets cannot be set there; delete that group on the target (if it is not in use) or pick another id"
+            ),
             GroupRefusal::Other(words) => f.write_str(words),
         }
     }

@@ -414,17 +414,63 @@ pub async fn recheck(
     let kinds = non_consumer_groups(client, &coordinators, deadline).await;
     let known = found_coordinators(&coordinators);
     // The groups the target can be asked about again, read in one batched pass.
+    let is_share = |g: &GroupPlan| g.group_type == crate::client::GroupType::Share;
     let readable: Vec<&GroupPlan> = plan
         .groups
         .iter()
-        .filter(|g| !kinds.contains_key(&g.group) && known.contains_key(&g.group))
+        .filter(|g| !is_share(g) && !kinds.contains_key(&g.group) && known.contains_key(&g.group))
         .collect();
     let mut fresh_reads = fresh_groups(client, &readable, &context, &known, deadline).await;
+    // Share groups (KIP-932) are read as the execute reads them: type, members, start offsets.
+    let share_names: Vec<String> = plan
+        .groups
+        .iter()
+        .filter(|g| is_share(g))
+        .map(|g| g.group.clone())
+        .collect();
+    let mut share_targets =
+        super::share::read_targets(client, &share_names, &coordinators, deadline).await;
+    let share_topics: BTreeSet<&str> = plan
+        .groups
+        .iter()
+        .filter(|g| is_share(g))
+        .flat_map(|g| g.partitions.iter().map(|p| p.topic.as_str()))
+        .collect();
+    let share_logs = super::read::target_logs(client, &share_topics, deadline).await?;
+    let now = now_ms();
     fresh.groups = plan
         .groups
         .iter()
         .map(|g| {
             let mut out = g.clone();
+            if let Some(target) = share_targets.remove(&g.group) {
+                match target {
+                    Ok(t) => {
+                        let partitions = g
+                            .partitions
+                            .iter()
+                            .map(|p| {
+                                check_partition(&context, &g.group, p, &share_logs, &t.offsets, now)
+                            })
+                            .collect();
+                        let refusal = t.refusal();
+                        let (state, members) = (t.state.state.clone(), t.state.members.len());
+                        rechecked(
+                            g,
+                            (t.description(&g.group), t.offsets, partitions),
+                            &mut out,
+                        );
+                        out.protocol = None;
+                        out.state = Some(state).filter(|s| !s.is_empty());
+                        out.members = members;
+                        if let (GroupStatus::Ready, Some(reason)) = (&out.status, refusal) {
+                            out.status = GroupStatus::Refused { reason };
+                        }
+                    }
+                    Err(message) => out.status = super::status_of_error(message),
+                }
+                return out;
+            }
             match (kinds.get(&g.group), coordinators.get(&g.group)) {
                 (Some(Ok(group_type)), _) => {
                     out.status = GroupStatus::Refused {
@@ -592,6 +638,7 @@ mod tests {
             oldest_checkpoint_age_ms: 5,
             partitions: vec![planned(10, ApplyVerdict::Commit)],
             may_delete_offsets: Some(true),
+            group_type: Default::default(),
         };
         let described = |ops: Option<i32>| GroupDescription {
             group_id: "g".into(),

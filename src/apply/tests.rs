@@ -317,6 +317,7 @@ fn ready_plan(groups: &[&str]) -> ApplyPlan {
                 oldest_checkpoint_age_ms: 1,
                 partitions: vec![partition("orders", 0, 10), partition("orders", 1, 20)],
                 may_delete_offsets: None,
+                group_type: Default::default(),
             })
             .collect(),
         cluster_id: Some(CLUSTER.to_string()),

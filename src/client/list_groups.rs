@@ -264,6 +264,25 @@ impl serde::Serialize for GroupType {
     }
 }
 
+impl<'de> serde::Deserialize<'de> for GroupType {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let name = <std::borrow::Cow<'de, str>>::deserialize(deserializer)?;
+        Ok(GroupType::from_name(&name))
+    }
+}
+
+impl GroupType {
+    /// The type of `name` as [`name`](Self::name) writes it (plans and undo files).
+    pub fn from_name(name: &str) -> GroupType {
+        match name {
+            "consumer" => GroupType::Consumer,
+            "streams" => GroupType::Streams,
+            "share" => GroupType::Share,
+            other => GroupType::Other(other.into()),
+        }
+    }
+}
+
 /// The consumer type, borrowed where a row has no type of its own.
 pub(crate) static CONSUMER: GroupType = GroupType::Consumer;
 

@@ -70,6 +70,7 @@ mod offset_delete;
 mod offset_fetch;
 mod pool;
 pub(crate) mod retry;
+mod share_group;
 mod share_offsets;
 
 /// The transport errors a [`ClientError`] carries (connection, TLS, SASL, framing).
@@ -94,3 +95,4 @@ pub use list_groups::{GroupType, ListedGroup};
 pub use log_offsets::{LogRange, TopicResults};
 pub use metadata::{BrokerInfo, PartitionInfo, SharedTopic, TopicInfo};
 pub use offset_fetch::PartitionsWanted;
+pub use share_group::{ShareGroupState, ShareWriteCodes};

@@ -21,7 +21,9 @@ use bytes::Bytes;
 
 use crate::wire::decode::{DecodeError, Decoder};
 
+pub mod alter_share_group_offsets;
 pub mod consumer_group_describe;
+pub mod delete_share_group_offsets;
 pub mod describe_groups;
 pub mod describe_share_group_offsets;
 pub mod fetch;
@@ -32,12 +34,17 @@ pub mod metadata;
 pub mod offset_commit;
 pub mod offset_delete;
 pub mod offset_fetch;
+pub mod share_group_describe;
 #[cfg(test)]
 mod test_support;
 
 // Short paths for the fuzz targets (unstable-fuzzing); the crate itself names the modules.
 #[cfg(feature = "unstable-fuzzing")]
+pub use alter_share_group_offsets::AlterShareGroupOffsetsResponse;
+#[cfg(feature = "unstable-fuzzing")]
 pub use consumer_group_describe::ConsumerGroupDescribeResponse;
+#[cfg(feature = "unstable-fuzzing")]
+pub use delete_share_group_offsets::DeleteShareGroupOffsetsResponse;
 #[cfg(feature = "unstable-fuzzing")]
 pub use describe_groups::DescribeGroupsResponse;
 #[cfg(feature = "unstable-fuzzing")]
@@ -58,6 +65,8 @@ pub use offset_commit::OffsetCommitResponse;
 pub use offset_delete::OffsetDeleteResponse;
 #[cfg(feature = "unstable-fuzzing")]
 pub use offset_fetch::OffsetFetchResponse;
+#[cfg(feature = "unstable-fuzzing")]
+pub use share_group_describe::ShareGroupDescribeResponse;
 
 /// Metadata (API key 3) versions we can send with `kafka-protocol` and decode here.
 pub const METADATA_VERSIONS: RangeInclusive<i16> = 0..=13;
@@ -98,6 +107,18 @@ pub const OFFSET_DELETE_VERSIONS: RangeInclusive<i16> = 0..=0;
 /// DescribeShareGroupOffsets (API key 90, KIP-932) versions we can send and decode:
 /// `kafka-protocol` 0.18 encodes v0 only (v1, KIP-1226, adds each partition's lag).
 pub const DESCRIBE_SHARE_GROUP_OFFSETS_VERSIONS: RangeInclusive<i16> = 0..=0;
+
+/// ShareGroupDescribe (API key 77, KIP-932) versions: Kafka 4.1 removed the early-access v0,
+/// and `kafka-protocol` 0.18 encodes v1 only.
+pub const SHARE_GROUP_DESCRIBE_VERSIONS: RangeInclusive<i16> = 1..=1;
+
+/// AlterShareGroupOffsets (API key 91, KIP-932) versions: Kafka 4.1+ and `kafka-protocol`
+/// 0.18 define v0 only.
+pub const ALTER_SHARE_GROUP_OFFSETS_VERSIONS: RangeInclusive<i16> = 0..=0;
+
+/// DeleteShareGroupOffsets (API key 92, KIP-932) versions: Kafka 4.1+ and `kafka-protocol`
+/// 0.18 define v0 only.
+pub const DELETE_SHARE_GROUP_OFFSETS_VERSIONS: RangeInclusive<i16> = 0..=0;
 
 /// Starts decoding `body` as a `what` response at `version`, rejecting unsupported versions.
 fn start(

@@ -435,7 +435,19 @@ pub async fn execute_undo(
     };
     let mut decided: Vec<Option<UndoGroupResult>> = Vec::with_capacity(undo.groups.len());
     let mut ready: Vec<&UndoGroup> = Vec::new();
+    let mut share_ready: Vec<&UndoGroup> = Vec::new();
     for g in &undo.groups {
+        // A share group is put back as one (share.rs), whose re-read checks its type.
+        if g.group_type == crate::client::GroupType::Share {
+            match &coordinators {
+                Ok(_) => {
+                    share_ready.push(g);
+                    decided.push(None);
+                }
+                Err(e) => decided.push(Some(skip(g, e.to_string()))),
+            }
+            continue;
+        }
         let coordinator = match &coordinators {
             Ok(map) => map
                 .get(&g.group)
@@ -481,6 +493,14 @@ pub async fn execute_undo(
         )
         .await;
         unknown |= lost;
+        done.extend(results.into_iter().map(|r| (r.group.clone(), r)));
+    }
+    if let (Ok(map), false) = (&coordinators, share_ready.is_empty()) {
+        let results = if execute && unknown {
+            share_ready.iter().map(|g| skip(g, HALTED.into())).collect()
+        } else {
+            undo_share_groups(client, &share_ready, map, execute, deadline).await
+        };
         done.extend(results.into_iter().map(|r| (r.group.clone(), r)));
     }
     let groups = undo
@@ -910,6 +930,211 @@ fn refused_words(code: i16, partition: &UndoPartitionResult, group: &str) -> Str
     }
 }
 
+// ---- Share groups (KIP-932) ----
+//
+// A share group's start offsets as they were before the run are put back with
+// AlterShareGroupOffsets, and those the run created (none before) removed with
+// DeleteShareGroupOffsets, so that `share.auto.offset.reset` decides again. Never an
+// OffsetCommit: that would create a classic group under the id. The checks are the consumer
+// groups' except the run marker: a share group's start offset carries no metadata, so "the
+// run wrote it" is the written offset still there. DeleteShareGroupOffsets removes a whole
+// topic's state, so a topic is deleted only when every partition with a start offset on it
+// is one this undo deletes or restores (the delete is sent first, the restores after it).
+
+/// Undoes (or, without `execute`, checks) each share group of `groups`, one by one.
+async fn undo_share_groups(
+    client: &KafkaClient,
+    groups: &[&UndoGroup],
+    coordinators: &crate::client::GroupResults<crate::client::GroupCoordinator>,
+    execute: bool,
+    deadline: &Deadline,
+) -> Vec<UndoGroupResult> {
+    let mut out = Vec::with_capacity(groups.len());
+    for g in groups {
+        out.push(undo_share_group(client, g, coordinators, execute, deadline).await);
+    }
+    out
+}
+
+async fn undo_share_group(
+    client: &KafkaClient,
+    undo: &UndoGroup,
+    coordinators: &crate::client::GroupResults<crate::client::GroupCoordinator>,
+    execute: bool,
+    deadline: &Deadline,
+) -> UndoGroupResult {
+    let topics: BTreeSet<&str> = undo.partitions.iter().map(|p| p.topic.as_str()).collect();
+    let logs = match target_logs(client, &topics, deadline).await {
+        Ok(logs) => logs,
+        Err(e) => {
+            return skip(
+                undo,
+                format!("cannot read the topics' logs to check the undo: {e}"),
+            );
+        }
+    };
+    let group = undo.group.clone();
+    let mut targets = crate::apply::share::read_targets(
+        client,
+        std::slice::from_ref(&group),
+        coordinators,
+        deadline,
+    )
+    .await;
+    let target = match targets.remove(&group) {
+        Some(Ok(t)) => t,
+        Some(Err(message)) => return skip(undo, message.to_string()),
+        None => return skip(undo, "no answer for the group".into()),
+    };
+    if let Some(reason) = target.refusal() {
+        return skip(undo, reason.to_string());
+    }
+    let mut result = recheck_share_undo(undo, &target.offsets, &logs);
+    if !execute {
+        return result;
+    }
+    let Some(Ok(coordinator)) = coordinators.get(&group) else {
+        return skip(undo, "no coordinator answer for the group".into());
+    };
+    let restore: BTreeMap<(String, i32), i64> = result
+        .partitions
+        .iter()
+        .filter(|r| r.state == UndoState::WouldRestore)
+        .filter_map(|r| r.before.map(|b| ((r.topic.clone(), r.partition), b)))
+        .collect();
+    let delete: BTreeSet<String> = result
+        .partitions
+        .iter()
+        .filter(|r| r.state == UndoState::WouldDelete)
+        .map(|r| r.topic.clone())
+        .collect();
+    let mut codes = Codes::new();
+    // The deletes first: they clear a whole topic, which the restores then set again.
+    if !delete.is_empty() {
+        let answer = client
+            .delete_share_group_offsets(coordinator, &group, &delete, deadline)
+            .await;
+        for r in result
+            .partitions
+            .iter()
+            .filter(|r| r.state == UndoState::WouldDelete)
+        {
+            let code = match &answer {
+                Ok(codes) => codes
+                    .get(&r.topic)
+                    .copied()
+                    .ok_or_else(|| "left out of the coordinator's answer".to_string()),
+                Err(e) => match e.code() {
+                    Some(code) => Ok(code),
+                    None => Err(e.to_string()),
+                },
+            };
+            codes.insert((r.topic.clone(), r.partition), code);
+        }
+    }
+    if !restore.is_empty() {
+        let answer = client
+            .alter_share_group_offsets(coordinator, &group, &restore, deadline)
+            .await;
+        for key in restore.keys() {
+            let code = match &answer {
+                Ok(codes) => codes
+                    .get(key)
+                    .copied()
+                    .ok_or_else(|| "left out of the coordinator's answer".to_string()),
+                Err(e) => match e.code() {
+                    Some(code) => Ok(code),
+                    None => Err(e.to_string()),
+                },
+            };
+            codes.insert(key.clone(), code);
+        }
+    }
+    let known: Coordinators = std::iter::once((group.clone(), coordinator.clone())).collect();
+    let mut read = client
+        .fetch_share_group_offsets(std::slice::from_ref(&group), &known, deadline)
+        .await;
+    // A share group whose last start offsets were deleted may be gone: nothing to read back.
+    let read_back = match read.remove(&group) {
+        Some(Ok(offsets)) => Some(offsets),
+        Some(Err(e)) if e.code() == Some(69) => Some(Default::default()),
+        _ => None,
+    };
+    settle_undo(&mut result, &codes, read_back.as_ref());
+    result
+}
+
+/// Each partition's state as the target shows it now.
+fn recheck_share_undo(
+    undo: &UndoGroup,
+    current: &crate::client::GroupOffsets,
+    logs: &TargetLogs,
+) -> UndoGroupResult {
+    let mut result = UndoGroupResult {
+        group: undo.group.clone(),
+        skipped: None,
+        partitions: Vec::new(),
+    };
+    for p in &undo.partitions {
+        let found = crate::apply::committed_offset(current, &p.topic, p.partition);
+        let before = p.before.as_ref().map(|b| b.offset);
+        let (state, error) = if found == before {
+            (UndoState::AlreadyRestored, None)
+        } else if found != Some(p.written) {
+            (UndoState::ChangedSince, None)
+        } else if let Some(why) = other_topic(p, logs) {
+            (UndoState::TopicChanged, Some(why))
+        } else if let Some(why) = out_of_range(p, logs) {
+            (UndoState::OutOfRange, Some(why))
+        } else if before.is_some() {
+            (UndoState::WouldRestore, None)
+        } else {
+            (UndoState::WouldDelete, None)
+        };
+        result.partitions.push(UndoPartitionResult {
+            topic: p.topic.clone(),
+            partition: p.partition,
+            written: p.written,
+            before,
+            found,
+            state,
+            error,
+            read_back: found,
+        });
+    }
+    // A topic's start offsets are deleted whole: only where every partition holding one is
+    // deleted or restored by this undo (the delete goes first, the restores after it); else
+    // the others would lose theirs.
+    let deleting: BTreeSet<(String, i32)> = result
+        .partitions
+        .iter()
+        .filter(|r| matches!(r.state, UndoState::WouldDelete | UndoState::WouldRestore))
+        .map(|r| (r.topic.clone(), r.partition))
+        .collect();
+    for r in &mut result.partitions {
+        if r.state != UndoState::WouldDelete {
+            continue;
+        }
+        let others: Vec<i32> = current
+            .iter()
+            .filter(|((t, part), c)| {
+                *t == r.topic && c.offset >= 0 && !deleting.contains(&(t.clone(), *part))
+            })
+            .map(|((_, part), _)| *part)
+            .collect();
+        if !others.is_empty() {
+            r.state = UndoState::Failed;
+            r.error = Some(format!(
+                "DeleteShareGroupOffsets removes the whole topic {:?}, and the share group holds start offsets on partitions {others:?} that this undo neither deletes nor restores: not deleted; reset this partition with kafka-share-groups.sh --reset-offsets",
+                r.topic
+            ));
+        }
+    }
+    result
+}
+
+#[cfg(test)]
+mod share_tests;
 mod summary;
 #[cfg(test)]
 mod tests;

@@ -1,0 +1,556 @@
+//! A share group (KIP-932) failed over on real MirrorMaker 2 (issue 31), on the failover
+//! suite's clusters (`harness/failover.sh`: two Kafka 4.4 and a dedicated MirrorMaker 2,
+//! primary -> backup for `fo-*` topics).
+//!
+//! 1. On the primary a real `KafkaShareConsumer` (protocol-tests/java/ShareOnce.java) reads
+//!    part of `fo-share-*` (written in batches of 30) from the earliest offset and acknowledges
+//!    what it keeps; the rest of what it was given is released (delivered again). The start
+//!    offset stops at the first batch not fully acknowledged: the acknowledged records of that
+//!    batch are received again on the backup, as the book says.
+//! 2. MirrorMaker 2 copies the topic and never checkpoints the share group (asserted).
+//! 3. `translate --from-source-offsets --precise --match-records` translates its start offsets
+//!    (DescribeShareGroupOffsets on the primary); `apply --execute --undo-out` sets them on the
+//!    backup with AlterShareGroupOffsets, creating the share group there (read back; no classic
+//!    group made of the id). The undo round trip deletes them again; applied once more, a share
+//!    consumer on the backup receives first exactly the record the group had next on the
+//!    primary. While it runs, apply refuses the live share group (read back).
+//!
+//! Printed per partition: type, source start offset, translated, truth by record (the SEQ of
+//! the first record the backup's consumer received names its upstream offset), first offset
+//! received on the backup.
+
+use std::collections::BTreeMap;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use mm2_offsets::client::{Coordinators, Deadline, KafkaClient};
+use mm2_offsets::config::ClientConfig;
+use serde_json::Value;
+
+use crate::failover_mm2::{CLUSTERS, Env, checkpoints, cli, java, wait_topic};
+
+const PER_PARTITION: i64 = 300;
+const KEPT_ON_PRIMARY: usize = 250;
+
+async fn connect(bootstrap: &str) -> KafkaClient {
+    let mut config = ClientConfig::plaintext([bootstrap.to_string()]);
+    config.request_timeout = Duration::from_secs(20);
+    KafkaClient::connect(config).await.unwrap_or_else(|e| {
+        panic!("{bootstrap} does not answer ({e}): start protocol-tests/harness/failover.sh up")
+    })
+}
+
+/// The share group's start offsets on `client`'s cluster: partition -> offset (of `topic`).
+async fn start_offsets(client: &KafkaClient, group: &str, topic: &str) -> BTreeMap<i32, i64> {
+    let answer = client
+        .fetch_share_group_offsets(
+            &[group.to_string()],
+            &Coordinators::new(),
+            &Deadline::after(Duration::from_secs(20)),
+        )
+        .await
+        .remove(group)
+        .expect("an answer for the group");
+    match answer {
+        Ok(offsets) => offsets
+            .into_iter()
+            .filter(|((t, _), c)| t == topic && c.offset >= 0)
+            .map(|((_, p), c)| (p, c.offset))
+            .collect(),
+        // No share group of that id: no start offsets.
+        Err(e) if e.code() == Some(69) => BTreeMap::new(),
+        Err(e) => panic!("DescribeShareGroupOffsets {group}: {e}"),
+    }
+}
+
+/// ShareOnce's command line (through the harness script).
+fn share_cmd(env: &Env, args: &[&str]) -> Command {
+    let mut cmd = Command::new("bash");
+    cmd.arg(env.var("CLIENT")).arg("share").args(args);
+    cmd
+}
+
+/// ShareOnce's JSON lines: partition -> (first offset, first value, kept), and the total kept.
+fn share_lines(stdout: &str) -> (BTreeMap<i64, (i64, String, i64)>, i64) {
+    let mut per = BTreeMap::new();
+    let mut kept = -1;
+    for line in stdout.lines().filter(|l| !l.trim().is_empty()) {
+        let v: Value = serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}"));
+        match v["partition"].as_i64() {
+            Some(p) => {
+                per.insert(
+                    p,
+                    (
+                        v["first_offset"].as_i64().unwrap(),
+                        v["first_value"].as_str().unwrap().to_string(),
+                        v["kept"].as_i64().unwrap(),
+                    ),
+                );
+            }
+            None => kept = v["kept"].as_i64().unwrap(),
+        }
+    }
+    (per, kept)
+}
+
+/// The SEQ of a FailoverClient value `TOPIC|PARTITION|SEQ`: its offset on the primary.
+fn seq(value: &str) -> i64 {
+    value.rsplit('|').next().unwrap().parse().unwrap()
+}
+
+fn apply(args: &[&str]) -> (i32, Value, String) {
+    let (code, out, err) = cli(args);
+    let doc = serde_json::from_str(&out)
+        .unwrap_or_else(|e| panic!("apply JSON ({e}), exit {code}: {out}\n{err}"));
+    (code, doc, err)
+}
+
+fn plan_group<'a>(doc: &'a Value, group: &str) -> &'a Value {
+    doc["plan"]["groups"]
+        .as_array()
+        .or_else(|| doc["groups"].as_array())
+        .unwrap_or_else(|| panic!("no groups in {doc}"))
+        .iter()
+        .find(|g| g["group"] == group)
+        .unwrap_or_else(|| panic!("no {group} in {doc}"))
+}
+
+fn result_group<'a>(doc: &'a Value, group: &str) -> &'a Value {
+    doc["result"]["groups"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no result in {doc}"))
+        .iter()
+        .find(|g| g["group"] == group)
+        .unwrap_or_else(|| panic!("no {group} in the result {doc}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn share_group_fails_over_to_its_translated_start_offsets() {
+    let _clusters = CLUSTERS.lock().await;
+    let t0 = Instant::now();
+    let env = Env::load();
+    let (primary, backup) = (
+        env.var("PRIMARY").to_string(),
+        env.var("BACKUP").to_string(),
+    );
+    let unique = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis();
+    let topic = format!("fo-share-{unique}");
+    let replica = format!("primary.{topic}");
+    let group = format!("share-{unique}");
+    let (p_client, b_client) = (connect(&primary).await, connect(&backup).await);
+
+    // 1. The topic, and a share consumer on the primary that keeps part of it.
+    java(
+        &env,
+        &[
+            "create",
+            "--bootstrap",
+            &primary,
+            "--topics",
+            &format!("{topic}:2"),
+        ],
+    );
+    java(
+        &env,
+        &[
+            "produce",
+            "--bootstrap",
+            &primary,
+            "--topic",
+            &topic,
+            "--partitions",
+            "2",
+            "--per-partition",
+            &PER_PARTITION.to_string(),
+            // Ten flushed rounds: batches of 30 records. A share partition's start offset
+            // moves only past a fully acknowledged batch, so one batch of 300 would keep it at
+            // 0 however many of its records were acknowledged.
+            "--rounds",
+            "10",
+        ],
+    );
+    let kept = KEPT_ON_PRIMARY.to_string();
+    let out = share_cmd(
+        &env,
+        &[
+            "--bootstrap",
+            &primary,
+            "--group",
+            &group,
+            "--topic",
+            &topic,
+            "--max",
+            &kept,
+            "--earliest",
+            // Acquisitions of 30 records: the start offset moves past whole acquired batches.
+            "--max-poll",
+            "30",
+            "--acquire-mode",
+            "record_limit",
+        ],
+    )
+    .output()
+    .expect("run ShareOnce");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "ShareOnce on the primary: {stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (on_primary, n) = share_lines(&stdout);
+    assert_eq!(n, KEPT_ON_PRIMARY as i64, "{stdout}");
+    for (p, (first, _, _)) in &on_primary {
+        assert_eq!(*first, 0, "partition {p}: earliest");
+    }
+    let source = start_offsets(&p_client, &group, &topic).await;
+    assert!(
+        !source.is_empty(),
+        "the share group has start offsets on the primary"
+    );
+    for (p, s) in &source {
+        assert!((0..=PER_PARTITION).contains(s), "partition {p}: start {s}");
+    }
+    let total_start: i64 = source.values().sum();
+    assert!(
+        total_start <= KEPT_ON_PRIMARY as i64,
+        "start offsets {source:?} past what was acknowledged"
+    );
+    eprintln!(
+        "[share] primary consumed: {:.1}s",
+        t0.elapsed().as_secs_f64()
+    );
+
+    // 2. Copied; never checkpointed (MM2 lists consumer groups only).
+    wait_topic(&b_client, &replica, Duration::from_secs(90)).await;
+    let dir = tempfile::tempdir().unwrap();
+    let groups_file = dir.path().join("groups.txt");
+    std::fs::write(&groups_file, format!("{group}\n")).unwrap();
+    let copied_by = Instant::now() + Duration::from_secs(60);
+    loop {
+        let ends = log_ends(&b_client, &replica).await;
+        if ends.len() == 2 && ends.values().all(|&e| e == PER_PARTITION) {
+            break;
+        }
+        assert!(Instant::now() < copied_by, "{replica} not copied: {ends:?}");
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    // Several checkpoint intervals (1 s) after the group's commits.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let seen = checkpoints(&backup, &groups_file);
+    assert!(
+        !seen.contains_key(&group),
+        "MirrorMaker 2 checkpointed the share group: {seen:?}"
+    );
+
+    // 3. Translated from the source's start offsets, through the syncs and the records.
+    let base = [
+        "--bootstrap-server",
+        backup.as_str(),
+        "--source",
+        "primary",
+        "--group",
+        group.as_str(),
+        "--precise",
+        "--syncs-bootstrap-server",
+        primary.as_str(),
+        "--from-source-offsets",
+        "--source-bootstrap-server",
+        primary.as_str(),
+        "--match-records",
+        "--no-progress",
+        "-o",
+        "json",
+    ];
+    let mut args = vec!["translate"];
+    args.extend(base);
+    let (code, out, err) = cli(&args);
+    assert_eq!(code, 0, "translate: {err}\n{out}");
+    let doc: Value = serde_json::from_str(&out).unwrap();
+    let mut translated: BTreeMap<i32, (String, i64, i64, String)> = BTreeMap::new();
+    for o in doc["offsets"].as_array().unwrap() {
+        assert_eq!(o["group"], group.as_str());
+        assert_eq!(o["topic"], replica.as_str(), "{o}");
+        translated.insert(
+            o["partition"].as_i64().unwrap() as i32,
+            (
+                o["group_type"].as_str().unwrap().to_string(),
+                o["upstream_offset"].as_i64().unwrap(),
+                o["offset"].as_i64().unwrap(),
+                o["rule"].as_str().unwrap_or("").to_string(),
+            ),
+        );
+    }
+    assert_eq!(
+        translated.keys().collect::<Vec<_>>(),
+        source.keys().collect::<Vec<_>>(),
+        "{out}"
+    );
+    for (p, (t, upstream, _, _)) in &translated {
+        assert_eq!(t, "share");
+        assert_eq!(
+            *upstream, source[p],
+            "partition {p}: the source start offset"
+        );
+    }
+    let wanted: BTreeMap<(String, i32), i64> = translated
+        .iter()
+        .map(|(p, (_, _, o, _))| ((replica.clone(), *p), *o))
+        .collect();
+
+    // 4. apply: dry run writes nothing; --execute creates the share group, read back.
+    let mut dry = vec!["apply"];
+    dry.extend(base);
+    let saved = dir.path().join("plan.json");
+    let mut save = dry.clone();
+    save.extend(["--plan-out", saved.to_str().unwrap()]);
+    let (code, doc, err) = apply(&save);
+    assert_eq!(code, 0, "apply dry run: {err}\n{doc}");
+    // The saved plan's dry run re-checks it as a share group, and refuses every row: a saved
+    // plan from source offsets wants a checkpoint of the source for each partition, which MM2
+    // never writes for a share group (a limitation: plan and execute in one run instead).
+    let (code, rechecked, err) = apply(&[
+        "apply",
+        "--bootstrap-server",
+        backup.as_str(),
+        "--plan",
+        saved.to_str().unwrap(),
+        "-o",
+        "json",
+    ]);
+    assert_eq!(code, 3, "apply --plan (dry run): {err}\n{rechecked}");
+    let again = plan_group(&rechecked, &group);
+    assert_eq!(again["group_type"], "share", "{again}");
+    for p in again["partitions"].as_array().unwrap() {
+        assert_eq!(p["verdict"], "changed-since-plan", "{again}");
+        assert!(
+            p["difference"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("no such checkpoint exists now"),
+            "{again}"
+        );
+    }
+    assert!(
+        start_offsets(&b_client, &group, &replica).await.is_empty(),
+        "a re-check writes nothing"
+    );
+    let planned = plan_group(&doc, &group);
+    assert_eq!(planned["status"], "ready", "{planned}");
+    assert_eq!(planned["group_type"], "share", "{planned}");
+    assert!(
+        start_offsets(&b_client, &group, &replica).await.is_empty(),
+        "a dry run writes nothing"
+    );
+    let undo1 = dir.path().join("undo1.jsonl");
+    let mut exec = dry.clone();
+    exec.extend(["--execute", "--undo-out", undo1.to_str().unwrap()]);
+    let (code, doc, err) = apply(&exec);
+    assert_eq!(code, 0, "apply --execute: {err}\n{doc}");
+    assert_eq!(result_group(&doc, &group)["outcome"], "applied", "{doc}");
+    let held = start_offsets(&b_client, &group, &replica).await;
+    let want_held: BTreeMap<i32, i64> = wanted.iter().map(|((_, p), o)| (*p, *o)).collect();
+    assert_eq!(held, want_held, "read back on the backup");
+    // No consumer group was made of the id: OffsetFetch knows no group there.
+    let listed = b_client
+        .find_group_coordinators(
+            std::slice::from_ref(&group),
+            &Deadline::after(Duration::from_secs(20)),
+        )
+        .await
+        .unwrap();
+    let coordinator = listed[&group].as_ref().unwrap().clone();
+    let types = b_client
+        .list_groups(&coordinator, &[], &Deadline::after(Duration::from_secs(20)))
+        .await
+        .unwrap()
+        .unwrap();
+    let on_backup = types
+        .iter()
+        .find(|g| g.group_id == group)
+        .expect("listed on the backup");
+    assert_eq!(
+        on_backup.group_type.as_deref(),
+        Some("share"),
+        "{on_backup:?}"
+    );
+    let undo_text = std::fs::read_to_string(&undo1).unwrap();
+    assert!(
+        undo_text.contains("\"group_type\":\"share\""),
+        "{undo_text}"
+    );
+    eprintln!("[share] applied: {:.1}s", t0.elapsed().as_secs_f64());
+
+    // 5. Undo round trip: the run created the start offsets, so the undo deletes them.
+    let plan_arg = [
+        "apply",
+        "--bootstrap-server",
+        backup.as_str(),
+        "--plan",
+        undo1.to_str().unwrap(),
+        "-o",
+        "json",
+    ];
+    let (code, out, err) = cli(&plan_arg);
+    assert_eq!(code, 0, "undo dry run: {err}\n{out}");
+    assert!(out.contains("would-delete"), "{out}");
+    assert_eq!(
+        start_offsets(&b_client, &group, &replica).await,
+        want_held,
+        "an undo dry run writes nothing"
+    );
+    let mut undo_exec = plan_arg.to_vec();
+    undo_exec.push("--execute");
+    let (code, out, err) = cli(&undo_exec);
+    assert_eq!(code, 0, "undo --execute: {err}\n{out}");
+    assert!(out.contains("\"deleted\""), "{out}");
+    assert!(
+        start_offsets(&b_client, &group, &replica).await.is_empty(),
+        "undone: no start offsets"
+    );
+    eprintln!("[share] undone: {:.1}s", t0.elapsed().as_secs_f64());
+
+    // 6. Applied again; a share consumer on the backup; while it runs, apply refuses.
+    let undo2 = dir.path().join("undo2.jsonl");
+    let mut exec2 = dry.clone();
+    exec2.extend(["--execute", "--undo-out", undo2.to_str().unwrap()]);
+    let (code, doc, err) = apply(&exec2);
+    assert_eq!(code, 0, "apply --execute again: {err}\n{doc}");
+    assert_eq!(start_offsets(&b_client, &group, &replica).await, want_held);
+    let remaining: i64 = want_held.values().map(|o| PER_PARTITION - o).sum();
+    let max = remaining.to_string();
+    let child = share_cmd(
+        &env,
+        &[
+            "--bootstrap",
+            &backup,
+            "--group",
+            &group,
+            "--topic",
+            &replica,
+            "--max",
+            &max,
+            "--timeout-ms",
+            "40000",
+            "--linger-ms",
+            "15000",
+        ],
+    )
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .spawn()
+    .expect("spawn ShareOnce on the backup");
+    // A JVM's start on a loaded machine: up to a minute.
+    let live_by = Instant::now() + Duration::from_secs(60);
+    loop {
+        let state = b_client
+            .describe_share_groups(
+                std::slice::from_ref(&group),
+                &Coordinators::new(),
+                &Deadline::after(Duration::from_secs(10)),
+            )
+            .await
+            .remove(&group)
+            .unwrap();
+        if state.as_ref().is_ok_and(|s| !s.members.is_empty()) {
+            break;
+        }
+        assert!(
+            Instant::now() < live_by,
+            "no member on the backup: {state:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let (code, doc, err) = apply(&dry);
+    // Refused whatever its rows say (exit 3 only where a row had something to write).
+    assert!(
+        code == 0 || code == 3,
+        "apply dry run on a live share group: {err}\n{doc}"
+    );
+    assert_eq!(plan_group(&doc, &group)["status"], "refused", "{doc}");
+    let undo3 = dir.path().join("undo3.jsonl");
+    let mut exec3 = dry.clone();
+    exec3.extend(["--execute", "--undo-out", undo3.to_str().unwrap()]);
+    let (code, doc, err) = apply(&exec3);
+    assert_eq!(
+        result_group(&doc, &group)["outcome"],
+        "skipped",
+        "nothing written to a live share group: {doc}"
+    );
+    let refused = plan_group(&doc, &group);
+    let reason = refused["reason"].as_str().unwrap_or_default();
+    eprintln!("[share] live group: exit {code}, {reason}");
+    assert!(
+        code == 0 || code == 3,
+        "apply --execute on a live share group: {err}\n{doc}"
+    );
+    assert!(
+        reason.starts_with("share group is active on the target"),
+        "{refused}"
+    );
+    let out = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "ShareOnce on the backup: {stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (on_backup, n) = share_lines(&stdout);
+    assert_eq!(n, remaining, "{stdout}");
+
+    println!(
+        "[share] partition | type | acknowledged on the primary | source start | translated (rule) | truth by record | first received on the backup | acknowledged records received again"
+    );
+    let mut again = 0;
+    for (p, (t, upstream, offset, rule)) in &translated {
+        let (first, value, kept) =
+            on_backup
+                .get(&(*p as i64))
+                .cloned()
+                .unwrap_or((-1, String::new(), 0));
+        let truth = if value.is_empty() { -1 } else { seq(&value) };
+        let acked = on_primary.get(&(*p as i64)).map_or(0, |x| x.2);
+        // Acknowledged past the start offset (in the batch it stopped at): received again.
+        let redelivered = (acked - upstream).max(0);
+        again += redelivered;
+        println!(
+            "[share] {replica}-{p} | {t} | {acked} | {upstream} | {offset} ({rule}) | upstream record {truth} | offset {first} ({kept} kept) | {redelivered}"
+        );
+        if *offset < PER_PARTITION {
+            assert_eq!(
+                first, *offset,
+                "partition {p}: the backup's consumer starts at the translated offset"
+            );
+            assert_eq!(
+                truth, *upstream,
+                "partition {p}: and that is the record the group had next"
+            );
+        }
+    }
+    println!(
+        "[share] {} partition(s), {again} acknowledged record(s) received again on the backup, none lost",
+        translated.len()
+    );
+    eprintln!("[suite] share_failover took {:?}", t0.elapsed());
+}
+
+async fn log_ends(client: &KafkaClient, topic: &str) -> BTreeMap<i32, i64> {
+    use mm2_offsets::client::{IsolationLevel, OffsetSpec};
+    let deadline = Deadline::after(Duration::from_secs(20));
+    let Ok(info) = client.describe_topic(topic, &deadline).await else {
+        return BTreeMap::new();
+    };
+    let parts: Vec<i32> = info.partitions.iter().map(|p| p.partition).collect();
+    client
+        .list_offsets(
+            &info,
+            &parts,
+            OffsetSpec::Latest,
+            IsolationLevel::ReadUncommitted,
+            &deadline,
+        )
+        .await
+        .unwrap_or_default()
+}
