@@ -32,6 +32,7 @@ pub mod metadata;
 pub mod offset_commit;
 pub mod offset_delete;
 pub mod offset_fetch;
+pub mod streams_group_describe;
 #[cfg(test)]
 mod test_support;
 
@@ -58,6 +59,8 @@ pub use offset_commit::OffsetCommitResponse;
 pub use offset_delete::OffsetDeleteResponse;
 #[cfg(feature = "unstable-fuzzing")]
 pub use offset_fetch::OffsetFetchResponse;
+#[cfg(feature = "unstable-fuzzing")]
+pub use streams_group_describe::StreamsGroupDescribeResponse;
 
 /// Metadata (API key 3) versions we can send with `kafka-protocol` and decode here.
 pub const METADATA_VERSIONS: RangeInclusive<i16> = 0..=13;
@@ -98,6 +101,10 @@ pub const OFFSET_DELETE_VERSIONS: RangeInclusive<i16> = 0..=0;
 /// DescribeShareGroupOffsets (API key 90, KIP-932) versions we can send and decode:
 /// `kafka-protocol` 0.18 encodes v0 only (v1, KIP-1226, adds each partition's lag).
 pub const DESCRIBE_SHARE_GROUP_OFFSETS_VERSIONS: RangeInclusive<i16> = 0..=0;
+
+/// StreamsGroupDescribe (API key 89, KIP-1071) versions we can send (our own encoder,
+/// `crate::wire::streams_group_describe`) and decode.
+pub const STREAMS_GROUP_DESCRIBE_VERSIONS: RangeInclusive<i16> = 0..=0;
 
 /// Starts decoding `body` as a `what` response at `version`, rejecting unsupported versions.
 fn start(
