@@ -1,7 +1,7 @@
 //! Executing a plan: re-derive, commit what both the plan and the target allow, read back, in
 //! waves of groups, each step one batched call.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use serde::Serialize;
@@ -368,8 +368,18 @@ pub(crate) async fn execute_in_waves(
     };
     // Re-checked like members and offsets: a group that became a share or streams group since
     // the plan is not written.
-    let kinds = match &coordinators {
+    let mut kinds = match &coordinators {
         Ok(map) => non_consumer_groups(client, map, deadline).await,
+        Err(_) => Default::default(),
+    };
+    // A Streams group of the plan that is a Streams group on the target: re-read with
+    // StreamsGroupDescribe (members, state, topology) rather than refused by kind.
+    let streams_targets = super::streams::take_streams_targets(&mut kinds, &planned_streams(plan));
+    let gates = match &coordinators {
+        Ok(map) => {
+            super::streams::gates(client, &streams_targets, &found_coordinators(map), deadline)
+                .await
+        }
         Err(_) => Default::default(),
     };
     // What every writable group gets when the cluster is not the plan's (or cannot be asked).
@@ -398,7 +408,16 @@ pub(crate) async fn execute_in_waves(
                 .map(|r| r.as_ref().map(|_| ()).map_err(authz::explain)),
             Err(e) => Some(Err(e.to_string())),
         };
-        let outcome = before_reading(g, blocked.as_ref(), kinds.get(&g.group), coordinator);
+        let outcome = before_reading(g, blocked.as_ref(), kinds.get(&g.group), coordinator)
+            .or_else(|| match gates.get(&g.group) {
+                Some(super::streams::StreamsGate::Refused(reason)) => {
+                    Some((changed(Change::Refused(reason.clone())), vec![]))
+                }
+                Some(super::streams::StreamsGate::Unreadable(e)) => {
+                    Some((error(e.clone(), false), vec![]))
+                }
+                _ => None,
+            });
         let outcome = match outcome {
             None if listed.get(g.group.as_str()).copied().unwrap_or(0) > 1 => Some((
                 error(
@@ -553,6 +572,18 @@ type Outcome = (GroupOutcome, Vec<PartitionResult>);
 /// The outcome of a group decided without reading it again: refused or failed when planned,
 /// nothing to write, another cluster, another kind of group, no coordinator. `None`: the group
 /// is to be re-checked and written.
+/// The plan's groups that are Kafka Streams groups on the source, with the topics it writes.
+pub(super) fn planned_streams(plan: &ApplyPlan) -> BTreeMap<String, BTreeSet<String>> {
+    plan.groups
+        .iter()
+        .filter(|g| g.group_type == crate::client::GroupType::Streams)
+        .map(|g| {
+            let topics = g.to_commit().map(|p| p.topic.clone()).collect();
+            (g.group.clone(), topics)
+        })
+        .collect()
+}
+
 fn before_reading(
     g: &GroupPlan,
     blocked: Option<&GroupOutcome>,
@@ -828,6 +859,7 @@ fn recheck_group(plan: &GroupPlan, read: Result<Fresh, GroupError>) -> Result<Pa
     }
     let undo = UndoGroup {
         group: plan.group.clone(),
+        group_type: plan.group_type.clone(),
         partitions: planned
             .iter()
             .filter(|(_, f)| f.verdict == ApplyVerdict::Commit)

@@ -91,6 +91,11 @@ pub struct UndoPartition {
 pub struct UndoGroup {
     /// The group id.
     pub group: String,
+    /// The group's type on the source, as the plan had it (`streams`: the undo re-reads a
+    /// Streams group on the target with StreamsGroupDescribe). A file without it is of a
+    /// consumer group.
+    #[serde(default)]
+    pub group_type: crate::client::GroupType,
     /// Its partitions, sorted by topic and partition.
     pub partitions: Vec<UndoPartition>,
 }

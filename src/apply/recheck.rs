@@ -411,13 +411,26 @@ pub async fn recheck(
     }
     let names: Vec<String> = plan.groups.iter().map(|g| g.group.clone()).collect();
     let coordinators = client.find_group_coordinators(&names, deadline).await?;
-    let kinds = non_consumer_groups(client, &coordinators, deadline).await;
+    let mut kinds = non_consumer_groups(client, &coordinators, deadline).await;
     let known = found_coordinators(&coordinators);
+    // A Streams group of the plan that is a Streams group on the target: re-read with
+    // StreamsGroupDescribe, as an execute would.
+    let streams_targets =
+        super::streams::take_streams_targets(&mut kinds, &super::execute::planned_streams(plan));
+    let gates = super::streams::gates(client, &streams_targets, &known, deadline).await;
+    let gated = |g: &str| {
+        matches!(
+            gates.get(g),
+            Some(super::streams::StreamsGate::Refused(_) | super::streams::StreamsGate::Unreadable(_))
+        )
+    };
     // The groups the target can be asked about again, read in one batched pass.
     let readable: Vec<&GroupPlan> = plan
         .groups
         .iter()
-        .filter(|g| !kinds.contains_key(&g.group) && known.contains_key(&g.group))
+        .filter(|g| {
+            !kinds.contains_key(&g.group) && known.contains_key(&g.group) && !gated(&g.group)
+        })
         .collect();
     let mut fresh_reads = fresh_groups(client, &readable, &context, &known, deadline).await;
     fresh.groups = plan
@@ -426,6 +439,18 @@ pub async fn recheck(
         .map(|g| {
             let mut out = g.clone();
             match (kinds.get(&g.group), coordinators.get(&g.group)) {
+                _ if let Some(super::streams::StreamsGate::Refused(reason)) =
+                    gates.get(&g.group) =>
+                {
+                    if g.status == GroupStatus::Ready {
+                        out.status = GroupStatus::Refused {
+                            reason: reason.clone(),
+                        };
+                    }
+                }
+                _ if let Some(super::streams::StreamsGate::Unreadable(e)) = gates.get(&g.group) => {
+                    out.status = GroupStatus::Error { message: e.clone() };
+                }
                 (Some(Ok(group_type)), _) => {
                     out.status = GroupStatus::Refused {
                         reason: GroupRefusal::NotConsumerGroup {
@@ -585,6 +610,7 @@ mod tests {
     fn what_the_principal_may_delete_comes_from_the_target() {
         let mut saved = GroupPlan {
             group: "g".into(),
+            group_type: crate::client::GroupType::Consumer,
             protocol: Some(GroupProtocol::Classic),
             state: Some("Empty".into()),
             members: 0,

@@ -228,6 +228,19 @@ impl serde::Serialize for GroupType {
     }
 }
 
+impl<'de> serde::Deserialize<'de> for GroupType {
+    /// The inverse of `Serialize`: a plan or undo file read back keeps its groups' types.
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let name = String::deserialize(deserializer)?;
+        Ok(match name.as_str() {
+            "consumer" => GroupType::Consumer,
+            "streams" => GroupType::Streams,
+            "share" => GroupType::Share,
+            other => GroupType::Other(other.into()),
+        })
+    }
+}
+
 /// The consumer type, borrowed where a row has no type of its own.
 pub(crate) static CONSUMER: GroupType = GroupType::Consumer;
 

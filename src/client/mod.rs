@@ -71,6 +71,7 @@ mod offset_fetch;
 mod pool;
 pub(crate) mod retry;
 mod share_offsets;
+mod streams_describe;
 
 /// The transport errors a [`ClientError`] carries (connection, TLS, SASL, framing).
 pub use crate::wire::WireError;

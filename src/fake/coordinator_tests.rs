@@ -375,6 +375,7 @@ fn plan_for(cluster: &FakeCluster, groups: &[String]) -> ApplyPlan {
             .enumerate()
             .map(|(i, g)| GroupPlan {
                 group: g.clone(),
+                group_type: crate::client::GroupType::Consumer,
                 protocol: None,
                 state: Some("Dead".into()),
                 members: 0,
