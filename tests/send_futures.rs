@@ -64,6 +64,7 @@ const LISTED: &[&str] = &[
     "src/client/offset_delete.rs:delete_group_offsets",
     "src/client/offset_fetch.rs:fetch_group_offsets",
     "src/client/share_offsets.rs:fetch_share_group_offsets",
+    "src/client/streams_describe.rs:describe_streams_groups",
     "src/client/offset_fetch.rs:fetch_offsets",
     "src/failback/translate.rs:sharpen_with_records",
     "src/failback/translate.rs:translate_failback",

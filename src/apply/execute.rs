@@ -1,7 +1,7 @@
 //! Executing a plan: re-derive, commit what both the plan and the target allow, read back, in
 //! waves of groups, each step one batched call.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use serde::Serialize;
@@ -374,7 +374,8 @@ pub(crate) async fn execute_in_waves(
     };
     // A Streams group of the plan that is a Streams group on the target: re-read with
     // StreamsGroupDescribe (members, state, topology) rather than refused by kind.
-    let streams_targets = super::streams::take_streams_targets(&mut kinds, &planned_streams(plan));
+    let streams_targets =
+        super::streams::take_streams_targets(&mut kinds, &super::recheck::planned_streams(plan));
     let gates = match &coordinators {
         Ok(map) => {
             super::streams::gates(client, &streams_targets, &found_coordinators(map), deadline)
@@ -572,18 +573,6 @@ type Outcome = (GroupOutcome, Vec<PartitionResult>);
 /// The outcome of a group decided without reading it again: refused or failed when planned,
 /// nothing to write, another cluster, another kind of group, no coordinator. `None`: the group
 /// is to be re-checked and written.
-/// The plan's groups that are Kafka Streams groups on the source, with the topics it writes.
-pub(super) fn planned_streams(plan: &ApplyPlan) -> BTreeMap<String, BTreeSet<String>> {
-    plan.groups
-        .iter()
-        .filter(|g| g.group_type == crate::client::GroupType::Streams)
-        .map(|g| {
-            let topics = g.to_commit().map(|p| p.topic.clone()).collect();
-            (g.group.clone(), topics)
-        })
-        .collect()
-}
-
 fn before_reading(
     g: &GroupPlan,
     blocked: Option<&GroupOutcome>,

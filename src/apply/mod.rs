@@ -25,8 +25,8 @@ mod logs;
 mod probe;
 pub(crate) mod read;
 mod reason;
-pub(crate) mod streams;
 mod recheck;
+pub(crate) mod streams;
 mod summary;
 mod verdict;
 

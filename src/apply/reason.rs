@@ -82,7 +82,8 @@ pub enum GroupRefusal {
 /// The first words of [`GroupRefusal::StreamsActive`].
 const STREAMS_ACTIVE: &str = "group is active on the target: a Kafka Streams group, state ";
 /// The first words of [`GroupRefusal::StreamsTargetMismatch`].
-const STREAMS_MISMATCH: &str = "streams-target-mismatch: the target's Streams group has a topology that does not read ";
+const STREAMS_MISMATCH: &str =
+    "streams-target-mismatch: the target's Streams group has a topology that does not read ";
 
 /// The first words of [`GroupRefusal::SourceNotConsumerGroup`].
 const SOURCE_NOT_CONSUMER: &str = "source-not-consumer-group: on the source this is ";
@@ -206,7 +207,8 @@ impl GroupRefusal {
             }
         }
         if let Some(rest) = words.strip_prefix(STREAMS_ACTIVE)
-            && let Some(rest) = rest.strip_suffix(" member(s); stop the Kafka Streams application first")
+            && let Some(rest) =
+                rest.strip_suffix(" member(s); stop the Kafka Streams application first")
             && let Some((state, members)) = rest.rsplit_once(", ")
             && let Ok(members) = members.parse()
         {
@@ -219,7 +221,12 @@ impl GroupRefusal {
             && let Some((unread, rest)) = rest.split_once(" (it reads ")
             && let Some((reads, _)) = rest.split_once("); ")
         {
-            let list = |s: &str| s.split(',').filter(|t| !t.is_empty()).map(str::to_string).collect();
+            let list = |s: &str| {
+                s.split(',')
+                    .filter(|t| !t.is_empty())
+                    .map(str::to_string)
+                    .collect()
+            };
             return GroupRefusal::StreamsTargetMismatch {
                 unread: list(unread),
                 reads: list(reads),

@@ -415,13 +415,15 @@ pub async fn recheck(
     let known = found_coordinators(&coordinators);
     // A Streams group of the plan that is a Streams group on the target: re-read with
     // StreamsGroupDescribe, as an execute would.
-    let streams_targets =
-        super::streams::take_streams_targets(&mut kinds, &super::execute::planned_streams(plan));
+    let streams_targets = super::streams::take_streams_targets(&mut kinds, &planned_streams(plan));
     let gates = super::streams::gates(client, &streams_targets, &known, deadline).await;
     let gated = |g: &str| {
         matches!(
             gates.get(g),
-            Some(super::streams::StreamsGate::Refused(_) | super::streams::StreamsGate::Unreadable(_))
+            Some(
+                super::streams::StreamsGate::Refused(_)
+                    | super::streams::StreamsGate::Unreadable(_)
+            )
         )
     };
     // The groups the target can be asked about again, read in one batched pass.
@@ -491,6 +493,18 @@ pub async fn recheck(
         })
         .collect();
     Ok(fresh)
+}
+
+/// The plan's groups that are Kafka Streams groups on the source, with the topics it writes.
+pub(crate) fn planned_streams(plan: &ApplyPlan) -> BTreeMap<String, BTreeSet<String>> {
+    plan.groups
+        .iter()
+        .filter(|g| g.group_type == crate::client::GroupType::Streams)
+        .map(|g| {
+            let topics = g.to_commit().map(|p| p.topic.clone()).collect();
+            (g.group.clone(), topics)
+        })
+        .collect()
 }
 
 /// `out` (a copy of `planned`) as the re-check `read` sees it: what an execute started now

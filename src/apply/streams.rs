@@ -21,7 +21,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::{GroupError, GroupRefusal};
+use super::reason::{GroupError, GroupRefusal};
 use crate::client::{Coordinators, Deadline, KafkaClient};
 use crate::responses::streams_group_describe::StreamsGroup;
 
@@ -177,10 +177,16 @@ mod tests {
     #[test]
     fn an_empty_group_reading_the_planned_topics_is_open() {
         let g = described("Empty", 0, &["words", "other"]);
-        assert!(matches!(gate(&g, &topics(&["words"])), StreamsGate::Open { .. }));
+        assert!(matches!(
+            gate(&g, &topics(&["words"])),
+            StreamsGate::Open { .. }
+        ));
         // No topology yet: nothing to mismatch.
         let g = described("Empty", 0, &[]);
-        assert!(matches!(gate(&g, &topics(&["words"])), StreamsGate::Open { .. }));
+        assert!(matches!(
+            gate(&g, &topics(&["words"])),
+            StreamsGate::Open { .. }
+        ));
     }
 
     #[test]

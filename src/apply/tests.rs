@@ -731,7 +731,12 @@ async fn groups_of_another_type_on_the_source_are_refused_on_a_fresh_target() {
         &crate::client::Deadline::after(std::time::Duration::from_secs(60)),
     )
     .await;
-    assert_eq!(fake.commits.load(Ordering::SeqCst), 1, "{report:?}");
+    // One OffsetCommit each for the consumer group and the Streams group.
+    assert_eq!(fake.commits.load(Ordering::SeqCst), 2, "{report:?}");
+    for g in &report.groups {
+        let written = g.group == "orders-app" || g.group == "word-count";
+        assert_eq!(!g.partitions.is_empty(), written, "{report:?}");
+    }
 }
 
 #[tokio::test]

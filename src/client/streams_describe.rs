@@ -22,7 +22,9 @@ use crate::responses::{
 };
 use crate::wire::BrokerConnection;
 use crate::wire::WireError;
-use crate::wire::streams_group_describe::{STREAMS_GROUP_DESCRIBE_KEY, StreamsGroupDescribeRequest};
+use crate::wire::streams_group_describe::{
+    STREAMS_GROUP_DESCRIBE_KEY, StreamsGroupDescribeRequest,
+};
 
 /// Groups per request: answers carry every member with its tasks, as ConsumerGroupDescribe's.
 const GROUPS_PER_REQUEST: usize = 100;

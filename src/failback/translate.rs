@@ -12,8 +12,8 @@ use super::record_match::{self as matching, ReverseUnmatched, match_reverse};
 use super::rule::{FailbackRule, ReverseIndex, Stretch};
 use super::stretch_proof::{ProofReport, Ranges, read_record_offsets};
 use crate::client::{
-    ClientError, DEFAULT_FETCH_MAX_BYTES, Deadline, GroupCoordinator, IsolationLevel, KafkaClient,
-    GroupType, NOT_CONSUMER_GROUP_TYPES,
+    ClientError, DEFAULT_FETCH_MAX_BYTES, Deadline, GroupCoordinator, GroupType, IsolationLevel,
+    KafkaClient, NOT_CONSUMER_GROUP_TYPES,
 };
 use crate::mm2::ReplicationPolicy;
 use crate::mm2::sync_index::Interpolation;

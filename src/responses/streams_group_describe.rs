@@ -136,7 +136,12 @@ fn read_group(d: &mut Decoder) -> Result<StreamsGroup, DecodeError> {
     };
     // id, epoch, instance, rack, client id, host, topology epoch, process, endpoint, tags,
     // 2 task offset arrays, 2 assignments (3 arrays + tags each), is_classic, tags.
-    let members = array(d, true, 1 + 4 + 1 + 1 + 1 + 1 + 4 + 1 + 1 + 1 + 2 + 8 + 1 + 1, read_member)?;
+    let members = array(
+        d,
+        true,
+        1 + 4 + 1 + 1 + 1 + 1 + 4 + 1 + 1 + 1 + 2 + 8 + 1 + 1,
+        read_member,
+    )?;
     let authorized_operations = d.i32()?;
     d.tagged_fields()?;
     Ok(StreamsGroup {

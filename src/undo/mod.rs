@@ -472,7 +472,9 @@ pub async fn execute_undo(
             {
                 Some(reason.to_string())
             }
-            _ if let Some(crate::apply::streams::StreamsGate::Unreadable(e)) = gates.get(&g.group) => {
+            _ if let Some(crate::apply::streams::StreamsGate::Unreadable(e)) =
+                gates.get(&g.group) =>
+            {
                 Some(e.to_string())
             }
             (Some(Ok(group_type)), _) => Some(

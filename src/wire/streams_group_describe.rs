@@ -1,8 +1,8 @@
 //! The StreamsGroupDescribe request (API key 89, KIP-1071), which `kafka-protocol` 0.18 does
 //! not define: a small hand encoder of its only field set (v0, always flexible), plugged into
 //! `kafka-protocol`'s `Request` trait so that it goes through the same framing, correlation and
-//! timeouts as every other request. The answer is decoded by
-//! [`crate::responses::streams_group_describe`], never by this type.
+//! timeouts as every other request. The answer is decoded by the responses layer's own
+//! StreamsGroupDescribe decoder, never by this type.
 //!
 //! # References
 //! - <https://kafka.apache.org/protocol#The_Messages_StreamsGroupDescribe>
@@ -11,7 +11,9 @@
 
 use bytes::BufMut;
 use kafka_protocol::protocol::buf::{ByteBuf, ByteBufMut};
-use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, Message, Request, VersionRange};
+use kafka_protocol::protocol::{
+    Decodable, Encodable, HeaderVersion, Message, Request, VersionRange,
+};
 
 /// The API key of StreamsGroupDescribe.
 pub(crate) const STREAMS_GROUP_DESCRIBE_KEY: i16 = 89;
@@ -62,7 +64,10 @@ impl Message for StreamsGroupDescribeRequest {
 
 impl Encodable for StreamsGroupDescribeRequest {
     fn encode<B: ByteBufMut>(&self, buf: &mut B, version: i16) -> anyhow::Result<()> {
-        anyhow::ensure!(version == 0, "StreamsGroupDescribe v{version} is not encoded here");
+        anyhow::ensure!(
+            version == 0,
+            "StreamsGroupDescribe v{version} is not encoded here"
+        );
         put_varint(buf, compact_len(self.group_ids.len())?);
         for id in &self.group_ids {
             put_varint(buf, compact_len(id.len())?);
@@ -116,7 +121,7 @@ impl Encodable for StreamsGroupDescribeAnswer {
 
 impl Decodable for StreamsGroupDescribeAnswer {
     fn decode<B: ByteBuf>(_buf: &mut B, _version: i16) -> anyhow::Result<Self> {
-        anyhow::bail!("decoded by crate::responses::streams_group_describe")
+        anyhow::bail!("StreamsGroupDescribe responses are decoded by the responses layer")
     }
 }
 

@@ -50,7 +50,14 @@ impl W {
         self
     }
     fn topic_info(&mut self, name: &str) -> &mut Self {
-        self.s(name).i32(4).i16(3).len(1).s("cleanup.policy").s("compact").tags().tags()
+        self.s(name)
+            .i32(4)
+            .i16(3)
+            .len(1)
+            .s("cleanup.policy")
+            .s("compact")
+            .tags()
+            .tags()
     }
     fn task_ids(&mut self, subtopology: &str, partitions: &[i32]) -> &mut Self {
         self.s(subtopology).len(partitions.len());
@@ -67,22 +74,55 @@ fn sample() -> Bytes {
     // A stable group with its topology and one member.
     w.i16(0).null().s("word-count").s("Stable").i32(5).i32(4);
     w.i8(1).i32(2).len(2);
-    w.s("0").len(1).s("words").len(1).s("word-count-repartition").len(0).len(0).tags();
-    w.s("1").len(0).len(0).len(1).topic_info("word-count-store-changelog");
+    w.s("0")
+        .len(1)
+        .s("words")
+        .len(1)
+        .s("word-count-repartition")
+        .len(0)
+        .len(0)
+        .tags();
+    w.s("1")
+        .len(0)
+        .len(0)
+        .len(1)
+        .topic_info("word-count-store-changelog");
     w.len(1).topic_info("word-count-repartition").tags();
     w.tags();
     w.len(1);
-    w.s("m-1").i32(7).s("static").null().s("client").s("/10.0.0.1").i32(2).s("proc");
+    w.s("m-1")
+        .i32(7)
+        .s("static")
+        .null()
+        .s("client")
+        .s("/10.0.0.1")
+        .i32(2)
+        .s("proc");
     w.i8(1).s("host").i16(-2).tags(); // endpoint, port 65534
     w.len(1).s("zone").s("a").tags();
     w.len(1).s("0").i32(0).i64(10).tags();
     w.len(0);
-    w.len(2).task_ids("0", &[0, 1]).task_ids("1", &[2]).len(1).task_ids("0", &[3]).len(0).tags();
+    w.len(2)
+        .task_ids("0", &[0, 1])
+        .task_ids("1", &[2])
+        .len(1)
+        .task_ids("0", &[3])
+        .len(0)
+        .tags();
     w.len(0).len(0).len(0).tags();
     w.i8(0).tags();
     w.i32(i32::MIN).tags();
     // An unknown group: no topology, no members.
-    w.i16(69).s("not a streams group").s("nope").s("").i32(0).i32(0).i8(-1).len(0).i32(0).tags();
+    w.i16(69)
+        .s("not a streams group")
+        .s("nope")
+        .s("")
+        .i32(0)
+        .i32(0)
+        .i8(-1)
+        .len(0)
+        .i32(0)
+        .tags();
     w.tags();
     w.0.freeze()
 }
@@ -92,7 +132,10 @@ fn decodes_state_topology_and_members() {
     let r = StreamsGroupDescribeResponse::decode(sample(), 0).unwrap();
     assert_eq!(r.throttle_time_ms, 3);
     let g = &r.groups[0];
-    assert_eq!((g.group_id.as_str(), g.group_state.as_str()), ("word-count", "Stable"));
+    assert_eq!(
+        (g.group_id.as_str(), g.group_state.as_str()),
+        ("word-count", "Stable")
+    );
     assert_eq!((g.group_epoch, g.assignment_epoch), (5, 4));
     let t = g.topology.as_ref().unwrap();
     assert_eq!(t.epoch, 2);
@@ -106,7 +149,10 @@ fn decodes_state_topology_and_members() {
     let m = &g.members[0];
     assert_eq!(m.member_id, "m-1");
     assert_eq!(m.instance_id.as_deref(), Some("static"));
-    assert_eq!((m.topology_epoch, m.active_tasks, m.is_classic), (2, 3, false));
+    assert_eq!(
+        (m.topology_epoch, m.active_tasks, m.is_classic),
+        (2, 3, false)
+    );
     assert_eq!(g.authorized_operations, i32::MIN);
     let missing = &r.groups[1];
     assert_eq!(missing.error_code, 69);
@@ -124,7 +170,15 @@ fn truncations_trailing_bytes_and_other_versions_are_rejected() {
 #[test]
 fn a_hostile_member_count_fails_before_allocating() {
     let mut w = W::default();
-    w.i32(0).len(1).i16(0).null().s("g").s("Empty").i32(0).i32(0).i8(-1);
+    w.i32(0)
+        .len(1)
+        .i16(0)
+        .null()
+        .s("g")
+        .s("Empty")
+        .i32(0)
+        .i32(0)
+        .i8(-1);
     w.uv(u32::MAX);
     let err = StreamsGroupDescribeResponse::decode(w.0.freeze(), 0).unwrap_err();
     assert!(err.problem.contains("cannot fit"), "{err}");
