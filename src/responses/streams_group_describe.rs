@@ -2,7 +2,7 @@
 //! members and the topology the coordinator initialized for it. Always flexible.
 //!
 //! `kafka-protocol` 0.18 has no StreamsGroupDescribe, so the request is encoded by
-//! [`crate::wire::streams_group_describe`] and the answer decoded here. Members' task offsets,
+//! our own small encoder in the wire layer and the answer decoded here. Members' task offsets,
 //! client tags and assignments are checked and counted, not kept: apply needs to know whether
 //! the group has members and which topics its topology reads.
 //!
