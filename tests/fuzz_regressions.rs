@@ -17,7 +17,7 @@ mod targets;
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 
 /// Every target, as named in fuzz/fuzz_targets/.
-const TARGETS: [&str; 29] = [
+const TARGETS: [&str; 30] = [
     "api_versions_response",
     "checkpoint_decode",
     "cli_args",
@@ -43,6 +43,7 @@ const TARGETS: [&str; 29] = [
     "response_offset_delete",
     "response_offset_fetch",
     "response_share_group_describe",
+    "response_streams_group_describe",
     "sasl_scram_server_first",
     "sync_index_batches",
     "sync_snapshot",
@@ -118,6 +119,7 @@ fn run(target: &str, data: &[u8]) {
         "response_delete_share_group_offsets" => {
             drop(targets::response_delete_share_group_offsets(data))
         }
+        "response_streams_group_describe" => drop(targets::response_streams_group_describe(data)),
         "response_list_offsets" => drop(targets::response_list_offsets(data)),
         "response_metadata" => drop(targets::response_metadata(data)),
         "sasl_scram_server_first" => drop(targets::sasl_scram_server_first(data)),
@@ -475,6 +477,34 @@ fn share_group_admin_inputs_decode_as_written() {
     assert_eq!(refused.error_code, 68);
 }
 
+/// The StreamsGroupDescribe inputs (hand-written from the v0 schema, as Kafka 4.4 sends it;
+/// protocol-tests/tests/group_types.rs decodes a real broker's answer): the valid bodies decode
+/// to what they say, the hostile member count is refused before anything is allocated.
+#[test]
+fn streams_group_describe_inputs_decode_as_written() {
+    let dir = Path::new(ROOT).join("fuzz/regressions/response_streams_group_describe");
+    let read = |name: &str| fs::read(dir.join(name)).expect("read the input");
+    let decoded = targets::response_streams_group_describe(&read("v0-empty-group-one-subtopology"))
+        .unwrap()
+        .unwrap();
+    let group = &decoded.groups[0];
+    assert_eq!(
+        (group.group_id.as_str(), group.group_state.as_str()),
+        ("app", "Empty")
+    );
+    assert!(group.members.is_empty());
+    let topology = group.topology.as_ref().unwrap();
+    assert_eq!(topology.subtopologies[0].source_topics, ["orders"]);
+    let missing = targets::response_streams_group_describe(&read("v0-group-not-found"))
+        .unwrap()
+        .unwrap();
+    assert_eq!(missing.groups[0].error_code, 69);
+    assert_eq!(missing.groups[0].topology, None);
+    let hostile =
+        targets::response_streams_group_describe(&read("v0-hostile-member-count")).unwrap();
+    assert!(hostile.unwrap_err().contains("array of"));
+}
+
 #[test]
 fn saved_crash_inputs_pass_their_targets() {
     for (target, name, data) in inputs("fuzz/regressions") {
@@ -486,7 +516,7 @@ fn saved_crash_inputs_pass_their_targets() {
 /// The group-coordinator responses (added with `apply`) have no seeds captured from real
 /// brokers yet: fuzz/capture.sh does not send these requests. Their decoders are round-trip
 /// tested against kafka-protocol's encoders and exercised by protocol-tests/tests/apply_kafka.rs.
-const NOT_CAPTURED_YET: [&str; 11] = [
+const NOT_CAPTURED_YET: [&str; 12] = [
     "response_alter_share_group_offsets",
     "response_consumer_group_describe",
     "response_delete_share_group_offsets",
@@ -498,6 +528,7 @@ const NOT_CAPTURED_YET: [&str; 11] = [
     "response_offset_delete",
     "response_offset_fetch",
     "response_share_group_describe",
+    "response_streams_group_describe",
 ];
 
 fn captured() -> Vec<(String, String, Vec<u8>)> {

@@ -68,6 +68,7 @@ const LISTED: &[&str] = &[
     "src/client/share_group.rs:describe_share_groups",
     "src/client/share_group.rs:alter_share_group_offsets",
     "src/client/share_group.rs:delete_share_group_offsets",
+    "src/client/streams_describe.rs:describe_streams_groups",
     "src/client/offset_fetch.rs:fetch_offsets",
     "src/failback/translate.rs:sharpen_with_records",
     "src/failback/translate.rs:translate_failback",

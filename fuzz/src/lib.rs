@@ -16,6 +16,7 @@ use mm2_offsets::responses::{
     DescribeGroupsResponse, DescribeShareGroupOffsetsResponse, FetchResponse,
     FindCoordinatorResponse, ListGroupsResponse, ListOffsetsResponse, MetadataResponse,
     OffsetCommitResponse, OffsetDeleteResponse, OffsetFetchResponse, ShareGroupDescribeResponse,
+    StreamsGroupDescribeResponse,
 };
 use mm2_offsets::select::{GroupSelector, JavaPattern};
 use mm2_offsets::translate::BatchTranslator;
@@ -195,6 +196,15 @@ pub fn response_delete_share_group_offsets(
 ) -> Option<Result<DeleteShareGroupOffsetsResponse, String>> {
     let (version, body) = split_version(data)?;
     Some(DeleteShareGroupOffsetsResponse::decode(body, version).map_err(|e| e.to_string()))
+}
+
+/// `response_streams_group_describe`: 2 bytes big-endian version, then a
+/// StreamsGroupDescribeResponse body (KIP-1071; our own decoder, kafka-protocol 0.18 has none).
+pub fn response_streams_group_describe(
+    data: &[u8],
+) -> Option<Result<StreamsGroupDescribeResponse, String>> {
+    let (version, body) = split_version(data)?;
+    Some(StreamsGroupDescribeResponse::decode(body, version).map_err(|e| e.to_string()))
 }
 
 /// `api_versions_response`: 2 bytes big-endian version, then an ApiVersions response body,

@@ -356,6 +356,42 @@ async fn share_group_on_kafka_4_is_typed_translated_and_never_written_as_a_consu
         Some(&100),
         "{streams_committed:?}"
     );
+    // StreamsGroupDescribe (our own encoder and decoder) on the real broker: the closed
+    // application left an empty group whose topology reads the input topic; a consumer
+    // group's id is no Streams group.
+    let deadline = mm2_offsets::client::Deadline::after(Duration::from_secs(30));
+    let described = client4
+        .describe_streams_groups(
+            &[streams.clone(), consumer.clone()],
+            &Default::default(),
+            &deadline,
+        )
+        .await;
+    let g = described[&streams]
+        .as_ref()
+        .unwrap()
+        .as_ref()
+        .expect("a Streams group");
+    assert!(g.group_state.eq_ignore_ascii_case("empty"), "{g:?}");
+    assert!(g.members.is_empty(), "{g:?}");
+    let reads: Vec<&String> = g
+        .topology
+        .iter()
+        .flat_map(|t| &t.subtopologies)
+        .flat_map(|s| &s.source_topics)
+        .collect();
+    assert_eq!(reads, vec![&topic], "{g:?}");
+    assert!(
+        matches!(described[&consumer], Ok(None)),
+        "{:?}",
+        described[&consumer]
+    );
+    eprintln!(
+        "StreamsGroupDescribe: state {}, {} member(s), topology epoch {:?}, reads {reads:?}",
+        g.group_state,
+        g.members.len(),
+        g.topology.as_ref().map(|t| t.epoch)
+    );
     eprintln!("setup {:?}", started.elapsed());
 
     let translate = |output: &str| -> Vec<String> {
@@ -467,27 +503,24 @@ async fn share_group_on_kafka_4_is_typed_translated_and_never_written_as_a_consu
     for p in refused["partitions"].as_array().unwrap() {
         assert_eq!(p["verdict"], "source-not-consumer-group", "{refused}");
     }
-    let refused = plan_of(&streams);
-    assert_eq!(refused["status"], "refused", "{refused}");
-    assert!(
-        refused["reason"].as_str().unwrap_or_default().starts_with(
-            "source-not-consumer-group: on the source this is a Kafka Streams group (KIP-1071)"
-        ),
-        "{refused}"
-    );
-    for p in refused["partitions"].as_array().unwrap() {
-        assert_eq!(p["verdict"], "source-not-consumer-group", "{refused}");
-    }
+    // The Streams group is written (a fresh id on the target: the commit makes an empty
+    // classic group of it, which a Streams application converts, or a classic-protocol one
+    // uses as is), with its type in the plan.
+    let written = plan_of(&streams);
+    assert_eq!(written["status"], "ready", "{written}");
+    assert_eq!(written["group_type"], "streams", "{written}");
     assert_eq!(plan_of(&consumer)["status"], "ready", "{doc}");
-    // Read back with a raw OffsetFetch: the consumer group holds 61, the share group id is not
-    // on the target at all (no classic group was made of it).
+    assert_eq!(plan_of(&consumer)["group_type"], "consumer", "{doc}");
+    // Read back with a raw OffsetFetch: the consumer group holds 61, the Streams group its
+    // translated 110, the share group id is not on the target at all (no classic group was
+    // made of it).
     let held = raw39.committed(&consumer).await;
     assert_eq!(held.get(&(replica.clone(), 0)), Some(&61), "{held:?}");
-    for group in [&share, &streams] {
-        assert!(raw39.committed(group).await.is_empty(), "{group}");
-        let on_target = listed(&client39, group).await;
-        assert_eq!(on_target, None, "{group}'s id on the target");
-    }
+    let held = raw39.committed(&streams).await;
+    assert_eq!(held.get(&(replica.clone(), 0)), Some(&110), "{held:?}");
+    assert!(raw39.committed(&share).await.is_empty(), "{share}");
+    let on_target = listed(&client39, &share).await;
+    assert_eq!(on_target, None, "{share}'s id on the target");
     assert!(
         out.stderr.contains("source-not-consumer-group") || {
             let text = String::from_utf8_lossy(&out.stdout);

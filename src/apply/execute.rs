@@ -369,8 +369,19 @@ pub(crate) async fn execute_in_waves(
     };
     // Re-checked like members and offsets: a group that became a share or streams group since
     // the plan is not written.
-    let kinds = match &coordinators {
+    let mut kinds = match &coordinators {
         Ok(map) => non_consumer_groups(client, map, deadline).await,
+        Err(_) => Default::default(),
+    };
+    // A Streams group of the plan that is a Streams group on the target: re-read with
+    // StreamsGroupDescribe (members, state, topology) rather than refused by kind.
+    let streams_targets =
+        super::streams::take_streams_targets(&mut kinds, &super::recheck::planned_streams(plan));
+    let gates = match &coordinators {
+        Ok(map) => {
+            super::streams::gates(client, &streams_targets, &found_coordinators(map), deadline)
+                .await
+        }
         Err(_) => Default::default(),
     };
     // What every writable group gets when the cluster is not the plan's (or cannot be asked).
@@ -401,10 +412,21 @@ pub(crate) async fn execute_in_waves(
             Err(e) => Some(Err(e.to_string())),
         };
         // A share group's target is checked by its own re-read (share.rs): the target's
-        // listing it as a share group is what it must be.
+        // listing it as a share group is what it must be. A Streams group's by its gate.
         let share = g.group_type == GroupType::Share;
         let kind = kinds.get(&g.group).filter(|_| !share);
-        let outcome = before_reading(g, blocked.as_ref(), kind, coordinator);
+        let outcome =
+            before_reading(g, blocked.as_ref(), kind, coordinator).or_else(|| {
+                match gates.get(&g.group) {
+                    Some(super::streams::StreamsGate::Refused(reason)) => {
+                        Some((changed(Change::Refused(reason.clone())), vec![]))
+                    }
+                    Some(super::streams::StreamsGate::Unreadable(e)) => {
+                        Some((error(e.clone(), false), vec![]))
+                    }
+                    _ => None,
+                }
+            });
         let outcome = match outcome {
             None if listed.get(g.group.as_str()).copied().unwrap_or(0) > 1 => Some((
                 error(

@@ -91,9 +91,10 @@ pub struct UndoPartition {
 pub struct UndoGroup {
     /// The group id.
     pub group: String,
-    /// The group's type: a share group's start offsets are put back with
-    /// AlterShareGroupOffsets / DeleteShareGroupOffsets, never committed. Undo files of older
-    /// builds have none: `consumer`.
+    /// The group's type on the source, as the plan had it: a share group's start offsets are put
+    /// back with AlterShareGroupOffsets / DeleteShareGroupOffsets, never committed, and a Streams
+    /// group is re-read on the target with StreamsGroupDescribe. Undo files of older builds have
+    /// none: `consumer`.
     #[serde(default)]
     pub group_type: crate::client::GroupType,
     /// Its partitions, sorted by topic and partition.

@@ -27,6 +27,7 @@ pub(crate) mod read;
 mod reason;
 mod recheck;
 pub(crate) mod share;
+pub(crate) mod streams;
 mod summary;
 mod verdict;
 
@@ -215,6 +216,13 @@ impl PartitionPlan {
 pub struct GroupPlan {
     /// The group id.
     pub group: String,
+    /// The group's type on the source (`consumer` for every checkpointed group, `streams` or
+    /// `share` for a group read with `--from-source-offsets`): what the execute-time re-check,
+    /// undo and failback re-read the target as. A share group's start offsets are set with
+    /// AlterShareGroupOffsets ([`share`](self)), never committed. A plan without it (of an older
+    /// build) is of consumer groups.
+    #[serde(default)]
+    pub group_type: crate::client::GroupType,
     /// The protocol on the target (`absent` when the target does not know the group yet).
     pub protocol: Option<GroupProtocol>,
     /// The state the coordinator reported.
@@ -234,11 +242,6 @@ pub struct GroupPlan {
     /// offset deletes it (OffsetDelete), so [`undo_blocked`](Self::undo_blocked) needs it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub may_delete_offsets: Option<bool>,
-    /// The group's type on the source (`consumer`, `streams`, `share`): a share group's start
-    /// offsets are set with AlterShareGroupOffsets ([`share`](self)), never committed. Plans of
-    /// older builds have none: `consumer`.
-    #[serde(default)]
-    pub group_type: GroupType,
 }
 
 impl GroupPlan {
@@ -252,6 +255,7 @@ impl GroupPlan {
         partitions.sort_by(|a, b| (&a.topic, a.partition).cmp(&(&b.topic, b.partition)));
         GroupPlan {
             group: group.into(),
+            group_type: crate::client::GroupType::Consumer,
             protocol: None,
             state: None,
             members: 0,
@@ -263,7 +267,6 @@ impl GroupPlan {
                 .unwrap_or(0),
             partitions,
             may_delete_offsets: None,
-            group_type: GroupType::Consumer,
         }
     }
 
@@ -498,13 +501,32 @@ pub async fn plan(
         Box::pin(client.find_group_coordinators(&groups, deadline)),
         Box::pin(heartbeats),
     )?;
-    let kinds = read::non_consumer_groups(client, &coordinators, deadline).await;
-    // A group that is no consumer group on the source is refused whatever the target holds.
+    let mut kinds = read::non_consumer_groups(client, &coordinators, deadline).await;
+    // A group that is no consumer or Streams group on the source is refused whatever the
+    // target holds, but for a share group, planned against the target's start offsets below.
     let source_types = source_group_types(translation);
-    // A share or streams group is refused before anything else is asked of it.
+    // A source Streams group that is a Streams group on the target too is let through only
+    // as far as StreamsGroupDescribe allows (streams.rs).
+    let streams_targets = streams::take_streams_targets(&mut kinds, &source_streams(translation));
+    let gates = streams::gates(
+        client,
+        &streams_targets,
+        &found_coordinators(&coordinators),
+        deadline,
+    )
+    .await;
+    // A share group (or a streams group of a consumer source) is refused before anything
+    // else is asked of it.
     let known: Coordinators = found_coordinators(&coordinators)
         .into_iter()
-        .filter(|(g, _)| !kinds.contains_key(g) && !source_types.contains_key(g.as_str()))
+        .filter(|(g, _)| {
+            !kinds.contains_key(g)
+                && !source_types.contains_key(g.as_str())
+                && !matches!(
+                    gates.get(g),
+                    Some(streams::StreamsGate::Refused(_) | streams::StreamsGate::Unreadable(_))
+                )
+        })
         .collect();
     let denied = read::denied_topics(&logs);
     let wanted: BTreeMap<String, PartitionsWanted> = known
@@ -541,8 +563,13 @@ pub async fn plan(
             }
             let kind = kinds.get(group);
             let source_type = source_types.get(group.as_str());
+            let gate = gates.get(group);
             let target = match (kind, coordinators.get(group)) {
                 _ if source_type.is_some() => Err(GroupError::Other(String::new())),
+                _ if matches!(gate, Some(streams::StreamsGate::Refused(_))) => {
+                    Err(GroupError::Other(String::new()))
+                }
+                _ if let Some(streams::StreamsGate::Unreadable(e)) = gate => Err(e.clone()),
                 (Some(_), _) => Err(GroupError::Other(String::new())),
                 (None, Some(Ok(_))) => match reads.remove(group) {
                     Some(read) => read::checked(read, &denied),
@@ -571,6 +598,23 @@ pub async fn plan(
                     }
                 }
                 None => {}
+            }
+            match gate {
+                Some(streams::StreamsGate::Refused(reason)) => {
+                    planned.status = GroupStatus::Refused {
+                        reason: reason.clone(),
+                    };
+                }
+                Some(streams::StreamsGate::Open {
+                    state,
+                    may_delete_offsets,
+                }) => {
+                    // DescribeGroups does not know a Streams group: show what
+                    // StreamsGroupDescribe said.
+                    planned.state = Some(state.clone());
+                    planned.may_delete_offsets = *may_delete_offsets;
+                }
+                _ => {}
             }
             if let Some(group_type) = source_type {
                 refuse_source_type(&mut planned, group_type);
@@ -660,11 +704,27 @@ fn plan_share_group(
     plan
 }
 
-/// The groups of `translation` that are not consumer groups on the source, with their type.
+/// The groups of `translation` that are Kafka Streams groups on the source, with the topics
+/// the plan writes for each.
+fn source_streams(translation: &Translation) -> BTreeMap<String, BTreeSet<String>> {
+    let mut out: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for o in translation.iter() {
+        if o.group_type == &crate::client::GroupType::Streams {
+            out.entry(o.group.to_string())
+                .or_default()
+                .insert(o.topic.to_string());
+        }
+    }
+    out
+}
+
+/// The groups of `translation` that apply refuses by their type on the source (neither
+/// consumer, Streams nor share groups: share groups are planned by [`plan_share_group`]), with
+/// their type.
 fn source_group_types(translation: &Translation) -> BTreeMap<&str, &crate::client::GroupType> {
     let mut types = BTreeMap::new();
     for o in translation.iter() {
-        if !o.group_type.is_consumer() {
+        if !o.group_type.is_consumer() && o.group_type != &crate::client::GroupType::Streams {
             types.insert(o.group, o.group_type);
         }
     }
@@ -800,6 +860,11 @@ fn plan_group(
         .unwrap_or(0);
     GroupPlan {
         group: group.to_string(),
+        group_type: translation
+            .group(group)
+            .next()
+            .map(|o| o.group_type.clone())
+            .unwrap_or_default(),
         protocol: description.as_ref().map(|d| d.protocol),
         state: description.as_ref().map(|d| d.state.clone()),
         members: description.as_ref().map_or(0, |d| d.members),
@@ -807,7 +872,6 @@ fn plan_group(
         oldest_checkpoint_age_ms,
         partitions,
         may_delete_offsets: description.as_ref().and_then(|d| d.may_delete_offsets()),
-        group_type: GroupType::Consumer,
     }
 }
 

@@ -73,9 +73,32 @@ pub enum GroupRefusal {
         /// The type on the target, e.g. `consumer`.
         group_type: String,
     },
+    /// A Kafka Streams group on the target with members, or not `Empty` (StreamsGroupDescribe):
+    /// the member-less commit would fail, and the running application would overwrite it.
+    StreamsActive {
+        /// The state the coordinator reported.
+        state: String,
+        /// Its members.
+        members: usize,
+    },
+    /// A Kafka Streams group on the target whose initialized topology does not read every
+    /// topic the plan writes: a leftover application with another topology, which would block
+    /// the one failing over ("Topology updates are not supported yet").
+    StreamsTargetMismatch {
+        /// The planned topics its topology does not read.
+        unread: Vec<String>,
+        /// The topics its topology reads.
+        reads: Vec<String>,
+    },
     /// Words read from a plan file that this build does not parse.
     Other(String),
 }
+
+/// The first words of [`GroupRefusal::StreamsActive`].
+const STREAMS_ACTIVE: &str = "group is active on the target: a Kafka Streams group, state ";
+/// The first words of [`GroupRefusal::StreamsTargetMismatch`].
+const STREAMS_MISMATCH: &str =
+    "streams-target-mismatch: the target's Streams group has a topology that does not read ";
 
 /// The first words of [`GroupRefusal::SourceNotConsumerGroup`].
 const SOURCE_NOT_CONSUMER: &str = "source-not-consumer-group: on the source this is ";
@@ -163,6 +186,16 @@ impl fmt::Display for GroupRefusal {
                 f,
                 "the target holds a {group_type} group of this id, not a share group: a share group's start offsets cannot be set there; delete that group on the target (if it is not in use) or pick another id"
             ),
+            GroupRefusal::StreamsActive { state, members } => write!(
+                f,
+                "{STREAMS_ACTIVE}{state}, {members} member(s); stop the Kafka Streams application first"
+            ),
+            GroupRefusal::StreamsTargetMismatch { unread, reads } => write!(
+                f,
+                "{STREAMS_MISMATCH}{} (it reads {}); a Kafka Streams application with another topology would be blocked by it (\"Topology updates are not supported yet\"): delete the leftover group on the target (kafka-streams-groups.sh --delete) and run apply again",
+                unread.join(","),
+                reads.join(",")
+            ),
             GroupRefusal::Other(words) => f.write_str(words),
         }
     }
@@ -198,6 +231,32 @@ impl GroupRefusal {
                     members,
                 };
             }
+        }
+        if let Some(rest) = words.strip_prefix(STREAMS_ACTIVE)
+            && let Some(rest) =
+                rest.strip_suffix(" member(s); stop the Kafka Streams application first")
+            && let Some((state, members)) = rest.rsplit_once(", ")
+            && let Ok(members) = members.parse()
+        {
+            return GroupRefusal::StreamsActive {
+                state: state.to_string(),
+                members,
+            };
+        }
+        if let Some(rest) = words.strip_prefix(STREAMS_MISMATCH)
+            && let Some((unread, rest)) = rest.split_once(" (it reads ")
+            && let Some((reads, _)) = rest.split_once("); ")
+        {
+            let list = |s: &str| {
+                s.split(',')
+                    .filter(|t| !t.is_empty())
+                    .map(str::to_string)
+                    .collect()
+            };
+            return GroupRefusal::StreamsTargetMismatch {
+                unread: list(unread),
+                reads: list(reads),
+            };
         }
         if let Some(rest) = words.strip_prefix(PENDING_TRANSACTION)
             && let Some(rest) = rest
@@ -546,6 +605,14 @@ mod tests {
             },
             GroupRefusal::SourceNotConsumerGroup {
                 group_type: "connect".into(),
+            },
+            GroupRefusal::StreamsActive {
+                state: "Stable".into(),
+                members: 2,
+            },
+            GroupRefusal::StreamsTargetMismatch {
+                unread: vec!["words".into(), "more".into()],
+                reads: vec!["clicks".into()],
             },
             GroupRefusal::Other("something else".into()),
         ] {

@@ -411,14 +411,32 @@ pub async fn recheck(
     }
     let names: Vec<String> = plan.groups.iter().map(|g| g.group.clone()).collect();
     let coordinators = client.find_group_coordinators(&names, deadline).await?;
-    let kinds = non_consumer_groups(client, &coordinators, deadline).await;
+    let mut kinds = non_consumer_groups(client, &coordinators, deadline).await;
     let known = found_coordinators(&coordinators);
+    // A Streams group of the plan that is a Streams group on the target: re-read with
+    // StreamsGroupDescribe, as an execute would.
+    let streams_targets = super::streams::take_streams_targets(&mut kinds, &planned_streams(plan));
+    let gates = super::streams::gates(client, &streams_targets, &known, deadline).await;
+    let gated = |g: &str| {
+        matches!(
+            gates.get(g),
+            Some(
+                super::streams::StreamsGate::Refused(_)
+                    | super::streams::StreamsGate::Unreadable(_)
+            )
+        )
+    };
     // The groups the target can be asked about again, read in one batched pass.
     let is_share = |g: &GroupPlan| g.group_type == crate::client::GroupType::Share;
     let readable: Vec<&GroupPlan> = plan
         .groups
         .iter()
-        .filter(|g| !is_share(g) && !kinds.contains_key(&g.group) && known.contains_key(&g.group))
+        .filter(|g| {
+            !is_share(g)
+                && !kinds.contains_key(&g.group)
+                && known.contains_key(&g.group)
+                && !gated(&g.group)
+        })
         .collect();
     let mut fresh_reads = fresh_groups(client, &readable, &context, &known, deadline).await;
     // Share groups (KIP-932) are read as the execute reads them: type, members, start offsets.
@@ -472,6 +490,18 @@ pub async fn recheck(
                 return out;
             }
             match (kinds.get(&g.group), coordinators.get(&g.group)) {
+                _ if let Some(super::streams::StreamsGate::Refused(reason)) =
+                    gates.get(&g.group) =>
+                {
+                    if g.status == GroupStatus::Ready {
+                        out.status = GroupStatus::Refused {
+                            reason: reason.clone(),
+                        };
+                    }
+                }
+                _ if let Some(super::streams::StreamsGate::Unreadable(e)) = gates.get(&g.group) => {
+                    out.status = GroupStatus::Error { message: e.clone() };
+                }
                 (Some(Ok(group_type)), _) => {
                     out.status = GroupStatus::Refused {
                         reason: GroupRefusal::NotConsumerGroup {
@@ -512,6 +542,18 @@ pub async fn recheck(
         })
         .collect();
     Ok(fresh)
+}
+
+/// The plan's groups that are Kafka Streams groups on the source, with the topics it writes.
+pub(crate) fn planned_streams(plan: &ApplyPlan) -> BTreeMap<String, BTreeSet<String>> {
+    plan.groups
+        .iter()
+        .filter(|g| g.group_type == crate::client::GroupType::Streams)
+        .map(|g| {
+            let topics = g.to_commit().map(|p| p.topic.clone()).collect();
+            (g.group.clone(), topics)
+        })
+        .collect()
 }
 
 /// `out` (a copy of `planned`) as the re-check `read` sees it: what an execute started now
@@ -631,6 +673,7 @@ mod tests {
     fn what_the_principal_may_delete_comes_from_the_target() {
         let mut saved = GroupPlan {
             group: "g".into(),
+            group_type: crate::client::GroupType::Consumer,
             protocol: Some(GroupProtocol::Classic),
             state: Some("Empty".into()),
             members: 0,
@@ -638,7 +681,6 @@ mod tests {
             oldest_checkpoint_age_ms: 5,
             partitions: vec![planned(10, ApplyVerdict::Commit)],
             may_delete_offsets: Some(true),
-            group_type: Default::default(),
         };
         let described = |ops: Option<i32>| GroupDescription {
             group_id: "g".into(),

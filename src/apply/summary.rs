@@ -258,6 +258,8 @@ fn refusal_name(reason: &GroupRefusal) -> &'static str {
         GroupRefusal::PendingTransaction { .. } => "pending-transaction",
         GroupRefusal::GroupIdNotUtf8 { .. } => "group-id-not-utf8",
         GroupRefusal::SourceNotConsumerGroup { .. } => "source-not-consumer-group",
+        GroupRefusal::StreamsActive { .. } => "group-active",
+        GroupRefusal::StreamsTargetMismatch { .. } => "streams-target-mismatch",
         _ => "group-refused",
     }
 }

@@ -310,6 +310,7 @@ fn ready_plan(groups: &[&str]) -> ApplyPlan {
             .iter()
             .map(|g| GroupPlan {
                 group: g.to_string(),
+                group_type: crate::client::GroupType::Consumer,
                 protocol: Some(GroupProtocol::Absent),
                 state: Some("Dead".into()),
                 members: 0,
@@ -317,7 +318,6 @@ fn ready_plan(groups: &[&str]) -> ApplyPlan {
                 oldest_checkpoint_age_ms: 1,
                 partitions: vec![partition("orders", 0, 10), partition("orders", 1, 20)],
                 may_delete_offsets: None,
-                group_type: Default::default(),
             })
             .collect(),
         cluster_id: Some(CLUSTER.to_string()),
@@ -647,9 +647,11 @@ async fn share_and_streams_groups_are_refused_with_their_kind() {
     }
 }
 
-/// Groups that are no consumer groups on the source (what `--from-source-offsets` found) are
-/// refused before the target is asked, even where the target has never seen them (an
-/// OffsetCommit would make a classic group of them); the consumer group is written.
+/// Groups that are neither consumer nor Streams groups on the source (what
+/// `--from-source-offsets` found) are refused before the target is asked, even where the target
+/// has never seen them (an OffsetCommit would make a classic group of them); the consumer group
+/// is written, and so is the Streams group (a fresh id: the empty classic group the commit
+/// creates is converted by the Streams application on its first join).
 #[tokio::test]
 async fn groups_of_another_type_on_the_source_are_refused_on_a_fresh_target() {
     use crate::client::GroupType;
@@ -686,8 +688,10 @@ async fn groups_of_another_type_on_the_source_are_refused_on_a_fresh_target() {
         .iter()
         .map(|g| (g.group.as_str(), g))
         .collect();
+    assert_eq!(by_group["word-count"].status, GroupStatus::Ready);
+    assert_eq!(by_group["word-count"].group_type, GroupType::Streams);
+    assert_eq!(by_group["orders-app"].group_type, GroupType::Consumer);
     for (group, words) in [
-        ("word-count", "a Kafka Streams group (KIP-1071)"),
         ("shared-work", "a share group (KIP-932)"),
         (
             "connect-workers",
@@ -727,7 +731,12 @@ async fn groups_of_another_type_on_the_source_are_refused_on_a_fresh_target() {
         &crate::client::Deadline::after(std::time::Duration::from_secs(60)),
     )
     .await;
-    assert_eq!(fake.commits.load(Ordering::SeqCst), 1, "{report:?}");
+    // One OffsetCommit each for the consumer group and the Streams group.
+    assert_eq!(fake.commits.load(Ordering::SeqCst), 2, "{report:?}");
+    for g in &report.groups {
+        let written = g.group == "orders-app" || g.group == "word-count";
+        assert_eq!(!g.partitions.is_empty(), written, "{report:?}");
+    }
 }
 
 #[tokio::test]

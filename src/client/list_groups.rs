@@ -265,6 +265,7 @@ impl serde::Serialize for GroupType {
 }
 
 impl<'de> serde::Deserialize<'de> for GroupType {
+    /// The inverse of `Serialize`: a plan or undo file read back keeps its groups' types.
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         let name = <std::borrow::Cow<'de, str>>::deserialize(deserializer)?;
         Ok(GroupType::from_name(&name))

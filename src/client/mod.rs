@@ -72,6 +72,7 @@ mod pool;
 pub(crate) mod retry;
 mod share_group;
 mod share_offsets;
+mod streams_describe;
 
 /// The transport errors a [`ClientError`] carries (connection, TLS, SASL, framing).
 pub use crate::wire::WireError;

@@ -12,8 +12,8 @@ use super::record_match::{self as matching, ReverseUnmatched, match_reverse};
 use super::rule::{FailbackRule, ReverseIndex, Stretch};
 use super::stretch_proof::{ProofReport, Ranges, read_record_offsets};
 use crate::client::{
-    ClientError, DEFAULT_FETCH_MAX_BYTES, Deadline, GroupCoordinator, IsolationLevel, KafkaClient,
-    NOT_CONSUMER_GROUP_TYPES,
+    ClientError, DEFAULT_FETCH_MAX_BYTES, Deadline, GroupCoordinator, GroupType, IsolationLevel,
+    KafkaClient, NOT_CONSUMER_GROUP_TYPES,
 };
 use crate::mm2::ReplicationPolicy;
 use crate::mm2::sync_index::Interpolation;
@@ -171,6 +171,10 @@ pub struct FailbackTranslation {
     pub provenance: Option<Provenance>,
     /// When the backup's offsets were read (ms since the epoch).
     pub read_at_ms: i64,
+    /// The groups that are Kafka Streams groups on the backup (every other row's group is a
+    /// consumer group): [`to_translation`](Self::to_translation) carries the types, so that
+    /// apply on the primary writes them as Streams groups.
+    pub group_types: BTreeMap<String, GroupType>,
 }
 
 impl FailbackTranslation {
@@ -224,6 +228,7 @@ impl FailbackTranslation {
             OffsetTable::build(vec![(backup_alias.to_string(), folded)]),
             report,
         )
+        .with_group_types(&self.group_types)
     }
 
     /// How often each rule was used.
@@ -269,10 +274,10 @@ pub async fn translate_failback(
     };
     let backup_offsets = async {
         let started = Instant::now();
-        let groups = backup_groups(backup, &request.groups, &deadline).await?;
+        let (groups, types) = backup_groups(backup, &request.groups, &deadline).await?;
         let offsets = fetch_committed_offsets(backup, &groups, &deadline).await?;
         tracing::debug!(groups = groups.len(), elapsed = ?started.elapsed(), "backup offsets read");
-        Ok::<_, TranslateError>((now_ms(), offsets))
+        Ok::<_, TranslateError>((now_ms(), offsets, types))
     };
     let index = async {
         let started = Instant::now();
@@ -283,7 +288,7 @@ pub async fn translate_failback(
     };
     let checkpoints = reverse_flow(primary, backup, request, &read, &deadline);
     let forward = forward_checkpoints(backup, policy, request, &read);
-    let ((read_at_ms, offsets), (index, history, syncs_report), checkpoints, forward) =
+    let ((read_at_ms, offsets, group_types), (index, history, syncs_report), checkpoints, forward) =
         tokio::try_join!(backup_offsets, index, checkpoints, forward)?;
     // The history must be the forward flow's before any offset comes from it.
     let provenance =
@@ -314,6 +319,7 @@ pub async fn translate_failback(
         tracing::debug!(elapsed = ?started.elapsed(), "records matched");
         joined.matching = Some(stats);
     }
+    joined.group_types = group_types;
     joined.syncs_report = syncs_report;
     joined.provenance = provenance;
     joined.checkpoints_report = checkpoints.map(|c| c.report);
@@ -329,15 +335,17 @@ fn now_ms() -> i64 {
         .map_or(0, |d| d.as_millis() as i64)
 }
 
-/// The groups on the backup `selector` selects: every consumer group its brokers list (one
-/// ListGroups per broker) that matches, and every id asked for by name (listed or not: its
-/// OffsetFetch tells). Share and streams groups keep no committed offsets and are left out.
+/// The groups on the backup `selector` selects: every consumer and Kafka Streams group its
+/// brokers list (one ListGroups per broker) that matches, and every id asked for by name
+/// (listed or not: its OffsetFetch tells), with the types of the Streams groups. A Streams
+/// group answers a plain OffsetFetch; share groups keep no committed offsets and are left out.
 async fn backup_groups(
     backup: &KafkaClient,
     selector: &GroupSelector,
     deadline: &Deadline,
-) -> Result<Vec<String>, ClientError> {
+) -> Result<(Vec<String>, BTreeMap<String, GroupType>), ClientError> {
     let mut found: BTreeSet<String> = selector.ids_requested().map(str::to_string).collect();
+    let mut types = BTreeMap::new();
     let brokers: Vec<GroupCoordinator> = backup
         .brokers()
         .iter()
@@ -353,12 +361,18 @@ async fn backup_groups(
         };
         for g in listed {
             let kind = g.group_type.as_deref().unwrap_or_default();
-            if !NOT_CONSUMER_GROUP_TYPES.contains(&kind) && selector.matches(&g.group_id) {
+            if kind == "streams" && found.contains(&g.group_id) {
+                types.insert(g.group_id.clone(), GroupType::Streams);
+            }
+            if kind == "streams" && selector.matches(&g.group_id) {
+                types.insert(g.group_id.clone(), GroupType::Streams);
+                found.insert(g.group_id);
+            } else if !NOT_CONSUMER_GROUP_TYPES.contains(&kind) && selector.matches(&g.group_id) {
                 found.insert(g.group_id);
             }
         }
     }
-    Ok(found.into_iter().collect())
+    Ok((found.into_iter().collect(), types))
 }
 
 /// The forward flow's checkpoints of the selected groups on the backup
@@ -528,6 +542,7 @@ fn join(
         matching: None,
         provenance: None,
         read_at_ms,
+        group_types: BTreeMap::new(),
     };
     let requested: BTreeSet<&str> = request.groups.ids_requested().collect();
     for (group, answer) in offsets {

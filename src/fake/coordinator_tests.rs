@@ -375,6 +375,7 @@ fn plan_for(cluster: &FakeCluster, groups: &[String]) -> ApplyPlan {
             .enumerate()
             .map(|(i, g)| GroupPlan {
                 group: g.clone(),
+                group_type: crate::client::GroupType::Consumer,
                 protocol: None,
                 state: Some("Dead".into()),
                 members: 0,
@@ -382,7 +383,6 @@ fn plan_for(cluster: &FakeCluster, groups: &[String]) -> ApplyPlan {
                 oldest_checkpoint_age_ms: 1,
                 partitions: vec![partition(0, 10 + i as i64), partition(1, 20 + i as i64)],
                 may_delete_offsets: None,
-                group_type: Default::default(),
             })
             .collect(),
         // The plan, made on the fake, names its cluster id.

@@ -35,6 +35,7 @@ pub mod offset_commit;
 pub mod offset_delete;
 pub mod offset_fetch;
 pub mod share_group_describe;
+pub mod streams_group_describe;
 #[cfg(test)]
 mod test_support;
 
@@ -67,6 +68,7 @@ pub use offset_delete::OffsetDeleteResponse;
 pub use offset_fetch::OffsetFetchResponse;
 #[cfg(feature = "unstable-fuzzing")]
 pub use share_group_describe::ShareGroupDescribeResponse;
+pub use streams_group_describe::StreamsGroupDescribeResponse;
 
 /// Metadata (API key 3) versions we can send with `kafka-protocol` and decode here.
 pub const METADATA_VERSIONS: RangeInclusive<i16> = 0..=13;
@@ -119,6 +121,9 @@ pub const ALTER_SHARE_GROUP_OFFSETS_VERSIONS: RangeInclusive<i16> = 0..=0;
 /// DeleteShareGroupOffsets (API key 92, KIP-932) versions: Kafka 4.1+ and `kafka-protocol`
 /// 0.18 define v0 only.
 pub const DELETE_SHARE_GROUP_OFFSETS_VERSIONS: RangeInclusive<i16> = 0..=0;
+/// StreamsGroupDescribe (API key 89, KIP-1071) versions we can send (our own encoder,
+/// `crate::wire::streams_group_describe`) and decode.
+pub const STREAMS_GROUP_DESCRIBE_VERSIONS: RangeInclusive<i16> = 0..=0;
 
 /// Starts decoding `body` as a `what` response at `version`, rejecting unsupported versions.
 fn start(

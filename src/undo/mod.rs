@@ -425,8 +425,32 @@ pub async fn execute_undo(
     }
     let ids: Vec<String> = undo.groups.iter().map(|g| g.group.clone()).collect();
     let coordinators = client.find_group_coordinators(&ids, deadline).await;
-    let kinds = match &coordinators {
+    let mut kinds = match &coordinators {
         Ok(map) => non_consumer_groups(client, map, deadline).await,
+        Err(_) => BTreeMap::new(),
+    };
+    // A Streams group the run wrote, which its application has since converted: restored only
+    // while it is empty (StreamsGroupDescribe), as apply wrote it.
+    let streams: BTreeMap<String, BTreeSet<String>> = undo
+        .groups
+        .iter()
+        .filter(|g| g.group_type == crate::client::GroupType::Streams)
+        .map(|g| {
+            let topics = g.partitions.iter().map(|p| p.topic.clone()).collect();
+            (g.group.clone(), topics)
+        })
+        .collect();
+    let streams_targets = crate::apply::streams::take_streams_targets(&mut kinds, &streams);
+    let gates = match &coordinators {
+        Ok(map) => {
+            crate::apply::streams::gates(
+                client,
+                &streams_targets,
+                &crate::client::found_coordinators(map),
+                deadline,
+            )
+            .await
+        }
         Err(_) => BTreeMap::new(),
     };
     let known = match &coordinators {
@@ -455,6 +479,16 @@ pub async fn execute_undo(
             Err(e) => Some(Err(e.to_string())),
         };
         let why = match (kinds.get(&g.group), coordinator) {
+            _ if let Some(crate::apply::streams::StreamsGate::Refused(reason)) =
+                gates.get(&g.group) =>
+            {
+                Some(reason.to_string())
+            }
+            _ if let Some(crate::apply::streams::StreamsGate::Unreadable(e)) =
+                gates.get(&g.group) =>
+            {
+                Some(e.to_string())
+            }
             (Some(Ok(group_type)), _) => Some(
                 not_a_consumer_group(group_type)
                     .unwrap_or_else(|| format!("group is a {group_type} group")),

@@ -26,6 +26,7 @@ pub mod fuzzing;
 mod header;
 mod mux;
 mod sasl;
+pub(crate) mod streams_group_describe;
 mod tls_stream;
 
 #[cfg(test)]
