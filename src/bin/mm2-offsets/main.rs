@@ -150,8 +150,9 @@ mod malloc_tuning {
         // SAFETY: mallopt only changes the allocator's tuning parameters; it is called
         // before any thread starts, and a refused value (return 0) leaves the default.
         unsafe {
-            // Allocations up to 64 MiB come from the heap (Fetches are 1 MiB by default).
-            mallopt(M_MMAP_THRESHOLD, 64 << 20);
+            // Allocations up to 32 MiB come from the heap (Fetches are 1 MiB by default);
+            // 32 MiB is the most glibc accepts on 64-bit targets.
+            mallopt(M_MMAP_THRESHOLD, 32 << 20);
             // Keep up to 256 MiB free at the heap top rather than trimming it after each free.
             mallopt(M_TRIM_THRESHOLD, 256 << 20);
             // Grow the heap 16 MiB at a time: fewer brk calls.
