@@ -151,7 +151,7 @@ mod tests {
                     break 'bits;
                 }
                 basis.push((d, mask));
-                basis.sort_by(|a, b| b.0.cmp(&a.0));
+                basis.sort_by_key(|b| std::cmp::Reverse(b.0));
             }
         }
         let x = found.expect("more vectors than dimensions").to_le_bytes();
