@@ -14,7 +14,7 @@
 #                hot     every group within the last 100 records (consumers keeping up)
 #                spread  lags spread evenly over the whole partition
 # Readers, RUNS times each, alternating (medians reported): `--precise`, and the same with
-# `--match-records`. Each run's answer is checked (every row, and every row matched for the
+# `--match-records`; wall and CPU time (user + sys) each. Each run's answer is checked (every row, and every row matched for the
 # matching runs: the replica is one for one). Bytes read come from the summary line.
 #
 # Output: a Markdown table on stdout; runs in WORK/match/runs.txt.
@@ -24,8 +24,9 @@
 #   PARTITIONS  [100]   RECORDS per partition [1000]   GROUP_COUNT [100]   RUNS [5]
 #   BATCH       producer batch size of the data [16384, the Java producer's and MM2's default]
 #   BIN         the mm2-offsets binary [target/release/mm2-offsets, built when missing]
+#   COMPARE     a second binary, run interleaved with BIN (a before/after under the same load)
 #   WORK        scratch directory [target/compare]
-# Needs: bash, python3, java 17 (datawriter.sh), /usr/bin/time (GNU).
+# Needs: bash, python3, java 17 (datawriter.sh).
 # Example: BOOTSTRAP=127.0.0.1:9092 benches/match.sh | tee match.md
 set -euo pipefail
 
@@ -49,7 +50,7 @@ DW="$repo/protocol-tests/harness/datawriter.sh"
 
 log() { echo "match.sh: $*" >&2; }
 die() { log "error: $*"; exit 1; }
-for tool in python3 java /usr/bin/time; do
+for tool in python3 java; do
   command -v "$tool" >/dev/null || die "$tool is needed"
 done
 mkdir -p "$D"
@@ -122,64 +123,85 @@ raw "$SYNCS" "$D/syncs.txt"
 raw "bsrc$BATCH-hot.checkpoints.internal" "$D/checkpoints-hot.txt"
 raw "bsrc$BATCH-spread.checkpoints.internal" "$D/checkpoints-spread.txt"
 
-# One timed run: wall seconds, peak RSS (KiB), rows, rows matched, KiB read (source + target).
+# One timed run of binary $3: wall seconds, CPU seconds (user + sys, from wait4's rusage: on a
+# loaded 2-core machine the wall time is mostly scheduling, the CPU time is our own work), peak
+# RSS (KiB), minor page faults, rows, rows matched, KiB read (source + target).
 run() {
-  local shape="$1" mode="$2" out err
+  local shape="$1" mode="$2" bin="$3" out err
   out="$D/out.json"
   err="$D/err.txt"
   local -a args=(translate --bootstrap-server "$BOOTSTRAP" --source "$SOURCE$BATCH-$shape" --all-groups
     --precise --syncs-bootstrap-server "$BOOTSTRAP" --syncs-topic "$SYNCS" -o json --no-progress)
   [[ "$mode" == match ]] && args+=(--match-records)
   # The checkpoints name the replica bsrc.bmu-...: the policy maps it back to bmu-...
-  local t0 t1
-  t0=$(date +%s%N)
-  /usr/bin/time -f "%M" -o "$D/time.txt" "$BIN" "${args[@]}" >"$out" 2>"$err" ||
-    die "$mode run failed: $(tail -3 "$err")"
-  t1=$(date +%s%N)
-  python3 - "$out" "$err" "$(((t1 - t0) / 1000000)) $(cat "$D/time.txt")" "$mode" <<'PY'
-import json, re, sys
-doc = json.load(open(sys.argv[1]))
+  python3 - "$out" "$err" "$mode" "$bin" "${args[@]}" <<'PY' || die "$mode run of $bin failed: $(tail -3 "$err")"
+import json, os, re, sys, time
+out, err, mode, argv = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
+t0 = time.monotonic()
+pid = os.fork()
+if pid == 0:
+    os.dup2(os.open(out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644), 1)
+    os.dup2(os.open(err, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644), 2)
+    os.execv(argv[0], argv)
+_, status, ru = os.wait4(pid, 0)
+wall = time.monotonic() - t0
+if os.waitstatus_to_exitcode(status) != 0:
+    sys.exit(1)
+doc = json.load(open(out))
 rows = doc["offsets"]
 matched = sum(1 for r in rows if r["rule"] == "record-match")
-err = open(sys.argv[2]).read()
-m = re.search(r"([0-9.]+) KiB read from the source and ([0-9.]+) KiB from the target", err)
+m = re.search(r"([0-9.]+) KiB read from the source and ([0-9.]+) KiB from the target", open(err).read())
 kib = float(m.group(1)) + float(m.group(2)) if m else 0.0
-ms, rss = sys.argv[3].split()
-wall = int(ms) / 1000
 assert len(rows) > 0
-if sys.argv[4] == "match":
+if mode == "match":
     assert matched == len(rows), f"{matched} of {len(rows)} matched"
-print(f"{wall:.3f}", rss, len(rows), matched, kib)
+print(f"{wall:.3f} {ru.ru_utime + ru.ru_stime:.3f}", ru.ru_maxrss, ru.ru_minflt, len(rows), matched, kib)
 PY
 }
 
+# COMPARE=OTHER_BIN runs a second binary interleaved with the first (run by run, both modes),
+# so that both see the same machine load: the fair before/after on a shared machine.
+declare -a bins=("$BIN")
+[[ -n "${COMPARE:-}" ]] && bins+=("$COMPARE")
 : >"$D/runs.txt"
+log "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 for shape in hot spread; do
   for ((i = 0; i < RUNS; i++)); do
-    for mode in precise match; do
-      echo "$shape $mode $(run "$shape" "$mode")" | tee -a "$D/runs.txt" >&2
+    for b in "${!bins[@]}"; do
+      for mode in precise match; do
+        echo "$shape $mode bin$b $(run "$shape" "$mode" "${bins[$b]}")" | tee -a "$D/runs.txt" >&2
+      done
     done
   done
 done
+load="$(cut -d' ' -f1-3 /proc/loadavg)"
+log "load average after: $load"
 
-python3 - "$D/runs.txt" "$P" "$N" "$G" "$BATCH" <<'PY'
+python3 - "$D/runs.txt" "$P" "$N" "$G" "$BATCH" "$load" "${bins[@]}" <<'PY'
 import statistics, sys
 runs = [l.split() for l in open(sys.argv[1])]
 p, n, g = sys.argv[2:5]
-print(f"{g} groups x {p} partitions, {n} records of 1 KiB a partition, a sync every 100 records, producer batches of {sys.argv[5]} bytes")
+load, bins = sys.argv[6], sys.argv[7:]
+print(f"{g} groups x {p} partitions, {n} records of 1 KiB a partition, a sync every 100 records, producer batches of {sys.argv[5]} bytes; {len(runs) // (4 * len(bins))} runs of each, interleaved; load average {load} at the end")
 print()
-print("| lags | reader | rows | matched | wall ms (median) | peak RSS MiB | KiB read | bytes read per row | vs --precise |")
-print("|---|---|---|---|---|---|---|---|---|")
+for b, path in enumerate(bins):
+    print(f"- bin{b}: `{path}`")
+print()
+print("| lags | binary | reader | rows | matched | wall ms (median) | CPU ms (median) | page faults | peak RSS MiB | KiB read | bytes read per row | wall vs --precise | CPU vs --precise |")
+print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 for shape in ("hot", "spread"):
-    med = {}
-    for mode in ("precise", "match"):
-        rs = [r for r in runs if r[0] == shape and r[1] == mode]
-        wall = statistics.median(float(r[2]) for r in rs)
-        rss = statistics.median(int(r[3]) for r in rs) / 1024
-        rows, matched, kib = int(rs[0][4]), int(rs[0][5]), float(rs[0][6])
-        med[mode] = wall
-        per_row = kib * 1024 / rows
-        ratio = "" if mode == "precise" else f"{wall / med['precise']:.2f}x"
-        name = "--precise" if mode == "precise" else "--precise --match-records"
-        print(f"| {shape} | {name} | {rows} | {matched} | {wall * 1000:.0f} | {rss:.0f} | {kib:.0f} | {per_row:.0f} | {ratio} |")
+    for b in range(len(bins)):
+        med = {}
+        for mode in ("precise", "match"):
+            rs = [r for r in runs if r[0] == shape and r[1] == mode and r[2] == f"bin{b}"]
+            wall = statistics.median(float(r[3]) for r in rs)
+            cpu = statistics.median(float(r[4]) for r in rs)
+            rss = statistics.median(int(r[5]) for r in rs) / 1024
+            faults = statistics.median(int(r[6]) for r in rs)
+            rows, matched, kib = int(rs[0][7]), int(rs[0][8]), float(rs[0][9])
+            med[mode] = (wall, cpu)
+            per_row = kib * 1024 / rows
+            ratio = ("", "") if mode == "precise" else (f"{wall / med['precise'][0]:.2f}x", f"{cpu / med['precise'][1]:.2f}x")
+            name = "--precise" if mode == "precise" else "--precise --match-records"
+            print(f"| {shape} | bin{b} | {name} | {rows} | {matched} | {wall * 1000:.0f} | {cpu * 1000:.0f} | {faults:.0f} | {rss:.0f} | {kib:.0f} | {per_row:.0f} | {ratio[0]} | {ratio[1]} |")
 PY

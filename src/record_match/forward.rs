@@ -10,7 +10,6 @@ use super::{
     PartitionOutcome, Unmatched, answer_read, by_partition, plan,
 };
 use crate::client::{Deadline, KafkaClient};
-use crate::record_match::digest::Digester;
 
 /// Matches every row, partition by partition: for each row, the exact downstream offset or
 /// why there is none. `source` reads the upstream topics, `target` their replicas; `histories`
@@ -31,7 +30,7 @@ where
 {
     let forward = Direction {
         not_read: Err(Unmatched::NotRead),
-        partition: |c, job, pair, d| Box::pin(match_partition(c, job, pair, d)),
+        partition: |c, job, pair| Box::pin(match_partition(c, job, pair)),
     };
     let keys = rows
         .iter()
@@ -50,7 +49,6 @@ async fn match_partition(
     clusters: Clusters<'_>,
     job: &PartitionJob,
     pair: &PairEnds,
-    digester: &Digester,
 ) -> PartitionOutcome<Result<i64, Unmatched>> {
     let Some(&(ends, stable)) = pair.ends.get(&job.partition) else {
         return PartitionOutcome::failed(
@@ -60,7 +58,7 @@ async fn match_partition(
         );
     };
     let (windows, plan) = plan::plan(&job.history, &job.offsets, ends, stable);
-    let (up, down, stopped) = job.read(clusters, pair, &plan, digester).await;
+    let (up, down, stopped) = job.read(clusters, pair, &plan).await;
     let unread = stopped.map(|budget| {
         if budget {
             Unmatched::Budget
@@ -93,7 +91,7 @@ async fn match_partition(
         } else if head_plan.too_large_for(&up, &down, clusters.options.budget_bytes) {
             Some(Ok(vec![Err(Unmatched::Budget); offsets.len()]))
         } else {
-            let (up, down, stopped) = job.read(clusters, pair, &head_plan, digester).await;
+            let (up, down, stopped) = job.read(clusters, pair, &head_plan).await;
             outcome.add_read(&up, &down, &head_plan);
             let unread = stopped.map(|budget| {
                 if budget {
@@ -119,16 +117,7 @@ async fn match_partition(
             }
         }
     }
-    answer_never_copied(
-        clusters,
-        job,
-        pair,
-        digester,
-        ends,
-        &mut answers,
-        &mut outcome,
-    )
-    .await;
+    answer_never_copied(clusters, job, pair, ends, &mut answers, &mut outcome).await;
     outcome.answers = answers;
     if let Some(why) = unread {
         outcome.unread = Some(why.name().to_string());
@@ -148,7 +137,6 @@ async fn answer_never_copied(
     clusters: Clusters<'_>,
     job: &PartitionJob,
     pair: &PairEnds,
-    digester: &Digester,
     ends: Ends,
     answers: &mut [Result<i64, Unmatched>],
     outcome: &mut PartitionOutcome<Result<i64, Unmatched>>,
@@ -169,7 +157,7 @@ async fn answer_never_copied(
     if unmatched.is_empty() {
         return;
     }
-    let tip = reverse::first_not_copied(clusters, job, pair, digester).await;
+    let tip = reverse::first_not_copied(clusters, job, pair).await;
     outcome.upstream_bytes += tip.upstream_bytes;
     outcome.downstream_bytes += tip.downstream_bytes;
     outcome.ranges += tip.ranges;

@@ -3,9 +3,8 @@
 //! The sync history bounds where a group's next record was copied to a downstream window (from
 //! the last sync below the group's upstream offset `U` to the sync that proves no later copy:
 //! the bound a precise translation reports as `max_rereads`). Reading the upstream records from
-//! the window's rewind targets on and the downstream window, and comparing records by a keyed
-//! digest of their key, value and
-//! headers (and timestamp), proves which downstream record copies which upstream one
+//! the window's rewind targets on and the downstream window, and comparing records' key, value
+//! and headers (byte for byte, found by a digest) and timestamps, proves which downstream record copies which upstream one
 //! (the argument is in the module's source), and so the last copy of the group's next record: the offset
 //! from which the group reads every record at or after `U` and nothing before it that it
 //! need not. Inside a restart's block of duplicates that is the copy after the block.
@@ -55,7 +54,6 @@ pub use walk::Unmatched;
 
 use crate::client::{ClientError, Deadline, IsolationLevel, KafkaClient, OffsetSpec, SharedTopic};
 use crate::record_match::history::LogOrder;
-use digest::Digester;
 use read::{SideRead, Stopped};
 use walk::{Ends, Matched, Upstream};
 
@@ -63,7 +61,10 @@ use walk::{Ends, Matched, Upstream};
 #[derive(Clone, Debug)]
 #[non_exhaustive]
 pub struct MatchOptions {
-    /// Record bytes one side of one partition may fetch (default 32 MiB).
+    /// Record bytes one side of one partition may fetch (default 32 MiB). The records' keys,
+    /// values and headers are kept while their partition is matched (a digest match is
+    /// confirmed byte for byte), so memory grows to about twice this for each partition
+    /// matched at once.
     pub budget_bytes: u64,
     /// Partitions matched at once (default 4).
     pub parallelism: usize,
@@ -146,7 +147,6 @@ type PartitionFn<A> = for<'a> fn(
     Clusters<'a>,
     &'a PartitionJob,
     &'a PairEnds,
-    &'a Digester,
 ) -> futures::future::BoxFuture<'a, PartitionOutcome<A>>;
 
 /// One direction of matching: the answer of a row whose partition could not be read, and what
@@ -183,7 +183,6 @@ where
     }
     let mut out = vec![direction.not_read.clone(); count];
     let mut stats = MatchStats::default();
-    let digester = Digester::default();
     let jobs: Vec<PartitionJob> = by_partition
         .into_iter()
         .map(|((down, up, partition), members)| PartitionJob {
@@ -211,11 +210,10 @@ where
     let direction = &direction;
     let results: Vec<(PartitionJob, PartitionOutcome<A>)> = futures::stream::iter(jobs)
         .map(|job| {
-            let digester = &digester;
             let pair = &ends[&(job.downstream_topic.clone(), job.upstream_topic.clone())];
             async move {
                 let outcome = match pair {
-                    Ok(pair) => (direction.partition)(clusters, &job, pair, digester).await,
+                    Ok(pair) => (direction.partition)(clusters, &job, pair).await,
                     Err(why) => {
                         PartitionOutcome::failed(&job, direction.not_read.clone(), why.clone())
                     }
@@ -265,7 +263,6 @@ impl PartitionJob {
         clusters: Clusters<'_>,
         pair: &PairEnds,
         plan: &plan::ReadPlan,
-        digester: &Digester,
     ) -> (side::Side, side::Side, Option<bool>) {
         let side = |client, topic, isolation| SideRead {
             client,
@@ -274,7 +271,6 @@ impl PartitionJob {
             isolation,
             max_fetch: clusters.options.max_fetch_bytes,
             budget: clusters.options.budget_bytes,
-            digester,
             deadline: clusters.deadline,
         };
         let up_read = side(
@@ -388,7 +384,7 @@ pub(crate) fn answer_read(
     rows: &[i64],
     windows: &[Option<walk::Window>],
 ) -> Result<Vec<Result<i64, Unmatched>>, i64> {
-    let upstream = Upstream::new(up, down.log_append_time);
+    let upstream = Upstream::new(up, down);
     let bounds = walk_bounds(&upstream, down, history, ends.upstream)?;
     let matched = Matched {
         up: upstream,

@@ -1,9 +1,8 @@
 //! Reading one side of a partition for matching: the planned offset ranges, in order, as
-//! digests, within a byte budget. The upstream is read with the broker's read_committed
+//! contents and digests, within a byte budget. The upstream is read with the broker's read_committed
 //! answer, which still holds the aborted records (the client filters them) and lists the
 //! aborted transactions: every record is kept, marked committed or not.
 
-use super::digest::Digester;
 use super::side::{Side, SideBuilder};
 use crate::client::{Deadline, IsolationLevel, KafkaClient, ReadOptions, SharedTopic};
 use crate::records::{BatchVerdict, Batches, Scratch, TimestampType};
@@ -22,7 +21,6 @@ pub(crate) struct SideRead<'a> {
     pub(crate) max_fetch: i32,
     /// Record bytes this side may fetch in all.
     pub(crate) budget: u64,
-    pub(crate) digester: &'a Digester,
     pub(crate) deadline: Deadline,
 }
 
@@ -145,12 +143,7 @@ impl SideRead<'_> {
                 if record.offset >= end {
                     break;
                 }
-                builder.record(
-                    record.offset,
-                    record.timestamp,
-                    self.digester.digest(&record),
-                    committed,
-                );
+                builder.read_record(&record, committed);
             }
         }
         Ok(())

@@ -51,7 +51,6 @@
 //! later one.
 
 use crate::client::{Deadline, KafkaClient};
-use crate::record_match::digest::Digester;
 use crate::record_match::history::LogOrder;
 use crate::record_match::plan::{ReadPlan, merged};
 use crate::record_match::side::Side;
@@ -411,7 +410,6 @@ pub(crate) async fn first_not_copied(
     clusters: Clusters<'_>,
     job: &PartitionJob,
     pair: &PairEnds,
-    digester: &Digester,
 ) -> PartitionOutcome<Result<ReverseMatch, ReverseUnmatched>> {
     let tip = PartitionJob {
         downstream_topic: job.downstream_topic.clone(),
@@ -421,7 +419,7 @@ pub(crate) async fn first_not_copied(
         offsets: vec![0],
         history: job.history.clone(),
     };
-    match_partition_for(Goal::FirstNotCopied, clusters, &tip, pair, digester).await
+    match_partition_for(Goal::FirstNotCopied, clusters, &tip, pair).await
 }
 
 /// What the answer is for.
@@ -576,7 +574,7 @@ where
 {
     let backward = Direction {
         not_read: Err(ReverseUnmatched::NotRead),
-        partition: |c, job, pair, d| Box::pin(match_partition(c, job, pair, d)),
+        partition: |c, job, pair| Box::pin(match_partition(c, job, pair)),
     };
     let keys = rows
         .iter()
@@ -640,9 +638,7 @@ where
 {
     let tip = Direction {
         not_read: Err(ReverseUnmatched::NotRead),
-        partition: |c, job, pair, d| {
-            Box::pin(match_partition_for(Goal::FirstNotCopied, c, job, pair, d))
-        },
+        partition: |c, job, pair| Box::pin(match_partition_for(Goal::FirstNotCopied, c, job, pair)),
     };
     let keys = rows
         .iter()
@@ -661,9 +657,8 @@ async fn match_partition(
     clusters: Clusters<'_>,
     job: &PartitionJob,
     pair: &PairEnds,
-    digester: &Digester,
 ) -> PartitionOutcome<Result<ReverseMatch, ReverseUnmatched>> {
-    match_partition_for(Goal::NextRead, clusters, job, pair, digester).await
+    match_partition_for(Goal::NextRead, clusters, job, pair).await
 }
 
 async fn match_partition_for(
@@ -671,7 +666,6 @@ async fn match_partition_for(
     clusters: Clusters<'_>,
     job: &PartitionJob,
     pair: &PairEnds,
-    digester: &Digester,
 ) -> PartitionOutcome<Result<ReverseMatch, ReverseUnmatched>> {
     let (Some(&(ends, stable)), Some(&start)) = (
         pair.ends.get(&job.partition),
@@ -689,7 +683,7 @@ async fn match_partition_for(
     };
     let bottom = bottom(&job.history, start, BOTTOM_MAX);
     let (windows, read) = plan(&job.history, &offsets, ends, stable, (bottom, LOOKBACK));
-    let (up, down, stopped) = job.read(clusters, pair, &read, digester).await;
+    let (up, down, stopped) = job.read(clusters, pair, &read).await;
     let unread = stopped.map(|budget| {
         if budget {
             ReverseUnmatched::Budget
@@ -698,7 +692,7 @@ async fn match_partition_for(
         }
     });
     let mut outcome = PartitionOutcome::read(&up, &down, &read);
-    let upstream = Upstream::new(&up, down.log_append_time);
+    let upstream = Upstream::new(&up, &down);
     let bounds = match walk_bounds(&upstream, &down, &job.history, ends.upstream) {
         Ok(bounds) => bounds,
         Err(at) => return outcome.inconsistent(job, Err(ReverseUnmatched::Inconsistent), at),
@@ -737,15 +731,7 @@ async fn match_partition_for(
             first: (&up, &down),
         };
         match head
-            .answer(
-                clusters,
-                job,
-                pair,
-                digester,
-                &offsets,
-                &mut answers,
-                &mut outcome,
-            )
+            .answer(clusters, job, pair, &offsets, &mut answers, &mut outcome)
             .await
         {
             Ok(why) => head_unread = why,
@@ -782,7 +768,6 @@ impl Head<'_> {
         clusters: Clusters<'_>,
         job: &PartitionJob,
         pair: &PairEnds,
-        digester: &Digester,
         offsets: &[i64],
         answers: &mut [Result<ReverseMatch, ReverseUnmatched>],
         outcome: &mut PartitionOutcome<Result<ReverseMatch, ReverseUnmatched>>,
@@ -813,7 +798,7 @@ impl Head<'_> {
             }
             return Ok(Some(ReverseUnmatched::Budget));
         }
-        let (up, down, stopped) = job.read(clusters, pair, &plan, digester).await;
+        let (up, down, stopped) = job.read(clusters, pair, &plan).await;
         outcome.add_read(&up, &down, &plan);
         let unread = stopped.map(|budget| {
             if budget {
@@ -822,7 +807,7 @@ impl Head<'_> {
                 ReverseUnmatched::NotRead
             }
         });
-        let upstream = Upstream::new(&up, down.log_append_time);
+        let upstream = Upstream::new(&up, &down);
         let bounds = walk_bounds(&upstream, &down, &job.history, self.ends.upstream)?;
         // No stretch lies below a window from the log start: `reach` is not consulted.
         let parts = (&upstream, &down, &bounds, &job.history, &[][..], self.ends);

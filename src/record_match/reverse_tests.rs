@@ -87,7 +87,7 @@ fn run(s: &Scenario, reads: Reads) -> (Flow, Vec<Row>) {
     let (windows, read) = plan(&log, &rows, ends, n, (below, reads.lookback));
     let up = flow.read(&read.upstream, true, reads.cut);
     let down = flow.read(&read.downstream, false, reads.cut);
-    let upstream = Upstream::new(&up, false);
+    let upstream = Upstream::new(&up, &down);
     let truth = truths(&flow);
     let answers: Vec<Result<ReverseMatch, ReverseUnmatched>> =
         match bounds(&upstream, &down, &log, ends.upstream) {
@@ -147,7 +147,7 @@ fn answer_head(
     }
     let up = flow.read(&read.upstream, true, reads.cut);
     let down = flow.read(&read.downstream, false, reads.cut);
-    let upstream = Upstream::new(&up, false);
+    let upstream = Upstream::new(&up, &down);
     let b = match bounds(&upstream, &down, log, ends.upstream) {
         Ok(b) => b,
         Err(v) => panic!("the model's flow is consistent, yet {v:?} (head); flow {flow:?}"),
@@ -382,7 +382,7 @@ fn the_stretches_below_catch_an_earlier_lifetime() {
     let (windows, read) = plan(&log, &rows, ends, n, (None, 0));
     let up = flow.read(&read.upstream, true, None);
     let down = flow.read(&read.downstream, false, None);
-    let upstream = Upstream::new(&up, false);
+    let upstream = Upstream::new(&up, &down);
     let b = bounds(&upstream, &down, &log, n).unwrap();
     let truth = truths(&flow);
     let reach = reach_below(&upstream, log.syncs());

@@ -1,9 +1,10 @@
 //! What was read of one side (the upstream partition, or its replica downstream): the data
-//! records as digests, which offset ranges were read completely, and which offsets inside them
+//! records, each as its content's encoding (in one buffer for the side) and its digest, which offset ranges were read completely, and which offsets inside them
 //! hold neither a data record nor a transaction marker (holes: records removed by compaction,
 //! or never there).
 
-use super::digest::Digest;
+use super::digest::{self, Digest};
+use crate::records::Record;
 
 /// `gap_before` of a record with no read predecessor: the first of its interval.
 pub(crate) const UNKNOWN_GAP: u32 = u32::MAX;
@@ -14,6 +15,9 @@ pub(crate) struct Rec {
     pub(crate) offset: i64,
     pub(crate) timestamp: i64,
     pub(crate) digest: Digest,
+    /// Where its content's encoding lies in [`Side::contents`] (empty for a record built by a
+    /// test with a digest alone).
+    pub(crate) content: (usize, u32),
     /// Not part of an aborted transaction (upstream; downstream every record was written).
     pub(crate) committed: bool,
     /// Offsets between the previous data record of the same read interval and this one that
@@ -34,6 +38,10 @@ pub(crate) struct Side {
     pub(crate) log_append_time: bool,
     /// Record bytes fetched.
     pub(crate) bytes: u64,
+    /// The records' content encodings ([`digest::encode`]), one after another: kept so that a
+    /// digest match is confirmed byte for byte. About the size of the record bytes fetched,
+    /// so bounded by the side's read budget.
+    pub(crate) contents: Vec<u8>,
 }
 
 impl Side {
@@ -52,6 +60,12 @@ impl Side {
     pub(crate) fn has_hole(&self, start: i64, end: i64) -> bool {
         let at = self.holes.partition_point(|&(_, e)| e <= start);
         self.holes.get(at).is_some_and(|&(s, _)| s < end)
+    }
+
+    /// `r`'s content encoding (a record of this side).
+    pub(crate) fn content(&self, r: &Rec) -> &[u8] {
+        let (at, len) = r.content;
+        self.contents.get(at..at + len as usize).unwrap_or_default()
     }
 
     /// The index of the first record at or after `offset`.
@@ -103,8 +117,40 @@ impl SideBuilder {
         Some(*gap)
     }
 
-    /// A data record at `offset` (past everything fed so far; others are ignored).
+    /// A data record read (past everything fed so far; others are ignored): its content
+    /// encoded and digested once, here.
+    pub(crate) fn read_record(&mut self, record: &Record<'_>, committed: bool) {
+        match self.position() {
+            Some(at) if record.offset >= at => {}
+            _ => return,
+        }
+        let at = self.side.contents.len();
+        let digest = digest::encode(record, &mut self.side.contents);
+        let len = u32::try_from(self.side.contents.len() - at).unwrap_or(u32::MAX);
+        self.push(
+            record.offset,
+            record.timestamp,
+            digest,
+            (at, len),
+            committed,
+        );
+    }
+
+    /// A data record at `offset` known by its digest alone (past everything fed so far; others
+    /// are ignored): the tests' sides.
+    #[cfg(test)]
     pub(crate) fn record(&mut self, offset: i64, timestamp: i64, digest: Digest, committed: bool) {
+        self.push(offset, timestamp, digest, (0, 0), committed);
+    }
+
+    fn push(
+        &mut self,
+        offset: i64,
+        timestamp: i64,
+        digest: Digest,
+        content: (usize, u32),
+        committed: bool,
+    ) {
         let Some(gap) = self.skip_to(offset) else {
             return;
         };
@@ -112,6 +158,7 @@ impl SideBuilder {
             offset,
             timestamp,
             digest,
+            content,
             committed,
             gap_before: gap,
         });
@@ -183,6 +230,39 @@ fn push_range(ranges: &mut Vec<(i64, i64)>, start: i64, end: i64) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::records::{Batches, Scratch, builder::BatchBuilder, builder::RecordSpec};
+
+    /// Read records keep their contents, once each, and a record behind the position leaves
+    /// nothing in the buffer.
+    #[test]
+    fn read_records_keep_their_contents() {
+        let bytes = BatchBuilder::new(5)
+            .push(RecordSpec::new(0, Some(b"k1"), Some(b"v1")))
+            .push(RecordSpec::new(1, Some(b"k2"), None).header(b"h", Some(b"x")))
+            .build();
+        let mut scratch = Scratch::new();
+        let batch = Batches::new(&bytes).next().unwrap().unwrap();
+        let records: Vec<_> = batch
+            .records(&mut scratch)
+            .unwrap()
+            .map(|r| r.unwrap())
+            .collect();
+        let mut b = SideBuilder::default();
+        b.start(5);
+        b.read_record(&records[0], true);
+        b.read_record(&records[1], true);
+        let used = b.side.contents.len();
+        b.read_record(&records[0], true); // behind: ignored
+        assert_eq!(b.side.contents.len(), used);
+        b.finish_interval(7);
+        let side = b.finish();
+        assert_eq!(side.records.len(), 2);
+        for (rec, record) in side.records.iter().zip(&records) {
+            let mut want = Vec::new();
+            assert_eq!(rec.digest, digest::encode(record, &mut want));
+            assert_eq!(side.content(rec), &want[..]);
+        }
+    }
 
     #[test]
     fn gaps_holes_and_coverage() {

@@ -265,7 +265,7 @@ impl Flow {
                     }
                     match self.upstream[o as usize] {
                         Slot::Data { content, aborted } => {
-                            b.record(o, 0, u128::from(content), !aborted)
+                            b.record(o, 0, u64::from(content), !aborted)
                         }
                         Slot::Marker => b.marker(o, o),
                     }
@@ -274,7 +274,7 @@ impl Flow {
                         continue;
                     }
                     match self.downstream[o as usize] {
-                        Some(u) => b.record(o, 0, u128::from(self.content(u)), true),
+                        Some(u) => b.record(o, 0, u64::from(self.content(u)), true),
                         None => b.marker(o, o),
                     }
                 }
@@ -370,7 +370,7 @@ fn answer_never_copied(
     let (windows, read) = reverse::plan(log, &[ends.downstream], ends, n, (below, LOOKBACK));
     let up = flow.read(&read.upstream, true, cut);
     let down = flow.read(&read.downstream, false, cut);
-    let upstream = Upstream::new(&up, false);
+    let upstream = Upstream::new(&up, &down);
     let Ok(b) = walk_bounds(&upstream, &down, log, ends.upstream) else {
         panic!("the model's flow is consistent; flow {flow:?}");
     };

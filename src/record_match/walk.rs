@@ -40,6 +40,7 @@
 
 use rustc_hash::FxHashMap;
 
+use super::digest::{Digest, same_content};
 use super::side::{Rec, Side, UNKNOWN_GAP};
 use crate::record_match::history::LogOrder;
 
@@ -53,37 +54,45 @@ pub(crate) struct Upstream<'a> {
     pub(crate) side: &'a Side,
     /// Offsets of the records not in aborted transactions, sorted.
     committed: Vec<i64>,
-    /// Records by content, each list in offset order.
-    by_digest: FxHashMap<u128, Vec<u32>>,
+    /// The downstream side read, whose records are compared with these.
+    down: &'a Side,
+    /// Records by content digest, each list in offset order.
+    by_digest: FxHashMap<Digest, Vec<u32>>,
     /// Timestamps say nothing (a LogAppendTime replica): compare contents only.
     ignore_timestamps: bool,
 }
 
 impl<'a> Upstream<'a> {
-    pub(crate) fn new(side: &'a Side, ignore_timestamps: bool) -> Self {
+    /// The upstream side `side`, to be compared with the downstream side `down`.
+    pub(crate) fn new(side: &'a Side, down: &'a Side) -> Self {
         let committed = side
             .records
             .iter()
             .filter(|r| r.committed)
             .map(|r| r.offset)
             .collect();
-        let mut by_digest: FxHashMap<u128, Vec<u32>> = FxHashMap::default();
+        let mut by_digest: FxHashMap<Digest, Vec<u32>> = FxHashMap::default();
         for (i, r) in side.records.iter().enumerate() {
             by_digest.entry(r.digest).or_default().push(i as u32);
         }
         Upstream {
             side,
             committed,
+            down,
             by_digest,
-            ignore_timestamps,
+            ignore_timestamps: down.log_append_time,
         }
     }
 
-    /// Whether downstream record `down` may be a copy of upstream record `up`. An upstream
+    /// Whether downstream record `down` may be a copy of upstream record `up`: the same
+    /// content, byte for byte once the digests agree, and the same timestamp. An upstream
     /// record without a timestamp (-1) was stamped by MM2's producer.
     pub(crate) fn same(&self, up: &Rec, down: &Rec) -> bool {
-        up.digest == down.digest
-            && (self.ignore_timestamps || up.timestamp < 0 || up.timestamp == down.timestamp)
+        (self.ignore_timestamps || up.timestamp < 0 || up.timestamp == down.timestamp)
+            && same_content(
+                (up.digest, self.side.content(up)),
+                (down.digest, self.down.content(down)),
+            )
     }
 
     /// The `n`-th committed record after `v`, or [`HIGH`] past what was read.
@@ -181,6 +190,10 @@ pub(crate) fn bounds(
     log: &LogOrder,
     upstream_end: i64,
 ) -> Result<Bounds, Violation> {
+    debug_assert!(
+        std::ptr::eq(up.down, down),
+        "the walk compares the downstream side the upstream was paired with"
+    );
     let records = &down.records;
     let n = records.len();
     let mut ub = vec![HIGH; n];
