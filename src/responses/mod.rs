@@ -68,6 +68,7 @@ pub use offset_delete::OffsetDeleteResponse;
 pub use offset_fetch::OffsetFetchResponse;
 #[cfg(feature = "unstable-fuzzing")]
 pub use share_group_describe::ShareGroupDescribeResponse;
+#[cfg(feature = "unstable-fuzzing")]
 pub use streams_group_describe::StreamsGroupDescribeResponse;
 
 /// Metadata (API key 3) versions we can send with `kafka-protocol` and decode here.
