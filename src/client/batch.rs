@@ -340,6 +340,39 @@ pub(super) fn spread<T>(groups: &[String], error: ClientError) -> Answers<T> {
         .collect()
 }
 
+/// Asks `coordinator` about `groups` on one connection: at the version `negotiate` picks from
+/// the connection's ApiVersions (failing to connect or to agree answers every group with that
+/// error), in requests of at most `per_request` groups, `window` of them in flight
+/// ([`pipelined`]). The shape of every batched group call that needs one version negotiated.
+pub(super) async fn chunked_on<T, N, F, Fut>(
+    client: &KafkaClient,
+    coordinator: &GroupCoordinator,
+    groups: Vec<String>,
+    (per_request, window): (usize, usize),
+    negotiate: N,
+    send: F,
+) -> Answers<T>
+where
+    N: FnOnce(&crate::wire::BrokerConnection) -> Result<i16, ClientError>,
+    F: Fn(crate::wire::BrokerConnection, i16, Vec<String>) -> Fut,
+    Fut: Future<Output = Answers<T>>,
+{
+    let ready = async {
+        let conn = client.connection_to(&coordinator.address).await?;
+        let version = negotiate(&conn)?;
+        Ok::<_, ClientError>((conn, version))
+    };
+    let (conn, version) = match ready.await {
+        Ok(ready) => ready,
+        Err(e) => return spread(&groups, e),
+    };
+    let requests: Vec<Vec<String>> = groups
+        .chunks(per_request.max(1))
+        .map(<[String]>::to_vec)
+        .collect();
+    pipelined(requests, window, |chunk| send(conn.clone(), version, chunk)).await
+}
+
 /// Runs `send` over `chunks` with at most `window` requests in flight, and gathers every
 /// group's answer. The broker serves a connection one request at a time, in order, so a window
 /// of two only hides the round trip between them; a larger one would only queue requests

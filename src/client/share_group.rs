@@ -30,7 +30,7 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::StrBytes;
 
-use super::batch::{Answers, AtDeadline, Coordinators, best_answers, pipelined, spread};
+use super::batch::{Answers, AtDeadline, Coordinators, best_answers, chunked_on, spread};
 use super::cluster::KafkaClient;
 use super::deadline::Deadline;
 use super::error::ClientError;
@@ -111,25 +111,19 @@ impl KafkaClient {
         coordinator: GroupCoordinator,
         groups: Vec<String>,
     ) -> Answers<ShareGroupState> {
-        let ready = async {
-            let conn = self.connection_to(&coordinator.address).await?;
-            let version = conn.negotiate(
-                ApiKey::ShareGroupDescribe,
-                responses::SHARE_GROUP_DESCRIBE_VERSIONS,
-            )?;
-            Ok::<_, ClientError>((conn, version))
-        };
-        let (conn, version) = match ready.await {
-            Ok(ready) => ready,
-            Err(e) => return spread(&groups, e),
-        };
-        let requests: Vec<Vec<String>> = groups
-            .chunks(GROUPS_PER_REQUEST)
-            .map(<[String]>::to_vec)
-            .collect();
-        pipelined(requests, WINDOW, |chunk| {
-            share_describe(&conn, version, chunk)
-        })
+        chunked_on(
+            self,
+            &coordinator,
+            groups,
+            (GROUPS_PER_REQUEST, WINDOW),
+            |conn| {
+                Ok(conn.negotiate(
+                    ApiKey::ShareGroupDescribe,
+                    responses::SHARE_GROUP_DESCRIBE_VERSIONS,
+                )?)
+            },
+            |conn, version, chunk| async move { share_describe(&conn, version, chunk).await },
+        )
         .await
     }
 

@@ -19,7 +19,7 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::StrBytes;
 
-use super::batch::{Answers, AtDeadline, Coordinators, best_answers, pipelined, spread};
+use super::batch::{Answers, AtDeadline, Coordinators, best_answers, chunked_on, spread};
 use super::cluster::KafkaClient;
 use super::deadline::Deadline;
 use super::error::ClientError;
@@ -65,23 +65,20 @@ impl KafkaClient {
         coordinator: GroupCoordinator,
         groups: Vec<String>,
     ) -> Answers<GroupOffsets> {
-        let ready = async {
-            let conn = self.connection_to(&coordinator.address).await?;
-            let version = conn.negotiate(
-                ApiKey::DescribeShareGroupOffsets,
-                responses::DESCRIBE_SHARE_GROUP_OFFSETS_VERSIONS,
-            )?;
-            Ok::<_, ClientError>((conn, version))
-        };
-        let (conn, version) = match ready.await {
-            Ok(ready) => ready,
-            Err(e) => return spread(&groups, e),
-        };
-        let requests: Vec<Vec<String>> = groups
-            .chunks(GROUPS_PER_REQUEST)
-            .map(<[String]>::to_vec)
-            .collect();
-        pipelined(requests, WINDOW, |chunk| describe(&conn, version, chunk)).await
+        chunked_on(
+            self,
+            &coordinator,
+            groups,
+            (GROUPS_PER_REQUEST, WINDOW),
+            |conn| {
+                Ok(conn.negotiate(
+                    ApiKey::DescribeShareGroupOffsets,
+                    responses::DESCRIBE_SHARE_GROUP_OFFSETS_VERSIONS,
+                )?)
+            },
+            |conn, version, chunk| async move { describe(&conn, version, chunk).await },
+        )
+        .await
     }
 }
 

@@ -11,7 +11,7 @@
 //! - <https://kafka.apache.org/protocol#The_Messages_StreamsGroupDescribe>
 //! - KIP-1071; Kafka's `DescribeStreamsGroupsHandler`
 
-use super::batch::{Answers, AtDeadline, Coordinators, best_answers, pipelined, spread};
+use super::batch::{Answers, AtDeadline, Coordinators, best_answers, chunked_on, spread};
 use super::cluster::KafkaClient;
 use super::deadline::Deadline;
 use super::error::ClientError;
@@ -59,20 +59,15 @@ impl KafkaClient {
         coordinator: GroupCoordinator,
         groups: Vec<String>,
     ) -> Answers<Option<StreamsGroup>> {
-        let ready = async {
-            let conn = self.connection_to(&coordinator.address).await?;
-            let version = negotiate(&conn)?;
-            Ok::<_, ClientError>((conn, version))
-        };
-        let (conn, version) = match ready.await {
-            Ok(ready) => ready,
-            Err(e) => return spread(&groups, e),
-        };
-        let chunks: Vec<Vec<String>> = groups
-            .chunks(GROUPS_PER_REQUEST)
-            .map(<[String]>::to_vec)
-            .collect();
-        pipelined(chunks, WINDOW, |chunk| describe(&conn, version, chunk)).await
+        chunked_on(
+            self,
+            &coordinator,
+            groups,
+            (GROUPS_PER_REQUEST, WINDOW),
+            |conn| Ok(negotiate(conn)?),
+            |conn, version, chunk| async move { describe(&conn, version, chunk).await },
+        )
+        .await
     }
 }
 
