@@ -24,14 +24,15 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use mm2_offsets::client::{Deadline, IsolationLevel, KafkaClient, OffsetSpec};
-use mm2_offsets::config::ClientConfig;
+use mm2_offsets::client::{Deadline, KafkaClient};
 use mm2_offsets::failback::{ReverseIndex, ReverseIndexBuilder};
 use mm2_offsets::record_match::MatchOptions;
 use mm2_offsets::record_match::reverse::{ReverseRow, match_reverse};
 use serde_json::Value;
 
-use crate::failover_mm2::{CLUSTERS, Env, Tp, checkpoints_of, cli, java, read_to_end, wait_topic};
+use crate::failover_mm2::{
+    CLUSTERS, Env, Tp, checkpoints_of, cli, connect, java, log_ends, read_to_end, wait_topic,
+};
 
 const GROUPS: usize = 6;
 const O_PER_PARTITION: i64 = 3000;
@@ -41,32 +42,6 @@ const N_PER_PARTITION: i64 = 1000;
 
 fn key(tp: &Tp) -> String {
     format!("{}/{}", tp.0, tp.1)
-}
-
-async fn connect(bootstrap: &str) -> KafkaClient {
-    let mut config = ClientConfig::plaintext([bootstrap.to_string()]);
-    config.request_timeout = Duration::from_secs(20);
-    config.connection_setup_timeout = Duration::from_secs(10);
-    KafkaClient::connect(config).await.unwrap_or_else(|e| {
-        panic!("{bootstrap} does not answer ({e}): start protocol-tests/harness/failover.sh up")
-    })
-}
-
-/// Each partition's log end offset.
-async fn log_ends(client: &KafkaClient, topic: &str) -> BTreeMap<i32, i64> {
-    let deadline = Deadline::after(Duration::from_secs(20));
-    let info = client.describe_topic(topic, &deadline).await.unwrap();
-    let parts: Vec<i32> = info.partitions.iter().map(|p| p.partition).collect();
-    client
-        .list_offsets(
-            &info,
-            &parts,
-            OffsetSpec::Latest,
-            IsolationLevel::ReadUncommitted,
-            &deadline,
-        )
-        .await
-        .unwrap()
 }
 
 /// Waits until `topic`'s log ends reach `at_least` on every partition and stay put for a second.

@@ -342,6 +342,33 @@ fn committed(
     .collect()
 }
 
+/// A client of a failover cluster, with room for a broker slowed by the MM2 and JVMs beside it.
+pub(crate) async fn connect(bootstrap: &str) -> KafkaClient {
+    let mut config = ClientConfig::plaintext([bootstrap.to_string()]);
+    config.request_timeout = Duration::from_secs(20);
+    config.connection_setup_timeout = Duration::from_secs(10);
+    KafkaClient::connect(config).await.unwrap_or_else(|e| {
+        panic!("{bootstrap} does not answer ({e}): start protocol-tests/harness/failover.sh up")
+    })
+}
+
+/// Each partition's log end offset.
+pub(crate) async fn log_ends(client: &KafkaClient, topic: &str) -> BTreeMap<i32, i64> {
+    let deadline = Deadline::after(Duration::from_secs(20));
+    let info = client.describe_topic(topic, &deadline).await.unwrap();
+    let parts: Vec<i32> = info.partitions.iter().map(|p| p.partition).collect();
+    client
+        .list_offsets(
+            &info,
+            &parts,
+            mm2_offsets::client::OffsetSpec::Latest,
+            mm2_offsets::client::IsolationLevel::ReadUncommitted,
+            &deadline,
+        )
+        .await
+        .unwrap()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn failover_with_apply_on_real_mirrormaker2() {
     let _clusters = CLUSTERS.lock().await;

@@ -31,11 +31,12 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use mm2_offsets::client::{Deadline, IsolationLevel, KafkaClient, OffsetSpec};
-use mm2_offsets::config::ClientConfig;
+use mm2_offsets::client::KafkaClient;
 use serde_json::Value;
 
-use crate::failover_mm2::{CLUSTERS, Env, checkpoints_of, cli, java, wait_topic};
+use crate::failover_mm2::{
+    CLUSTERS, Env, checkpoints_of, cli, connect, java, log_ends, wait_topic,
+};
 use crate::replication_kafka::delivered;
 use crate::support::watch_process::WatchProcess;
 use crate::watch_mm2::{metric, parse_metrics};
@@ -47,32 +48,6 @@ const A_PER_PARTITION: i64 = 3000;
 const A_AFTER_STOP: [i64; 3] = [37, 50, 0];
 const T_BEFORE: i64 = 100;
 const K_RECORDS: i64 = 18_000;
-
-async fn connect(bootstrap: &str) -> KafkaClient {
-    let mut config = ClientConfig::plaintext([bootstrap.to_string()]);
-    config.request_timeout = Duration::from_secs(20);
-    config.connection_setup_timeout = Duration::from_secs(10);
-    KafkaClient::connect(config).await.unwrap_or_else(|e| {
-        panic!("{bootstrap} does not answer ({e}): start protocol-tests/harness/failover.sh up")
-    })
-}
-
-/// Each partition's log end offset.
-async fn log_ends(client: &KafkaClient, topic: &str) -> BTreeMap<i32, i64> {
-    let deadline = Deadline::after(Duration::from_secs(20));
-    let info = client.describe_topic(topic, &deadline).await.unwrap();
-    let parts: Vec<i32> = info.partitions.iter().map(|p| p.partition).collect();
-    client
-        .list_offsets(
-            &info,
-            &parts,
-            OffsetSpec::Latest,
-            IsolationLevel::ReadUncommitted,
-            &deadline,
-        )
-        .await
-        .unwrap()
-}
 
 /// Waits until `topic`'s log ends reach `at_least` on every partition and stay put for a second.
 async fn wait_copied(client: &KafkaClient, topic: &str, at_least: &[i64], within: Duration) {

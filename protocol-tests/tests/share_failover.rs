@@ -24,21 +24,12 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use mm2_offsets::client::{Coordinators, Deadline, KafkaClient};
-use mm2_offsets::config::ClientConfig;
 use serde_json::Value;
 
-use crate::failover_mm2::{CLUSTERS, Env, checkpoints, cli, java, wait_topic};
+use crate::failover_mm2::{CLUSTERS, Env, checkpoints, cli, connect, java, log_ends, wait_topic};
 
 const PER_PARTITION: i64 = 300;
 const KEPT_ON_PRIMARY: usize = 250;
-
-async fn connect(bootstrap: &str) -> KafkaClient {
-    let mut config = ClientConfig::plaintext([bootstrap.to_string()]);
-    config.request_timeout = Duration::from_secs(20);
-    KafkaClient::connect(config).await.unwrap_or_else(|e| {
-        panic!("{bootstrap} does not answer ({e}): start protocol-tests/harness/failover.sh up")
-    })
-}
 
 /// The share group's start offsets on `client`'s cluster: partition -> offset (of `topic`).
 async fn start_offsets(client: &KafkaClient, group: &str, topic: &str) -> BTreeMap<i32, i64> {
@@ -534,23 +525,4 @@ async fn share_group_fails_over_to_its_translated_start_offsets() {
         translated.len()
     );
     eprintln!("[suite] share_failover took {:?}", t0.elapsed());
-}
-
-async fn log_ends(client: &KafkaClient, topic: &str) -> BTreeMap<i32, i64> {
-    use mm2_offsets::client::{IsolationLevel, OffsetSpec};
-    let deadline = Deadline::after(Duration::from_secs(20));
-    let Ok(info) = client.describe_topic(topic, &deadline).await else {
-        return BTreeMap::new();
-    };
-    let parts: Vec<i32> = info.partitions.iter().map(|p| p.partition).collect();
-    client
-        .list_offsets(
-            &info,
-            &parts,
-            OffsetSpec::Latest,
-            IsolationLevel::ReadUncommitted,
-            &deadline,
-        )
-        .await
-        .unwrap_or_default()
 }
