@@ -19,6 +19,9 @@ mod failback_mm2;
 // On clusters of its own (harness/failover.sh), run as a step of its own by .ci/run.
 #[cfg(feature = "failover-tests")]
 mod failover_mm2;
+// A Kafka Streams application failed over with apply (issue 31), on the failover suite's clusters.
+#[cfg(feature = "failover-tests")]
+mod streams_failover;
 mod faults;
 mod group_calls;
 // Share groups (a real share consumer) and group types on k4 and k39 (issue 31).
