@@ -28,11 +28,12 @@ import org.apache.kafka.streams.processor.api.RecordMetadata;
  * Prints one JSON line: {"app_id":...,"seen":N}. Exit 1 when fewer than COUNT arrive in 60 s.
  *
  * <p>The Streams failover suite (protocol-tests/tests/streams_failover.rs) uses two more modes,
- * each one JVM; a record's value is {@code TOPIC|PARTITION|SEQ} (SEQ = its offset on the
- * primary), as FailoverClient writes them, so every value names one upstream record:
+ * each one JVM; a record's value is {@code TOPIC|PARTITION|SEQ} (SEQ counting the partition's
+ * records from 0, as FailoverClient writes them), so every value names one upstream record:
  * <ul>
  *   <li>{@code primary BOOTSTRAP APP_ID TOPIC STATE_DIR FIRST TOTAL} (FIRST and TOTAL
- *       comma-separated per partition): produces the first FIRST[p] records of each partition,
+ *       comma-separated per partition): produces the first FIRST[p] records of each partition
+ *       (in transactions of 10, so SEQ s is at offset s + s / 10: the markers are not copied),
  *       runs the application until it has processed exactly those (nothing else exists yet, so
  *       it commits exactly FIRST[p]), closes it, then produces the rest up to TOTAL[p]. Prints
  *       {"processed":{"0":N,...}}.
@@ -134,28 +135,47 @@ public final class StreamsOnce {
         return new KafkaStreams(builder.build(), props);
     }
 
-    private static void produce(String bootstrap, String topic, int[] from, int[] to) {
+    /**
+     * SEQs FROM[p] to TO[p] to each partition, in committed transactions of TXN records each: every
+     * transaction leaves a commit marker in the primary's log, which MM2 does not copy, so a
+     * record's offset on the primary and on the replica differ (SEQ + SEQ / TXN on the primary,
+     * SEQ on the replica).
+     */
+    private static void produce(String bootstrap, String topic, String txnId, int[] from, int[] to) {
         Properties p = new Properties();
         p.put("bootstrap.servers", bootstrap);
         p.put("key.serializer", ByteArraySerializer.class);
         p.put("value.serializer", ByteArraySerializer.class);
         p.put("acks", "all");
-        p.put("enable.idempotence", "true");
+        p.put("transactional.id", txnId);
         try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(p)) {
+            producer.initTransactions();
             for (int partition = 0; partition < to.length; partition++) {
-                for (int seq = from[partition]; seq < to[partition]; seq++) {
-                    byte[] value = (topic + "|" + partition + "|" + seq).getBytes(StandardCharsets.UTF_8);
-                    long offset = producer.send(new ProducerRecord<>(topic, partition, null, value)).get().offset();
-                    if (offset != seq) {
-                        throw new IllegalStateException(topic + "-" + partition + ": SEQ " + seq + " at offset " + offset);
+                for (int seq = from[partition]; seq < to[partition]; seq += TXN) {
+                    producer.beginTransaction();
+                    java.util.List<java.util.concurrent.Future<org.apache.kafka.clients.producer.RecordMetadata>> sent =
+                            new java.util.ArrayList<>();
+                    for (int s = seq; s < Math.min(seq + TXN, to[partition]); s++) {
+                        byte[] value = (topic + "|" + partition + "|" + s).getBytes(StandardCharsets.UTF_8);
+                        sent.add(producer.send(new ProducerRecord<>(topic, partition, null, value)));
+                    }
+                    producer.commitTransaction();
+                    for (int i = 0; i < sent.size(); i++) {
+                        long s = seq + i;
+                        long offset = sent.get(i).get().offset();
+                        if (offset != s + s / TXN) {
+                            throw new IllegalStateException(topic + "-" + partition + ": SEQ " + s + " at offset " + offset);
+                        }
                     }
                 }
             }
-            producer.flush();
         } catch (Exception e) {
             throw new RuntimeException(e);
         }
     }
+
+    /** Records per transaction in the primary mode. */
+    private static final int TXN = 10;
 
     private static String counts(Map<Integer, Integer> m) {
         StringBuilder b = new StringBuilder("{");
@@ -181,7 +201,7 @@ public final class StreamsOnce {
 
     private static void primary(String bootstrap, String appId, String topic, String stateDir, int[] first, int[] total)
             throws Exception {
-        produce(bootstrap, topic, new int[first.length], first);
+        produce(bootstrap, topic, appId + "-producer", new int[first.length], first);
         Seen seen = new Seen();
         KafkaStreams streams = app(streamsProps(bootstrap, appId, stateDir), topic, seen);
         streams.start();
@@ -195,7 +215,7 @@ public final class StreamsOnce {
         });
         // Close commits what was processed: exactly FIRST[p] per partition.
         streams.close();
-        produce(bootstrap, topic, first, total);
+        produce(bootstrap, topic, appId + "-producer", first, total);
         System.out.println("{\"processed\":" + counts(seen.count) + "}");
         System.out.flush();
         System.exit(0);

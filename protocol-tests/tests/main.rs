@@ -20,10 +20,10 @@ mod failback_mm2;
 #[cfg(feature = "failover-tests")]
 mod failover_mm2;
 // A Kafka Streams application failed over with apply (issue 31), on the failover suite's clusters.
-#[cfg(feature = "failover-tests")]
-mod streams_failover;
 mod faults;
 mod group_calls;
+#[cfg(feature = "failover-tests")]
+mod streams_failover;
 // Share groups (a real share consumer) and group types on k4 and k39 (issue 31).
 mod group_types;
 mod hostile_outcomes;

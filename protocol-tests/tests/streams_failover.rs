@@ -4,8 +4,10 @@
 //! on the primary, translated record by record.
 //!
 //! 1. A Streams application on the primary processes the first 120 of 200 records of partition
-//!    0 and 80 of 150 of partition 1 and closes (committing 120 and 80); MM2 wrote no checkpoint
-//!    for its group.
+//!    0 and 80 of 150 of partition 1 and closes; MM2 wrote no checkpoint for its group. The
+//!    records were written in transactions of 10: each commit marker takes an offset on the
+//!    primary that MM2 does not copy, so the application's committed offsets (past 12 and 8
+//!    markers) are not the replica's, and only the records tell the right one.
 //! 2. apply on the backup plans it as a `streams` group and commits, per partition, the replica's
 //!    offset of the copy of the record at the committed offset (the truth, read from the
 //!    replica's records: every value names its upstream record).
@@ -36,6 +38,8 @@ use crate::support::groups::{committed, committed_with_metadata};
 /// Records per partition on the primary, and how many of them the application processes there.
 const TOTAL: [i64; 2] = [200, 150];
 const FIRST: [i64; 2] = [120, 80];
+/// Records per transaction on the primary (StreamsOnce's `TXN`).
+const TXN: i64 = 10;
 
 fn harness() -> PathBuf {
     crate::support::harness_dir()
@@ -53,8 +57,7 @@ fn compile_streams_once(classes: &Path) -> String {
     let lib = String::from_utf8(out.stdout).unwrap().trim().to_string();
     let jar = crate::group_types::kafka_streams_jar();
     let classpath = format!("{lib}/*:{}:{}", jar.display(), classes.display());
-    let source =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("protocol-tests/java/StreamsOnce.java");
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("protocol-tests/java/StreamsOnce.java");
     let javac = Command::new("javac")
         .args(["--release", "17", "-cp", &classpath, "-d"])
         .arg(classes)
@@ -148,7 +151,13 @@ async fn a_kafka_streams_application_fails_over_with_apply() {
     // 1. The topic, replicated; the application on the primary.
     java(
         &env,
-        &["create", "--bootstrap", &primary, "--topics", &format!("{topic}:2")],
+        &[
+            "create",
+            "--bootstrap",
+            &primary,
+            "--topics",
+            &format!("{topic}:2"),
+        ],
     );
     wait_topic(&backup_client, &replica, Duration::from_secs(90)).await;
     let started = Instant::now();
@@ -177,8 +186,11 @@ async fn a_kafka_streams_application_fails_over_with_apply() {
         String::from_utf8_lossy(&out.stdout).trim(),
         started.elapsed().as_secs_f64()
     );
+    // SEQ s is at offset s + s / 10 on the primary (a marker after every 10 records): the
+    // next record, SEQ FIRST[p], at FIRST[p] + FIRST[p] / 10. Kafka Streams commits its
+    // consumer's position there (past the last marker), not the last record's offset + 1.
     let source: BTreeMap<Tp, i64> = (0..2)
-        .map(|p| ((topic.clone(), p as i32), FIRST[p]))
+        .map(|p| ((topic.clone(), p as i32), FIRST[p] + FIRST[p] / TXN))
         .collect();
     assert_eq!(
         committed(&primary_client, &app).await,
@@ -275,6 +287,14 @@ async fn a_kafka_streams_application_fails_over_with_apply() {
         })
         .collect();
     assert_eq!(translated, truth, "apply's offsets vs the records");
+    let upstream: BTreeMap<Tp, i64> = source
+        .iter()
+        .map(|((_, p), o)| ((replica.clone(), *p), *o))
+        .collect();
+    assert_eq!(
+        sources, upstream,
+        "the plan's upstream offsets: the primary's commits"
+    );
     let replica_end: BTreeMap<Tp, i64> = replica_log
         .iter()
         .map(|(p, v)| ((replica.clone(), *p), v.last().map_or(0, |&(o, _)| o + 1)))
@@ -374,8 +394,16 @@ async fn a_kafka_streams_application_fails_over_with_apply() {
     let doc = apply(&args, 0);
     let g = plan_group(&doc, &app);
     assert_eq!(g["group_type"], "streams", "{g}");
-    assert_eq!(g["state"], "Empty", "an empty Streams group on the backup: {g}");
-    eprintln!("[streams] the stopped application's group, planned: protocol {}, state {}", g["protocol"], g["state"]);
+    assert_eq!(
+        g["state"], "Empty",
+        "an empty Streams group on the backup: {g}"
+    );
+    // Not "absent": the target holds the Streams group (and its offsets).
+    assert_eq!(g["protocol"], Value::Null, "{g}");
+    eprintln!(
+        "[streams] the stopped application's group, planned: protocol {}, state {}",
+        g["protocol"], g["state"]
+    );
     wait_committed(&backup_client, &app, &translated).await;
     let (code, out, err) = cli(&[
         "apply",
@@ -405,14 +433,18 @@ async fn a_kafka_streams_application_fails_over_with_apply() {
         let tp = (replica.clone(), p);
         let (offset, value) = &firsts[&tp];
         assert_eq!(*offset, truth[&tp], "{tp:?}: first read on the backup");
-        assert_eq!(value, &format!("{topic}|{p}|{}", FIRST[p as usize]), "{tp:?}");
+        assert_eq!(
+            value,
+            &format!("{topic}|{p}|{}", FIRST[p as usize]),
+            "{tp:?}"
+        );
         let rereads = translated[&tp] - truth[&tp];
         assert_eq!(rereads, 0);
         println!(
             "{:<44} {:<8} {:>7} {:>10} {:>6} {:>32} {:>8}",
             format!("{}-{p}", tp.0),
             g["group_type"].as_str().unwrap(),
-            sources.get(&tp).copied().unwrap_or(FIRST[p as usize]),
+            sources[&tp],
             translated[&tp],
             truth[&tp],
             format!("{offset} ({value})"),
