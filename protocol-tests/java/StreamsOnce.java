@@ -141,15 +141,8 @@ public final class StreamsOnce {
      * record's offset on the primary and on the replica differ (SEQ + SEQ / TXN on the primary,
      * SEQ on the replica).
      */
-    private static void produce(String bootstrap, String topic, String txnId, int[] from, int[] to) {
-        Properties p = new Properties();
-        p.put("bootstrap.servers", bootstrap);
-        p.put("key.serializer", ByteArraySerializer.class);
-        p.put("value.serializer", ByteArraySerializer.class);
-        p.put("acks", "all");
-        p.put("transactional.id", txnId);
-        try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(p)) {
-            producer.initTransactions();
+    private static void produce(KafkaProducer<byte[], byte[]> producer, String topic, int[] from, int[] to) {
+        try {
             for (int partition = 0; partition < to.length; partition++) {
                 for (int seq = from[partition]; seq < to[partition]; seq += TXN) {
                     producer.beginTransaction();
@@ -201,7 +194,17 @@ public final class StreamsOnce {
 
     private static void primary(String bootstrap, String appId, String topic, String stateDir, int[] first, int[] total)
             throws Exception {
-        produce(bootstrap, topic, appId + "-producer", new int[first.length], first);
+        // One transactional producer for both rounds: a second one of the same transactional.id
+        // can find the first one's last transaction still completing (InvalidTxnStateException).
+        Properties pp = new Properties();
+        pp.put("bootstrap.servers", bootstrap);
+        pp.put("key.serializer", ByteArraySerializer.class);
+        pp.put("value.serializer", ByteArraySerializer.class);
+        pp.put("acks", "all");
+        pp.put("transactional.id", appId + "-producer");
+        KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(pp);
+        producer.initTransactions();
+        produce(producer, topic, new int[first.length], first);
         Seen seen = new Seen();
         KafkaStreams streams = app(streamsProps(bootstrap, appId, stateDir), topic, seen);
         streams.start();
@@ -215,7 +218,8 @@ public final class StreamsOnce {
         });
         // Close commits what was processed: exactly FIRST[p] per partition.
         streams.close();
-        produce(bootstrap, topic, appId + "-producer", first, total);
+        produce(producer, topic, first, total);
+        producer.close();
         System.out.println("{\"processed\":" + counts(seen.count) + "}");
         System.out.flush();
         System.exit(0);

@@ -18,6 +18,8 @@
 //! 5. Stopped, apply (a rewind to the translation, `--allow-rewind`, `--undo-out`) and its undo
 //!    (`apply --plan UNDO --execute`) restore what the application had committed, metadata
 //!    included.
+//! 6. Failback (`failback --match-records --execute`): the application's offsets on the backup
+//!    (the replica's end) back into the primary's empty Streams group: the primary's log end.
 //!
 //! On the failover suite's clusters (`harness/failover.sh`), holding
 //! [`crate::failover_mm2::CLUSTERS`] (the failback suite restarts its MM2).
@@ -424,6 +426,76 @@ async fn a_kafka_streams_application_fails_over_with_apply() {
         held.iter().map(|(k, v)| (k, v.0)).collect::<Vec<_>>(),
         restored.iter().map(|(k, v)| (k, v.0)).collect::<Vec<_>>()
     );
+
+    // 6. Failback: the application's offsets on the backup (the replica's end, where it
+    //    stopped) back to the primary, record-matched, into the primary's empty Streams group.
+    let (code, out, err) = cli(&[
+        "failback",
+        "--bootstrap-server",
+        &primary,
+        "--from-bootstrap-server",
+        &backup,
+        "--source",
+        &alias,
+        "--group",
+        &app,
+        "--match-records",
+        "--execute",
+        "-o",
+        "json",
+        "--no-progress",
+    ]);
+    assert_eq!(code, 0, "failback: {err}\n{out}");
+    let done: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
+    let fg = plan_group(&done, &app);
+    assert_eq!(fg["group_type"], "streams", "{fg}");
+    assert_eq!(
+        fg["state"], "Empty",
+        "the primary's stopped application: {fg}"
+    );
+    assert_eq!(fg["protocol"], Value::Null, "{fg}");
+    // The backup's 200 and 150 are its log ends: no record after the last one read there, so
+    // the primary's log end (SEQ 199 at 218, its marker at 219: 220; 165 for partition 1).
+    let mut failback_rows: BTreeMap<i32, (i64, i64, i64)> = BTreeMap::new();
+    for p in fg["partitions"].as_array().unwrap() {
+        let n = p["partition"].as_i64().unwrap() as i32;
+        let end = TOTAL[n as usize] + TOTAL[n as usize] / TXN;
+        assert_eq!(p["rule"], "record-match", "{p}");
+        assert_eq!(p["verdict"], "commit", "{p}");
+        assert_eq!(p["from_offset"], replica_end[&(replica.clone(), n)], "{p}");
+        assert_eq!(p["translated"], end, "{p}");
+        failback_rows.insert(
+            n,
+            (
+                p["from_offset"].as_i64().unwrap(),
+                p["current"].as_i64().unwrap(),
+                p["translated"].as_i64().unwrap(),
+            ),
+        );
+    }
+    for r in done["result"]["groups"].as_array().unwrap() {
+        assert_eq!(r["outcome"], "applied", "{r}");
+    }
+    let back = committed(&primary_client, &app).await;
+    let want: BTreeMap<Tp, i64> = (0..2)
+        .map(|p| ((topic.clone(), p as i32), TOTAL[p] + TOTAL[p] / TXN))
+        .collect();
+    assert_eq!(back, want, "the primary after failback");
+    println!(
+        "{:<36} {:<8} {:>12} {:>18} {:>10} {:>14}",
+        "FAILBACK PARTITION", "TYPE", "ON BACKUP", "PRIMARY BEFORE", "WRITTEN", "PRIMARY END"
+    );
+    for (n, (from, before, written)) in &failback_rows {
+        println!(
+            "{:<36} {:<8} {:>12} {:>18} {:>10} {:>14}",
+            format!("{topic}-{n}"),
+            "streams",
+            from,
+            before,
+            written,
+            TOTAL[*n as usize] + TOTAL[*n as usize] / TXN
+        );
+    }
 
     println!(
         "{:<44} {:<8} {:>7} {:>10} {:>6} {:>32} {:>8}",
