@@ -81,7 +81,7 @@ fn kafka_tool(lib: &std::path::Path, class: &str, args: &[&str]) -> String {
 
 /// The kafka-streams 4.4.0 jar (not in the harness's lib dir: fetched into the local Maven
 /// repository once, as the harness resolves its own jars).
-fn kafka_streams_jar() -> PathBuf {
+pub(crate) fn kafka_streams_jar() -> PathBuf {
     let home = std::env::var_os("HOME").expect("HOME");
     let jar = PathBuf::from(home)
         .join(".m2/repository/org/apache/kafka/kafka-streams/4.4.0/kafka-streams-4.4.0.jar");

@@ -20,10 +20,7 @@ mod failback_mm2;
 #[cfg(feature = "failover-tests")]
 mod failover_mm2;
 mod faults;
-// A share group failed over, on the failover suite's clusters (issue 31).
 mod group_calls;
-#[cfg(feature = "failover-tests")]
-mod share_failover;
 // Share groups (a real share consumer) and group types on k4 and k39 (issue 31).
 mod group_types;
 mod hostile_outcomes;
@@ -59,3 +56,9 @@ mod watch_mm2;
 mod watch_replication;
 // Alone in a CI step of its own, with watch_load.
 mod watch_secure;
+// A share group failed over, on the failover suite's clusters (issue 31).
+#[cfg(feature = "failover-tests")]
+mod share_failover;
+// A Kafka Streams application failed over with apply (issue 31), on the failover suite's clusters.
+#[cfg(feature = "failover-tests")]
+mod streams_failover;

@@ -608,11 +608,18 @@ pub async fn plan(
                 Some(streams::StreamsGate::Open {
                     state,
                     may_delete_offsets,
+                    exists,
                 }) => {
                     // DescribeGroups does not know a Streams group: show what
-                    // StreamsGroupDescribe said.
+                    // StreamsGroupDescribe said. Its "absent" would tell the reader that the
+                    // target has no such group, when it holds an empty Streams group (and its
+                    // offsets): no classic or consumer protocol, so none (null), as for the
+                    // other group types ListGroups names.
                     planned.state = Some(state.clone());
                     planned.may_delete_offsets = *may_delete_offsets;
+                    if *exists {
+                        planned.protocol = None;
+                    }
                 }
                 _ => {}
             }

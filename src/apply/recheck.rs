@@ -527,7 +527,20 @@ pub async fn recheck(
                     };
                 }
                 (None, Some(Ok(_))) => match fresh_reads.remove(&g.group) {
-                    Some(Ok(read)) => rechecked(g, read, &mut out),
+                    Some(Ok(read)) => {
+                        rechecked(g, read, &mut out);
+                        // An empty Streams group: DescribeGroups calls it absent, the plan shows
+                        // what StreamsGroupDescribe said (as planning does).
+                        if let Some(super::streams::StreamsGate::Open {
+                            state,
+                            exists: true,
+                            ..
+                        }) = gates.get(&g.group)
+                        {
+                            out.protocol = None;
+                            out.state = Some(state.clone());
+                        }
+                    }
                     Some(Err(message)) => out.status = super::status_of_error(message),
                     None => {
                         out.status = GroupStatus::Error {

@@ -33,6 +33,9 @@ pub(crate) enum StreamsGate {
     Open {
         state: String,
         may_delete_offsets: Option<bool>,
+        /// The target holds the Streams group (false: listed, then gone when described, so
+        /// the commit creates a classic group as for an id the target does not know).
+        exists: bool,
     },
     /// Must not be written.
     Refused(GroupRefusal),
@@ -64,6 +67,7 @@ pub(crate) async fn gates(
             Some(Ok(None)) => StreamsGate::Open {
                 state: "Dead".into(),
                 may_delete_offsets: None,
+                exists: false,
             },
             Some(Err(e)) => StreamsGate::Unreadable(GroupError::Unreadable(super::authz::cause(e))),
             None => StreamsGate::Unreadable(GroupError::Unreadable(
@@ -107,6 +111,7 @@ pub(crate) fn gate(g: &StreamsGroup, topics: &BTreeSet<String>) -> StreamsGate {
         state: g.group_state.clone(),
         may_delete_offsets: (g.authorized_operations != i32::MIN)
             .then_some(g.authorized_operations & (1 << ACL_DELETE) != 0),
+        exists: true,
     }
 }
 

@@ -538,6 +538,12 @@ pub(crate) fn write_table_of(
                 format!("consumer, {}", esc(g.state.as_deref().unwrap_or("?")))
             }
             Some(_) => esc(g.state.as_deref().unwrap_or("?")),
+            // An empty Streams group the plan may write (StreamsGroupDescribe's state).
+            None if g.group_type == mm2_offsets::client::GroupType::Streams
+                && matches!(g.status, GroupStatus::Ready) =>
+            {
+                format!("streams, {}", esc(g.state.as_deref().unwrap_or("?")))
+            }
             // A share or streams group (named by ListGroups), or a group that could not be read.
             None => g.state.as_deref().map_or_else(
                 || "state unknown".to_string(),
