@@ -31,7 +31,8 @@ use mm2_offsets::record_match::reverse::{ReverseRow, match_reverse};
 use serde_json::Value;
 
 use crate::failover_mm2::{
-    CLUSTERS, Env, Tp, checkpoints_of, cli, connect, java, log_ends, read_to_end, wait_topic,
+    CLUSTERS, Env, Tp, checkpoints_of, cli, connect, create_topics, java, log_ends, read_to_end,
+    wait_topic,
 };
 
 const GROUPS: usize = 6;
@@ -260,16 +261,7 @@ async fn failback_round_trip_on_real_mirrormaker2() {
     let dir = tempfile::tempdir().unwrap();
 
     // 1. The primary's topics, copied to the backup.
-    java(
-        &env,
-        &[
-            "create",
-            "--bootstrap",
-            &primary,
-            "--topics",
-            &format!("{o}:2,{x}:1,{c}:1"),
-        ],
-    );
+    create_topics(&env, &primary, &format!("{o}:2,{x}:1,{c}:1"));
     for t in [&o, &x, &c] {
         wait_topic(&b_client, &remote(t), Duration::from_secs(90)).await;
     }
@@ -451,16 +443,7 @@ async fn failback_round_trip_on_real_mirrormaker2() {
     step("failover applied");
 
     // 4. New data on the backup (copied back by the reverse flow), and the groups on the backup.
-    java(
-        &env,
-        &[
-            "create",
-            "--bootstrap",
-            &backup,
-            "--topics",
-            &format!("{n}:2"),
-        ],
-    );
+    create_topics(&env, &backup, &format!("{n}:2"));
     wait_topic(&p_client, &replica(&n), Duration::from_secs(90)).await;
     java(
         &env,

@@ -71,6 +71,25 @@ impl Env {
 }
 
 /// Runs FailoverClient (through the harness script) and returns its JSON lines.
+/// Creates `topics` ("name:partitions,...") on `bootstrap` with FailoverClient.
+pub(crate) fn create_topics(env: &Env, bootstrap: &str, topics: &str) {
+    java(
+        env,
+        &["create", "--bootstrap", bootstrap, "--topics", topics],
+    );
+}
+
+/// The group `group` of an `apply -o json` document (its plan's groups, or a plan file's).
+pub(crate) fn plan_group<'a>(doc: &'a Value, group: &str) -> &'a Value {
+    doc["plan"]["groups"]
+        .as_array()
+        .or_else(|| doc["groups"].as_array())
+        .unwrap_or_else(|| panic!("no groups in {doc}"))
+        .iter()
+        .find(|g| g["group"] == group)
+        .unwrap_or_else(|| panic!("{group} not planned: {doc}"))
+}
+
 pub(crate) fn java(env: &Env, args: &[&str]) -> Vec<Value> {
     let started = Instant::now();
     let output = Command::new("bash")

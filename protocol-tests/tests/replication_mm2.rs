@@ -35,7 +35,7 @@ use mm2_offsets::client::KafkaClient;
 use serde_json::Value;
 
 use crate::failover_mm2::{
-    CLUSTERS, Env, checkpoints_of, cli, connect, java, log_ends, wait_topic,
+    CLUSTERS, Env, checkpoints_of, cli, connect, create_topics, java, log_ends, wait_topic,
 };
 use crate::replication_kafka::delivered;
 use crate::support::watch_process::WatchProcess;
@@ -247,16 +247,7 @@ async fn replication_on_real_mirrormaker2() {
     let tp = |t: &str, p: i32| (remote(t), p);
     let dir = tempfile::tempdir().unwrap();
 
-    java(
-        &env,
-        &[
-            "create",
-            "--bootstrap",
-            &primary,
-            "--topics",
-            &format!("{a}:{A_PARTITIONS},{t}:1,{k}:1"),
-        ],
-    );
+    create_topics(&env, &primary, &format!("{a}:{A_PARTITIONS},{t}:1,{k}:1"));
     for topic in [&a, &t, &k] {
         wait_topic(&b_client, &remote(topic), Duration::from_secs(90)).await;
     }

@@ -26,7 +26,9 @@ use std::time::{Duration, Instant};
 use mm2_offsets::client::{Coordinators, Deadline, KafkaClient};
 use serde_json::Value;
 
-use crate::failover_mm2::{CLUSTERS, Env, checkpoints, cli, connect, java, log_ends, wait_topic};
+use crate::failover_mm2::{
+    CLUSTERS, Env, checkpoints, cli, connect, create_topics, java, log_ends, plan_group, wait_topic,
+};
 
 const PER_PARTITION: i64 = 300;
 const KEPT_ON_PRIMARY: usize = 250;
@@ -96,16 +98,6 @@ fn apply(args: &[&str]) -> (i32, Value, String) {
     (code, doc, err)
 }
 
-fn plan_group<'a>(doc: &'a Value, group: &str) -> &'a Value {
-    doc["plan"]["groups"]
-        .as_array()
-        .or_else(|| doc["groups"].as_array())
-        .unwrap_or_else(|| panic!("no groups in {doc}"))
-        .iter()
-        .find(|g| g["group"] == group)
-        .unwrap_or_else(|| panic!("no {group} in {doc}"))
-}
-
 fn result_group<'a>(doc: &'a Value, group: &str) -> &'a Value {
     doc["result"]["groups"]
         .as_array()
@@ -134,16 +126,7 @@ async fn share_group_fails_over_to_its_translated_start_offsets() {
     let (p_client, b_client) = (connect(&primary).await, connect(&backup).await);
 
     // 1. The topic, and a share consumer on the primary that keeps part of it.
-    java(
-        &env,
-        &[
-            "create",
-            "--bootstrap",
-            &primary,
-            "--topics",
-            &format!("{topic}:2"),
-        ],
-    );
+    create_topics(&env, &primary, &format!("{topic}:2"));
     java(
         &env,
         &[

@@ -34,7 +34,7 @@ use mm2_offsets::client::KafkaClient;
 use mm2_offsets::config::ClientConfig;
 use serde_json::Value;
 
-use crate::failover_mm2::{Env, Tp, checkpoints, cli, java, wait_topic};
+use crate::failover_mm2::{Env, Tp, checkpoints, cli, create_topics, java, plan_group, wait_topic};
 use crate::support::groups::{committed, committed_with_metadata};
 
 /// Records per partition on the primary, and how many of them the application processes there.
@@ -93,17 +93,6 @@ fn apply(args: &[&str], want_code: i32) -> Value {
     serde_json::from_str(&out).unwrap_or_else(|e| panic!("apply JSON ({e}): {out}\n{err}"))
 }
 
-/// The plan's group `group`.
-fn plan_group<'a>(doc: &'a Value, group: &str) -> &'a Value {
-    doc["plan"]["groups"]
-        .as_array()
-        .or_else(|| doc["groups"].as_array())
-        .unwrap_or_else(|| panic!("no groups in {doc}"))
-        .iter()
-        .find(|g| g["group"] == group)
-        .unwrap_or_else(|| panic!("{group} not planned: {doc}"))
-}
-
 /// Waits until the group's committed offsets on `client` equal `want`.
 async fn wait_committed(client: &KafkaClient, group: &str, want: &BTreeMap<Tp, i64>) {
     let give_up = Instant::now() + Duration::from_secs(30);
@@ -151,16 +140,7 @@ async fn a_kafka_streams_application_fails_over_with_apply() {
     let classpath = compile_streams_once(&classes);
 
     // 1. The topic, replicated; the application on the primary.
-    java(
-        &env,
-        &[
-            "create",
-            "--bootstrap",
-            &primary,
-            "--topics",
-            &format!("{topic}:2"),
-        ],
-    );
+    create_topics(&env, &primary, &format!("{topic}:2"));
     wait_topic(&backup_client, &replica, Duration::from_secs(90)).await;
     let started = Instant::now();
     let out = streams_once(
