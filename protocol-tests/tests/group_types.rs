@@ -104,17 +104,9 @@ pub(crate) fn kafka_streams_jar() -> PathBuf {
     jar
 }
 
-/// Runs `protocol-tests/java/StreamsOnce.java` (compiled into `classes`): a Kafka Streams
-/// application on the Streams protocol copies `count` records of `input` to `output`, then
-/// closes, leaving an empty Streams group `app_id` with committed offsets.
-fn run_streams_once(
-    lib: &std::path::Path,
-    classes: &std::path::Path,
-    bootstrap: &str,
-    app_id: &str,
-    (input, output): (&str, &str),
-    count: usize,
-) {
+/// Compiles `protocol-tests/java/StreamsOnce.java` into `classes` against the Kafka client jars
+/// in `lib` and the kafka-streams jar: the classpath to run it with.
+pub(crate) fn compile_streams_once(lib: &std::path::Path, classes: &std::path::Path) -> String {
     let jar = kafka_streams_jar();
     let classpath = format!(
         "{}/*:{}:{}",
@@ -131,6 +123,21 @@ fn run_streams_once(
         .output()
         .expect("run javac");
     assert!(javac.status.success(), "javac: {javac:?}");
+    classpath
+}
+
+/// Runs `protocol-tests/java/StreamsOnce.java` (compiled into `classes`): a Kafka Streams
+/// application on the Streams protocol copies `count` records of `input` to `output`, then
+/// closes, leaving an empty Streams group `app_id` with committed offsets.
+fn run_streams_once(
+    lib: &std::path::Path,
+    classes: &std::path::Path,
+    bootstrap: &str,
+    app_id: &str,
+    (input, output): (&str, &str),
+    count: usize,
+) {
+    let classpath = compile_streams_once(lib, classes);
     let state = classes.join("state");
     let out = Command::new("java")
         .args(["-Xmx256m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC"])

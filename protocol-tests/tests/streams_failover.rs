@@ -57,17 +57,7 @@ fn compile_streams_once(classes: &Path) -> String {
         .expect("run kafka-jars.sh");
     assert!(out.status.success(), "kafka-jars.sh: {out:?}");
     let lib = String::from_utf8(out.stdout).unwrap().trim().to_string();
-    let jar = crate::group_types::kafka_streams_jar();
-    let classpath = format!("{lib}/*:{}:{}", jar.display(), classes.display());
-    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("protocol-tests/java/StreamsOnce.java");
-    let javac = Command::new("javac")
-        .args(["--release", "17", "-cp", &classpath, "-d"])
-        .arg(classes)
-        .arg(&source)
-        .output()
-        .expect("run javac");
-    assert!(javac.status.success(), "javac: {javac:?}");
-    classpath
+    crate::group_types::compile_streams_once(Path::new(&lib), classes)
 }
 
 fn streams_once(classpath: &str, args: &[&str]) -> Command {
