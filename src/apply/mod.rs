@@ -642,6 +642,25 @@ pub async fn plan(
     })
 }
 
+/// A topic the principal may not describe hides the group's offsets on it (OffsetFetch leaves
+/// it out): nothing of the group can be proven safe, so `status` becomes an error naming the
+/// topics, unless it is one already.
+fn deny_hidden_topics(status: &mut GroupStatus, denied: &BTreeSet<&str>, logs: &TargetLogs) {
+    if denied.is_empty() || matches!(status, GroupStatus::Error { .. }) {
+        return;
+    }
+    let reasons: Vec<String> = denied
+        .iter()
+        .filter_map(|t| match logs.get(*t) {
+            Some(TopicLogs::Denied(why)) => Some(why.clone()),
+            _ => None,
+        })
+        .collect();
+    *status = GroupStatus::Error {
+        message: GroupError::TopicsDenied(reasons),
+    };
+}
+
 /// One share group's plan: each partition decided against the group's start offsets now.
 fn plan_share_group(
     translation: &Translation,
@@ -684,18 +703,7 @@ fn plan_share_group(
         p.upstream_offset = Some(o.upstream_offset);
         partitions.push(p);
     }
-    if !denied.is_empty() && !matches!(status, GroupStatus::Error { .. }) {
-        let reasons: Vec<String> = denied
-            .iter()
-            .filter_map(|t| match logs.get(*t) {
-                Some(TopicLogs::Denied(why)) => Some(why.clone()),
-                _ => None,
-            })
-            .collect();
-        status = GroupStatus::Error {
-            message: GroupError::TopicsDenied(reasons),
-        };
-    }
+    deny_hidden_topics(&mut status, &denied, logs);
     let mut plan = GroupPlan::new(group, status, partitions);
     plan.group_type = GroupType::Share;
     if target.as_ref().is_some_and(|t| !t.supported) {
@@ -846,20 +854,7 @@ fn plan_group(
             p.verdict = verdict;
         }
     }
-    // A topic the principal may not describe hides the group's offsets on it (OffsetFetch
-    // leaves it out): nothing of the group can be proven safe, so none of it is written.
-    if !denied.is_empty() && !matches!(status, GroupStatus::Error { .. }) {
-        let reasons: Vec<String> = denied
-            .iter()
-            .filter_map(|t| match logs.get(*t) {
-                Some(TopicLogs::Denied(why)) => Some(why.clone()),
-                _ => None,
-            })
-            .collect();
-        status = GroupStatus::Error {
-            message: GroupError::TopicsDenied(reasons),
-        };
-    }
+    deny_hidden_topics(&mut status, &denied, logs);
     let oldest_checkpoint_age_ms = partitions
         .iter()
         .map(|p| p.checkpoint_age_ms)
