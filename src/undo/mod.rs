@@ -829,27 +829,46 @@ fn recheck_undo(
                     ),
                 }),
             )
-        } else if let Some(why) = other_topic(p, logs) {
-            (UndoState::TopicChanged, Some(why))
-        } else if let Some(why) = out_of_range(p, logs) {
-            (UndoState::OutOfRange, Some(why))
-        } else if before.is_some() {
-            (UndoState::WouldRestore, None)
         } else {
-            (UndoState::WouldDelete, None)
+            still_held(p, logs)
         };
-        result.partitions.push(UndoPartitionResult {
-            topic: p.topic.clone(),
-            partition: p.partition,
-            written: p.written,
-            before,
-            found,
-            state,
-            error,
-            read_back: found,
-        });
+        result
+            .partitions
+            .push(found_result(p, found, (state, error)));
     }
     result
+}
+
+/// What the undo would do with partition `p`, which still holds the offset the run wrote:
+/// restore or delete it, unless its topic changed or the offset to restore left the log.
+fn still_held(p: &UndoPartition, logs: &TargetLogs) -> (UndoState, Option<String>) {
+    if let Some(why) = other_topic(p, logs) {
+        (UndoState::TopicChanged, Some(why))
+    } else if let Some(why) = out_of_range(p, logs) {
+        (UndoState::OutOfRange, Some(why))
+    } else if p.before.is_some() {
+        (UndoState::WouldRestore, None)
+    } else {
+        (UndoState::WouldDelete, None)
+    }
+}
+
+/// Partition `p`'s result as re-checked: `found` on the target now, nothing written yet.
+fn found_result(
+    p: &UndoPartition,
+    found: Option<i64>,
+    (state, error): (UndoState, Option<String>),
+) -> UndoPartitionResult {
+    UndoPartitionResult {
+        topic: p.topic.clone(),
+        partition: p.partition,
+        written: p.written,
+        before: p.before.as_ref().map(|b| b.offset),
+        found,
+        state,
+        error,
+        read_back: found,
+    }
 }
 
 /// Why `p`'s topic is not the one the run wrote, if it is not: another id, no id where it had
@@ -1116,25 +1135,12 @@ fn recheck_share_undo(
             (UndoState::AlreadyRestored, None)
         } else if found != Some(p.written) {
             (UndoState::ChangedSince, None)
-        } else if let Some(why) = other_topic(p, logs) {
-            (UndoState::TopicChanged, Some(why))
-        } else if let Some(why) = out_of_range(p, logs) {
-            (UndoState::OutOfRange, Some(why))
-        } else if before.is_some() {
-            (UndoState::WouldRestore, None)
         } else {
-            (UndoState::WouldDelete, None)
+            still_held(p, logs)
         };
-        result.partitions.push(UndoPartitionResult {
-            topic: p.topic.clone(),
-            partition: p.partition,
-            written: p.written,
-            before,
-            found,
-            state,
-            error,
-            read_back: found,
-        });
+        result
+            .partitions
+            .push(found_result(p, found, (state, error)));
     }
     // A topic's start offsets are deleted whole: only where every partition holding one is
     // deleted or restored by this undo (the delete goes first, the restores after it); else
