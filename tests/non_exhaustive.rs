@@ -92,6 +92,7 @@ const RESULTS: &[&str] = &[
     "client::LogRange",
     "client::OffsetToCommit",
     "client::PartitionInfo",
+    "client::ShareGroupState",
     "client::TopicInfo",
     "failback::FailbackRow",
     "failback::FailbackTranslation",
