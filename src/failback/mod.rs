@@ -1,7 +1,9 @@
 //! Failback: the groups that ran on the backup after a failover, back on the primary.
 //!
-//! For each selected group, its committed offsets on the backup are read (OffsetFetch) and
-//! translated to the primary:
+//! For each selected group, its committed offsets on the backup are read (OffsetFetch; for a
+//! share group, its start offsets, DescribeShareGroupOffsets: the first record not yet
+//! delivered and acknowledged, translated as a committed offset is) and translated to the
+//! primary:
 //! - on a remote topic of the primary (`primary.orders`), from the forward flow's offset-sync
 //!   history reversed ([`ReverseIndex`]), the topic `mm2-offset-syncs.<backup>.internal` that
 //!   MM2 keeps on the primary by default; sharpened where the primary's records prove a stretch

@@ -18,7 +18,7 @@ use crate::client::{
 use crate::mm2::ReplicationPolicy;
 use crate::mm2::sync_index::Interpolation;
 use crate::precise::provenance::{self, SyncHistory};
-use crate::precise::source_offsets::{SourceOffsets, fetch_committed_offsets};
+use crate::precise::source_offsets::{SourceOffsets, fetch_source_offsets};
 use crate::precise::{Provenance, SyncsSource, read_sync_runs};
 use crate::record_match::{MatchOptions, MatchStats};
 use crate::select::GroupSelector;
@@ -171,9 +171,10 @@ pub struct FailbackTranslation {
     pub provenance: Option<Provenance>,
     /// When the backup's offsets were read (ms since the epoch).
     pub read_at_ms: i64,
-    /// The groups that are Kafka Streams groups on the backup (every other row's group is a
-    /// consumer group): [`to_translation`](Self::to_translation) carries the types, so that
-    /// apply on the primary writes them as Streams groups.
+    /// The groups that are Kafka Streams or share groups on the backup (every other row's group
+    /// is a consumer group): [`to_translation`](Self::to_translation) carries the types, so that
+    /// apply on the primary writes them as Streams groups, or sets a share group's start
+    /// offsets (AlterShareGroupOffsets) instead of committing them.
     pub group_types: BTreeMap<String, GroupType>,
 }
 
@@ -275,7 +276,9 @@ pub async fn translate_failback(
     let backup_offsets = async {
         let started = Instant::now();
         let (groups, types) = backup_groups(backup, &request.groups, &deadline).await?;
-        let offsets = fetch_committed_offsets(backup, &groups, &deadline).await?;
+        // A share group's start offsets stand where a committed offset would (the first
+        // record not yet delivered and acknowledged), and are translated back the same way.
+        let offsets = fetch_source_offsets(backup, &groups, &types, &deadline).await?;
         tracing::debug!(groups = groups.len(), elapsed = ?started.elapsed(), "backup offsets read");
         Ok::<_, TranslateError>((now_ms(), offsets, types))
     };
@@ -335,10 +338,12 @@ fn now_ms() -> i64 {
         .map_or(0, |d| d.as_millis() as i64)
 }
 
-/// The groups on the backup `selector` selects: every consumer and Kafka Streams group its
-/// brokers list (one ListGroups per broker) that matches, and every id asked for by name
-/// (listed or not: its OffsetFetch tells), with the types of the Streams groups. A Streams
-/// group answers a plain OffsetFetch; share groups keep no committed offsets and are left out.
+/// The groups on the backup `selector` selects: every consumer, Kafka Streams and share group
+/// its brokers list (one ListGroups per broker) that matches, and every id asked for by name
+/// (listed or not: its OffsetFetch tells), with the types of the Streams and share groups. A
+/// Streams group answers a plain OffsetFetch; a share group keeps no committed offsets, so its
+/// start offsets are read with DescribeShareGroupOffsets instead (`fetch_source_offsets`), and
+/// its type goes with it to apply, which sets them with AlterShareGroupOffsets.
 async fn backup_groups(
     backup: &KafkaClient,
     selector: &GroupSelector,
@@ -361,13 +366,21 @@ async fn backup_groups(
         };
         for g in listed {
             let kind = g.group_type.as_deref().unwrap_or_default();
-            if kind == "streams" && found.contains(&g.group_id) {
-                types.insert(g.group_id.clone(), GroupType::Streams);
-            }
-            if kind == "streams" && selector.matches(&g.group_id) {
-                types.insert(g.group_id.clone(), GroupType::Streams);
-                found.insert(g.group_id);
-            } else if !NOT_CONSUMER_GROUP_TYPES.contains(&kind) && selector.matches(&g.group_id) {
+            let typed = match kind {
+                "streams" => Some(GroupType::Streams),
+                "share" => Some(GroupType::Share),
+                _ => None,
+            };
+            let selected = selector.matches(&g.group_id);
+            if let Some(typed) = typed {
+                // Asked for by id or selected: either way, read and written as its type.
+                if selected || found.contains(&g.group_id) {
+                    types.insert(g.group_id.clone(), typed);
+                }
+                if selected {
+                    found.insert(g.group_id);
+                }
+            } else if !NOT_CONSUMER_GROUP_TYPES.contains(&kind) && selected {
                 found.insert(g.group_id);
             }
         }
