@@ -23,7 +23,8 @@ use std::collections::BTreeMap;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use mm2_offsets::client::{Coordinators, Deadline, KafkaClient};
+use mm2_offsets::client::{Coordinators, Deadline, KafkaClient, ReadOptions};
+use mm2_offsets::records::{Batches, Scratch};
 use serde_json::Value;
 
 use crate::failover_mm2::{
@@ -32,6 +33,8 @@ use crate::failover_mm2::{
 
 const PER_PARTITION: i64 = 300;
 const KEPT_ON_PRIMARY: usize = 250;
+/// How many more the share consumer on the backup keeps (of the 350 left), before failback.
+const KEPT_ON_BACKUP: i64 = 150;
 
 /// The share group's start offsets on `client`'s cluster: partition -> offset (of `topic`).
 async fn start_offsets(client: &KafkaClient, group: &str, topic: &str) -> BTreeMap<i32, i64> {
@@ -394,6 +397,9 @@ async fn share_group_fails_over_to_its_translated_start_offsets() {
     assert_eq!(code, 0, "apply --execute again: {err}\n{doc}");
     assert_eq!(start_offsets(&b_client, &group, &replica).await, want_held);
     let remaining: i64 = want_held.values().map(|o| PER_PARTITION - o).sum();
+    // Part of what is left, in acquisitions of 30, so that the backup's start offsets land
+    // mid-log for the failback (step 7) to carry back.
+    let remaining = remaining.min(KEPT_ON_BACKUP);
     let max = remaining.to_string();
     let child = share_cmd(
         &env,
@@ -410,6 +416,10 @@ async fn share_group_fails_over_to_its_translated_start_offsets() {
             "40000",
             "--linger-ms",
             "15000",
+            "--max-poll",
+            "30",
+            "--acquire-mode",
+            "record_limit",
         ],
     )
     .stdout(Stdio::piped())
@@ -507,5 +517,210 @@ async fn share_group_fails_over_to_its_translated_start_offsets() {
         "[share] {} partition(s), {again} acknowledged record(s) received again on the backup, none lost",
         translated.len()
     );
+    eprintln!(
+        "[share] consumed on the backup: {:.1}s",
+        t0.elapsed().as_secs_f64()
+    );
+
+    // 7. Failback: the backup's start offsets (DescribeShareGroupOffsets there) back to the
+    //    primary's share group, record-matched, set with AlterShareGroupOffsets.
+    failback_round_trip(
+        &env,
+        (&p_client, &b_client),
+        (&topic, &replica, &group),
+        &dir,
+    )
+    .await;
     eprintln!("[suite] share_failover took {:?}", t0.elapsed());
+}
+
+/// The value of the record at `offset` of `topic`-`partition`.
+async fn value_at(client: &KafkaClient, topic: &str, partition: i32, offset: i64) -> String {
+    let deadline = Deadline::after(Duration::from_secs(20));
+    let info = client.describe_topic(topic, &deadline).await.unwrap();
+    let chunk = client
+        .fetch(&info, partition, offset, &ReadOptions::default())
+        .await
+        .unwrap_or_else(|e| panic!("fetch {topic}-{partition}@{offset}: {e}"));
+    let mut scratch = Scratch::new();
+    for batch in Batches::new(&chunk.records) {
+        let batch = batch.unwrap();
+        if batch.is_control() {
+            continue;
+        }
+        for record in batch.records(&mut scratch).unwrap() {
+            let record = record.unwrap();
+            if record.offset == offset {
+                return String::from_utf8(record.value.unwrap().to_vec()).unwrap();
+            }
+        }
+    }
+    panic!("no record at {topic}-{partition}@{offset}")
+}
+
+/// Step 7: the backup's share group (stopped, start offsets mid-log) failed back to the
+/// primary's (empty, behind), then a share consumer on the primary receives first the record
+/// the backup's would have; while it is a member, failback is refused.
+async fn failback_round_trip(
+    env: &Env,
+    (p_client, b_client): (&KafkaClient, &KafkaClient),
+    (topic, replica, group): (&str, &str, &str),
+    dir: &tempfile::TempDir,
+) {
+    let t0 = Instant::now();
+    let (primary, backup) = (env.var("PRIMARY"), env.var("BACKUP"));
+    let on_backup = start_offsets(b_client, group, replica).await;
+    let before = start_offsets(p_client, group, topic).await;
+    // The truth by record: the SEQ of the record the backup's group has next (its upstream
+    // offset); the log end where it has nothing next.
+    let mut truth = BTreeMap::new();
+    for (p, o) in &on_backup {
+        let t = if *o < PER_PARTITION {
+            seq(&value_at(b_client, replica, *p, *o).await)
+        } else {
+            PER_PARTITION
+        };
+        truth.insert(*p, t);
+    }
+    let undo = dir.path().join("failback-undo.jsonl");
+    let failback = |extra: &[&str]| {
+        let mut args = vec![
+            "failback",
+            "--bootstrap-server",
+            primary,
+            "--from-bootstrap-server",
+            backup,
+            "--source",
+            "primary",
+            "--group",
+            group,
+            "--match-records",
+            "-o",
+            "json",
+            "--no-progress",
+        ];
+        args.extend(extra);
+        apply(&args)
+    };
+    let (code, doc, err) = failback(&["--execute", "--undo-out", undo.to_str().unwrap()]);
+    assert_eq!(code, 0, "failback --execute: {err}\n{doc}");
+    let fg = plan_group(&doc, group);
+    assert_eq!(fg["group_type"], "share", "{fg}");
+    assert_eq!(result_group(&doc, group)["outcome"], "applied", "{doc}");
+    let mut rows: BTreeMap<i32, (i64, String)> = BTreeMap::new();
+    for p in fg["partitions"].as_array().unwrap() {
+        let n = p["partition"].as_i64().unwrap() as i32;
+        assert_eq!(p["from_offset"], on_backup[&n], "{p}");
+        assert_eq!(
+            p["translated"], truth[&n],
+            "partition {n}: the truth by record: {p}"
+        );
+        rows.insert(
+            n,
+            (
+                p["translated"].as_i64().unwrap(),
+                p["rule"].as_str().unwrap_or("").to_string(),
+            ),
+        );
+    }
+    let after = start_offsets(p_client, group, topic).await;
+    assert_eq!(after, truth, "the primary's start offsets read back");
+    let undo_text = std::fs::read_to_string(&undo).unwrap();
+    assert!(
+        undo_text.contains("\"group_type\":\"share\""),
+        "{undo_text}"
+    );
+
+    // A share consumer on the primary: a live member, so failback is refused; then what it
+    // received first.
+    let remaining: i64 = after.values().map(|o| PER_PARTITION - o).sum();
+    let max = remaining.min(60).to_string();
+    let child = share_cmd(
+        env,
+        &[
+            "--bootstrap",
+            primary,
+            "--group",
+            group,
+            "--topic",
+            topic,
+            "--max",
+            &max,
+            "--timeout-ms",
+            "40000",
+            "--linger-ms",
+            "15000",
+        ],
+    )
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .spawn()
+    .expect("spawn ShareOnce on the primary");
+    let live_by = Instant::now() + Duration::from_secs(60);
+    loop {
+        let state = p_client
+            .describe_share_groups(
+                &[group.to_string()],
+                &Coordinators::new(),
+                &Deadline::after(Duration::from_secs(10)),
+            )
+            .await
+            .remove(group)
+            .unwrap();
+        if state.as_ref().is_ok_and(|s| !s.members.is_empty()) {
+            break;
+        }
+        assert!(
+            Instant::now() < live_by,
+            "no member on the primary: {state:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let undo_live = dir.path().join("failback-undo-live.jsonl");
+    let (code, doc, err) = failback(&["--execute", "--undo-out", undo_live.to_str().unwrap()]);
+    let refused = plan_group(&doc, group);
+    let reason = refused["reason"].as_str().unwrap_or_default().to_string();
+    assert!(
+        reason.starts_with("share group is active on the target"),
+        "failback to a live share group (exit {code}): {err}\n{refused}"
+    );
+    assert_ne!(
+        result_group(&doc, group)["outcome"],
+        "applied",
+        "nothing written to a live share group: {doc}"
+    );
+    let out = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "ShareOnce on the primary: {stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (first_on_primary, _) = share_lines(&stdout);
+    println!(
+        "[share] failback partition | type | start on the backup | primary before | failed back (rule) | truth by record | first received on the primary"
+    );
+    for (p, (offset, rule)) in &rows {
+        let first = first_on_primary.get(&(*p as i64));
+        println!(
+            "[share] {topic}-{p} | share | {} | {} | {offset} ({rule}) | {} | {}",
+            on_backup[p],
+            before.get(p).map_or(-1, |o| *o),
+            truth[p],
+            first.map_or_else(
+                || "none".to_string(),
+                |(o, v, _)| format!("offset {o} ({v})")
+            ),
+        );
+        if let Some((o, v, _)) = first {
+            assert_eq!(*o, truth[p], "partition {p}: first received on the primary");
+            assert_eq!(seq(v), truth[p], "partition {p}");
+        }
+    }
+    assert!(
+        !first_on_primary.is_empty() || remaining == 0,
+        "the primary's consumer received nothing: {stdout}"
+    );
+    println!("[share] failback to a live share group refused: {reason} (exit {code})");
+    eprintln!("[share] failback: {:.1}s", t0.elapsed().as_secs_f64());
 }
