@@ -360,6 +360,40 @@ async fn share_group_fails_over_to_its_translated_start_offsets() {
     );
     eprintln!("[share] applied: {:.1}s", t0.elapsed().as_secs_f64());
 
+    // verify: the backup's start offsets (DescribeShareGroupOffsets) against the primary's,
+    // record by record: exact on every partition, typed share.
+    let (code, out, err) = cli(&[
+        "verify",
+        "--bootstrap-server",
+        backup.as_str(),
+        "--source",
+        "primary",
+        "--group",
+        group.as_str(),
+        "--syncs-bootstrap-server",
+        primary.as_str(),
+        "--source-bootstrap-server",
+        primary.as_str(),
+        "--no-progress",
+        "-o",
+        "json",
+    ]);
+    assert_eq!(code, 0, "verify after apply: {err}\n{out}");
+    let verified: Value = serde_json::from_str(&out).unwrap();
+    let rows = verified["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), want_held.len(), "{out}");
+    for r in rows {
+        assert_eq!(r["group_type"], "share", "{r}");
+        assert_eq!(r["verdict"], "exact", "{r}");
+        let n = r["partition"].as_i64().unwrap() as i32;
+        assert_eq!(r["offset"], want_held[&n], "{r}");
+        assert_eq!(r["source_offset"], source[&n], "{r}");
+    }
+    println!(
+        "[share] verify after apply: {} partition(s) exact",
+        rows.len()
+    );
+
     // 5. Undo round trip: the run created the start offsets, so the undo deletes them.
     let plan_arg = [
         "apply",
@@ -521,6 +555,43 @@ async fn share_group_fails_over_to_its_translated_start_offsets() {
         "[share] consumed on the backup: {:.1}s",
         t0.elapsed().as_secs_f64()
     );
+
+    // verify again: the backup's share group now stands past the primary's (its consumer
+    // acknowledged more there), so each moved partition is `ahead` by the records between.
+    let moved = start_offsets(&b_client, &group, &replica).await;
+    let (code, out, err) = cli(&[
+        "verify",
+        "--bootstrap-server",
+        backup.as_str(),
+        "--source",
+        "primary",
+        "--group",
+        group.as_str(),
+        "--syncs-bootstrap-server",
+        primary.as_str(),
+        "--source-bootstrap-server",
+        primary.as_str(),
+        "--no-progress",
+        "-o",
+        "json",
+    ]);
+    let verified: Value =
+        serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}\n{err}"));
+    let mut any_ahead = false;
+    for r in verified["rows"].as_array().unwrap() {
+        let n = r["partition"].as_i64().unwrap() as i32;
+        assert_eq!(r["offset"], moved[&n], "{r}");
+        let skipped = moved[&n] - want_held[&n];
+        let verdict = if skipped > 0 { "ahead" } else { "exact" };
+        any_ahead |= skipped > 0;
+        assert_eq!(r["verdict"], verdict, "{r}");
+        assert_eq!(r["records"], skipped, "{r}");
+        println!(
+            "[share] verify after the backup's consumer: {replica}-{n} start {} vs the primary's {} -> {verdict} {skipped}",
+            moved[&n], want_held[&n]
+        );
+    }
+    assert_eq!(code, if any_ahead { 1 } else { 0 }, "verify: {err}\n{out}");
 
     // 7. Failback: the backup's start offsets (DescribeShareGroupOffsets there) back to the
     //    primary's share group, record-matched, set with AlterShareGroupOffsets.

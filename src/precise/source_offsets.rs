@@ -316,19 +316,8 @@ pub(crate) struct SourceGroups {
     pub(crate) types: BTreeMap<String, GroupType>,
 }
 
-/// Every group on the source cluster that `selector` selects (ListGroups on every broker):
-/// groups MM2 never checkpointed at all are translated too.
-pub(crate) async fn source_groups(
-    client: &KafkaClient,
-    selector: &GroupSelector,
-    deadline: &Deadline,
-) -> Result<Vec<String>, ClientError> {
-    Ok(list_source_groups(client, selector, deadline)
-        .await?
-        .selected)
-}
-
-/// [`source_groups`], with every listed group's type.
+/// Every group on the source cluster that `selector` selects (ListGroups on every broker), so
+/// that groups MM2 never checkpointed at all are translated too, with every listed group's type.
 pub(crate) async fn list_source_groups(
     client: &KafkaClient,
     selector: &GroupSelector,

@@ -1,5 +1,7 @@
 //! Did a group resume at the right record? For each group, its committed offset on the target
-//! is compared with its committed offset on the source, record by record: the source offset
+//! is compared with its committed offset on the source (a share group's start offsets on each,
+//! read with DescribeShareGroupOffsets: a share group has no committed offsets), record by
+//! record: the source offset
 //! `U` is translated with record matching (the exact downstream position `P` of the group's
 //! next record, [`crate::record_match`]), and the target offset `D` is
 //!
@@ -19,8 +21,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 
-use crate::client::{ClientError, Deadline, IsolationLevel, KafkaClient, ReadOptions};
-use crate::precise::source_offsets::{fetch_committed_offsets, source_groups};
+use crate::client::{ClientError, Deadline, GroupType, IsolationLevel, KafkaClient, ReadOptions};
+use crate::precise::source_offsets::{fetch_source_offsets, list_source_groups};
 use crate::precise::{Input, PreciseTranslation};
 use crate::precise::{MatchRecords, PreciseRequest, Syncs, UpstreamPosition};
 use crate::record_match::MatchOptions;
@@ -59,6 +61,9 @@ impl VerifyVerdict {
 pub struct VerifyRow {
     /// The group.
     pub group: String,
+    /// The group's type on the target (on the source where the target does not list it):
+    /// for a share group, `offset` and `source_offset` are start offsets.
+    pub group_type: GroupType,
     /// The topic on the target (the replica).
     pub topic: String,
     /// The partition.
@@ -122,13 +127,26 @@ impl MirrorClient {
             .into_iter()
             .map(str::to_string)
             .collect();
-        groups.extend(source_groups(&source, &request.groups, &deadline).await?);
+        // Every group type on both sides: a share group's offsets are read with
+        // DescribeShareGroupOffsets on the side where it is one (OffsetFetch has none).
+        let (listed, target_types) = tokio::try_join!(
+            list_source_groups(&source, &request.groups, &deadline),
+            self.kafka().group_types(&deadline)
+        )?;
+        groups.extend(listed.selected);
         groups.extend(request.groups.ids_requested().map(str::to_string));
         let groups: Vec<String> = groups.into_iter().collect();
         let (on_target, on_source) = tokio::try_join!(
-            fetch_committed_offsets(self.kafka(), &groups, &deadline),
-            fetch_committed_offsets(&source, &groups, &deadline)
+            fetch_source_offsets(self.kafka(), &groups, &target_types, &deadline),
+            fetch_source_offsets(&source, &groups, &listed.types, &deadline)
         )?;
+        let types: BTreeMap<String, GroupType> = groups
+            .iter()
+            .map(|g| {
+                let kind = target_types.get(g).or_else(|| listed.types.get(g));
+                (g.clone(), kind.cloned().unwrap_or_default())
+            })
+            .collect();
         // Each (group, upstream topic, partition) committed on either side.
         let usable = |c: &crate::client::CommittedOffset| {
             (c.error_code == 0 && c.offset >= 0).then_some(c.offset)
@@ -188,9 +206,10 @@ impl MirrorClient {
         let translated = self
             .translate_positions(&alias, &positions, Input::SourceOffset, request, &precise)
             .await?;
-        let mut rows = verdicts(&translated, &keys, &policy, &alias);
+        let mut rows = verdicts(&translated, &keys, &types, &policy, &alias);
         for (group, why) in failed {
             rows.push(VerifyRow {
+                group_type: types.get(&group).cloned().unwrap_or_default(),
                 group,
                 topic: String::new(),
                 partition: -1,
@@ -215,6 +234,7 @@ impl MirrorClient {
 fn verdicts(
     translated: &PreciseTranslation,
     keys: &Sides,
+    types: &BTreeMap<String, GroupType>,
     policy: &crate::mm2::ReplicationPolicy,
     alias: &str,
 ) -> Vec<VerifyRow> {
@@ -230,8 +250,16 @@ fn verdicts(
     let rows_of = translated.translation.iter().collect::<Vec<_>>();
     let mut out = Vec::with_capacity(keys.len());
     for ((group, topic, partition), &(target, source)) in keys {
+        let group_type = types.get(group).cloned().unwrap_or_default();
+        // What the group keeps: a share group's start offsets, anyone else's committed ones.
+        let kept = if group_type == GroupType::Share {
+            "start offset"
+        } else {
+            "committed offset"
+        };
         let mut row = VerifyRow {
             group: group.clone(),
+            group_type,
             topic: policy.format_remote_topic(alias, topic),
             partition: *partition,
             offset: target,
@@ -244,8 +272,8 @@ fn verdicts(
         };
         let found = by_key.get(&(group.as_str(), topic.as_str(), *partition));
         match (target, source, found) {
-            (None, _, _) => row.reason = Some("no committed offset on the target".to_string()),
-            (_, None, _) => row.reason = Some("no committed offset on the source".to_string()),
+            (None, _, _) => row.reason = Some(format!("no {kept} on the target")),
+            (_, None, _) => row.reason = Some(format!("no {kept} on the source")),
             (_, _, None) => {
                 row.reason = Some(
                     "the topic has no offset-sync history: not mirrored by this flow".to_string(),
@@ -374,6 +402,7 @@ mod tests {
     fn row() -> VerifyRow {
         VerifyRow {
             group: "g".into(),
+            group_type: GroupType::Consumer,
             topic: "primary.t".into(),
             partition: 0,
             offset: None,

@@ -109,7 +109,7 @@ pub async fn run(args: VerifyArgs) -> Result<i32, Stop> {
     })
 }
 
-/// `{"schema_version":1,"rows":[{group, topic, partition, offset, source_offset, verdict,
+/// `{"schema_version":1,"rows":[{group, group_type, topic, partition, offset, source_offset, verdict,
 /// records, reason, at_least, exact_offset}]}`.
 fn write_json(out: &mut dyn Write, rows: &[VerifyRow]) -> std::io::Result<()> {
     let doc = serde_json::json!({ "schema_version": 1, "rows": rows });
@@ -124,13 +124,14 @@ fn write_csv(out: &mut dyn Write, rows: &[VerifyRow], terminal: bool) -> std::io
     let num = |v: Option<i64>| v.map_or_else(String::new, |v| v.to_string());
     writeln!(
         out,
-        "group,topic,partition,offset,source_offset,verdict,records,at_least,exact_offset,reason"
+        "group,group_type,topic,partition,offset,source_offset,verdict,records,at_least,exact_offset,reason"
     )?;
     for r in rows {
         writeln!(
             out,
-            "{},{},{},{},{},{},{},{},{},{}",
+            "{},{},{},{},{},{},{},{},{},{},{}",
             text(&r.group),
+            text(r.group_type.name()),
             text(&r.topic),
             r.partition,
             num(r.offset),
@@ -150,6 +151,7 @@ fn write_table(out: &mut dyn Write, rows: &[VerifyRow]) -> std::io::Result<()> {
     let mut table = vec![
         [
             "GROUP",
+            "TYPE",
             "TOPIC",
             "PARTITION",
             "OFFSET",
@@ -166,6 +168,7 @@ fn write_table(out: &mut dyn Write, rows: &[VerifyRow]) -> std::io::Result<()> {
         table.push(vec![
             // Names and reasons come from the cluster: escaped for the terminal.
             r.group.escape_debug().to_string(),
+            r.group_type.name().escape_debug().to_string(),
             r.topic.escape_debug().to_string(),
             r.partition.to_string(),
             dash(r.offset),
