@@ -69,9 +69,12 @@ pub enum PlanInput {
     /// Re-translated from the offset-sync history ([`crate::precise`]): the fresh checkpoint must
     /// have the same upstream offset and a downstream offset no greater than the plan's.
     Precise,
-    /// Translated from the source's committed offsets
-    /// ([`PreciseRequest::source_offsets`](crate::precise::PreciseRequest::source_offsets)): a checkpoint
-    /// of the plan's source must still exist for the partition.
+    /// Translated from the source's committed offsets (a share group's start offsets)
+    /// ([`PreciseRequest::source_offsets`](crate::precise::PreciseRequest::source_offsets)): the
+    /// caller translates the plan's groups from the source's offsets again (as
+    /// [`Failback`](Self::Failback) derives from the backup), and the fresh row must give the
+    /// same offset from the same source offset. MirrorMaker 2 checkpoints no Streams or share
+    /// group, so a checkpoint is no proof here.
     SourceOffsets,
     /// Failed back from the groups' offsets on the backup (`failback`): the caller derives
     /// every row again from the backup and the offset-sync history now, and the fresh row must

@@ -91,11 +91,18 @@ impl Context {
         };
         let key = (group.to_string(), p.topic.clone(), p.partition);
         let failback = self.input == PlanInput::Failback;
+        let from_source = self.input == PlanInput::SourceOffsets;
         let Some(&(offset, upstream, timestamp)) = checkpoints.get(&key) else {
             let why = if failback {
                 format!(
                     "the plan commits {} failed back from the backup; failing back now gives no offset (the group's offset on the backup is gone or not failed back)",
                     p.offset
+                )
+            } else if from_source {
+                format!(
+                    "the plan commits {} translated from the source's offset {}; translating the source's offsets now gives none for this partition (no offset on the source now, or no history left to translate it)",
+                    p.offset,
+                    show(p.upstream_offset)
                 )
             } else {
                 format!(
@@ -107,7 +114,16 @@ impl Context {
             return (Some(why), planned_age);
         };
         let age = now_ms.saturating_sub(timestamp);
-        let (planned, now) = if failback {
+        let (planned, now) = if from_source {
+            (
+                format!(
+                    "the plan translates the source's offset {} to {}",
+                    show(p.upstream_offset),
+                    p.translated
+                ),
+                format!("the source's offset is {upstream} now, translated to {offset}"),
+            )
+        } else if failback {
             (
                 format!(
                     "the plan fails back to offset {} (from offset {} on the backup)",
@@ -127,16 +143,16 @@ impl Context {
             )
         };
         let differs = match self.input {
-            // Derived again as a fresh failback would: any other offset, or another offset on
-            // the backup, refuses the row.
-            PlanInput::Checkpoints | PlanInput::Failback => {
+            // Derived again as a fresh plan would (a failback from the backup, source offsets
+            // from the source): any other offset, or another offset it came from, refuses the
+            // row. A group that moved on the source since the plan is planned again.
+            PlanInput::Checkpoints | PlanInput::Failback | PlanInput::SourceOffsets => {
                 offset != p.translated || p.upstream_offset.is_some_and(|u| u != upstream)
             }
             // A precise offset is never before MM2's, and comes from the same checkpoint.
             PlanInput::Precise => {
                 offset > p.translated || p.upstream_offset.is_some_and(|u| u != upstream)
             }
-            PlanInput::SourceOffsets => false,
         };
         (differs.then(|| format!("{planned}; {now}")), age)
     }
@@ -360,8 +376,10 @@ pub(crate) fn other_cluster(plan: &ApplyPlan, found: &Option<String>) -> Option<
 /// Re-checks `plan` against the target now, writing nothing: the plan as a fresh derivation sees
 /// it, each group's status and each partition's verdict being what an [`execute`](super::execute)
 /// started now would do (rows that differ from the plan name both views in `difference`).
-/// `checkpoints`, when given, are the checkpoints read again from the plan's sources: each
-/// partition's claim is checked against them (see [`PlanInput`]) and its age taken from them.
+/// `checkpoints`, when given, are the checkpoints read again from the plan's sources (for a
+/// plan of [`PlanInput::SourceOffsets`], the translation of the source's offsets made again;
+/// for [`PlanInput::Failback`], the failback derived again): each partition's claim is checked
+/// against them (see [`PlanInput`]) and its age taken from them.
 ///
 /// The dry run of a saved plan prints this, so that it never shows the plan's old view.
 ///
@@ -846,6 +864,45 @@ mod tests {
         assert_eq!(
             (fresh.verdict, fresh.checkpoint_age_ms),
             (ApplyVerdict::Stale, 1_005)
+        );
+    }
+
+    /// A plan from the source's offsets is checked against their translation made again: the
+    /// same offset from the same source offset stands, a group that moved on the source (or
+    /// a partition the source no longer has) is refused naming both.
+    #[test]
+    fn a_source_offsets_plan_stands_only_on_the_same_translation() {
+        let mut saved = plan(VerdictRules::default());
+        saved.input = Some(PlanInput::SourceOffsets);
+        let mut p = planned(10, ApplyVerdict::Commit);
+        p.upstream_offset = Some(12);
+        let context = |fresh: Option<Checkpoint>| {
+            let mut c = Context::new(&saved, None, &ApplyOptions::default());
+            c.checkpoints = Some(
+                fresh
+                    .map(|f| (("g".to_string(), "t".to_string(), 0), f))
+                    .into_iter()
+                    .collect(),
+            );
+            c
+        };
+        let verdict = |fresh: Option<Checkpoint>| {
+            let c = context(fresh);
+            let out = check_partition(&c, "g", &p, &logs(0, 100, "ID1"), &committed(None), 2_000);
+            (out.verdict, out.difference.unwrap_or_default())
+        };
+        assert_eq!(verdict(Some((10, 12, 1_900))).0, ApplyVerdict::Commit);
+        let (moved, why) = verdict(Some((15, 17, 1_900)));
+        assert_eq!(moved, ApplyVerdict::ChangedSincePlan);
+        assert!(
+            why.contains("the source's offset is 17 now, translated to 15"),
+            "{why}"
+        );
+        let (gone, why) = verdict(None);
+        assert_eq!(gone, ApplyVerdict::ChangedSincePlan);
+        assert!(
+            why.contains("translated from the source's offset 12"),
+            "{why}"
         );
     }
 
