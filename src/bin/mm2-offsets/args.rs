@@ -240,7 +240,7 @@ pub const TRANSLATE_EXAMPLES: &str = "Examples:
   mm2-offsets translate --mm2-config mm2.properties --target backup --source primary --all-groups";
 
 /// `mm2-offsets translate`.
-#[derive(Debug, Args)]
+#[derive(Debug, Args, Clone)]
 pub struct TranslateArgs {
     /// Connection.
     #[command(flatten)]

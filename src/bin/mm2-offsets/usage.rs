@@ -186,8 +186,9 @@ fn no_partial_writes(allow_partial: bool, execute: bool) -> Result<(), String> {
 /// selects or translates (the plan says which groups, sources and offsets; such an option
 /// would be silently ignored). The source connection (`--source-bootstrap-server`,
 /// `--source-command-config`), the `--syncs-*` cluster and `--replication-snapshot` are allowed
-/// beside `--plan`: they choose nothing of the plan, they only feed the figure of what the
-/// failover leaves on the primary.
+/// beside `--plan`: they choose nothing of the plan; they feed the figure of what the failover
+/// leaves on the primary, and a plan made from the source's offsets is translated from them
+/// again (as its `"source_offsets"` member says) to be checked.
 fn apply_usage(args: &ApplyArgs) -> Result<(), String> {
     no_partial_writes(args.translate.allow_partial, args.execute)?;
     if args.plan.is_none() {

@@ -9,10 +9,11 @@ use mm2_offsets::apply::{
 };
 use mm2_offsets::client::{Deadline, GroupProtocol, KafkaClient};
 use mm2_offsets::select::GroupSelector;
-use mm2_offsets::translate::Translation;
+use mm2_offsets::translate::{MirrorClient, Translation};
 
+use super::source_plan::SourceBinding;
 use crate::args::{ApplyArgs, OutputFormat};
-use crate::exit::{EXIT_ERROR, EXIT_INCOMPLETE, Stop, output_failed};
+use crate::exit::{EXIT_ERROR, EXIT_INCOMPLETE, EXIT_USAGE, Stop, output_failed};
 use crate::session;
 
 /// The largest plan file read: a plan row is about 400 bytes, so this holds some 600,000
@@ -113,7 +114,12 @@ pub(crate) async fn run(args: ApplyArgs) -> Result<i32, Stop> {
                 .map_err(|e| e.to_string())?;
             phase("planned", &deadline);
             if let Some(path) = &args.plan_out {
-                let json = serde_json::to_string_pretty(&plan).map_err(|e| e.to_string())?;
+                // A plan from the source's offsets says how it translated them, so that
+                // --plan can translate them again the same way.
+                let binding = (options.input == PlanInput::SourceOffsets)
+                    .then(|| SourceBinding::of(&args.translate));
+                let doc = super::source_plan::document(&plan, binding.as_ref())?;
+                let json = serde_json::to_string_pretty(&doc).map_err(|e| e.to_string())?;
                 std::fs::write(path, json + "\n")
                     .map_err(|e| format!("cannot write --plan-out {}: {e}", path.display()))?;
             }
@@ -236,8 +242,9 @@ fn missing_groups(translation: &Translation, fail: bool) -> Option<i32> {
 }
 
 /// A plan saved with --plan-out, read again and re-checked against the target and the
-/// checkpoints as they are now: the re-checked plan (dry run) or the plan and what its execute
-/// wrote; or the exit code of a refusal already printed. With a source connection (or
+/// checkpoints as they are now (a plan made from the source's offsets: against their
+/// translation made again, `source_plan`): the re-checked plan (dry run) or the plan and what
+/// its execute wrote; or the exit code of a refusal already printed. With a source connection (or
 /// `--replication-snapshot`), `at_risk` gets what failing over the plan's groups now leaves on
 /// the primary, printed before anything is written, as when apply plans itself.
 async fn saved_plan(
@@ -298,28 +305,38 @@ async fn saved_plan(
         );
         return Ok(Err(EXIT_INCOMPLETE));
     }
-    // One budget for the run: connecting, re-reading the checkpoints, re-checking, committing.
-    let settings = crate::connection::settings(&args.translate.connection)?;
-    let settings = if args.execute {
-        settings.for_commits(options.concurrency)
+    // One budget for the run: connecting, reading again what the plan was made from,
+    // re-checking, committing.
+    let (mirror, translation) = if plan.input == Some(PlanInput::SourceOffsets) {
+        match from_source_again(args, &plan, &text, &shown, options, budget).await? {
+            Ok(read) => read,
+            Err(code) => return Ok(Err(code)),
+        }
     } else {
-        settings
+        let settings = crate::connection::settings(&args.translate.connection)?;
+        let settings = if args.execute {
+            settings.for_commits(options.concurrency)
+        } else {
+            settings
+        };
+        let mirror = session::connect(settings, budget.remaining()).await?;
+        // The checkpoints the plan was made from, read again from its sources for its
+        // groups: each partition's offset and checkpoint age are checked against them, not
+        // taken from the file.
+        let ids: Vec<&str> = plan.groups.iter().map(|g| g.group.as_str()).collect();
+        let selector = GroupSelector::new(ids, std::iter::empty::<&str>())
+            .map_err(|e| format!("--plan {shown}: {e}"))?;
+        let translation = session::read_checkpoints(
+            &args.translate,
+            &mirror,
+            plan.sources.clone(),
+            selector,
+            budget,
+        )
+        .await
+        .map_err(|e| format!("re-reading the checkpoints --plan {shown} was made from: {e}"))?;
+        (mirror, translation)
     };
-    let mirror = session::connect(settings, budget.remaining()).await?;
-    // The checkpoints the plan was made from, read again from its sources for its groups: each
-    // partition's offset and checkpoint age are checked against them, not taken from the file.
-    let ids: Vec<&str> = plan.groups.iter().map(|g| g.group.as_str()).collect();
-    let selector = GroupSelector::new(ids, std::iter::empty::<&str>())
-        .map_err(|e| format!("--plan {shown}: {e}"))?;
-    let translation = session::read_checkpoints(
-        &args.translate,
-        &mirror,
-        plan.sources.clone(),
-        selector,
-        budget,
-    )
-    .await
-    .map_err(|e| format!("re-reading the checkpoints --plan {shown} was made from: {e}"))?;
     // What failing over the plan's groups now leaves on the primary, said before anything is
     // written (the figure only: the plan's offsets stay the plan's).
     *at_risk = session::at_risk::measure_for(
@@ -376,6 +393,41 @@ async fn saved_plan(
         );
     }
     Ok(Ok((client, fresh, None)))
+}
+
+/// A plan made from the source's offsets, its groups translated from the source again as it
+/// says (`source_plan`): the target's client and the fresh translation; or the exit code of a
+/// refusal already printed (no binding saved, no source cluster named).
+async fn from_source_again(
+    args: &ApplyArgs,
+    plan: &ApplyPlan,
+    text: &str,
+    shown: &str,
+    options: &ApplyOptions,
+    budget: &Deadline,
+) -> Result<Result<(MirrorClient, Translation), i32>, Stop> {
+    let Some(binding) =
+        super::source_plan::saved_binding(text).map_err(|e| format!("--plan {shown}: {e}"))?
+    else {
+        eprintln!(
+            "error: --plan {shown} was made from the source's offsets by an older mm2-offsets, which did not save how it translated them: plan again. Nothing written"
+        );
+        return Ok(Err(EXIT_INCOMPLETE));
+    };
+    if !super::source_plan::names_a_source(&args.translate) {
+        eprintln!(
+            "error: --plan {shown} was made from the source's committed offsets (--from-source-offsets): pass the source cluster (--source-bootstrap-server, or --syncs-bootstrap-server where the offset syncs are kept) so that they are read and translated again, as a saved plan is never written on its own word. With the source gone, plan from the checkpoints instead (without --from-source-offsets). Nothing written"
+        );
+        return Ok(Err(EXIT_USAGE));
+    }
+    let commits = args.execute.then_some(options.concurrency);
+    let read =
+        super::source_plan::translate_again(&args.translate, plan, &binding, budget, commits)
+            .await
+            .map_err(|e| {
+                format!("translating --plan {shown}'s groups from the source again: {e}")
+            })?;
+    Ok(Ok(read))
 }
 
 /// Whether a flag that only feeds the replication figure is given (allowed beside --plan).

@@ -6,6 +6,7 @@ pub mod apply;
 pub mod failback;
 pub mod generate;
 pub mod replication;
+pub mod source_plan;
 pub mod topics;
 pub mod translate;
 pub mod undo;
