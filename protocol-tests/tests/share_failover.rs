@@ -285,10 +285,42 @@ async fn share_group_fails_over_to_its_translated_start_offsets() {
     save.extend(["--plan-out", saved.to_str().unwrap()]);
     let (code, doc, err) = apply(&save);
     assert_eq!(code, 0, "apply dry run: {err}\n{doc}");
-    // The saved plan's dry run re-checks it as a share group, and refuses every row: a saved
-    // plan from source offsets wants a checkpoint of the source for each partition, which MM2
-    // never writes for a share group (a limitation: plan and execute in one run instead).
+    // The saved plan's dry run translates the share group's start offsets from the source
+    // again (as its "source_offsets" member says) and re-checks every row against that:
+    // unchanged on the primary, so every row stands. Without the source connection it is
+    // refused whole: a checkpoint cannot vouch for it (MM2 writes none for a share group).
+    let saved_text = std::fs::read_to_string(&saved).unwrap();
+    let saved_doc: Value = serde_json::from_str(&saved_text).unwrap();
+    assert_eq!(saved_doc["input"], "source-offsets", "{saved_text:.2000}");
+    assert_eq!(
+        saved_doc["source_offsets"]["match_records"], true,
+        "{saved_text:.2000}"
+    );
     let (code, rechecked, err) = apply(&[
+        "apply",
+        "--bootstrap-server",
+        backup.as_str(),
+        "--plan",
+        saved.to_str().unwrap(),
+        "--syncs-bootstrap-server",
+        primary.as_str(),
+        "--source-bootstrap-server",
+        primary.as_str(),
+        "--no-progress",
+        "-o",
+        "json",
+    ]);
+    assert_eq!(code, 0, "apply --plan (dry run): {err}\n{rechecked}");
+    let again = plan_group(&rechecked, &group);
+    assert_eq!(again["group_type"], "share", "{again}");
+    assert_eq!(again["status"], "ready", "{again}");
+    for p in again["partitions"].as_array().unwrap() {
+        assert_eq!(p["verdict"], "commit", "{again}");
+        assert!(p["difference"].is_null(), "{again}");
+        let n = p["partition"].as_i64().unwrap() as i32;
+        assert_eq!(p["offset"], wanted[&(replica.clone(), n)], "{again}");
+    }
+    let (code, _, err) = cli(&[
         "apply",
         "--bootstrap-server",
         backup.as_str(),
@@ -297,19 +329,15 @@ async fn share_group_fails_over_to_its_translated_start_offsets() {
         "-o",
         "json",
     ]);
-    assert_eq!(code, 3, "apply --plan (dry run): {err}\n{rechecked}");
-    let again = plan_group(&rechecked, &group);
-    assert_eq!(again["group_type"], "share", "{again}");
-    for p in again["partitions"].as_array().unwrap() {
-        assert_eq!(p["verdict"], "changed-since-plan", "{again}");
-        assert!(
-            p["difference"]
-                .as_str()
-                .unwrap_or_default()
-                .contains("no such checkpoint exists now"),
-            "{again}"
-        );
-    }
+    assert_eq!(code, 2, "a source-offsets plan without the source: {err}");
+    assert!(
+        err.contains("pass the source cluster"),
+        "a source-offsets plan without the source: {err}"
+    );
+    println!(
+        "[share] saved plan re-checked from the source's offsets: {} row(s) stand; without the source connection: exit {code}",
+        again["partitions"].as_array().unwrap().len()
+    );
     assert!(
         start_offsets(&b_client, &group, &replica).await.is_empty(),
         "a re-check writes nothing"
