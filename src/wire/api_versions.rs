@@ -50,7 +50,13 @@ const SOFTWARE_NAME: &str = "mm2-offsets";
 pub struct ApiVersionTable {
     /// `(api_key, min, max)`, sorted by key, one entry per key.
     entries: Vec<(i16, i16, i16)>,
+    /// The broker's supported features (ApiVersions v3+, tagged field 0): name, min, max.
+    /// A broker's `metadata.version` maximum says which Kafka release line it runs.
+    features: Vec<(Box<str>, i16, i16)>,
 }
+
+/// The most supported features kept from one ApiVersions answer (Kafka 4.4 names eight).
+const MAX_FEATURES: usize = 64;
 
 impl ApiVersionTable {
     /// A table from `(api_key, min..=max)` pairs. For a key listed twice, the first entry counts.
@@ -62,7 +68,19 @@ impl ApiVersionTable {
         // A stable sort keeps the first of duplicate keys first.
         entries.sort_by_key(|(key, _, _)| *key);
         entries.dedup_by_key(|(key, _, _)| *key);
-        ApiVersionTable { entries }
+        ApiVersionTable {
+            entries,
+            features: Vec::new(),
+        }
+    }
+
+    /// The range of versions the broker supports of feature `name` (`metadata.version`,
+    /// `share.version`, ...), if it said (ApiVersions v3+, Kafka 2.7 and later).
+    pub fn supported_feature(&self, name: &str) -> Option<RangeInclusive<i16>> {
+        self.features
+            .iter()
+            .find(|(n, _, _)| &**n == name)
+            .map(|(_, min, max)| *min..=*max)
     }
 
     /// The versions the broker supports for `api`, or `None` if it does not list it.
@@ -164,14 +182,40 @@ fn decode_at(body: Bytes, version: i16) -> Result<ApiVersionsAnswer, DecodeError
     if version >= 1 {
         let _throttle_time_ms = d.i32()?;
     }
+    let mut table = ApiVersionTable::new(entries);
     if flexible {
-        // SupportedFeatures, FinalizedFeatures, ZkMigrationReady: tagged, not needed here.
-        d.tagged_fields()?;
+        table.features = top_level_tagged_fields(&mut d)?;
     }
-    Ok(ApiVersionsAnswer {
-        error_code,
-        table: ApiVersionTable::new(entries),
-    })
+    Ok(ApiVersionsAnswer { error_code, table })
+}
+
+/// The response's tagged fields: SupportedFeatures (tag 0) decoded; FinalizedFeatures, its
+/// epoch and ZkMigrationReady skipped (not needed here).
+fn top_level_tagged_fields(d: &mut Decoder) -> Result<Vec<(Box<str>, i16, i16)>, DecodeError> {
+    let mut features = Vec::new();
+    let count = d.unsigned_varint()?;
+    for _ in 0..count {
+        let tag = d.unsigned_varint()?;
+        let size = d.unsigned_varint()? as usize;
+        if tag != 0 {
+            d.skip(size, "tagged field")?;
+            continue;
+        }
+        let body = d.bytes(size, "SupportedFeatures")?;
+        let mut f = Decoder::new(body, "ApiVersions SupportedFeatures", d.version());
+        // Each entry is at least a name length, two INT16 and a tag count: 6 bytes.
+        let n = f.array_len(true, 6)?;
+        for _ in 0..n {
+            let name = f.string(true)?;
+            let min = f.i16()?;
+            let max = f.i16()?;
+            f.tagged_fields()?;
+            if features.len() < MAX_FEATURES {
+                features.push((name.into_boxed_str(), min, max));
+            }
+        }
+    }
+    Ok(features)
 }
 
 fn request(version: i16) -> ApiVersionsRequest {
@@ -253,6 +297,45 @@ mod tests {
             assert_eq!(answer.table.get(ApiKey::ListOffsets), Some(1..=10));
             assert_eq!(answer.table.len(), KAFKA_4_RANGES.len());
         }
+    }
+
+    /// A Kafka 4.2 broker says so only by its features (ApiVersions v3+, tagged field 0):
+    /// `metadata.version` up to 29 (4.2-IV1). The finalized features (tag 2) are skipped.
+    #[test]
+    fn supported_features_are_read_from_the_tagged_fields() {
+        use kafka_protocol::messages::api_versions_response::{
+            FinalizedFeatureKey, SupportedFeatureKey,
+        };
+        let feature = |name: &'static str, min, max| {
+            SupportedFeatureKey::default()
+                .with_name(StrBytes::from_static_str(name))
+                .with_min_version(min)
+                .with_max_version(max)
+        };
+        let mut buf = bytes::BytesMut::new();
+        api_versions_response(KAFKA_4_RANGES)
+            .with_supported_features(vec![
+                feature("metadata.version", 7, 29),
+                feature("share.version", 0, 1),
+            ])
+            .with_finalized_features(vec![
+                FinalizedFeatureKey::default()
+                    .with_name(StrBytes::from_static_str("metadata.version"))
+                    .with_max_version_level(29)
+                    .with_min_version_level(29),
+            ])
+            .with_finalized_features_epoch(12)
+            .encode(&mut buf, 3)
+            .unwrap();
+        let answer = decode_response(buf.freeze(), 3).unwrap();
+        let table = answer.table;
+        assert_eq!(table.supported_feature("metadata.version"), Some(7..=29));
+        assert_eq!(table.supported_feature("share.version"), Some(0..=1));
+        assert_eq!(table.supported_feature("streams.version"), None);
+        assert_eq!(table.get(ApiKey::Fetch), Some(4..=17));
+        // Before v3 there are no tagged fields, so no features.
+        let old = decode_response(encoded(KAFKA_4_RANGES, 0, 2), 2).unwrap();
+        assert_eq!(old.table.supported_feature("metadata.version"), None);
     }
 
     #[test]
