@@ -96,6 +96,10 @@ pub struct ApplyOptions {
     /// that a connection that breaks makes only its own commit's outcome unknown. The reads
     /// (plan, re-check, read-back) are batched per coordinator and need no window.
     pub concurrency: usize,
+    /// Write a Kafka Streams group by the classic route (a fresh id, or an empty classic
+    /// group) even on Kafka 4.2 brokers, whose patch release the wire does not tell: set only
+    /// when every broker runs 4.2.1 or later ([`GroupRefusal::Kafka20254`]).
+    pub streams_on_kafka_4_2: bool,
 }
 
 impl Default for ApplyOptions {
@@ -104,6 +108,7 @@ impl Default for ApplyOptions {
             rules: VerdictRules::default(),
             input: PlanInput::Checkpoints,
             concurrency: 16,
+            streams_on_kafka_4_2: false,
         }
     }
 }
@@ -518,6 +523,15 @@ pub async fn plan(
         deadline,
     )
     .await;
+    // The Streams groups the commit would create as classic groups, on Kafka 4.2 brokers.
+    let kafka_4_2 = streams::kafka_20254(
+        client,
+        translation,
+        &gates,
+        options.streams_on_kafka_4_2,
+        deadline,
+    )
+    .await?;
     // A share group (or a streams group of a consumer source) is refused before anything
     // else is asked of it.
     let known: Coordinators = found_coordinators(&coordinators)
@@ -628,6 +642,13 @@ pub async fn plan(
             }
             if let Some(group_type) = source_type {
                 refuse_source_type(&mut planned, group_type);
+            }
+            if let Some(refusal) = kafka_4_2.get(group)
+                && planned.status == GroupStatus::Ready
+            {
+                planned.status = GroupStatus::Refused {
+                    reason: refusal.clone(),
+                };
             }
             planned
         })

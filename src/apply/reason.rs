@@ -90,9 +90,23 @@ pub enum GroupRefusal {
         /// The topics its topology reads.
         reads: Vec<String>,
     },
+    /// A Kafka Streams group that apply's commit would create as a classic group (a fresh id,
+    /// or an empty classic group) for the application to convert, on a target whose brokers
+    /// run Kafka 4.2: on 4.2.0, after `__consumer_offsets` is compacted, the coordinator can
+    /// fail to load the converted group and its whole partition ("Group X is not a streams
+    /// group", KAFKA-20254, fixed in 4.2.1). The wire does not tell 4.2.0 from 4.2.1.
+    Kafka20254 {
+        /// The brokers whose highest `metadata.version` is a 4.2 level.
+        brokers: Vec<String>,
+    },
     /// Words read from a plan file that this build does not parse.
     Other(String),
 }
+
+/// The first words of [`GroupRefusal::Kafka20254`].
+const KAFKA_20254: &str = "kafka-20254: the target's brokers ";
+/// What follows the brokers in [`GroupRefusal::Kafka20254`]'s words.
+const KAFKA_20254_TAIL: &str = " run Kafka 4.2 (metadata.version up to a 4.2 level), and on 4.2.0 a Streams group converted from the classic group this commit creates can make the coordinator fail to load its whole __consumer_offsets partition once it is compacted (KAFKA-20254, fixed in 4.2.1; seen on a real 4.2.0): upgrade the brokers to 4.2.1 or later first, or, if every broker already runs 4.2.1 or later, run again with --streams-on-kafka-4-2";
 
 /// The first words of [`GroupRefusal::StreamsActive`].
 const STREAMS_ACTIVE: &str = "group is active on the target: a Kafka Streams group, state ";
@@ -196,6 +210,9 @@ impl fmt::Display for GroupRefusal {
                 unread.join(","),
                 reads.join(",")
             ),
+            GroupRefusal::Kafka20254 { brokers } => {
+                write!(f, "{KAFKA_20254}{}{KAFKA_20254_TAIL}", brokers.join(","))
+            }
             GroupRefusal::Other(words) => f.write_str(words),
         }
     }
@@ -241,6 +258,13 @@ impl GroupRefusal {
             return GroupRefusal::StreamsActive {
                 state: state.to_string(),
                 members,
+            };
+        }
+        if let Some(rest) = words.strip_prefix(KAFKA_20254)
+            && let Some(brokers) = rest.strip_suffix(KAFKA_20254_TAIL)
+        {
+            return GroupRefusal::Kafka20254 {
+                brokers: brokers.split(',').map(str::to_string).collect(),
             };
         }
         if let Some(rest) = words.strip_prefix(STREAMS_MISMATCH)
@@ -613,6 +637,9 @@ mod tests {
             GroupRefusal::StreamsTargetMismatch {
                 unread: vec!["words".into(), "more".into()],
                 reads: vec!["clicks".into()],
+            },
+            GroupRefusal::Kafka20254 {
+                brokers: vec!["127.0.0.1:9092".into(), "127.0.0.1:9093".into()],
             },
             GroupRefusal::Other("something else".into()),
         ] {

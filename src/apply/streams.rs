@@ -16,14 +16,20 @@
 //! are not supported yet"). Only the target's topology is compared with the plan's topics: the
 //! source's topology is not read, so two topologies over the same topics pass.
 //!
-//! KAFKA-20254 (Kafka 4.2.0 only: after compaction a classic group of the same id can block the
-//! Streams group's creation) cannot be seen on the wire; the documentation names it.
+//! KAFKA-20254 (Kafka 4.2.0 only): a Streams group converted from a classic group whose
+//! offset commits outlive the classic group's tombstone in the compacted `__consumer_offsets`
+//! makes the 4.2.0 coordinator fail to load the whole partition ("Group X is not a streams
+//! group"), as seen on a real 4.2.0 after apply's route and two compactions. The wire tells a
+//! 4.2 broker (its highest `metadata.version`) but not its patch release, so the classic route
+//! is refused on any 4.2 broker unless the caller says they run 4.2.1 or later
+//! ([`kafka_20254`]).
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::reason::{GroupError, GroupRefusal};
-use crate::client::{Coordinators, Deadline, KafkaClient};
+use crate::client::{ClientError, Coordinators, Deadline, KafkaClient};
 use crate::responses::streams_group_describe::StreamsGroup;
+use crate::translate::Translation;
 
 /// What the target's Streams group of that id allows.
 #[derive(Clone, Debug)]
@@ -113,6 +119,40 @@ pub(crate) fn gate(g: &StreamsGroup, topics: &BTreeSet<String>) -> StreamsGate {
             .then_some(g.authorized_operations & (1 << ACL_DELETE) != 0),
         exists: true,
     }
+}
+
+/// The refusal of each source Streams group that the commit would create as a classic group
+/// (no Streams group of that id on the target) when the target has Kafka 4.2 brokers, unless
+/// `on_4_2_allowed` (`ApplyOptions::streams_on_kafka_4_2`: they run 4.2.1 or later). The
+/// brokers are asked only when there is such a group.
+pub(crate) async fn kafka_20254(
+    client: &KafkaClient,
+    translation: &Translation,
+    gates: &BTreeMap<String, StreamsGate>,
+    on_4_2_allowed: bool,
+    deadline: &Deadline,
+) -> Result<BTreeMap<String, GroupRefusal>, ClientError> {
+    if on_4_2_allowed {
+        return Ok(BTreeMap::new());
+    }
+    let classic_route: BTreeSet<&str> = translation
+        .iter()
+        .filter(|o| *o.group_type == crate::client::GroupType::Streams)
+        .map(|o| o.group)
+        .filter(|g| !matches!(gates.get(*g), Some(StreamsGate::Open { exists: true, .. })))
+        .collect();
+    if classic_route.is_empty() {
+        return Ok(BTreeMap::new());
+    }
+    let brokers = client.brokers_on_kafka_4_2(deadline).await?;
+    if brokers.is_empty() {
+        return Ok(BTreeMap::new());
+    }
+    let refusal = GroupRefusal::Kafka20254 { brokers };
+    Ok(classic_route
+        .into_iter()
+        .map(|g| (g.to_string(), refusal.clone()))
+        .collect())
 }
 
 /// Takes the groups whose source type is Streams and that the target lists as Streams out of

@@ -69,6 +69,7 @@ mod metadata;
 mod offset_delete;
 mod offset_fetch;
 mod pool;
+mod release;
 pub(crate) mod retry;
 mod share_group;
 mod share_offsets;
