@@ -329,6 +329,12 @@ pub struct ApplyArgs {
     /// Commit even where the group's committed offset on the target is ahead.
     #[arg(long)]
     pub allow_rewind: bool,
+    /// Write Kafka Streams groups that the commit creates as classic groups (a fresh id or an
+    /// empty classic group) even when the brokers run Kafka 4.2: only when every broker runs
+    /// 4.2.1 or later (KAFKA-20254 breaks such groups on 4.2.0, and the wire does not tell the
+    /// patch release).
+    #[arg(long)]
+    pub streams_on_kafka_4_2: bool,
     /// Clamp offsets outside the target's log to its start or end (each clamped row says so)
     /// instead of refusing them.
     #[arg(long)]
@@ -423,6 +429,12 @@ pub struct FailbackArgs {
     /// Commit even where the group's committed offset on the primary is ahead.
     #[arg(long)]
     pub allow_rewind: bool,
+    /// Write Kafka Streams groups that the commit creates as classic groups (a fresh id or an
+    /// empty classic group) even when the brokers run Kafka 4.2: only when every broker runs
+    /// 4.2.1 or later (KAFKA-20254 breaks such groups on 4.2.0, and the wire does not tell the
+    /// patch release).
+    #[arg(long)]
+    pub streams_on_kafka_4_2: bool,
     /// Clamp offsets outside the primary's log to its start or end (each clamped row says so)
     /// instead of refusing them.
     #[arg(long)]

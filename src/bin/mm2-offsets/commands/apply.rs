@@ -39,6 +39,7 @@ pub(crate) async fn run(args: ApplyArgs) -> Result<i32, Stop> {
     let p = &args.translate.precise;
     let mut options = ApplyOptions::default();
     options.rules.allow_rewind = args.allow_rewind;
+    options.streams_on_kafka_4_2 = args.streams_on_kafka_4_2;
     options.rules.clamp = args.clamp;
     options.rules.max_checkpoint_age_ms = args
         .max_checkpoint_age

@@ -71,6 +71,7 @@ type Outcome = (ApplyPlan, FailbackTranslation, Binding, Option<ApplyReport>);
 pub(crate) async fn run(args: FailbackArgs) -> Result<i32, Stop> {
     let mut options = ApplyOptions::default();
     options.rules.allow_rewind = args.allow_rewind;
+    options.streams_on_kafka_4_2 = args.streams_on_kafka_4_2;
     options.rules.clamp = args.clamp;
     options.rules.max_checkpoint_age_ms = None;
     options.input = PlanInput::Failback;
