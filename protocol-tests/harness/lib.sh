@@ -10,6 +10,8 @@ KAFKA4_VERSION="${KAFKA4_VERSION:-4.4.0}"
 KAFKA3_VERSION="${KAFKA3_VERSION:-3.9.2}"
 # The old brokers: KRaft with a static quorum, and ZooKeeper mode (kafka.sh quorum_mode).
 KAFKA36_VERSION="${KAFKA36_VERSION:-3.6.2}"
+# Kafka 4.2.0: the one release with KAFKA-20254, which apply refuses the Streams route on.
+KAFKA42_VERSION="${KAFKA42_VERSION:-4.2.0}"
 KAFKA28_VERSION="${KAFKA28_VERSION:-2.8.2}"
 
 log() { printf '[harness %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }

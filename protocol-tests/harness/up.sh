@@ -8,6 +8,7 @@
 #   tansu  Tansu, PLAINTEXT only
 #   k36    Apache Kafka $KAFKA36_VERSION (KRaft, static controller.quorum.voters, all listeners)
 #   k28    Apache Kafka $KAFKA28_VERSION (ZooKeeper from the same jars; PLAINTEXT and SASL_PLAINTEXT)
+#   k42    Apache Kafka $KAFKA42_VERSION (KRaft): the release with KAFKA-20254 (group_types.rs)
 # Then compiles DataWriter. Prints each phase's time. The two JVM brokers start one
 # after the other (MM2O_PARALLEL=1 starts them together; see NOTES.md for timings).
 # Clusters left running by an earlier up.sh are stopped first; on failure everything
@@ -35,6 +36,7 @@ phase "jars $KAFKA4_VERSION" "$HARNESS_DIR/kafka-jars.sh" "$KAFKA4_VERSION" kafk
 phase "jars $KAFKA3_VERSION" "$HARNESS_DIR/kafka-jars.sh" "$KAFKA3_VERSION" kafka3
 phase "jars $KAFKA36_VERSION" "$HARNESS_DIR/kafka-jars.sh" "$KAFKA36_VERSION" kafka3
 phase "jars $KAFKA28_VERSION" "$HARNESS_DIR/kafka-jars.sh" "$KAFKA28_VERSION" kafka3
+phase "jars $KAFKA42_VERSION" "$HARNESS_DIR/kafka-jars.sh" "$KAFKA42_VERSION" kafka4
 
 if [[ "${MM2O_PARALLEL:-0}" == 1 ]]; then
   t="$(now_ms)"
@@ -55,6 +57,7 @@ fi
 # they only run the translate tests.
 phase "broker k36" "$HARNESS_DIR/kafka.sh" start k36 "$KAFKA36_VERSION"
 phase "broker k28" "$HARNESS_DIR/kafka.sh" start k28 "$KAFKA28_VERSION"
+phase "broker k42" "$HARNESS_DIR/kafka.sh" start k42 "$KAFKA42_VERSION"
 phase "tansu" "$HARNESS_DIR/tansu.sh" start tansu
 phase "datawriter build" "$HARNESS_DIR/datawriter.sh" build
 
@@ -64,6 +67,7 @@ phase "datawriter build" "$HARNESS_DIR/datawriter.sh" build
   echo "tansu=$WORK_DIR/tansu/env"
   echo "k36=$WORK_DIR/k36/env"
   echo "k28=$WORK_DIR/k28/env"
+  echo "k42=$WORK_DIR/k42/env"
   echo "DATAWRITER=$HARNESS_DIR/datawriter.sh"
 } >"$WORK_DIR/clusters.env.tmp"
 mv "$WORK_DIR/clusters.env.tmp" "$WORK_DIR/clusters.env"

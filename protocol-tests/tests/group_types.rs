@@ -535,6 +535,78 @@ async fn share_group_on_kafka_4_is_typed_translated_and_never_written_as_a_consu
         }
     );
     eprintln!("k4 source, k39 target: {:?}", started.elapsed());
+
+    // The same Streams group onto a Kafka 4.2.0 target (k42): a fresh id there, so the commit
+    // would make a classic group for the application to convert, the case KAFKA-20254 breaks
+    // on 4.2.0 (seen on a real one: NOTES.md). Refused, naming the broker, unless
+    // --streams-on-kafka-4-2 says every broker runs 4.2.1 or later; then written.
+    let k42 = cluster("k42");
+    let raw42 = Raw::connect(&k42).await;
+    raw42.create_topic(&replica, 1).await;
+    raw42.fill(&replica, 1, 110).await;
+    let checkpoints = format!("{alias}.checkpoints.internal");
+    raw42.create_topic(&checkpoints, 1).await;
+    raw42
+        .produce(
+            &checkpoints,
+            0,
+            &[checkpoint_record(&consumer, &replica, (50, 60), b"")],
+        )
+        .await;
+    let k42_server = k42.var("PLAINTEXT").to_string();
+    // translate's flags, as apply onto k42, for the Streams group alone.
+    let onto_k42 = |extra: &[&str]| -> Vec<String> {
+        let base = translate("json");
+        let mut args = vec!["apply".to_string()];
+        let mut rest = base[1..].iter();
+        while let Some(a) = rest.next() {
+            match a.as_str() {
+                "--bootstrap-server" => {
+                    rest.next();
+                    args.extend([a.clone(), k42_server.clone()]);
+                }
+                "--group" => {
+                    let g = rest.next().unwrap();
+                    if *g == streams {
+                        args.extend([a.clone(), g.clone()]);
+                    }
+                }
+                _ => args.push(a.clone()),
+            }
+        }
+        args.extend(strings(extra));
+        args
+    };
+    let out = run(&onto_k42(&["--execute"]));
+    assert_eq!(out.code, Some(3), "refused on Kafka 4.2: {}", out.stderr);
+    let doc = json(&out);
+    let refused = doc["plan"]["groups"][0].clone();
+    let reason = refused["reason"].as_str().unwrap_or_default();
+    assert_eq!(refused["status"], "refused", "{refused}");
+    assert!(
+        reason.starts_with(&format!(
+            "kafka-20254: the target's brokers {k42_server} run Kafka 4.2"
+        )),
+        "{refused}"
+    );
+    assert!(reason.contains("--streams-on-kafka-4-2"), "{reason}");
+    assert!(
+        raw42.committed(&streams).await.is_empty(),
+        "nothing written"
+    );
+    let out = run(&onto_k42(&["--execute", "--streams-on-kafka-4-2"]));
+    assert_eq!(
+        out.code,
+        Some(0),
+        "with --streams-on-kafka-4-2: {}",
+        out.stderr
+    );
+    let held = raw42.committed(&streams).await;
+    assert_eq!(held.get(&(replica.clone(), 0)), Some(&110), "{held:?}");
+    eprintln!(
+        "k42 (Kafka 4.2.0) target: refused, then written with --streams-on-kafka-4-2: {:?}",
+        started.elapsed()
+    );
 }
 
 /// Kafka 3.9 as the source: no share nor streams groups exist there, every group is a consumer
