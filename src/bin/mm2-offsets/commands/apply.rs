@@ -304,6 +304,7 @@ async fn saved_plan(
         eprintln!(
             "error: --plan {shown} names no source cluster (made by an older mm2-offsets?): its checkpoints cannot be read again to check it; plan again. Nothing written"
         );
+        super::undo::discard(undo_out);
         return Ok(Err(EXIT_INCOMPLETE));
     }
     // One budget for the run: connecting, reading again what the plan was made from,
@@ -311,7 +312,11 @@ async fn saved_plan(
     let (mirror, translation) = if plan.input == Some(PlanInput::SourceOffsets) {
         match from_source_again(args, &plan, &text, &shown, options, budget).await? {
             Ok(read) => read,
-            Err(code) => return Ok(Err(code)),
+            Err(code) => {
+                // Refused before anything was read: the undo file this run made goes.
+                super::undo::discard(undo_out);
+                return Ok(Err(code));
+            }
         }
     } else {
         let settings = crate::connection::settings(&args.translate.connection)?;
