@@ -384,6 +384,20 @@ pub(crate) async fn execute_in_waves(
         }
         Err(_) => Default::default(),
     };
+    // KAFKA-20254 judged from the target now, as the plan did (see streams::kafka_20254).
+    let kafka_4_2 = match &coordinators {
+        Ok(_) => {
+            super::streams::kafka_20254(
+                client,
+                super::recheck::planned_streams(plan).keys(),
+                &gates,
+                options.streams_on_kafka_4_2,
+                deadline,
+            )
+            .await
+        }
+        Err(_) => Default::default(),
+    };
     // What every writable group gets when the cluster is not the plan's (or cannot be asked).
     let blocked: Option<GroupOutcome> = match &cluster {
         Ok(None) => journal_error
@@ -424,7 +438,9 @@ pub(crate) async fn execute_in_waves(
                     Some(super::streams::StreamsGate::Unreadable(e)) => {
                         Some((error(e.clone(), false), vec![]))
                     }
-                    _ => None,
+                    _ => kafka_4_2
+                        .get(&g.group)
+                        .map(|reason| (changed(Change::Refused(reason.clone())), vec![])),
                 }
             });
         let outcome = match outcome {

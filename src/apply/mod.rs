@@ -526,12 +526,12 @@ pub async fn plan(
     // The Streams groups the commit would create as classic groups, on Kafka 4.2 brokers.
     let kafka_4_2 = streams::kafka_20254(
         client,
-        translation,
+        source_streams(translation).keys(),
         &gates,
         options.streams_on_kafka_4_2,
         deadline,
     )
-    .await?;
+    .await;
     // A share group (or a streams group of a consumer source) is refused before anything
     // else is asked of it.
     let known: Coordinators = found_coordinators(&coordinators)

@@ -435,6 +435,16 @@ pub async fn recheck(
     // StreamsGroupDescribe, as an execute would.
     let streams_targets = super::streams::take_streams_targets(&mut kinds, &planned_streams(plan));
     let gates = super::streams::gates(client, &streams_targets, &known, deadline).await;
+    // KAFKA-20254 judged again from the target now (a Streams group gone since the plan is
+    // created as a classic group again; the brokers may have changed).
+    let kafka_4_2 = super::streams::kafka_20254(
+        client,
+        planned_streams(plan).keys(),
+        &gates,
+        options.streams_on_kafka_4_2,
+        deadline,
+    )
+    .await;
     let gated = |g: &str| {
         matches!(
             gates.get(g),
@@ -568,6 +578,13 @@ pub async fn recheck(
                         }
                     }
                 },
+            }
+            if out.status == GroupStatus::Ready
+                && let Some(reason) = kafka_4_2.get(&g.group)
+            {
+                out.status = GroupStatus::Refused {
+                    reason: reason.clone(),
+                };
             }
             out
         })

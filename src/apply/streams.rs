@@ -27,9 +27,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::reason::{GroupError, GroupRefusal};
-use crate::client::{ClientError, Coordinators, Deadline, KafkaClient};
+use crate::client::{Coordinators, Deadline, KafkaClient};
 use crate::responses::streams_group_describe::StreamsGroup;
-use crate::translate::Translation;
 
 /// What the target's Streams group of that id allows.
 #[derive(Clone, Debug)]
@@ -121,38 +120,39 @@ pub(crate) fn gate(g: &StreamsGroup, topics: &BTreeSet<String>) -> StreamsGate {
     }
 }
 
-/// The refusal of each source Streams group that the commit would create as a classic group
-/// (no Streams group of that id on the target) when the target has Kafka 4.2 brokers, unless
-/// `on_4_2_allowed` (`ApplyOptions::streams_on_kafka_4_2`: they run 4.2.1 or later). The
-/// brokers are asked only when there is such a group.
-pub(crate) async fn kafka_20254(
+/// The refusal of each Streams group of `streams` (the groups that are Kafka Streams groups on
+/// the source) that the commit would create as a classic group (no Streams group of that id
+/// on the target, by `gates` read now) when the target has Kafka 4.2 brokers, or brokers that
+/// could not be asked, unless `on_4_2_allowed` (`ApplyOptions::streams_on_kafka_4_2`: they run
+/// 4.2.1 or later). Made when planning, and again at every re-check and execute: a Streams
+/// group deleted since the plan, or brokers rolled back to 4.2.0, are seen then. The brokers
+/// are asked only when there is such a group.
+pub(crate) async fn kafka_20254<'a>(
     client: &KafkaClient,
-    translation: &Translation,
+    streams: impl IntoIterator<Item = &'a String>,
     gates: &BTreeMap<String, StreamsGate>,
     on_4_2_allowed: bool,
     deadline: &Deadline,
-) -> Result<BTreeMap<String, GroupRefusal>, ClientError> {
+) -> BTreeMap<String, GroupRefusal> {
     if on_4_2_allowed {
-        return Ok(BTreeMap::new());
+        return BTreeMap::new();
     }
-    let classic_route: BTreeSet<&str> = translation
-        .iter()
-        .filter(|o| *o.group_type == crate::client::GroupType::Streams)
-        .map(|o| o.group)
+    let classic_route: BTreeSet<&String> = streams
+        .into_iter()
         .filter(|g| !matches!(gates.get(*g), Some(StreamsGate::Open { exists: true, .. })))
         .collect();
     if classic_route.is_empty() {
-        return Ok(BTreeMap::new());
+        return BTreeMap::new();
     }
-    let brokers = client.brokers_on_kafka_4_2(deadline).await?;
+    let brokers = client.brokers_on_kafka_4_2(deadline).await;
     if brokers.is_empty() {
-        return Ok(BTreeMap::new());
+        return BTreeMap::new();
     }
     let refusal = GroupRefusal::Kafka20254 { brokers };
-    Ok(classic_route
+    classic_route
         .into_iter()
-        .map(|g| (g.to_string(), refusal.clone()))
-        .collect())
+        .map(|g| (g.clone(), refusal.clone()))
+        .collect()
 }
 
 /// Takes the groups whose source type is Streams and that the target lists as Streams out of

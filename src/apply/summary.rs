@@ -260,6 +260,7 @@ fn refusal_name(reason: &GroupRefusal) -> &'static str {
         GroupRefusal::SourceNotConsumerGroup { .. } => "source-not-consumer-group",
         GroupRefusal::StreamsActive { .. } => "group-active",
         GroupRefusal::StreamsTargetMismatch { .. } => "streams-target-mismatch",
+        GroupRefusal::Kafka20254 { .. } => "kafka-20254",
         _ => "group-refused",
     }
 }
