@@ -289,60 +289,20 @@ async fn saved_plan(
         .await?;
         return Ok(Err(code));
     }
-    let plan: ApplyPlan = serde_json::from_str(&text)
-        .map_err(|e| format!("--plan {shown} is not an apply plan: {e}"))?;
-    plan.check_schema()
-        .map_err(|e| format!("--plan {shown}: {e}"))?;
-    if plan.input == Some(PlanInput::Failback) {
-        // Its rows are re-derived from the backup, which apply does not read.
-        return Err(format!(
-            "--plan {shown} is a failback plan: run it with mm2-offsets failback --plan {shown}"
-        )
-        .into());
-    }
-    if plan.sources.is_empty() {
-        eprintln!(
-            "error: --plan {shown} names no source cluster (made by an older mm2-offsets?): its checkpoints cannot be read again to check it; plan again. Nothing written"
-        );
-        super::undo::discard(undo_out);
-        return Ok(Err(EXIT_INCOMPLETE));
-    }
-    // One budget for the run: connecting, reading again what the plan was made from,
-    // re-checking, committing.
-    let (mirror, translation) = if plan.input == Some(PlanInput::SourceOffsets) {
-        match from_source_again(args, &plan, &text, &shown, options, budget).await? {
-            Ok(read) => read,
-            Err(code) => {
-                // Refused before anything was read: the undo file this run made goes.
+    // Nothing is recorded until the execute: a plan refused or unreadable up to here removes
+    // the --undo-out file this run created, so the same path can be given again.
+    let (plan, mirror, translation) =
+        match read_plan_inputs(args, &text, &shown, options, budget).await {
+            Ok(Ok(read)) => read,
+            Ok(Err(code)) => {
                 super::undo::discard(undo_out);
                 return Ok(Err(code));
             }
-        }
-    } else {
-        let settings = crate::connection::settings(&args.translate.connection)?;
-        let settings = if args.execute {
-            settings.for_commits(options.concurrency)
-        } else {
-            settings
+            Err(stop) => {
+                super::undo::discard(undo_out);
+                return Err(stop);
+            }
         };
-        let mirror = session::connect(settings, budget.remaining()).await?;
-        // The checkpoints the plan was made from, read again from its sources for its
-        // groups: each partition's offset and checkpoint age are checked against them, not
-        // taken from the file.
-        let ids: Vec<&str> = plan.groups.iter().map(|g| g.group.as_str()).collect();
-        let selector = GroupSelector::new(ids, std::iter::empty::<&str>())
-            .map_err(|e| format!("--plan {shown}: {e}"))?;
-        let translation = session::read_checkpoints(
-            &args.translate,
-            &mirror,
-            plan.sources.clone(),
-            selector,
-            budget,
-        )
-        .await
-        .map_err(|e| format!("re-reading the checkpoints --plan {shown} was made from: {e}"))?;
-        (mirror, translation)
-    };
     // What failing over the plan's groups now leaves on the primary, said before anything is
     // written (the figure only: the plan's offsets stay the plan's).
     *at_risk = session::at_risk::measure_for(
@@ -401,6 +361,69 @@ async fn saved_plan(
     Ok(Ok((client, fresh, None)))
 }
 
+/// The saved plan in `text`, checked for its schema and kind, and what it was made from read
+/// again: the checkpoints of its sources, or (a source-offsets plan) the translation of the
+/// source's offsets made again; with the target's client. `Ok(Err(code))`: refused, the words
+/// printed.
+async fn read_plan_inputs(
+    args: &ApplyArgs,
+    text: &str,
+    shown: &str,
+    options: &ApplyOptions,
+    budget: &Deadline,
+) -> Result<Result<(ApplyPlan, MirrorClient, Translation), i32>, Stop> {
+    let plan: ApplyPlan = serde_json::from_str(text)
+        .map_err(|e| format!("--plan {shown} is not an apply plan: {e}"))?;
+    plan.check_schema()
+        .map_err(|e| format!("--plan {shown}: {e}"))?;
+    if plan.input == Some(PlanInput::Failback) {
+        // Its rows are re-derived from the backup, which apply does not read.
+        return Err(format!(
+            "--plan {shown} is a failback plan: run it with mm2-offsets failback --plan {shown}"
+        )
+        .into());
+    }
+    if plan.sources.is_empty() {
+        eprintln!(
+            "error: --plan {shown} names no source cluster (made by an older mm2-offsets?): its checkpoints cannot be read again to check it; plan again. Nothing written"
+        );
+        return Ok(Err(EXIT_INCOMPLETE));
+    }
+    // One budget for the run: connecting, reading again what the plan was made from,
+    // re-checking, committing.
+    let (mirror, translation) = if plan.input == Some(PlanInput::SourceOffsets) {
+        match from_source_again(args, &plan, text, shown, options, budget).await? {
+            Ok(read) => read,
+            Err(code) => return Ok(Err(code)),
+        }
+    } else {
+        let settings = crate::connection::settings(&args.translate.connection)?;
+        let settings = if args.execute {
+            settings.for_commits(options.concurrency)
+        } else {
+            settings
+        };
+        let mirror = session::connect(settings, budget.remaining()).await?;
+        // The checkpoints the plan was made from, read again from its sources for its
+        // groups: each partition's offset and checkpoint age are checked against them, not
+        // taken from the file.
+        let ids: Vec<&str> = plan.groups.iter().map(|g| g.group.as_str()).collect();
+        let selector = GroupSelector::new(ids, std::iter::empty::<&str>())
+            .map_err(|e| format!("--plan {shown}: {e}"))?;
+        let translation = session::read_checkpoints(
+            &args.translate,
+            &mirror,
+            plan.sources.clone(),
+            selector,
+            budget,
+        )
+        .await
+        .map_err(|e| format!("re-reading the checkpoints --plan {shown} was made from: {e}"))?;
+        (mirror, translation)
+    };
+    Ok(Ok((plan, mirror, translation)))
+}
+
 /// A plan made from the source's offsets, its groups translated from the source again as it
 /// says (`source_plan`): the target's client and the fresh translation; or the exit code of a
 /// refusal already printed (no binding saved, no source cluster named).
@@ -422,7 +445,7 @@ async fn from_source_again(
     };
     if !super::source_plan::names_a_source(&args.translate) {
         eprintln!(
-            "error: --plan {shown} was made from the source's committed offsets (--from-source-offsets): pass the source cluster (--source-bootstrap-server, or --syncs-bootstrap-server where the offset syncs are kept) so that they are read and translated again, as a saved plan is never written on its own word. With the source gone, plan from the checkpoints instead (without --from-source-offsets). Nothing written"
+            "error: --plan {shown} was made from the source's committed offsets (--from-source-offsets): pass the source cluster (--source-bootstrap-server or --source-command-config, with --syncs-bootstrap-server where the offset syncs are kept) so that they are read and translated again, as a saved plan is never written on its own word. With the source gone, plan from the checkpoints instead (without --from-source-offsets). Nothing written"
         );
         return Ok(Err(EXIT_USAGE));
     }

@@ -61,11 +61,10 @@ pub(crate) fn saved_binding(text: &str) -> Result<Option<SourceBinding>, String>
         .map_err(|e| format!("its \"source_offsets\" member: {e}"))
 }
 
-/// Whether the run names a source cluster to translate from (the source connection, or the
-/// offset-syncs cluster, which is the source unless told otherwise).
+/// Whether the run names the source cluster to translate from (`--source-bootstrap-server` or
+/// `--source-command-config`; beside `--plan`, the offset-syncs flags alone are refused).
 pub(crate) fn names_a_source(args: &TranslateArgs) -> bool {
-    let syncs = &args.precise.syncs;
-    syncs.names_source_cluster() || syncs.names_syncs_cluster()
+    args.precise.syncs.names_source_cluster()
 }
 
 /// The plan's groups translated from the source's offsets again, as `binding` says, with the
