@@ -591,6 +591,48 @@ async fn share_group_on_kafka_4_is_typed_translated_and_never_written_as_a_consu
     );
     assert!(reason.contains("--streams-on-kafka-4-2"), "{reason}");
     assert!(
+        out.stderr.contains("refused (kafka-20254 1)"),
+        "the summary names the rule: {}",
+        out.stderr
+    );
+    assert!(
+        raw42.committed(&streams).await.is_empty(),
+        "nothing written"
+    );
+    // A plan saved with the flag is judged again when it runs without it: still refused.
+    let dir = tempfile::tempdir().unwrap();
+    let saved = dir.path().join("k42-plan.json").display().to_string();
+    let out = run(&onto_k42(&["--streams-on-kafka-4-2", "--plan-out", &saved]));
+    assert_eq!(out.code, Some(0), "planned with the flag: {}", out.stderr);
+    let out = run(&strings(&[
+        "apply",
+        "--bootstrap-server",
+        &k42_server,
+        "--plan",
+        &saved,
+        "--source-bootstrap-server",
+        &k4_server,
+        "--syncs-bootstrap-server",
+        &k4_server,
+        "--execute",
+        "--no-progress",
+        "-o",
+        "json",
+    ]));
+    assert_eq!(
+        out.code,
+        Some(3),
+        "the saved plan without the flag: {}",
+        out.stderr
+    );
+    let result = json(&out)["result"]["groups"][0].clone();
+    assert_eq!(result["outcome"], "skipped", "{result}");
+    let reason = result["reason"].as_str().unwrap_or_default();
+    assert!(
+        reason.contains("kafka-20254: the target's brokers"),
+        "{result}"
+    );
+    assert!(
         raw42.committed(&streams).await.is_empty(),
         "nothing written"
     );
