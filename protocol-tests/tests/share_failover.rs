@@ -390,22 +390,7 @@ async fn share_group_fails_over_to_its_translated_start_offsets() {
 
     // verify: the backup's start offsets (DescribeShareGroupOffsets) against the primary's,
     // record by record: exact on every partition, typed share.
-    let (code, out, err) = cli(&[
-        "verify",
-        "--bootstrap-server",
-        backup.as_str(),
-        "--source",
-        "primary",
-        "--group",
-        group.as_str(),
-        "--syncs-bootstrap-server",
-        primary.as_str(),
-        "--source-bootstrap-server",
-        primary.as_str(),
-        "--no-progress",
-        "-o",
-        "json",
-    ]);
+    let (code, out, err) = verify(&backup, &primary, &group);
     assert_eq!(code, 0, "verify after apply: {err}\n{out}");
     let verified: Value = serde_json::from_str(&out).unwrap();
     let rows = verified["rows"].as_array().unwrap();
@@ -462,53 +447,14 @@ async fn share_group_fails_over_to_its_translated_start_offsets() {
     // Part of what is left, in acquisitions of 30, so that the backup's start offsets land
     // mid-log for the failback (step 7) to carry back.
     let remaining = remaining.min(KEPT_ON_BACKUP);
-    let max = remaining.to_string();
-    let child = share_cmd(
+    let child = live_share_consumer(
         &env,
-        &[
-            "--bootstrap",
-            &backup,
-            "--group",
-            &group,
-            "--topic",
-            &replica,
-            "--max",
-            &max,
-            "--timeout-ms",
-            "40000",
-            "--linger-ms",
-            "15000",
-            "--max-poll",
-            "30",
-            "--acquire-mode",
-            "record_limit",
-        ],
+        &b_client,
+        (&backup, &group, &replica),
+        remaining,
+        &["--max-poll", "30", "--acquire-mode", "record_limit"],
     )
-    .stdout(Stdio::piped())
-    .stderr(Stdio::piped())
-    .spawn()
-    .expect("spawn ShareOnce on the backup");
-    // A JVM's start on a loaded machine: up to a minute.
-    let live_by = Instant::now() + Duration::from_secs(60);
-    loop {
-        let state = b_client
-            .describe_share_groups(
-                std::slice::from_ref(&group),
-                &Coordinators::new(),
-                &Deadline::after(Duration::from_secs(10)),
-            )
-            .await
-            .remove(&group)
-            .unwrap();
-        if state.as_ref().is_ok_and(|s| !s.members.is_empty()) {
-            break;
-        }
-        assert!(
-            Instant::now() < live_by,
-            "no member on the backup: {state:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    .await;
     let (code, doc, err) = apply(&dry);
     // Refused whatever its rows say (exit 3 only where a row had something to write).
     assert!(
@@ -587,22 +533,7 @@ async fn share_group_fails_over_to_its_translated_start_offsets() {
     // verify again: the backup's share group now stands past the primary's (its consumer
     // acknowledged more there), so each moved partition is `ahead` by the records between.
     let moved = start_offsets(&b_client, &group, &replica).await;
-    let (code, out, err) = cli(&[
-        "verify",
-        "--bootstrap-server",
-        backup.as_str(),
-        "--source",
-        "primary",
-        "--group",
-        group.as_str(),
-        "--syncs-bootstrap-server",
-        primary.as_str(),
-        "--source-bootstrap-server",
-        primary.as_str(),
-        "--no-progress",
-        "-o",
-        "json",
-    ]);
+    let (code, out, err) = verify(&backup, &primary, &group);
     let verified: Value =
         serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}\n{err}"));
     let mut any_ahead = false;
@@ -631,6 +562,82 @@ async fn share_group_fails_over_to_its_translated_start_offsets() {
     )
     .await;
     eprintln!("[suite] share_failover took {:?}", t0.elapsed());
+}
+
+/// `mm2-offsets verify -o json` of `group` on the backup against the primary.
+fn verify(backup: &str, primary: &str, group: &str) -> (i32, String, String) {
+    cli(&[
+        "verify",
+        "--bootstrap-server",
+        backup,
+        "--source",
+        "primary",
+        "--group",
+        group,
+        "--syncs-bootstrap-server",
+        primary,
+        "--source-bootstrap-server",
+        primary,
+        "--no-progress",
+        "-o",
+        "json",
+    ])
+}
+
+/// ShareOnce on `bootstrap`, keeping `max` records of `topic` for `group` (`extra` flags
+/// beside), lingering 15 s as a member once done; returned once `client` sees the group with a
+/// member (a JVM's start on a loaded machine: up to a minute).
+// The child goes back to the caller, which waits for it (`wait_with_output`); the lint cannot
+// see past the return.
+#[allow(clippy::zombie_processes)]
+async fn live_share_consumer(
+    env: &Env,
+    client: &KafkaClient,
+    (bootstrap, group, topic): (&str, &str, &str),
+    max: i64,
+    extra: &[&str],
+) -> std::process::Child {
+    let max = max.to_string();
+    let mut args = vec![
+        "--bootstrap",
+        bootstrap,
+        "--group",
+        group,
+        "--topic",
+        topic,
+        "--max",
+        &max,
+        "--timeout-ms",
+        "40000",
+        "--linger-ms",
+        "15000",
+    ];
+    args.extend(extra);
+    let child = share_cmd(env, &args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("spawn ShareOnce on {bootstrap}: {e}"));
+    let live_by = Instant::now() + Duration::from_secs(60);
+    loop {
+        let state = client
+            .describe_share_groups(
+                &[group.to_string()],
+                &Coordinators::new(),
+                &Deadline::after(Duration::from_secs(10)),
+            )
+            .await
+            .remove(group)
+            .unwrap();
+        if state.as_ref().is_ok_and(|s| !s.members.is_empty()) {
+            return child;
+        }
+        assert!(
+            Instant::now() < live_by,
+            "no member of {group} on {bootstrap}: {state:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
 }
 
 /// The value of the record at `offset` of `topic`-`partition`.
@@ -733,48 +740,14 @@ async fn failback_round_trip(
     // A share consumer on the primary: a live member, so failback is refused; then what it
     // received first.
     let remaining: i64 = after.values().map(|o| PER_PARTITION - o).sum();
-    let max = remaining.min(60).to_string();
-    let child = share_cmd(
+    let child = live_share_consumer(
         env,
-        &[
-            "--bootstrap",
-            primary,
-            "--group",
-            group,
-            "--topic",
-            topic,
-            "--max",
-            &max,
-            "--timeout-ms",
-            "40000",
-            "--linger-ms",
-            "15000",
-        ],
+        p_client,
+        (primary, group, topic),
+        remaining.min(60),
+        &[],
     )
-    .stdout(Stdio::piped())
-    .stderr(Stdio::piped())
-    .spawn()
-    .expect("spawn ShareOnce on the primary");
-    let live_by = Instant::now() + Duration::from_secs(60);
-    loop {
-        let state = p_client
-            .describe_share_groups(
-                &[group.to_string()],
-                &Coordinators::new(),
-                &Deadline::after(Duration::from_secs(10)),
-            )
-            .await
-            .remove(group)
-            .unwrap();
-        if state.as_ref().is_ok_and(|s| !s.members.is_empty()) {
-            break;
-        }
-        assert!(
-            Instant::now() < live_by,
-            "no member on the primary: {state:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    .await;
     let undo_live = dir.path().join("failback-undo-live.jsonl");
     let (code, doc, err) = failback(&["--execute", "--undo-out", undo_live.to_str().unwrap()]);
     let refused = plan_group(&doc, group);
