@@ -647,6 +647,24 @@ async fn failback_round_trip_on_real_mirrormaker2() {
     // `rows`: with record matching (what was executed); `stretched`: the dry run without it.
     let rows = plan_rows(&done);
     let stretched = plan_rows(&dry);
+    // Keyed by the topic on the backup.
+    let dry_untranslated: BTreeMap<(String, Tp), String> = dry["untranslated"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|u| {
+            (
+                (
+                    u["group"].as_str().unwrap().to_string(),
+                    (
+                        u["from_topic"].as_str().unwrap().to_string(),
+                        u["partition"].as_i64().unwrap() as i32,
+                    ),
+                ),
+                u["reason"].as_str().unwrap_or("").to_string(),
+            )
+        })
+        .collect();
     println!(
         "{:<22} {:<26} {:>6} {:>6} {:>7} {:>6} {:>6} {:>6} {:>26} {:>6} {:>6} {:>7} {:>7} {:>8} {:>8}",
         "GROUP",
@@ -751,6 +769,20 @@ async fn failback_round_trip_on_real_mirrormaker2() {
             };
             if row.is_some() {
                 rows_seen += 1;
+                if stretch < 0 {
+                    // Below the first sync MM2 kept for the partition (it drops a partition's
+                    // first syncs when many are in flight): the syncs alone cannot fail the row
+                    // back, and only the records can, read from the log start.
+                    let why_dry = dry_untranslated
+                        .get(&(g.clone(), btp.clone()))
+                        .map_or("not in the dry run at all", String::as_str);
+                    assert_eq!(
+                        (why_dry, rule.as_str()),
+                        ("no-sync", "record-match"),
+                        "{g} {ptp:?}: no answer from the syncs alone, and {rule} with records"
+                    );
+                }
+                let stretch = if stretch < 0 { safe } else { stretch };
                 assert!(
                     safe <= stretch && stretch <= best && best <= truth,
                     "{g} {ptp:?}: safe {safe}, exact {stretch}, matched {best}, truth {truth}"
