@@ -74,6 +74,7 @@ impl Side {
     }
 
     /// The record at `offset`, if one was read there.
+    #[cfg(test)]
     pub(crate) fn at(&self, offset: i64) -> Option<&Rec> {
         self.records
             .get(self.first_at(offset))

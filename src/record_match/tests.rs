@@ -874,3 +874,34 @@ fn a_next_record_never_copied_resumes_at_the_replica_end() {
         assert_eq!(*answer, Ok(end), "U = {u} (syncs' answer {safe:?})");
     }
 }
+
+/// A sync whose two records differ refuses the partition, and one whose records agree passes:
+/// the check the forward walk's byte comparison is reused for (it must still see a mismatch).
+#[test]
+fn a_sync_whose_records_differ_is_refused() {
+    use super::walk::{Upstream, Violation, bounds};
+    let side = |digests: &[u64]| {
+        let mut b = SideBuilder::default();
+        b.start(0);
+        for (i, &d) in digests.iter().enumerate() {
+            b.record(i as i64, 7, d, true);
+        }
+        b.finish_interval(digests.len() as i64);
+        b.finish()
+    };
+    let up = side(&[1, 2, 3, 4]);
+    let agree = side(&[1, 2, 3, 4]);
+    let log = LogOrder::new(vec![(0, 0), (2, 2)]);
+    let walked = bounds(&Upstream::new(&up, &agree), &agree, &log, 4);
+    let walked = walked.unwrap_or_else(|v| panic!("{v:?}"));
+    assert_eq!(walked.ub, [0, 1, 2, 3]);
+    assert_eq!(walked.lb, [0, 1, 2, 3]);
+    // Record 2 of the replica is not upstream record 2 (nor any upstream record).
+    let differ = side(&[1, 2, 9, 4]);
+    let refused = bounds(&Upstream::new(&up, &differ), &differ, &log, 4).err();
+    assert_eq!(refused, Some(Violation::SyncContent { downstream: 2 }));
+    // The synced replica record equals an earlier upstream record than its sync names.
+    let earlier = side(&[1, 2, 1, 4]);
+    let refused = bounds(&Upstream::new(&up, &earlier), &earlier, &log, 4).err();
+    assert_eq!(refused, Some(Violation::SyncContent { downstream: 2 }));
+}

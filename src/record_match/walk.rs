@@ -48,6 +48,8 @@ use crate::record_match::history::LogOrder;
 pub(crate) const HIGH: i64 = i64::MAX;
 /// An unknown lower bound.
 pub(crate) const LOW: i64 = i64::MIN;
+/// No upstream record index.
+const NO_RECORD: u32 = u32::MAX;
 
 /// The upstream records read, indexed for the walk.
 pub(crate) struct Upstream<'a> {
@@ -121,10 +123,12 @@ impl<'a> Upstream<'a> {
     }
 
     /// The greatest upstream offset at or below `x` holding `down`'s content, if `[it, x]`
-    /// was read and holds no hole above it; else `x`.
-    fn snap_down(&self, x: i64, down: &Rec) -> i64 {
+    /// was read and holds no hole above it; else `x`. Also the index of the upstream record
+    /// found the same as `down` ([`NO_RECORD`] if none): the walk's later comparisons of that
+    /// pair reuse it instead of comparing the bytes again.
+    fn snap_down(&self, x: i64, down: &Rec) -> (i64, u32) {
         let Some(list) = self.by_digest.get(&down.digest) else {
-            return x;
+            return (x, NO_RECORD);
         };
         let records = &self.side.records;
         let end = list.partition_point(|&i| records[i as usize].offset <= x);
@@ -134,19 +138,26 @@ impl<'a> Upstream<'a> {
                 let (j, end) = (up.offset, x.saturating_add(1));
                 // A hole above j may have held id(b): the cleaner drops aborted records
                 // whatever came later, so the records below are no proof.
-                return if self.side.covers(j, end) && !self.side.has_hole(j + 1, end) {
+                let bound = if self.side.covers(j, end) && !self.side.has_hole(j + 1, end) {
                     j
                 } else {
                     x
                 };
+                return (bound, i);
             }
         }
-        x
+        (x, NO_RECORD)
+    }
+
+    /// [`Upstream::same`] for upstream record index `i`, known the same already when it is
+    /// `confirmed` (found by [`Upstream::snap_down`] for this `down`).
+    fn same_at(&self, i: u32, confirmed: u32, down: &Rec) -> bool {
+        i == confirmed || self.same(&self.side.records[i as usize], down)
     }
 
     /// The least upstream offset at or above `y` holding `down`'s content, if `[y, it]` was
-    /// read and holds no hole; else `y`.
-    fn snap_up(&self, y: i64, down: &Rec) -> i64 {
+    /// read and holds no hole; else `y`. `confirmed`: as for [`Upstream::same_at`].
+    fn snap_up(&self, y: i64, down: &Rec, confirmed: u32) -> i64 {
         let Some(list) = self.by_digest.get(&down.digest) else {
             return y;
         };
@@ -154,7 +165,7 @@ impl<'a> Upstream<'a> {
         let start = list.partition_point(|&i| records[i as usize].offset < y);
         for &i in &list[start..] {
             let up = &records[i as usize];
-            if self.same(up, down) {
+            if self.same_at(i, confirmed, down) {
                 let j = up.offset;
                 return if self.side.covers(y, j + 1) && !self.side.has_hole(y, j + 1) {
                     j
@@ -197,6 +208,10 @@ pub(crate) fn bounds(
     let records = &down.records;
     let n = records.len();
     let mut ub = vec![HIGH; n];
+    // Per downstream record, the upstream record the forward walk found byte for byte the
+    // same: the backward walk and the sync check meet that pair again (in a one-for-one
+    // stretch, always), and a second comparison of the same bytes would cost a pass.
+    let mut confirmed = vec![NO_RECORD; n];
     for k in 0..n {
         let r = &records[k];
         // Every record copied downstream by the time the downstream end was read lies below
@@ -211,9 +226,11 @@ pub(crate) fn bounds(
                 .next_pow(ub[k - 1], i64::from(r.gap_before) + 1)
                 .min(upstream_end - 1);
         }
-        x = up.snap_down(x, r);
+        let (snapped, same) = up.snap_down(x, r);
+        x = snapped;
+        confirmed[k] = same;
         if let Some(u) = log.upstream_at(r.offset) {
-            check_sync(up, r, u)?;
+            check_sync(up, r, u, same)?;
             if x < u {
                 return Err(Violation::Bounds {
                     downstream: r.offset,
@@ -250,7 +267,7 @@ pub(crate) fn bounds(
             y = y.max(u.saturating_add(1).min(next));
         }
         if y != LOW {
-            y = up.snap_up(y, r);
+            y = up.snap_up(y, r, confirmed[k]);
         }
         if let Some(u) = synced {
             if y > u {
@@ -271,12 +288,15 @@ pub(crate) fn bounds(
 }
 
 /// A sync `(u, d)`: the record read at `d` must have the content of upstream `u`, when `u`
-/// was read.
-fn check_sync(up: &Upstream<'_>, down: &Rec, u: i64) -> Result<(), Violation> {
-    match up.side.at(u) {
-        Some(record) if !up.same(record, down) => Err(Violation::SyncContent {
-            downstream: down.offset,
-        }),
+/// was read. `confirmed`: as for [`Upstream::same_at`].
+fn check_sync(up: &Upstream<'_>, down: &Rec, u: i64, confirmed: u32) -> Result<(), Violation> {
+    let at = up.side.first_at(u);
+    match up.side.records.get(at) {
+        Some(record) if record.offset == u && !up.same_at(at as u32, confirmed, down) => {
+            Err(Violation::SyncContent {
+                downstream: down.offset,
+            })
+        }
         _ => Ok(()),
     }
 }
