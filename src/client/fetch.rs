@@ -243,19 +243,15 @@ impl KafkaClient {
     ) -> PartitionStream {
         let (tx, rx) = mpsc::channel(options.prefetch.max(1));
         let position = Arc::new(std::sync::atomic::AtomicI64::new(start));
-        let client = self.clone();
+        let mut reader = self.read_range_here(topic, partition, start, end, options, deadline);
         let task_position = position.clone();
         let task = tokio::spawn(async move {
-            let mut reader = RangeReader {
-                client,
-                topic,
-                partition,
-                position: start,
-                end,
-                options,
-                deadline,
-            };
-            reader.run(&tx, &task_position).await;
+            while let Some(chunk) = reader.next_chunk().await {
+                task_position.store(reader.position(), std::sync::atomic::Ordering::Relaxed);
+                if tx.send(chunk).await.is_err() {
+                    return; // the consumer went away
+                }
+            }
         });
         PartitionStream {
             rx,
@@ -263,9 +259,36 @@ impl KafkaClient {
             _task: AbortOnDrop(task),
         }
     }
+
+    /// [`KafkaClient::read_range`] without the background task: each
+    /// [`RangeRead::next_chunk`] sends the next Fetch from the caller's own task, so nothing
+    /// is read ahead. For a caller that reads many short ranges concurrently (record matching:
+    /// a window is mostly one Fetch), where a task and a channel per range cost more than the
+    /// read-ahead gains: every chunk handed across them woke another thread.
+    pub(crate) fn read_range_here(
+        &self,
+        topic: SharedTopic,
+        partition: i32,
+        start: i64,
+        end: i64,
+        options: ReadOptions,
+        deadline: Deadline,
+    ) -> RangeRead {
+        RangeRead::new(
+            self.clone(),
+            topic,
+            partition,
+            start,
+            end,
+            options,
+            deadline,
+        )
+    }
 }
 
-struct RangeReader {
+/// One partition range read Fetch by Fetch, by whoever polls it ([`KafkaClient::read_range`]
+/// polls it in a task of its own).
+pub(crate) struct RangeRead {
     client: KafkaClient,
     topic: SharedTopic,
     partition: i32,
@@ -273,16 +296,44 @@ struct RangeReader {
     end: i64,
     options: ReadOptions,
     deadline: Deadline,
+    retrier: Retrier,
+    /// An error or a malformed batch was delivered: nothing more can be read.
+    done: bool,
 }
 
-impl RangeReader {
-    async fn run(
-        &mut self,
-        tx: &mpsc::Sender<Result<FetchedChunk, ClientError>>,
-        shared_position: &std::sync::atomic::AtomicI64,
-    ) {
-        let mut retrier = Retrier::new(self.deadline);
-        while self.position < self.end {
+impl RangeRead {
+    fn new(
+        client: KafkaClient,
+        topic: SharedTopic,
+        partition: i32,
+        start: i64,
+        end: i64,
+        options: ReadOptions,
+        deadline: Deadline,
+    ) -> Self {
+        RangeRead {
+            client,
+            topic,
+            partition,
+            position: start,
+            end,
+            options,
+            deadline,
+            retrier: Retrier::new(deadline),
+            done: false,
+        }
+    }
+
+    /// The offset up to which chunks have been fetched so far.
+    pub(crate) fn position(&self) -> i64 {
+        self.position
+    }
+
+    /// The next chunk; `None` once the range has been read, or after an error or a malformed
+    /// chunk was returned. Leader changes and transient errors are retried (refreshing
+    /// metadata) until the deadline.
+    pub(crate) async fn next_chunk(&mut self) -> Option<Result<FetchedChunk, ClientError>> {
+        while !self.done && self.position < self.end {
             // Each Fetch is also cut at the deadline, so a stalled broker cannot hold the read
             // past it (the connection's own request timeout may be longer).
             let attempt = tokio::time::timeout_at(
@@ -291,18 +342,15 @@ impl RangeReader {
                     .fetch(&self.topic, self.partition, self.position, &self.options),
             )
             .await;
-            let outcome = attempt.unwrap_or_else(|_| Err(retrier.expired(self.operation())));
+            let outcome = attempt.unwrap_or_else(|_| Err(self.retrier.expired(self.operation())));
             match outcome {
                 Ok(chunk) if chunk.next_offset > self.position || chunk.malformed => {
-                    retrier.progressed();
-                    let malformed = chunk.malformed;
+                    self.retrier.progressed();
                     self.position = self.position.max(chunk.next_offset);
-                    shared_position.store(self.position, std::sync::atomic::Ordering::Relaxed);
                     // The consumer finds the malformed batch at the chunk's end and fails there;
                     // asking again would only get the same bytes until the deadline.
-                    if tx.send(Ok(chunk)).await.is_err() || malformed {
-                        return; // the consumer went away, or nothing past this can be read
-                    }
+                    self.done = chunk.malformed;
+                    return Some(Ok(chunk));
                 }
                 Ok(chunk) => {
                     // No complete batch. With records present, a single batch is larger than
@@ -314,23 +362,24 @@ impl RangeReader {
                             .unwrap_or(i32::MAX);
                         self.options.max_bytes = self.options.max_bytes.saturating_mul(2).min(cap);
                     }
-                    if !retrier.pause().await {
+                    if !self.retrier.pause().await {
                         let operation = format!(
                             "{} (stuck below end {}, high watermark {})",
                             self.operation(),
                             self.end,
                             chunk.high_watermark
                         );
-                        let error = ClientError::deadline(operation, &self.deadline, None);
-                        let _ = tx.send(Err(error)).await;
-                        return;
+                        return self.fail(ClientError::deadline(operation, &self.deadline, None));
                     }
                 }
-                Err(e) => match retrier.after(e, || self.operation()).await {
-                    Err(e) => {
-                        let _ = tx.send(Err(e)).await;
-                        return;
-                    }
+                Err(e) => match self
+                    .retrier
+                    .after(e, || {
+                        reading(&self.topic.name, self.partition, self.position)
+                    })
+                    .await
+                {
+                    Err(e) => return self.fail(e),
                     Ok(Action::RefreshMetadata) => {
                         match self
                             .client
@@ -341,28 +390,32 @@ impl RangeReader {
                             // Out of time while re-reading the leaders: what failed is still
                             // this partition's read, and the last broker answer says why.
                             Err(ClientError::DeadlineExceeded { .. }) => {
-                                let _ = tx.send(Err(retrier.expired(self.operation()))).await;
-                                return;
+                                let e = self.retrier.expired(self.operation());
+                                return self.fail(e);
                             }
-                            Err(e) => {
-                                let _ = tx.send(Err(e)).await;
-                                return;
-                            }
+                            Err(e) => return self.fail(e),
                         }
                     }
                     Ok(_) => {}
                 },
             }
         }
+        None
+    }
+
+    fn fail(&mut self, e: ClientError) -> Option<Result<FetchedChunk, ClientError>> {
+        self.done = true;
+        Some(Err(e))
     }
 
     /// What this reader is doing, for errors: the topic-partition and offset.
     fn operation(&self) -> String {
-        format!(
-            "reading {}-{} at offset {}",
-            self.topic.name, self.partition, self.position
-        )
+        reading(&self.topic.name, self.partition, self.position)
     }
+}
+
+fn reading(topic: &str, partition: i32, offset: i64) -> String {
+    format!("reading {topic}-{partition} at offset {offset}")
 }
 
 /// The chunks of one partition range, in offset order. Dropping it stops the background reader.

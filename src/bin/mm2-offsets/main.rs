@@ -61,17 +61,36 @@ fn run_cli() -> i32 {
         return EXIT_ERROR;
     }
     init_logging(cli.verbose);
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
+    let mut runtime = tokio::runtime::Builder::new_multi_thread();
+    // One worker thread unless TOKIO_WORKER_THREADS (tokio's own setting) asks for more: the
+    // work is mostly waiting on brokers, and every answer handed from one worker to another
+    // woke a sleeping thread. On the match benchmark (2 cores, broker beside us) one worker
+    // took 13% less CPU on the hot case and 7% on the spread one, and less wall time on both,
+    // than one per core (BENCHMARKS.md, "One worker thread").
+    if std::env::var_os("TOKIO_WORKER_THREADS").is_none() {
+        runtime.worker_threads(1);
+    }
+    let runtime = match runtime.enable_all().build() {
         Ok(runtime) => runtime,
         Err(e) => {
             eprintln!("error: cannot start the async runtime: {e}");
             return EXIT_ERROR;
         }
     };
-    let outcome = runtime.block_on(run(cli.command));
+    // The command runs as a task on a worker thread, not on this thread inside `block_on`:
+    // a task woken by another task of the same worker (a Fetch answer handed from the
+    // connection's reader to the partition read, then to the matcher) runs there next, without
+    // a futex wake of another thread. On the match benchmark's hot case, waking threads was
+    // the largest cost after the bytes (BENCHMARKS.md, "Fewer thread wake-ups").
+    let outcome = runtime.block_on(async {
+        match tokio::spawn(run(cli.command)).await {
+            Ok(outcome) => outcome,
+            Err(e) => match e.try_into_panic() {
+                Ok(panic) => std::panic::resume_unwind(panic),
+                Err(e) => Err(Stop::Error(format!("the command's task ended early: {e}"))),
+            },
+        }
+    });
     match outcome {
         Ok(code) => code,
         Err(Stop::BrokenPipe) => EXIT_BROKEN_PIPE,
