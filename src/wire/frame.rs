@@ -14,7 +14,13 @@ use tokio::io::{AsyncRead, AsyncReadExt};
 use super::WireError;
 
 /// The first allocation for a frame body; later growth follows the bytes that actually arrive.
-const INITIAL_CHUNK: usize = 64 * 1024;
+/// 2 MiB holds a whole Fetch answer of Java's default `max.partition.fetch.bytes` (1 MiB) and
+/// record matching's window Fetches, so those arrive in one allocation: growing from 64 KiB
+/// by doubling copied about the whole frame once more (`memmove` was the largest cost after
+/// the CRC on the match benchmark's spread case, BENCHMARKS.md). What a peer can make us
+/// reserve before sending is still bounded, by this, and the pages are touched only as bytes
+/// arrive.
+const INITIAL_CHUNK: usize = 2 * 1024 * 1024;
 
 /// Reads one size-prefixed frame and returns its body (without the size).
 ///
