@@ -9,26 +9,37 @@
 //! section's varints are decoded, not compared as written: Java's producer re-encodes them).
 //!
 //! The digest only narrows the search: two records are the same only if their encodings are
-//! equal byte for byte ([`same_content`]), so a collision (CRC32C is no keyed hash: anyone who
-//! can produce to the source topic can make two records with one CRC) costs a comparison, never
-//! a wrong match. Until 2026-12-03 the digest was a keyed 128-bit universal hash (POLYVAL, and
-//! before that SipHash twice) trusted alone; hardware CRC32C over the encoding plus the
-//! comparison on a digest match is cheaper per byte and exact (BENCHMARKS.md).
+//! equal byte for byte ([`same_content`]). It is a quick one, [`digest_of`]: the encoding's
+//! length and its first and last 16 bytes, hashed, so it costs the same for a 1 MiB value as
+//! for an empty one. Records that differ only in the middle (one layout, one key, a counter
+//! inside the value) share it; the walk's index ([`super::walk::Upstream`]) then tells such a
+//! bucket apart by a CRC32C of the whole encoding ([`full_digest`]) once it holds more than a
+//! few records, so a lookup never compares more than a few records that differ. Neither
+//! digest is trusted: CRC32C is no keyed hash (anyone who can produce to the source topic can
+//! make two records with one CRC), so a collision costs a comparison, never a wrong match.
+//!
+//! History: a keyed 128-bit universal hash (POLYVAL, and before that SipHash twice) trusted
+//! alone, until 2026-12-03; then CRC32C of every record's whole encoding; the quick digest
+//! since, which spares that CRC pass over every record (BENCHMARKS.md).
 
 use crate::records::Record;
+use crate::records::builder::write_varint;
 
-/// A record's content digest: the CRC32C of its encoding and the encoding's length.
+/// A record's quick content digest ([`digest_of`]).
 pub(crate) type Digest = u64;
 
 /// Appends `record`'s key, value and headers to `out` in the canonical encoding and returns
-/// its digest. The encoding: each field as a little-endian `i32` length (-1 for null) and its
-/// bytes; the header count between the value and the headers.
+/// its digest. The encoding is the record format's own, written the one way Java's producer
+/// writes it: each field as a varint length (-1 for null) and its bytes, the header count
+/// between the value and the headers, every varint in its shortest form. So a record written
+/// that way is already encoded where it lies ([`in_place`]), and one that is not (compressed
+/// batches, decompressed into scratch space; another spelling of a length) is copied here.
 pub(crate) fn encode(record: &Record<'_>, out: &mut Vec<u8>) -> Digest {
     let start = out.len();
     field(out, record.key);
     field(out, record.value);
     let headers = record.headers();
-    out.extend_from_slice(&headers.declared().to_le_bytes());
+    write_varint(out, headers.declared());
     for (key, value) in headers {
         field(out, Some(key));
         field(out, value);
@@ -36,9 +47,42 @@ pub(crate) fn encode(record: &Record<'_>, out: &mut Vec<u8>) -> Digest {
     digest_of(&out[start..])
 }
 
-/// The digest of an encoding.
+/// `record`'s canonical encoding where it lies in the bytes it was read from, and its digest,
+/// when it is written canonically: [`encode`] would write exactly these bytes.
+pub(crate) fn in_place<'a>(record: &Record<'a>) -> Option<(&'a [u8], Digest)> {
+    record
+        .canonical_fields()
+        .map(|fields| (fields, digest_of(fields)))
+}
+
+/// The quick digest of an encoding: its length, its first 16 bytes (the key's length and the
+/// key's start) and its last 16 (the end of the value and the headers), hashed. Equal
+/// encodings have equal digests; what tells records apart in between is left to
+/// [`full_digest`] and the comparison.
 pub(crate) fn digest_of(encoding: &[u8]) -> Digest {
-    u64::from(crc32c::crc32c(encoding)) | ((encoding.len() as u64) << 32)
+    use std::hash::Hasher;
+    let len = encoding.len();
+    let mut h = rustc_hash::FxHasher::default();
+    h.write_u64(len as u64);
+    for at in [0, 8, len.saturating_sub(16), len.saturating_sub(8)] {
+        h.write_u64(word_at(encoding, at));
+    }
+    h.finish()
+}
+
+/// The CRC32C of a whole encoding: what tells apart the records of a bucket of one quick
+/// digest.
+pub(crate) fn full_digest(encoding: &[u8]) -> u32 {
+    crc32c::crc32c(encoding)
+}
+
+/// The 8 bytes at `at` (fewer at the end, zero-padded), little-endian.
+fn word_at(bytes: &[u8], at: usize) -> u64 {
+    let rest = bytes.get(at..).unwrap_or_default();
+    let mut word = [0u8; 8];
+    let n = rest.len().min(8);
+    word[..n].copy_from_slice(&rest[..n]);
+    u64::from_le_bytes(word)
 }
 
 /// Whether two encodings are the same content: the digests first (cheap, and almost always
@@ -51,7 +95,7 @@ pub(crate) fn same_content(a: (Digest, &[u8]), b: (Digest, &[u8])) -> bool {
 /// record reader bounds to the batch (far below `i32::MAX`).
 fn field(out: &mut Vec<u8>, bytes: Option<&[u8]>) {
     let len = bytes.map_or(-1, |b| i32::try_from(b.len()).unwrap_or(i32::MAX));
-    out.extend_from_slice(&len.to_le_bytes());
+    write_varint(out, len);
     if let Some(b) = bytes {
         out.extend_from_slice(b);
     }
@@ -112,15 +156,19 @@ mod tests {
         }
     }
 
-    /// Two different contents with one CRC32C (a collision anyone can make: CRC is linear) are
+    /// Two different contents with one quick digest and one CRC32C (a collision anyone can
+    /// make: the bytes between the first and last 16 are not sampled, and CRC is linear) are
     /// not the same: the bytes decide.
     #[test]
     fn a_forced_collision_is_not_a_match() {
+        // The 8 bytes that vary sit in the middle of a 40-byte value: outside both samples.
         let enc = |v: &[u8]| {
+            let mut value = vec![b'x'; 40];
+            value[16..24].copy_from_slice(v);
             let mut out = Vec::new();
             field(&mut out, Some(b"k"));
-            field(&mut out, Some(v));
-            out.extend_from_slice(&0i32.to_le_bytes());
+            field(&mut out, Some(&value));
+            write_varint(&mut out, 0);
             out
         };
         // For encodings of one length, crc(enc(x)) ^ crc(enc(0)) is linear in x over GF(2):
@@ -130,7 +178,7 @@ mod tests {
         let delta = |i: usize, bit: u8| {
             let mut v = [0u8; 8];
             v[i] = bit;
-            crc32c::crc32c(&enc(&v)) ^ crc32c::crc32c(&base)
+            full_digest(&enc(&v)) ^ full_digest(&base)
         };
         // 64 single-bit deltas in a 32-dimensional space: Gaussian elimination finds a
         // nonzero combination that sums to zero, i.e. a nonzero x with crc(enc(x)) ==
@@ -158,7 +206,12 @@ mod tests {
         let (a, b) = (base, enc(&x));
         assert_ne!(a, b);
         let (da, db) = (digest_of(&a), digest_of(&b));
-        assert_eq!(da, db, "a forced CRC32C collision");
+        assert_eq!(da, db, "the quick digest does not see the middle");
+        assert_eq!(
+            full_digest(&a),
+            full_digest(&b),
+            "a forced CRC32C collision"
+        );
         assert!(!same_content((da, &a), (db, &b)));
         assert!(same_content((da, &a), (da, &a.clone())));
     }

@@ -55,7 +55,9 @@ impl SideRead<'_> {
                 ..ReadOptions::default()
             };
             builder.start(start);
-            let mut stream = self.client.read_range(
+            // Read from this task: a window is mostly one Fetch, so a reader task of its own
+            // (read-ahead) bought nothing and handed every chunk across threads.
+            let mut stream = self.client.read_range_here(
                 self.topic.clone(),
                 self.partition,
                 start,
@@ -116,6 +118,7 @@ impl SideRead<'_> {
         scratch: &mut Scratch,
     ) -> Result<(), String> {
         let name = || format!("{}-{}", self.topic.name, self.partition);
+        builder.chunk(&chunk.records);
         let mut filter = chunk.aborted_filter(self.isolation);
         for batch in Batches::new(&chunk.records) {
             let batch = batch.map_err(|e| format!("{}: {e}", name()))?;

@@ -1,7 +1,11 @@
 //! What was read of one side (the upstream partition, or its replica downstream): the data
-//! records, each as its content's encoding (in one buffer for the side) and its digest, which offset ranges were read completely, and which offsets inside them
+//! records, each as its content's encoding (where it lies in the Fetch answer it came in, or
+//! copied into one buffer for the side) and its digest, which offset ranges were read
+//! completely, and which offsets inside them
 //! hold neither a data record nor a transaction marker (holes: records removed by compaction,
 //! or never there).
+
+use bytes::Bytes;
 
 use super::digest::{self, Digest};
 use crate::records::Record;
@@ -15,9 +19,10 @@ pub(crate) struct Rec {
     pub(crate) offset: i64,
     pub(crate) timestamp: i64,
     pub(crate) digest: Digest,
-    /// Where its content's encoding lies in [`Side::contents`] (empty for a record built by a
-    /// test with a digest alone).
-    pub(crate) content: (usize, u32),
+    /// Where its content's encoding lies ([`Side::content`]): `(buffer, at, len)`, buffer 0
+    /// being [`Side::contents`] and `k` the `k`-th of [`Side::chunks`] (empty for a record
+    /// built by a test with a digest alone).
+    pub(crate) content: (u32, usize, u32),
     /// Not part of an aborted transaction (upstream; downstream every record was written).
     pub(crate) committed: bool,
     /// Offsets between the previous data record of the same read interval and this one that
@@ -38,10 +43,15 @@ pub(crate) struct Side {
     pub(crate) log_append_time: bool,
     /// Record bytes fetched.
     pub(crate) bytes: u64,
-    /// The records' content encodings ([`digest::encode`]), one after another: kept so that a
-    /// digest match is confirmed byte for byte. About the size of the record bytes fetched,
-    /// so bounded by the side's read budget.
+    /// The content encodings ([`digest::encode`]) of the records not written canonically in
+    /// the bytes fetched (those of compressed batches, mostly), one after another: kept so
+    /// that a digest match is confirmed byte for byte. At most the size of the record bytes
+    /// fetched, so bounded by the side's read budget.
     pub(crate) contents: Vec<u8>,
+    /// The Fetch answers' record bytes that hold encodings of records read (uncompressed
+    /// batches), kept instead of copying the encodings out: shared, not copied, and bounded by
+    /// the read budget too.
+    pub(crate) chunks: Vec<Bytes>,
 }
 
 impl Side {
@@ -64,8 +74,12 @@ impl Side {
 
     /// `r`'s content encoding (a record of this side).
     pub(crate) fn content(&self, r: &Rec) -> &[u8] {
-        let (at, len) = r.content;
-        self.contents.get(at..at + len as usize).unwrap_or_default()
+        let (buffer, at, len) = r.content;
+        let bytes: &[u8] = match buffer {
+            0 => &self.contents,
+            k => self.chunks.get(k as usize - 1).map_or(&[], |c| &c[..]),
+        };
+        bytes.get(at..at + len as usize).unwrap_or_default()
     }
 
     /// The index of the first record at or after `offset`.
@@ -89,6 +103,8 @@ pub(crate) struct SideBuilder {
     /// The open interval: its start, the next offset not yet accounted for, and the
     /// unexplained offsets since the last data record (or [`UNKNOWN_GAP`] before the first).
     open: Option<(i64, i64, u32)>,
+    /// A record lies in the last of [`Side::chunks`] (else the next chunk replaces it).
+    chunk_used: bool,
 }
 
 impl SideBuilder {
@@ -118,30 +134,55 @@ impl SideBuilder {
         Some(*gap)
     }
 
+    /// The record bytes of the Fetch answer whose records are read next: a record written
+    /// canonically inside them is kept where it lies.
+    pub(crate) fn chunk(&mut self, records: &Bytes) {
+        if !self.chunk_used {
+            self.side.chunks.pop();
+        }
+        self.side.chunks.push(records.clone());
+        self.chunk_used = false;
+    }
+
     /// A data record read (past everything fed so far; others are ignored): its content
-    /// encoded and digested once, here.
+    /// digested once, here, where it lies in the current chunk when it is written canonically
+    /// there, else encoded into [`Side::contents`].
     pub(crate) fn read_record(&mut self, record: &Record<'_>, committed: bool) {
         match self.position() {
             Some(at) if record.offset >= at => {}
             _ => return,
         }
-        let at = self.side.contents.len();
-        let digest = digest::encode(record, &mut self.side.contents);
-        let len = u32::try_from(self.side.contents.len() - at).unwrap_or(u32::MAX);
-        self.push(
-            record.offset,
-            record.timestamp,
-            digest,
-            (at, len),
-            committed,
-        );
+        let (content, digest) = match self.in_chunk(record) {
+            Some(found) => {
+                self.chunk_used = true;
+                found
+            }
+            None => {
+                let at = self.side.contents.len();
+                let digest = digest::encode(record, &mut self.side.contents);
+                let len = u32::try_from(self.side.contents.len() - at).unwrap_or(u32::MAX);
+                ((0, at, len), digest)
+            }
+        };
+        self.push(record.offset, record.timestamp, digest, content, committed);
+    }
+
+    /// Where `record`'s canonical encoding lies in the current chunk, and its digest.
+    fn in_chunk(&self, record: &Record<'_>) -> Option<((u32, usize, u32), Digest)> {
+        let chunk = self.side.chunks.last()?;
+        let (fields, digest) = digest::in_place(record)?;
+        // Inside the chunk's bytes, or elsewhere (a compressed batch's scratch space).
+        let at = (fields.as_ptr() as usize).checked_sub(chunk.as_ptr() as usize)?;
+        let len = u32::try_from(fields.len()).ok()?;
+        let buffer = u32::try_from(self.side.chunks.len()).ok()?;
+        (at.checked_add(fields.len())? <= chunk.len()).then_some(((buffer, at, len), digest))
     }
 
     /// A data record at `offset` known by its digest alone (past everything fed so far; others
     /// are ignored): the tests' sides.
     #[cfg(test)]
     pub(crate) fn record(&mut self, offset: i64, timestamp: i64, digest: Digest, committed: bool) {
-        self.push(offset, timestamp, digest, (0, 0), committed);
+        self.push(offset, timestamp, digest, (0, 0, 0), committed);
     }
 
     fn push(
@@ -149,7 +190,7 @@ impl SideBuilder {
         offset: i64,
         timestamp: i64,
         digest: Digest,
-        content: (usize, u32),
+        content: (u32, usize, u32),
         committed: bool,
     ) {
         let Some(gap) = self.skip_to(offset) else {
@@ -213,6 +254,9 @@ impl SideBuilder {
     /// The side read.
     pub(crate) fn finish(mut self) -> Side {
         self.abandon_interval();
+        if !self.chunk_used {
+            self.side.chunks.pop();
+        }
         self.side
     }
 }
@@ -231,7 +275,9 @@ fn push_range(ranges: &mut Vec<(i64, i64)>, start: i64, end: i64) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::records::{Batches, Scratch, builder::BatchBuilder, builder::RecordSpec};
+    use crate::records::{
+        Batches, Compression, Scratch, builder::BatchBuilder, builder::RecordSpec,
+    };
 
     /// Read records keep their contents, once each, and a record behind the position leaves
     /// nothing in the buffer.
@@ -262,6 +308,47 @@ mod tests {
             let mut want = Vec::new();
             assert_eq!(rec.digest, digest::encode(record, &mut want));
             assert_eq!(side.content(rec), &want[..]);
+        }
+    }
+
+    /// Records of an uncompressed batch in the current chunk are kept where they lie, nothing
+    /// copied; those of a compressed batch (decompressed into scratch space) are copied. Both
+    /// read back as the one canonical encoding.
+    #[test]
+    fn canonical_records_stay_in_their_chunk() {
+        let specs = || {
+            [
+                RecordSpec::new(0, Some(b"k1"), Some(b"v1")),
+                RecordSpec::new(1, None, Some(&[9u8; 200])).header(b"h", Some(b"x")),
+            ]
+        };
+        for compression in [Compression::None, Compression::Lz4] {
+            let mut batch = BatchBuilder::new(0).compression(compression);
+            for spec in specs() {
+                batch = batch.push(spec);
+            }
+            let chunk = bytes::Bytes::from(batch.build());
+            let mut scratch = Scratch::new();
+            let mut b = SideBuilder::default();
+            b.start(0);
+            b.chunk(&chunk);
+            let batch = Batches::new(&chunk).next().unwrap().unwrap();
+            let records: Vec<_> = (batch.records(&mut scratch).unwrap())
+                .map(|r| r.unwrap())
+                .collect();
+            for r in &records {
+                b.read_record(r, true);
+            }
+            b.finish_interval(2);
+            let side = b.finish();
+            let copied = compression != Compression::None;
+            assert_eq!(side.contents.is_empty(), !copied, "{compression:?}");
+            assert_eq!(side.chunks.len(), usize::from(!copied), "{compression:?}");
+            for (rec, record) in side.records.iter().zip(&records) {
+                let mut want = Vec::new();
+                assert_eq!(rec.digest, digest::encode(record, &mut want));
+                assert_eq!(side.content(rec), &want[..], "{compression:?}");
+            }
         }
     }
 

@@ -905,3 +905,56 @@ fn a_sync_whose_records_differ_is_refused() {
     let refused = bounds(&Upstream::new(&up, &earlier), &earlier, &log, 4).err();
     assert_eq!(refused, Some(Violation::SyncContent { downstream: 2 }));
 }
+
+/// Records that differ only between the quick digest's samples (one key, a counter in the
+/// middle of the value) fill one bucket of it past `SPLIT_AFTER`: each replica record is
+/// still proven to copy its own upstream record, and a replica record whose middle is in no
+/// upstream record is still refused at a sync.
+#[test]
+fn records_alike_at_both_ends_are_told_apart() {
+    use super::walk::{Upstream, Violation, bounds};
+    use crate::records::{Batches, Scratch, builder::BatchBuilder, builder::RecordSpec};
+    let value = |i: u32| {
+        let mut v = vec![b'='; 64];
+        v[30..34].copy_from_slice(&i.to_be_bytes());
+        v
+    };
+    let side = |middles: &[u32]| {
+        let values: Vec<Vec<u8>> = middles.iter().map(|&i| value(i)).collect();
+        let mut batch = BatchBuilder::new(0);
+        for (i, v) in values.iter().enumerate() {
+            batch = batch.push(RecordSpec::new(i as i32, Some(b"same-key"), Some(v)));
+        }
+        let bytes = batch.build();
+        let mut scratch = Scratch::new();
+        let batch = Batches::new(&bytes).next().unwrap().unwrap();
+        let mut b = SideBuilder::default();
+        b.start(0);
+        for record in batch.records(&mut scratch).unwrap() {
+            b.read_record(&record.unwrap(), true);
+        }
+        b.finish_interval(middles.len() as i64);
+        b.finish()
+    };
+    let n = 40u32;
+    let middles: Vec<u32> = (0..n).collect();
+    let up = side(&middles);
+    assert!(
+        up.records.iter().all(|r| r.digest == up.records[0].digest),
+        "one quick digest for all: the test needs a bucket past SPLIT_AFTER"
+    );
+    let log = LogOrder::new(vec![(0, 0), (20, 20)]);
+    let down = side(&middles);
+    let walked = bounds(&Upstream::new(&up, &down), &down, &log, i64::from(n));
+    let walked = walked.unwrap_or_else(|v| panic!("{v:?}"));
+    let offsets: Vec<i64> = (0..i64::from(n)).collect();
+    assert_eq!(walked.ub, offsets);
+    // Past the last sync only the contents raise the lower bounds to the offsets.
+    assert_eq!(walked.lb, offsets);
+    // The synced replica record 20 holds a middle no upstream record has.
+    let mut other = middles.clone();
+    other[20] = 1000;
+    let down = side(&other);
+    let refused = bounds(&Upstream::new(&up, &down), &down, &log, i64::from(n)).err();
+    assert_eq!(refused, Some(Violation::SyncContent { downstream: 20 }));
+}

@@ -38,9 +38,7 @@
 //! put a later copy of `A` after it). The window ends where no copy of `A` can follow (see
 //! [`super::history`]) or at the log end.
 
-use rustc_hash::FxHashMap;
-
-use super::digest::{Digest, same_content};
+use super::digest::{Digest, full_digest, same_content};
 use super::side::{Rec, Side, UNKNOWN_GAP};
 use crate::record_match::history::LogOrder;
 
@@ -50,6 +48,10 @@ pub(crate) const HIGH: i64 = i64::MAX;
 pub(crate) const LOW: i64 = i64::MIN;
 /// No upstream record index.
 const NO_RECORD: u32 = u32::MAX;
+/// The most records of one quick digest a lookup compares one by one; a longer run (records
+/// that differ only between the digest's samples, or identical ones) is told apart by the
+/// full digest too, computed for that run alone.
+const SPLIT_AFTER: usize = 8;
 
 /// The upstream records read, indexed for the walk.
 pub(crate) struct Upstream<'a> {
@@ -58,8 +60,10 @@ pub(crate) struct Upstream<'a> {
     committed: Vec<i64>,
     /// The downstream side read, whose records are compared with these.
     down: &'a Side,
-    /// Records by content digest, each list in offset order.
-    by_digest: FxHashMap<Digest, Vec<u32>>,
+    /// Every record's index by content: `(quick digest, full digest, index)`, sorted, so the
+    /// records of one content are a run in offset order. The full digest is 0 except in a
+    /// quick digest's run longer than [`SPLIT_AFTER`] (see [`Upstream::candidates`]).
+    by_content: Vec<(Digest, u32, u32)>,
     /// Timestamps say nothing (a LogAppendTime replica): compare contents only.
     ignore_timestamps: bool,
 }
@@ -73,17 +77,46 @@ impl<'a> Upstream<'a> {
             .filter(|r| r.committed)
             .map(|r| r.offset)
             .collect();
-        let mut by_digest: FxHashMap<Digest, Vec<u32>> = FxHashMap::default();
-        for (i, r) in side.records.iter().enumerate() {
-            by_digest.entry(r.digest).or_default().push(i as u32);
+        let mut by_content: Vec<(Digest, u32, u32)> = (side.records.iter().enumerate())
+            .map(|(i, r)| (r.digest, 0, i as u32))
+            .collect();
+        by_content.sort_unstable();
+        let mut at = 0;
+        while at < by_content.len() {
+            let quick = by_content[at].0;
+            let run = by_content[at..].partition_point(|e| e.0 == quick);
+            if run > SPLIT_AFTER {
+                let run = &mut by_content[at..at + run];
+                for e in run.iter_mut() {
+                    e.1 = full_digest(side.content(&side.records[e.2 as usize]));
+                }
+                run.sort_unstable();
+            }
+            at += run;
         }
         Upstream {
             side,
             committed,
             down,
-            by_digest,
+            by_content,
             ignore_timestamps: down.log_append_time,
         }
+    }
+
+    /// The upstream records that may hold `down`'s content, as `by_content` entries in offset
+    /// order: those of its quick digest, or, when more than [`SPLIT_AFTER`] share that, those
+    /// that also share its full digest. So a lookup compares at most [`SPLIT_AFTER`] records
+    /// that differ, unless their CRC32C was made to collide (a cost, never a wrong answer).
+    fn candidates(&self, down: &Rec) -> &[(Digest, u32, u32)] {
+        let all = &self.by_content;
+        let start = all.partition_point(|e| e.0 < down.digest);
+        let run = &all[start..start + all[start..].partition_point(|e| e.0 == down.digest)];
+        if run.len() <= SPLIT_AFTER {
+            return run;
+        }
+        let full = full_digest(self.down.content(down));
+        let start = run.partition_point(|e| e.1 < full);
+        &run[start..start + run[start..].partition_point(|e| e.1 == full)]
     }
 
     /// Whether downstream record `down` may be a copy of upstream record `up`: the same
@@ -127,12 +160,10 @@ impl<'a> Upstream<'a> {
     /// found the same as `down` ([`NO_RECORD`] if none): the walk's later comparisons of that
     /// pair reuse it instead of comparing the bytes again.
     fn snap_down(&self, x: i64, down: &Rec) -> (i64, u32) {
-        let Some(list) = self.by_digest.get(&down.digest) else {
-            return (x, NO_RECORD);
-        };
+        let list = self.candidates(down);
         let records = &self.side.records;
-        let end = list.partition_point(|&i| records[i as usize].offset <= x);
-        for &i in list[..end].iter().rev() {
+        let end = list.partition_point(|&(_, _, i)| records[i as usize].offset <= x);
+        for &(_, _, i) in list[..end].iter().rev() {
             let up = &records[i as usize];
             if self.same(up, down) {
                 let (j, end) = (up.offset, x.saturating_add(1));
@@ -158,12 +189,10 @@ impl<'a> Upstream<'a> {
     /// The least upstream offset at or above `y` holding `down`'s content, if `[y, it]` was
     /// read and holds no hole; else `y`. `confirmed`: as for [`Upstream::same_at`].
     fn snap_up(&self, y: i64, down: &Rec, confirmed: u32) -> i64 {
-        let Some(list) = self.by_digest.get(&down.digest) else {
-            return y;
-        };
+        let list = self.candidates(down);
         let records = &self.side.records;
-        let start = list.partition_point(|&i| records[i as usize].offset < y);
-        for &i in &list[start..] {
+        let start = list.partition_point(|&(_, _, i)| records[i as usize].offset < y);
+        for &(_, _, i) in &list[start..] {
             let up = &records[i as usize];
             if self.same_at(i, confirmed, down) {
                 let j = up.offset;

@@ -132,6 +132,7 @@ mod tests {
             key,
             value: None,
             headers: &[],
+            fields: &[],
         })
     }
 

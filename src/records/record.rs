@@ -41,6 +41,10 @@ pub struct Record<'a> {
     /// when the record was read; [`RecordHeaders`] walks it. Empty for a record built by hand
     /// (no headers).
     pub headers: &'a [u8],
+    /// The key, the value and the headers as written, their lengths included: from the key's
+    /// length to the record's end. Record matching compares them where they lie when they
+    /// are written canonically. Empty for a record built by hand.
+    pub(crate) fields: &'a [u8],
 }
 
 impl<'a> Record<'a> {
@@ -49,6 +53,61 @@ impl<'a> Record<'a> {
     pub fn headers(&self) -> RecordHeaders<'a> {
         RecordHeaders::new(self.headers)
     }
+
+    /// The key, the value and the headers as written ([`Record::fields`]), when every length
+    /// and the header count in them is written the one way Java's producer writes it: the
+    /// shortest varint, and a null as -1. Two records' canonical fields are equal byte for byte
+    /// exactly when their keys, values and headers are. `None` for any other spelling (a
+    /// longer varint, a null written as -2, bits Java drops), which decodes alike but is
+    /// written differently.
+    pub(crate) fn canonical_fields(&self) -> Option<&'a [u8]> {
+        let fields = self.fields;
+        let mut pos = 0;
+        canonical_length(fields, &mut pos, true)?;
+        canonical_length(fields, &mut pos, true)?;
+        let count = canonical_varint(fields, &mut pos)?;
+        for _ in 0..count {
+            canonical_length(fields, &mut pos, false)?;
+            canonical_length(fields, &mut pos, true)?;
+        }
+        (pos == fields.len() && !fields.is_empty()).then_some(fields)
+    }
+}
+
+/// A length at `*pos` written canonically, and the bytes it counts (none for a null), which
+/// parsing already checked are there.
+fn canonical_length(buf: &[u8], pos: &mut usize, nullable: bool) -> Option<()> {
+    match canonical_varint(buf, pos)? {
+        -1 if nullable => Some(()),
+        len if len >= 0 => {
+            *pos = pos.checked_add(len as usize)?;
+            Some(())
+        }
+        _ => None,
+    }
+}
+
+/// A varint at `*pos` when it is written as [`write_varint`](super::varint::write_varint)
+/// writes its value: the shortest form, with no bits Java drops.
+fn canonical_varint(buf: &[u8], pos: &mut usize) -> Option<i32> {
+    let start = *pos;
+    let value = read_varint(buf, pos).ok()?;
+    let written = buf.get(start..*pos)?;
+    let mut zigzag = ((value << 1) ^ (value >> 31)) as u32;
+    for (i, &byte) in written.iter().enumerate() {
+        let last = i + 1 == written.len();
+        let want = if last {
+            zigzag as u8
+        } else {
+            (zigzag as u8) | 0x80
+        };
+        // Not the last byte: more must be left; the last: nothing may be.
+        if byte != want || last != (zigzag < 0x80) {
+            return None;
+        }
+        zigzag >>= 7;
+    }
+    Some(value)
 }
 
 /// The headers of a record, in the order written: `(key, value)`, a null value as `None`.
@@ -255,6 +314,7 @@ impl<'a> Records<'a> {
             read_varlong(body, &mut pos).map_err(|e| varint_problem(e, "timestamp delta"))?;
         let offset_delta =
             read_varint(body, &mut pos).map_err(|e| varint_problem(e, "offset delta"))?;
+        let fields_start = pos;
         let key = read_nullable_bytes(body, &mut pos, "key")?;
         let value = read_nullable_bytes(body, &mut pos, "value")?;
         let headers_start = pos;
@@ -302,6 +362,7 @@ impl<'a> Records<'a> {
             key,
             value,
             headers: &body[headers_start..end],
+            fields: &body[fields_start..end],
         })
     }
 }

@@ -629,3 +629,68 @@ proptest! {
         }
     }
 }
+
+/// A record's fields are canonical as Java's producer (and our builder) writes them, and not
+/// for any other spelling of the same key, value and headers: record matching compares
+/// canonical fields where they lie, so two spellings must never both pass.
+#[test]
+fn canonical_fields_are_the_shortest_spelling_only() {
+    let bytes = BatchBuilder::new(0)
+        .push(RecordSpec::new(0, Some(b"k"), Some(&[7u8; 300])).header(b"h", None))
+        .push(RecordSpec::new(1, None, None))
+        .build();
+    // Key "k", value 300 x 7 (length 300 = zigzag 600 = [0xd8, 0x04]), one header "h" null;
+    // then a record with a null key and a null value and no headers.
+    let mut first = vec![0x02, b'k', 0xd8, 0x04];
+    first.extend_from_slice(&[7u8; 300]);
+    first.extend_from_slice(&[0x02, 0x02, b'h', 0x01]);
+    let want = [&first[..], &[0x01, 0x01, 0x00][..]];
+    let mut scratch = Scratch::new();
+    let mut batches = Batches::new(&bytes);
+    let mut read = 0;
+    for (r, want) in batches
+        .next()
+        .unwrap()
+        .unwrap()
+        .records(&mut scratch)
+        .unwrap()
+        .zip(want)
+    {
+        let r = r.unwrap();
+        assert_eq!(r.fields, want);
+        assert_eq!(r.canonical_fields(), Some(want), "{r:?}");
+        read += 1;
+    }
+    assert_eq!(read, 2);
+
+    let hand = |fields: &'static [u8]| Record {
+        offset: 0,
+        timestamp: 0,
+        key: None,
+        value: None,
+        headers: &[],
+        fields,
+    };
+    for (why, fields) in [
+        ("a null key written as -2", &[0x03, 0x01, 0x00][..]),
+        (
+            "a key length padded to two bytes",
+            &[0x82, 0x00, b'k', 0x01, 0x00][..],
+        ),
+        ("a header count padded", &[0x01, 0x01, 0x80, 0x00][..]),
+        (
+            "bits above 32 in a fifth byte",
+            &[0x81, 0x80, 0x80, 0x80, 0x10, 0x01, 0x00][..],
+        ),
+        ("a null header key", &[0x01, 0x01, 0x02, 0x01, 0x01][..]),
+        ("bytes left over", &[0x01, 0x01, 0x00, 0x00][..]),
+        ("a length past the end", &[0x04, b'k', 0x01, 0x00][..]),
+        ("nothing", &[][..]),
+    ] {
+        assert_eq!(hand(fields).canonical_fields(), None, "{why}");
+    }
+    assert_eq!(
+        hand(&[0x02, b'k', 0x01, 0x00]).canonical_fields(),
+        Some(&[0x02, b'k', 0x01, 0x00][..])
+    );
+}
