@@ -1,12 +1,15 @@
-//! What record matching compares: a record's key, value and headers, kept in a canonical
-//! encoding, with a CRC32C digest of it to find candidates quickly (the timestamp is compared
-//! apart, since a LogAppendTime replica rewrites it).
+//! What record matching compares: a record's key, value and headers, in a canonical encoding,
+//! with a quick digest of it to find candidates (the timestamp is compared apart, since a
+//! LogAppendTime replica rewrites it).
 //!
 //! MirrorMaker 2 copies each record's key, value and headers as raw bytes (its dedicated mode
 //! makes `ByteArrayConverter` the key, value and header converter), null stays null, and the
 //! headers keep their order and repeated keys. The encoding covers exactly that, with lengths,
-//! so two records encode alike exactly when those fields are byte for byte equal (the header
-//! section's varints are decoded, not compared as written: Java's producer re-encodes them).
+//! so two records encode alike exactly when those fields are byte for byte equal. It is the
+//! record format's own spelling in its one canonical form ([`encode`]): a record written that
+//! way (Java's producer, and so MirrorMaker 2, always does) is compared where it lies in the
+//! Fetch answer, and any other spelling of the same fields is encoded afresh, so it still
+//! compares equal.
 //!
 //! The digest only narrows the search: two records are the same only if their encodings are
 //! equal byte for byte ([`same_content`]). It is a quick one, [`digest_of`]: the encoding's

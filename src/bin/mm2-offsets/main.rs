@@ -66,7 +66,8 @@ fn run_cli() -> i32 {
     // work is mostly waiting on brokers, and every answer handed from one worker to another
     // woke a sleeping thread. On the match benchmark (2 cores, broker beside us) one worker
     // took 13% less CPU on the hot case and 7% on the spread one, and less wall time on both,
-    // than one per core (BENCHMARKS.md, "One worker thread").
+    // than one per core (BENCHMARKS.md, "Fewer thread wake-ups, a quick digest, contents in
+    // place").
     if std::env::var_os("TOKIO_WORKER_THREADS").is_none() {
         runtime.worker_threads(1);
     }
@@ -81,7 +82,7 @@ fn run_cli() -> i32 {
     // a task woken by another task of the same worker (a Fetch answer handed from the
     // connection's reader to the partition read, then to the matcher) runs there next, without
     // a futex wake of another thread. On the match benchmark's hot case, waking threads was
-    // the largest cost after the bytes (BENCHMARKS.md, "Fewer thread wake-ups").
+    // the largest cost after the bytes (BENCHMARKS.md, the same section).
     let outcome = runtime.block_on(async {
         match tokio::spawn(run(cli.command)).await {
             Ok(outcome) => outcome,
