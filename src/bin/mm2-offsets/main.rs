@@ -35,6 +35,9 @@ use std::os::fd::AsFd;
 use args::Command;
 use exit::{EXIT_BROKEN_PIPE, EXIT_ERROR, EXIT_OK, EXIT_USAGE, Stop};
 
+/// The stack of the thread the command runs on: what Linux gives a main thread by default.
+const MAIN_THREAD_STACK: usize = 8 * 1024 * 1024;
+
 fn main() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     malloc_tuning::apply();
@@ -71,6 +74,10 @@ fn run_cli() -> i32 {
     if std::env::var_os("TOKIO_WORKER_THREADS").is_none() {
         runtime.worker_threads(1);
     }
+    // The command runs on a worker (below), so a worker needs the main thread's stack: 8 MiB,
+    // not tokio's 2 MiB. The commands' futures are deep (apply's planner inside its executor
+    // inside the undo writer), and a debug build's frames overflowed 2 MiB in CI.
+    runtime.thread_stack_size(MAIN_THREAD_STACK);
     let runtime = match runtime.enable_all().build() {
         Ok(runtime) => runtime,
         Err(e) => {
