@@ -531,7 +531,7 @@ async fn the_undo_is_written_ahead_bound_and_checked_on_kafka_4() {
         a
     };
     let mut measured: Vec<String> = Vec::new();
-    let scenarios: [(&str, Interrupt); 6] = [
+    let scenarios: [(&str, Interrupt); 7] = [
         (
             "SIGINT once the header is written",
             Interrupt::Signal("INT", 1),
@@ -555,6 +555,10 @@ async fn the_undo_is_written_ahead_bound_and_checked_on_kafka_4() {
         (
             "file-size limit in wave 2 (ulimit -f 300)",
             Interrupt::FileSize(300),
+        ),
+        (
+            "SIGINT twice, output blocked (stdout unread)",
+            Interrupt::TwiceWhileOutputBlocked,
         ),
     ];
     for (case, how) in scenarios {
@@ -580,6 +584,7 @@ async fn the_undo_is_written_ahead_bound_and_checked_on_kafka_4() {
             Interrupt::Signal("TERM", _) => (143, "interrupted by signal 15"),
             Interrupt::Signal(..) => (-9, ""),
             Interrupt::FileSize(_) => (1, "could not be written (File too large"),
+            Interrupt::TwiceWhileOutputBlocked => (130, "interrupted again: stopping now"),
         };
         let status_ok = if code == -9 {
             r.code.is_none()
@@ -666,6 +671,10 @@ enum Interrupt {
     Signal(&'static str, usize),
     /// A file-size limit of this many 512-byte blocks (`ulimit -f` in dash).
     FileSize(u64),
+    /// Nobody reads stdout: once a thread of the run waits in `pipe_write` (every group
+    /// committed, the answer being printed; the command's one worker thread then waits on its
+    /// writer), SIGINT, and SIGINT again, which must stop the run at once all the same.
+    TwiceWhileOutputBlocked,
 }
 
 /// Runs the CLI with `a`, cut short as `how` says; the undo file is `undo`.
@@ -680,7 +689,7 @@ fn interrupted_run(a: &[String], undo: &Path, how: &Interrupt) -> Run {
                 .args(a);
             c
         }
-        Interrupt::Signal(..) => {
+        Interrupt::Signal(..) | Interrupt::TwiceWhileOutputBlocked => {
             let mut c = Command::new(bin());
             c.args(a);
             c
@@ -699,7 +708,13 @@ fn interrupted_run(a: &[String], undo: &Path, how: &Interrupt) -> Run {
             bytes
         })
     };
-    let out = drain(Box::new(child.stdout.take().unwrap()));
+    let stdout = child.stdout.take().unwrap();
+    // Held open unread until the run ends, for TwiceWhileOutputBlocked (closing it would
+    // end the run with a broken pipe instead).
+    let (out, mut unread) = match how {
+        Interrupt::TwiceWhileOutputBlocked => (None, Some(stdout)),
+        _ => (Some(drain(Box::new(stdout))), None),
+    };
     let err = drain(Box::new(child.stderr.take().unwrap()));
     let mut sent = false;
     let limit = Duration::from_secs(180);
@@ -720,6 +735,19 @@ fn interrupted_run(a: &[String], undo: &Path, how: &Interrupt) -> Run {
                 sent = true;
             }
         }
+        if let (Interrupt::TwiceWhileOutputBlocked, false) = (how, sent)
+            && waits_in_pipe_write(child.id())
+        {
+            std::thread::sleep(Duration::from_millis(300));
+            for _ in 0..2 {
+                let _ = Command::new("kill")
+                    .arg("-INT")
+                    .arg(child.id().to_string())
+                    .status();
+                std::thread::sleep(Duration::from_millis(200));
+            }
+            sent = true;
+        }
         if started.elapsed() > limit {
             killed = true;
             let _ = child.kill();
@@ -727,13 +755,34 @@ fn interrupted_run(a: &[String], undo: &Path, how: &Interrupt) -> Run {
         }
         std::thread::sleep(Duration::from_millis(2));
     };
+    let stdout = match (out, unread.as_mut()) {
+        (Some(out), _) => out.join().unwrap_or_default(),
+        (None, Some(pipe)) => {
+            let mut bytes = Vec::new();
+            let _ = pipe.read_to_end(&mut bytes);
+            bytes
+        }
+        (None, None) => Vec::new(),
+    };
     Run {
         code: status.code(),
-        stdout: out.join().unwrap_or_default(),
+        stdout,
         stderr: String::from_utf8_lossy(&err.join().unwrap_or_default()).into_owned(),
         elapsed: started.elapsed(),
         killed,
     }
+}
+
+/// Whether a thread of process `pid` waits in the kernel to write to a full pipe (`pipe_write`,
+/// `anon_pipe_write` on newer kernels).
+fn waits_in_pipe_write(pid: u32) -> bool {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return false;
+    };
+    tasks.flatten().any(|task| {
+        std::fs::read_to_string(task.path().join("wchan"))
+            .is_ok_and(|w| w.trim().ends_with("pipe_write"))
+    })
 }
 
 /// What `raw` holds for each of `groups`, keyed by the group's last name and the topic.
