@@ -281,7 +281,12 @@ impl Raw {
                         })
                         .collect();
                 }
-                14..=16 => tokio::time::sleep(Duration::from_millis(100)).await,
+                // As for OffsetCommit: on a fresh broker only a FindCoordinator creates
+                // `__consumer_offsets`, so a first read of a group would wait forever.
+                14..=16 => {
+                    self.find_coordinator(group).await;
+                    tokio::time::sleep(Duration::from_millis(100)).await
+                }
                 code => panic!("OffsetFetch {group}: code {code}"),
             }
         }
