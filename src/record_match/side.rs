@@ -170,12 +170,17 @@ impl SideBuilder {
     /// Where `record`'s canonical encoding lies in the current chunk, and its digest.
     fn in_chunk(&self, record: &Record<'_>) -> Option<((u32, usize, u32), Digest)> {
         let chunk = self.side.chunks.last()?;
-        let (fields, digest) = digest::in_place(record)?;
-        // Inside the chunk's bytes, or elsewhere (a compressed batch's scratch space).
+        // Inside the chunk's bytes, or elsewhere (a compressed batch's scratch space): the
+        // cheap test first.
+        let fields = record.fields;
         let at = (fields.as_ptr() as usize).checked_sub(chunk.as_ptr() as usize)?;
+        if at.checked_add(fields.len())? > chunk.len() {
+            return None;
+        }
         let len = u32::try_from(fields.len()).ok()?;
         let buffer = u32::try_from(self.side.chunks.len()).ok()?;
-        (at.checked_add(fields.len())? <= chunk.len()).then_some(((buffer, at, len), digest))
+        let (_, digest) = digest::in_place(record)?;
+        Some(((buffer, at, len), digest))
     }
 
     /// A data record at `offset` known by its digest alone (past everything fed so far; others
