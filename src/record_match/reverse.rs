@@ -502,9 +502,18 @@ fn answer_for(
         return Err(ReverseUnmatched::Inconsistent);
     }
     // A record that may copy X (X past the upstream end has no copy anywhere).
+    //
+    // An aborted X needs more when the answer is where copying stopped: a read_committed MM2
+    // never delivers it, so "no copy of X" does not say that no later record was copied (a
+    // restart may have re-copied earlier records after copies of later ones: the records
+    // below the rule's sync that the lookback reads). A committed X needs nothing more: MM2
+    // delivers it, and a lifetime that copied a later record copied it first, or started past
+    // it, which its committed source offset allows only once X was acknowledged (copied).
+    let stopped_at_aborted = goal == Goal::FirstNotCopied && x_record.is_some_and(|r| !r.committed);
     let may_copy_x = |k: usize| {
         x_record
             .is_some_and(|xr| up.same(xr, &records[k]) && bounds.lb[k] <= x && bounds.ub[k] >= x)
+            || (stopped_at_aborted && bounds.ub[k] > x)
     };
     if (from..to).any(may_copy_x) {
         return Err(ReverseUnmatched::EarlierCopy);
