@@ -87,6 +87,19 @@ impl Side {
         self.records.partition_point(|r| r.offset < offset)
     }
 
+    /// The index of the record at `offset`, if one was read there, looked for at `hint` first
+    /// (a walk in offset order mostly knows where the next record lies).
+    pub(crate) fn index_of(&self, offset: i64, hint: usize) -> Option<usize> {
+        if self.records.get(hint).is_some_and(|r| r.offset == offset) {
+            return Some(hint);
+        }
+        let at = self.first_at(offset);
+        self.records
+            .get(at)
+            .is_some_and(|r| r.offset == offset)
+            .then_some(at)
+    }
+
     /// The record at `offset`, if one was read there.
     #[cfg(test)]
     pub(crate) fn at(&self, offset: i64) -> Option<&Rec> {

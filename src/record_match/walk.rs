@@ -62,8 +62,10 @@ pub(crate) struct Upstream<'a> {
     down: &'a Side,
     /// Every record's index by content: `(quick digest, full digest, index)`, sorted, so the
     /// records of one content are a run in offset order. The full digest is 0 except in a
-    /// quick digest's run longer than [`SPLIT_AFTER`] (see [`Upstream::candidates`]).
-    by_content: Vec<(Digest, u32, u32)>,
+    /// quick digest's run longer than [`SPLIT_AFTER`] (see [`Upstream::candidates`]). Built
+    /// at the first lookup: in a one-for-one stretch each record is found at the offset the
+    /// walk expects it, and a partition copied one for one needs no index at all.
+    by_content: std::sync::OnceLock<Vec<(Digest, u32, u32)>>,
     /// Timestamps say nothing (a LogAppendTime replica): compare contents only.
     ignore_timestamps: bool,
 }
@@ -77,30 +79,38 @@ impl<'a> Upstream<'a> {
             .filter(|r| r.committed)
             .map(|r| r.offset)
             .collect();
-        let mut by_content: Vec<(Digest, u32, u32)> = (side.records.iter().enumerate())
-            .map(|(i, r)| (r.digest, 0, i as u32))
-            .collect();
-        by_content.sort_unstable();
-        let mut at = 0;
-        while at < by_content.len() {
-            let quick = by_content[at].0;
-            let run = by_content[at..].partition_point(|e| e.0 == quick);
-            if run > SPLIT_AFTER {
-                let run = &mut by_content[at..at + run];
-                for e in run.iter_mut() {
-                    e.1 = full_digest(side.content(&side.records[e.2 as usize]));
-                }
-                run.sort_unstable();
-            }
-            at += run;
-        }
         Upstream {
             side,
             committed,
             down,
-            by_content,
+            by_content: std::sync::OnceLock::new(),
             ignore_timestamps: down.log_append_time,
         }
+    }
+
+    /// [`Upstream::by_content`], built on first use.
+    fn by_content(&self) -> &[(Digest, u32, u32)] {
+        self.by_content.get_or_init(|| {
+            let side = self.side;
+            let mut by_content: Vec<(Digest, u32, u32)> = (side.records.iter().enumerate())
+                .map(|(i, r)| (r.digest, 0, i as u32))
+                .collect();
+            by_content.sort_unstable();
+            let mut at = 0;
+            while at < by_content.len() {
+                let quick = by_content[at].0;
+                let run = by_content[at..].partition_point(|e| e.0 == quick);
+                if run > SPLIT_AFTER {
+                    let run = &mut by_content[at..at + run];
+                    for e in run.iter_mut() {
+                        e.1 = full_digest(side.content(&side.records[e.2 as usize]));
+                    }
+                    run.sort_unstable();
+                }
+                at += run;
+            }
+            by_content
+        })
     }
 
     /// The upstream records that may hold `down`'s content, as `by_content` entries in offset
@@ -108,7 +118,7 @@ impl<'a> Upstream<'a> {
     /// that also share its full digest. So a lookup compares at most [`SPLIT_AFTER`] records
     /// that differ, unless their CRC32C was made to collide (a cost, never a wrong answer).
     fn candidates(&self, down: &Rec) -> &[(Digest, u32, u32)] {
-        let all = &self.by_content;
+        let all = self.by_content();
         let start = all.partition_point(|e| e.0 < down.digest);
         let run = &all[start..start + all[start..].partition_point(|e| e.0 == down.digest)];
         if run.len() <= SPLIT_AFTER {
@@ -132,52 +142,76 @@ impl<'a> Upstream<'a> {
 
     /// The `n`-th committed record after `v`, or [`HIGH`] past what was read.
     pub(crate) fn next_pow(&self, v: i64, n: i64) -> i64 {
+        self.next_pow_near(v, n, &mut 0)
+    }
+
+    /// [`Upstream::next_pow`], looking first where `cursor` says the search lands and leaving
+    /// it where the next step of a forward walk will land: one step after another mostly moves
+    /// one record on, and a binary search per step cost more than the rest of the step.
+    fn next_pow_near(&self, v: i64, n: i64, cursor: &mut usize) -> i64 {
         if v == HIGH {
             return HIGH;
         }
-        let at = self.committed.partition_point(|&o| o <= v);
-        usize::try_from(n - 1)
-            .ok()
-            .and_then(|k| self.committed.get(at + k))
-            .copied()
-            .unwrap_or(HIGH)
+        let at = point_near(&self.committed, *cursor, |o| o <= v);
+        let Ok(k) = usize::try_from(n - 1) else {
+            return HIGH;
+        };
+        *cursor = at + k + 1;
+        self.committed.get(at + k).copied().unwrap_or(HIGH)
     }
 
-    /// The `n`-th committed record before `v`, or [`LOW`] before what was read.
-    fn prev_pow(&self, v: i64, n: i64) -> i64 {
+    /// The `n`-th committed record before `v`, or [`LOW`] before what was read; `cursor` as
+    /// for [`Upstream::next_pow_near`], walking backward.
+    fn prev_pow_near(&self, v: i64, n: i64, cursor: &mut usize) -> i64 {
         if v == LOW {
             return LOW;
         }
-        let at = self.committed.partition_point(|&o| o < v);
-        usize::try_from(n)
-            .ok()
-            .and_then(|k| at.checked_sub(k))
-            .map_or(LOW, |i| self.committed[i])
+        let at = point_near(&self.committed, *cursor, |o| o < v);
+        let Some(i) = usize::try_from(n).ok().and_then(|k| at.checked_sub(k)) else {
+            return LOW;
+        };
+        *cursor = i;
+        self.committed[i]
     }
 
     /// The greatest upstream offset at or below `x` holding `down`'s content, if `[it, x]`
     /// was read and holds no hole above it; else `x`. Also the index of the upstream record
     /// found the same as `down` ([`NO_RECORD`] if none): the walk's later comparisons of that
     /// pair reuse it instead of comparing the bytes again.
-    fn snap_down(&self, x: i64, down: &Rec) -> (i64, u32) {
-        let list = self.candidates(down);
+    ///
+    /// `hint`: the index the record at `x` is expected at (the one after the previous
+    /// downstream record's match). The record at `x` itself, when it has `down`'s content, is
+    /// that greatest one: in a one-for-one stretch (nearly every record) it is, and the digest
+    /// index is not searched at all.
+    fn snap_down(&self, x: i64, down: &Rec, hint: usize) -> (i64, u32) {
         let records = &self.side.records;
+        if let Some(i) = self.side.index_of(x, hint)
+            && self.same(&records[i], down)
+        {
+            return (self.bound_below(x, x), i as u32);
+        }
+        let list = self.candidates(down);
         let end = list.partition_point(|&(_, _, i)| records[i as usize].offset <= x);
         for &(_, _, i) in list[..end].iter().rev() {
             let up = &records[i as usize];
             if self.same(up, down) {
-                let (j, end) = (up.offset, x.saturating_add(1));
-                // A hole above j may have held id(b): the cleaner drops aborted records
-                // whatever came later, so the records below are no proof.
-                let bound = if self.side.covers(j, end) && !self.side.has_hole(j + 1, end) {
-                    j
-                } else {
-                    x
-                };
-                return (bound, i);
+                return (self.bound_below(up.offset, x), i);
             }
         }
         (x, NO_RECORD)
+    }
+
+    /// `j`, the greatest offset at or below `x` with a downstream record's content, as its
+    /// upper bound when `[j, x]` was read and no hole lies above `j`; else `x`. A hole above j
+    /// may have held id(b): the cleaner drops aborted records whatever came later, so the
+    /// records below are no proof.
+    fn bound_below(&self, j: i64, x: i64) -> i64 {
+        let end = x.saturating_add(1);
+        if self.side.covers(j, end) && !self.side.has_hole(j + 1, end) {
+            j
+        } else {
+            x
+        }
     }
 
     /// [`Upstream::same`] for upstream record index `i`, known the same already when it is
@@ -188,9 +222,19 @@ impl<'a> Upstream<'a> {
 
     /// The least upstream offset at or above `y` holding `down`'s content, if `[y, it]` was
     /// read and holds no hole; else `y`. `confirmed`: as for [`Upstream::same_at`].
+    ///
+    /// The record at `y` itself, when it has `down`'s content, is that least one: in a
+    /// one-for-one stretch it is the record the forward walk confirmed (`confirmed`, also the
+    /// hint where to find it), and neither the digest index nor the bytes are looked at again.
     fn snap_up(&self, y: i64, down: &Rec, confirmed: u32) -> i64 {
-        let list = self.candidates(down);
         let records = &self.side.records;
+        if let Some(i) = self.side.index_of(y, confirmed as usize)
+            && self.same_at(i as u32, confirmed, down)
+        {
+            // [y, y] holds the record read there, so no hole: the least is y either way.
+            return y;
+        }
+        let list = self.candidates(down);
         let start = list.partition_point(|&(_, _, i)| records[i as usize].offset < y);
         for &(_, _, i) in &list[start..] {
             let up = &records[i as usize];
@@ -207,6 +251,18 @@ impl<'a> Upstream<'a> {
     }
 }
 
+/// `sorted.partition_point(pred)`, trying `guess` first.
+fn point_near(sorted: &[i64], guess: usize, pred: impl Fn(i64) -> bool) -> usize {
+    let lands = guess <= sorted.len()
+        && (guess == 0 || pred(sorted[guess - 1]))
+        && sorted.get(guess).is_none_or(|&o| !pred(o));
+    if lands {
+        guess
+    } else {
+        sorted.partition_point(|&o| pred(o))
+    }
+}
+
 /// Why the walk refused a partition.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Violation {
@@ -220,6 +276,9 @@ pub(crate) enum Violation {
 pub(crate) struct Bounds {
     pub(crate) ub: Vec<i64>,
     pub(crate) lb: Vec<i64>,
+    /// Both never decrease along the records (no restart's re-copies or duplicates among
+    /// them): a row's answer is then found by binary search ([`Matched::answer_sorted`]).
+    sorted: bool,
 }
 
 /// Both walks over the downstream records read. `upstream_end` is the upstream's end, read
@@ -241,6 +300,8 @@ pub(crate) fn bounds(
     // same: the backward walk and the sync check meet that pair again (in a one-for-one
     // stretch, always), and a second comparison of the same bytes would cost a pass.
     let mut confirmed = vec![NO_RECORD; n];
+    // Where the last step's search over the committed records landed (see next_pow_near).
+    let mut forward = 0;
     for k in 0..n {
         let r = &records[k];
         // Every record copied downstream by the time the downstream end was read lies below
@@ -252,10 +313,14 @@ pub(crate) fn bounds(
             // Past the last committed record read, the next record can only be one of those
             // after it (aborted, or not read): below the upstream end in any case.
             x = up
-                .next_pow(ub[k - 1], i64::from(r.gap_before) + 1)
+                .next_pow_near(ub[k - 1], i64::from(r.gap_before) + 1, &mut forward)
                 .min(upstream_end - 1);
         }
-        let (snapped, same) = up.snap_down(x, r);
+        let hint = match k.checked_sub(1).map(|p| confirmed[p]) {
+            Some(i) if i != NO_RECORD => i as usize + 1,
+            _ => 0,
+        };
+        let (snapped, same) = up.snap_down(x, r, hint);
         x = snapped;
         confirmed[k] = same;
         if let Some(u) = log.upstream_at(r.offset) {
@@ -271,13 +336,14 @@ pub(crate) fn bounds(
     }
     let mut lb = vec![LOW; n];
     let syncs = log.syncs();
+    let mut backward = up.committed.len();
     for k in (0..n).rev() {
         let r = &records[k];
         let mut y = LOW;
         if let Some(next) = records.get(k + 1)
             && next.gap_before != UNKNOWN_GAP
         {
-            y = up.prev_pow(lb[k + 1], i64::from(next.gap_before) + 1);
+            y = up.prev_pow_near(lb[k + 1], i64::from(next.gap_before) + 1, &mut backward);
         }
         let synced = log.upstream_at(r.offset);
         // Unless `r` is synced (it may then be a lifetime's first record), the lifetime that
@@ -313,7 +379,8 @@ pub(crate) fn bounds(
         }
         lb[k] = y;
     }
-    Ok(Bounds { ub, lb })
+    let sorted = ub.is_sorted() && lb.is_sorted();
+    Ok(Bounds { ub, lb, sorted })
 }
 
 /// A sync `(u, d)`: the record read at `d` must have the content of upstream `u`, when `u`
@@ -430,6 +497,9 @@ impl Matched<'_> {
         let records = &self.down.records;
         let from = self.down.first_at(window.start);
         let to = self.down.first_at(window.end + 1);
+        if let Some(at) = self.answer_sorted(a, from, to) {
+            return Ok(at);
+        }
         let (ub, lb) = (&self.bounds.ub, &self.bounds.lb);
         let mut witness: Option<usize> = None;
         let mut best: Option<i64> = None;
@@ -478,5 +548,32 @@ impl Matched<'_> {
             return Err(Unmatched::Ambiguous);
         }
         Ok(at)
+    }
+
+    /// [`Matched::answer`]'s proven answer for next record `a` over window records
+    /// `from..to`, found by binary search where the bounds never decrease; `None` when they do,
+    /// or when the answer is not the plain one (then the scan decides, and says why).
+    ///
+    /// With sorted bounds the records whose upper bound is at most `A` are a prefix of the
+    /// window; the last of them, `w`, is the last that can be the witness, and being the
+    /// greatest offset among them it is the greatest candidate too. It answers when both its
+    /// bounds are `A` and no record after it with a lower bound at most `A` (a prefix of the
+    /// rest) has `a`'s content: exactly the scan's conditions.
+    fn answer_sorted(&self, a: &Rec, from: usize, to: usize) -> Option<i64> {
+        if !self.bounds.sorted {
+            return None;
+        }
+        let (ub, lb) = (&self.bounds.ub, &self.bounds.lb);
+        let w = (from + ub[from..to].partition_point(|&u| u <= a.offset)).checked_sub(1)?;
+        if w < from || ub[w] != a.offset || lb[w] != a.offset {
+            return None;
+        }
+        let rest = w + 1..to;
+        let may_copy_later = rest.start + lb[rest.clone()].partition_point(|&l| l <= a.offset);
+        let records = &self.down.records;
+        if (rest.start..may_copy_later).any(|k| self.up.same(a, &records[k])) {
+            return None;
+        }
+        Some(records[w].offset)
     }
 }
