@@ -320,10 +320,25 @@ pub(crate) fn bounds(
             Some(i) if i != NO_RECORD => i as usize + 1,
             _ => 0,
         };
+        let synced = log.upstream_at(r.offset);
+        // A synced record whose sync's upstream record has its content, within the bound:
+        // the snap would find that record or a later one, both at or above u, and the sync
+        // sets the bound to u. So the answer is u without the snap's search, which for a
+        // window's first record (no bound before it, and windows start at syncs) would build
+        // the digest index for that one record.
+        if let Some(u) = synced
+            && x >= u
+            && let Some(i) = up.side.index_of(u, hint)
+            && up.same(&up.side.records[i], r)
+        {
+            confirmed[k] = i as u32;
+            ub[k] = u;
+            continue;
+        }
         let (snapped, same) = up.snap_down(x, r, hint);
         x = snapped;
         confirmed[k] = same;
-        if let Some(u) = log.upstream_at(r.offset) {
+        if let Some(u) = synced {
             check_sync(up, r, u, same)?;
             if x < u {
                 return Err(Violation::Bounds {
