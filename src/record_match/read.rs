@@ -11,6 +11,10 @@ use crate::records::{BatchVerdict, Batches, Scratch, TimestampType};
 /// Fetch would mostly bring records past its end.
 const MIN_FETCH: i64 = 16 * 1024;
 
+/// A record batch's size until the read has seen some: 16 KiB, the Java producer's (and so
+/// MirrorMaker 2's) default `batch.size`.
+const FIRST_BATCH_GUESS: f64 = 16.0 * 1024.0;
+
 /// How one side is read.
 pub(crate) struct SideRead<'a> {
     pub(crate) client: &'a KafkaClient,
@@ -36,17 +40,24 @@ impl SideRead<'_> {
     pub(crate) async fn read(&self, ranges: &[(i64, i64)]) -> (Side, Option<Stopped>) {
         let mut builder = SideBuilder::default();
         let mut scratch = Scratch::new();
-        // Bytes per offset, learned from what was read; 1 KiB until then.
+        // Bytes per offset and per batch, learned from what was read; 1 KiB and 16 KiB until
+        // then.
         let mut density = 1024.0f64;
-        let (mut bytes, mut offsets) = (0u64, 0i64);
+        let mut batch_size = FIRST_BATCH_GUESS;
+        let (mut bytes, mut offsets, mut batches) = (0u64, 0i64, 0u64);
         for &(start, end) in ranges {
             let expected = ((end - start) as f64 * density) as i64;
-            // The whole window in one Fetch, with an eighth to spare for batch headroom: a
-            // Fetch of half the window (as before) took two or three round trips a window and
-            // cost a quarter of the hot benchmark's time (BENCHMARKS.md, --match-records). A
-            // guess too small costs one more Fetch, never a wrong answer: the loop reads on to
-            // `end`.
-            let max_bytes = (expected + expected / 8)
+            // The whole window in one Fetch: a Fetch of half the window (as before) took two or
+            // three round trips a window and cost a quarter of the hot benchmark's time
+            // (BENCHMARKS.md, --match-records). The broker answers from the start of the batch
+            // holding `start` and only with whole batches, so the window's bytes come with up to
+            // a batch before it and the rest of the batch holding its last offset: two batches of
+            // headroom, and an eighth for records larger than the estimate. With an eighth alone
+            // the hot benchmark's upstream windows (120 records from inside a 15-record batch)
+            // missed their last batch and took a second Fetch each. A guess too small costs one
+            // more Fetch, never a wrong answer: the loop reads on to `end`.
+            let headroom = (2.0 * batch_size) as i64;
+            let max_bytes = (expected + expected / 8 + headroom)
                 .clamp(MIN_FETCH, i64::from(self.max_fetch).max(MIN_FETCH))
                 .min(i64::from(i32::MAX)) as i32;
             let options = ReadOptions {
@@ -76,9 +87,12 @@ impl SideRead<'_> {
                 };
                 bytes += chunk.records.len() as u64;
                 offsets += chunk.next_offset - chunk.fetch_offset;
-                if let Err(e) = self.fold_chunk(&mut builder, &chunk, end, &mut scratch) {
-                    stopped = Some(Stopped::Failed(e));
-                    break;
+                match self.fold_chunk(&mut builder, &chunk, end, &mut scratch) {
+                    Ok(seen) => batches += seen,
+                    Err(e) => {
+                        stopped = Some(Stopped::Failed(e));
+                        break;
+                    }
                 }
                 if bytes > self.budget {
                     stopped = Some(Stopped::Budget);
@@ -87,6 +101,9 @@ impl SideRead<'_> {
             }
             if offsets > 0 {
                 density = bytes as f64 / offsets as f64;
+            }
+            if batches > 0 {
+                batch_size = bytes as f64 / batches as f64;
             }
             match stopped {
                 None if builder.position().is_some_and(|at| at >= end)
@@ -110,18 +127,21 @@ impl SideRead<'_> {
         (builder.finish(), None)
     }
 
+    /// Feeds `chunk`'s records below `end` to `builder`; the batches the chunk held.
     fn fold_chunk(
         &self,
         builder: &mut SideBuilder,
         chunk: &crate::client::FetchedChunk,
         end: i64,
         scratch: &mut Scratch,
-    ) -> Result<(), String> {
+    ) -> Result<u64, String> {
         let name = || format!("{}-{}", self.topic.name, self.partition);
         builder.chunk(&chunk.records);
         let mut filter = chunk.aborted_filter(self.isolation);
+        let mut batches = 0;
         for batch in Batches::new(&chunk.records) {
             let batch = batch.map_err(|e| format!("{}: {e}", name()))?;
+            batches += 1;
             let verdict = filter
                 .check(&batch, scratch)
                 .map_err(|e| format!("{}: {e}", name()))?;
@@ -149,6 +169,6 @@ impl SideRead<'_> {
                 builder.read_record(&record, committed);
             }
         }
-        Ok(())
+        Ok(batches)
     }
 }
