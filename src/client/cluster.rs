@@ -10,6 +10,7 @@ use kafka_protocol::protocol::StrBytes;
 
 use super::deadline::{Backoff, Deadline};
 use super::error::ClientError;
+use super::fetch_batch::Coalescer;
 use super::metadata::{BrokerInfo, PartitionInfo, SharedTopic, TopicInfo};
 use super::pool::ConnectionPool;
 use super::retry::{Retrier, retry_with_backoff};
@@ -84,6 +85,8 @@ pub struct KafkaClient {
 struct Inner {
     pool: ConnectionPool,
     brokers: RwLock<HashMap<i32, BrokerInfo>>,
+    /// Coalescing Fetches waiting for their request ([`ReadOptions::coalesce`](super::ReadOptions::coalesce)).
+    fetches: Coalescer,
 }
 
 impl std::fmt::Debug for KafkaClient {
@@ -124,6 +127,7 @@ impl KafkaClient {
             inner: Arc::new(Inner {
                 pool: ConnectionPool::load(config).await?,
                 brokers: RwLock::new(HashMap::new()),
+                fetches: Coalescer::default(),
             }),
         };
         client.first_connection(&deadline).await?;
@@ -177,6 +181,11 @@ impl KafkaClient {
     /// The configuration this client was built from.
     pub fn config(&self) -> &ClientConfig {
         self.inner.pool.config()
+    }
+
+    /// The batches of coalescing Fetches ([`ReadOptions::coalesce`](super::ReadOptions::coalesce)).
+    pub(crate) fn fetch_batches(&self) -> &Coalescer {
+        &self.inner.fetches
     }
 
     /// The brokers the last metadata response listed.

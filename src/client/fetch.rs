@@ -18,7 +18,7 @@ use super::cluster::{IsolationLevel, KafkaClient};
 use super::code::Action;
 use super::deadline::Deadline;
 use super::error::ClientError;
-use super::metadata::SharedTopic;
+use super::metadata::{PartitionInfo, SharedTopic};
 use super::retry::Retrier;
 use crate::records::AbortedFilter;
 use crate::responses::{self, fetch::FetchResponse, fetch::TopicRef};
@@ -79,6 +79,14 @@ pub struct ReadOptions {
     pub lane: usize,
     /// Chunks fetched ahead of the consumer, so decoding overlaps the network.
     pub prefetch: usize,
+    /// Let [`KafkaClient::fetch`] share one FetchRequest with the other coalescing fetches of
+    /// this client that are polled at the same time (by one task: a `buffer_unordered`, a
+    /// `join!`) and go to the same leader on the same lane with the same isolation level and
+    /// `max_wait`. Each partition keeps its own offset and `max_bytes` and gets the answer a
+    /// request of its own would give; the request saves the per-request cost (a round trip,
+    /// the system calls and wake-ups on both ends) for readers of many small ranges. Costs one
+    /// `yield` per request, so off by default.
+    pub coalesce: bool,
 }
 
 impl Default for ReadOptions {
@@ -89,6 +97,7 @@ impl Default for ReadOptions {
             max_wait: Duration::from_millis(500),
             lane: 0,
             prefetch: 2,
+            coalesce: false,
         }
     }
 }
@@ -110,7 +119,10 @@ impl FetchedChunk {
 }
 
 impl KafkaClient {
-    /// One Fetch for one partition at `offset`, from its leader.
+    /// One Fetch for one partition at `offset`, from its leader. With
+    /// [`ReadOptions::coalesce`], the partition may share one FetchRequest with other reads of
+    /// this client polled at the same time (see [`ReadOptions::coalesce`]); the answer is the
+    /// same either way.
     pub async fn fetch(
         &self,
         topic: &SharedTopic,
@@ -118,49 +130,41 @@ impl KafkaClient {
         offset: i64,
         options: &ReadOptions,
     ) -> Result<FetchedChunk, ClientError> {
-        let info = topic
-            .partition(partition)
-            .ok_or_else(|| ClientError::UnknownPartition {
-                topic: topic.name.clone(),
-                partition,
-            })?;
-        if info.leader < 0 {
-            return Err(ClientError::NoLeader {
-                topic: topic.name.clone(),
-                partition,
-                leader: info.leader,
-            });
-        }
-        let conn = self.broker_connection(info.leader, options.lane).await?;
-        let mut version = conn.negotiate(ApiKey::Fetch, responses::FETCH_VERSIONS)?;
-        if version >= FIRST_FETCH_VERSION_WITH_TOPIC_IDS && !topic.has_topic_id() {
-            // Without an id from Metadata we must name the topic, which v12 still allows.
-            version = FIRST_FETCH_VERSION_WITH_TOPIC_IDS - 1;
-        }
-        let mut fetch_topic = FetchTopic::default().with_partitions(vec![
-            FetchPartition::default()
-                .with_partition(partition)
-                .with_current_leader_epoch(info.leader_epoch)
-                .with_fetch_offset(offset)
-                .with_log_start_offset(-1)
-                .with_partition_max_bytes(options.max_bytes),
-        ]);
-        if version >= FIRST_FETCH_VERSION_WITH_TOPIC_IDS {
-            fetch_topic = fetch_topic.with_topic_id(uuid::Uuid::from_bytes(topic.topic_id));
+        if options.coalesce {
+            self.fetch_coalesced(topic, partition, offset, options)
+                .await
         } else {
-            fetch_topic =
-                fetch_topic.with_topic(TopicName(StrBytes::from_string(topic.name.clone())));
+            self.fetch_one(topic, partition, offset, options).await
         }
-        let request = FetchRequest::default()
-            .with_replica_id(BrokerId(-1))
-            .with_max_wait_ms(options.max_wait.as_millis().min(i32::MAX as u128) as i32)
-            .with_min_bytes(1)
-            .with_max_bytes(options.max_bytes)
-            .with_isolation_level(options.isolation.wire_value())
-            // Session id 0 with epoch -1: a full fetch outside any fetch session (KIP-227).
-            .with_session_id(0)
-            .with_session_epoch(-1)
-            .with_topics(vec![fetch_topic]);
+    }
+
+    /// [`fetch`](Self::fetch) in a request of its own.
+    pub(super) async fn fetch_one(
+        &self,
+        topic: &SharedTopic,
+        partition: i32,
+        offset: i64,
+        options: &ReadOptions,
+    ) -> Result<FetchedChunk, ClientError> {
+        let info = leader_of(topic, partition)?;
+        let conn = self.broker_connection(info.leader, options.lane).await?;
+        let version = fetch_version(&conn, topic.has_topic_id())?;
+        let fetch_topic = fetch_topic(
+            topic,
+            vec![fetch_partition(
+                partition,
+                info.leader_epoch,
+                offset,
+                options.max_bytes,
+            )],
+            version,
+        );
+        let request = fetch_request(
+            options.isolation,
+            options.max_wait,
+            options.max_bytes,
+            vec![fetch_topic],
+        );
         let body = conn.send(&request, version).await?;
         let response =
             FetchResponse::decode(body, version).map_err(|source| ClientError::Decode {
@@ -179,48 +183,11 @@ impl KafkaClient {
         let answer = response
             .responses
             .into_iter()
-            .filter(|t| match &t.topic {
-                TopicRef::Id(id) => *id == topic.topic_id,
-                TopicRef::Name(name) => *name == topic.name,
-            })
+            .filter(|t| answers_for(&t.topic, topic))
             .flat_map(|t| t.partitions.into_iter())
             .find(|p| p.partition_index == partition)
-            .ok_or_else(|| ClientError::Protocol {
-                broker: conn.address().to_string(),
-                request: "Fetch",
-                problem: format!("no answer for partition {resource}"),
-            })?;
-        match answer.error_code {
-            0 => {}
-            1 => {
-                return Err(ClientError::OffsetOutOfRange {
-                    topic: topic.name.clone(),
-                    partition,
-                    offset,
-                });
-            }
-            code => {
-                return Err(ClientError::broker(
-                    "Fetch",
-                    &resource,
-                    conn.address(),
-                    code,
-                ));
-            }
-        }
-        // The records layer's framing rule, the one its reader walks by.
-        let framed = crate::records::whole_batches(&answer.records);
-        Ok(FetchedChunk {
-            partition,
-            fetch_offset: offset,
-            next_offset: framed.next_offset.unwrap_or(offset),
-            malformed: framed.malformed,
-            records: answer.records.slice(..framed.bytes),
-            high_watermark: answer.high_watermark,
-            last_stable_offset: answer.last_stable_offset,
-            log_start_offset: answer.log_start_offset,
-            aborted_transactions: answer.aborted_transactions,
-        })
+            .ok_or_else(|| no_answer(conn.address(), &resource))?;
+        chunk_of(answer, topic, offset, conn.address())
     }
 
     /// Streams the record batches of `partition` from `start` until the read position reaches
@@ -412,6 +379,146 @@ impl RangeRead {
     fn operation(&self) -> String {
         reading(&self.topic.name, self.partition, self.position)
     }
+}
+
+/// The partition's leader as `topic` knows it, or why it cannot be read.
+pub(super) fn leader_of(topic: &SharedTopic, partition: i32) -> Result<PartitionInfo, ClientError> {
+    let info = topic
+        .partition(partition)
+        .ok_or_else(|| ClientError::UnknownPartition {
+            topic: topic.name.clone(),
+            partition,
+        })?;
+    if info.leader < 0 {
+        return Err(ClientError::NoLeader {
+            topic: topic.name.clone(),
+            partition,
+            leader: info.leader,
+        });
+    }
+    Ok(*info)
+}
+
+/// The Fetch version to send on `conn`: the highest both sides speak, but at most v12 when a
+/// topic of the request has no id (v13+ names topics by id only).
+pub(super) fn fetch_version(
+    conn: &crate::wire::BrokerConnection,
+    all_have_ids: bool,
+) -> Result<i16, ClientError> {
+    let version = conn.negotiate(ApiKey::Fetch, responses::FETCH_VERSIONS)?;
+    if version >= FIRST_FETCH_VERSION_WITH_TOPIC_IDS && !all_have_ids {
+        // Without an id from Metadata we must name the topic, which v12 still allows.
+        return Ok(FIRST_FETCH_VERSION_WITH_TOPIC_IDS - 1);
+    }
+    Ok(version)
+}
+
+/// One partition of a FetchRequest.
+pub(super) fn fetch_partition(
+    partition: i32,
+    leader_epoch: i32,
+    offset: i64,
+    max_bytes: i32,
+) -> FetchPartition {
+    FetchPartition::default()
+        .with_partition(partition)
+        .with_current_leader_epoch(leader_epoch)
+        .with_fetch_offset(offset)
+        .with_log_start_offset(-1)
+        .with_partition_max_bytes(max_bytes)
+}
+
+/// One topic of a FetchRequest at `version`: by id from v13, by name before.
+pub(super) fn fetch_topic(
+    topic: &SharedTopic,
+    partitions: Vec<FetchPartition>,
+    version: i16,
+) -> FetchTopic {
+    let fetch_topic = FetchTopic::default().with_partitions(partitions);
+    if version >= FIRST_FETCH_VERSION_WITH_TOPIC_IDS {
+        fetch_topic.with_topic_id(uuid::Uuid::from_bytes(topic.topic_id))
+    } else {
+        fetch_topic.with_topic(TopicName(StrBytes::from_string(topic.name.clone())))
+    }
+}
+
+/// A consumer's full Fetch of `topics`.
+pub(super) fn fetch_request(
+    isolation: IsolationLevel,
+    max_wait: Duration,
+    max_bytes: i32,
+    topics: Vec<FetchTopic>,
+) -> FetchRequest {
+    FetchRequest::default()
+        .with_replica_id(BrokerId(-1))
+        .with_max_wait_ms(max_wait_ms(max_wait))
+        .with_min_bytes(1)
+        .with_max_bytes(max_bytes)
+        .with_isolation_level(isolation.wire_value())
+        // Session id 0 with epoch -1: a full fetch outside any fetch session (KIP-227).
+        .with_session_id(0)
+        .with_session_epoch(-1)
+        .with_topics(topics)
+}
+
+/// `max_wait` as the request's `max_wait_ms`.
+pub(super) fn max_wait_ms(max_wait: Duration) -> i32 {
+    max_wait.as_millis().min(i32::MAX as u128) as i32
+}
+
+/// Whether a response topic is `topic`.
+pub(super) fn answers_for(answer: &TopicRef, topic: &SharedTopic) -> bool {
+    match answer {
+        TopicRef::Id(id) => *id == topic.topic_id,
+        TopicRef::Name(name) => *name == topic.name,
+    }
+}
+
+/// The error of a partition the response does not answer.
+pub(super) fn no_answer(broker: &str, resource: &str) -> ClientError {
+    ClientError::Protocol {
+        broker: broker.to_string(),
+        request: "Fetch",
+        problem: format!("no answer for partition {resource}"),
+    }
+}
+
+/// One partition's answer as the reader's chunk, or its error: OFFSET_OUT_OF_RANGE as
+/// [`ClientError::OffsetOutOfRange`], any other code as [`ClientError::Broker`].
+pub(super) fn chunk_of(
+    answer: crate::responses::fetch::FetchPartition,
+    topic: &SharedTopic,
+    offset: i64,
+    broker: &str,
+) -> Result<FetchedChunk, ClientError> {
+    let partition = answer.partition_index;
+    match answer.error_code {
+        0 => {}
+        1 => {
+            return Err(ClientError::OffsetOutOfRange {
+                topic: topic.name.clone(),
+                partition,
+                offset,
+            });
+        }
+        code => {
+            let resource = format!("{}-{}", topic.name, partition);
+            return Err(ClientError::broker("Fetch", &resource, broker, code));
+        }
+    }
+    // The records layer's framing rule, the one its reader walks by.
+    let framed = crate::records::whole_batches(&answer.records);
+    Ok(FetchedChunk {
+        partition,
+        fetch_offset: offset,
+        next_offset: framed.next_offset.unwrap_or(offset),
+        malformed: framed.malformed,
+        records: answer.records.slice(..framed.bytes),
+        high_watermark: answer.high_watermark,
+        last_stable_offset: answer.last_stable_offset,
+        log_start_offset: answer.log_start_offset,
+        aborted_transactions: answer.aborted_transactions,
+    })
 }
 
 fn reading(topic: &str, partition: i32, offset: i64) -> String {

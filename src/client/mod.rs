@@ -61,6 +61,7 @@ mod deadline;
 mod describe;
 mod error;
 mod fetch;
+mod fetch_batch;
 mod groups;
 mod kind;
 mod list_groups;

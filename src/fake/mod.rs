@@ -42,6 +42,8 @@ use crate::wire::testing::{api_versions_response, read_request, response_frame};
 pub(crate) mod batch_tests;
 #[cfg(test)]
 pub(crate) mod coordinator_tests;
+#[cfg(test)]
+mod fetch_batch_tests;
 mod groups;
 #[cfg(test)]
 mod tests;
@@ -97,6 +99,34 @@ struct Injection {
     fault: Fault,
 }
 
+/// What a fault does to one partition's answer inside a Fetch response, the other partitions
+/// answered as usual.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum PartitionFault {
+    /// Answer this partition with this error code.
+    Error(i16),
+    /// Leave the partition out of the response.
+    Omit,
+    /// Answer the partition without records, as a broker does for a partition whose next
+    /// batch does not fit what is left of the response.
+    Empty,
+    /// Answer the partition twice: the real answer, then NOT_LEADER_OR_FOLLOWER.
+    Twice,
+    /// Answer this other partition of the topic too, not asked for, with an error code.
+    Stray(i32),
+}
+
+/// One partition of a Fetch request: (topic, partition, fetch offset).
+pub(crate) type Fetched = (String, i32, i64);
+
+/// A fault for one partition inside the Fetch requests that carry it.
+struct PartitionInjection {
+    topic: String,
+    partition: i32,
+    remaining: usize,
+    fault: PartitionFault,
+}
+
 /// What happens to the next connections a broker accepts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum OnAccept {
@@ -134,6 +164,10 @@ struct State {
     asked: Vec<(i16, i32, Vec<String>)>,
     /// The (topic, partition)s of each ListOffsets request, in arrival order: (node, partitions).
     listed: Vec<(i32, Vec<(String, i32)>)>,
+    /// The (topic, partition, offset)s of each Fetch request, in arrival order: (node, partitions).
+    fetched: Vec<(i32, Vec<Fetched>)>,
+    /// Faults for one partition inside Fetch responses.
+    partition_injections: Vec<PartitionInjection>,
     /// ConsumerGroupDescribe answers each group twice, a GROUP_ID_NOT_FOUND first, as Kafka
     /// 3.7-3.9 can (KAFKA-14509's shards each get every group id).
     describe_twice: bool,
@@ -154,6 +188,8 @@ impl Default for State {
             ranges: RANGES.to_vec(),
             asked: Vec::new(),
             listed: Vec::new(),
+            fetched: Vec::new(),
+            partition_injections: Vec::new(),
             describe_twice: false,
             moves: Vec::new(),
         }
@@ -462,6 +498,32 @@ impl FakeCluster {
     /// The partitions of each ListOffsets request, in arrival order, with the broker that got it.
     pub(crate) fn listed(&self) -> Vec<(i32, Vec<(String, i32)>)> {
         self.shared.lock().listed.clone()
+    }
+
+    /// The partitions and offsets of each Fetch request, in arrival order, with the broker that
+    /// got it.
+    pub(crate) fn fetched(&self) -> Vec<(i32, Vec<Fetched>)> {
+        self.shared.lock().fetched.clone()
+    }
+
+    /// Applies `fault` to `topic`-`partition`'s answer in the next `times` Fetch responses that
+    /// carry it.
+    pub(crate) fn fault_partition(
+        &self,
+        topic: &str,
+        partition: i32,
+        times: usize,
+        fault: PartitionFault,
+    ) {
+        self.shared
+            .lock()
+            .partition_injections
+            .push(PartitionInjection {
+                topic: topic.to_string(),
+                partition,
+                remaining: times,
+                fault,
+            });
     }
 
     /// Sets `group`'s committed offset of `topic`-`partition`, as a consumer's commit would.
@@ -788,46 +850,101 @@ fn list_offsets(
 }
 
 fn fetch(shared: &Shared, node: i32, request: &FetchRequest, error: i16) -> FetchResponse {
-    let state = shared.lock();
+    let mut state = shared.lock();
+    let asked = request
+        .topics
+        .iter()
+        .flat_map(|t| {
+            t.partitions
+                .iter()
+                .map(|p| (t.topic.0.to_string(), p.partition, p.fetch_offset))
+        })
+        .collect();
+    state.fetched.push((node, asked));
     let responses = request
         .topics
         .iter()
         .map(|t| {
-            let partitions = t
-                .partitions
-                .iter()
-                .map(|fp| {
-                    let base = PartitionData::default().with_partition_index(fp.partition);
-                    let p = match partition_error(&state, node, &t.topic.0, fp.partition, error) {
-                        Err(code) => return base.with_error_code(code),
-                        Ok(p) => p,
-                    };
-                    let base = base
-                        .with_high_watermark(p.high_watermark())
-                        .with_last_stable_offset(p.high_watermark())
-                        .with_log_start_offset(p.log_start);
-                    let offset = fp.fetch_offset;
-                    if offset < p.log_start || offset > p.high_watermark() {
-                        return base.with_error_code(1);
+            let mut partitions = Vec::new();
+            for fp in &t.partitions {
+                let fault = partition_fault(&mut state, &t.topic.0, fp.partition);
+                let answer = fetch_partition(&state, node, &t.topic.0, fp, error);
+                match fault {
+                    None => partitions.push(answer),
+                    Some(PartitionFault::Error(code)) => partitions.push(
+                        PartitionData::default()
+                            .with_partition_index(fp.partition)
+                            .with_error_code(code),
+                    ),
+                    Some(PartitionFault::Omit) => {}
+                    Some(PartitionFault::Empty) => {
+                        partitions.push(answer.with_records(Some(Bytes::new())))
                     }
-                    // Whole batches from the one holding `offset`, at least one, then up to
-                    // the partition's byte limit (KIP-74).
-                    let mut records = Vec::new();
-                    for (_, _, bytes) in p.batches.iter().filter(|b| b.1 > offset) {
-                        if !records.is_empty()
-                            && records.len() + bytes.len() > fp.partition_max_bytes as usize
-                        {
-                            break;
-                        }
-                        records.extend_from_slice(bytes);
+                    Some(PartitionFault::Twice) => {
+                        partitions.push(answer);
+                        partitions.push(
+                            PartitionData::default()
+                                .with_partition_index(fp.partition)
+                                .with_error_code(6),
+                        );
                     }
-                    base.with_records(Some(Bytes::from(records)))
-                })
-                .collect();
+                    Some(PartitionFault::Stray(other)) => {
+                        partitions.push(answer);
+                        partitions.push(
+                            PartitionData::default()
+                                .with_partition_index(other)
+                                .with_error_code(6),
+                        );
+                    }
+                }
+            }
             FetchableTopicResponse::default()
                 .with_topic(t.topic.clone())
                 .with_partitions(partitions)
         })
         .collect();
     FetchResponse::default().with_responses(responses)
+}
+
+/// The partition fault due for `topic`-`partition`, using it up.
+fn partition_fault(state: &mut State, topic: &str, partition: i32) -> Option<PartitionFault> {
+    let hit = state
+        .partition_injections
+        .iter_mut()
+        .find(|i| i.topic == topic && i.partition == partition && i.remaining > 0)?;
+    hit.remaining -= 1;
+    Some(hit.fault)
+}
+
+/// One partition's answer to a Fetch.
+fn fetch_partition(
+    state: &State,
+    node: i32,
+    topic: &str,
+    fp: &kafka_protocol::messages::fetch_request::FetchPartition,
+    error: i16,
+) -> PartitionData {
+    let base = PartitionData::default().with_partition_index(fp.partition);
+    let p = match partition_error(state, node, topic, fp.partition, error) {
+        Err(code) => return base.with_error_code(code),
+        Ok(p) => p,
+    };
+    let base = base
+        .with_high_watermark(p.high_watermark())
+        .with_last_stable_offset(p.high_watermark())
+        .with_log_start_offset(p.log_start);
+    let offset = fp.fetch_offset;
+    if offset < p.log_start || offset > p.high_watermark() {
+        return base.with_error_code(1);
+    }
+    // Whole batches from the one holding `offset`, at least one, then up to the partition's
+    // byte limit (KIP-74).
+    let mut records = Vec::new();
+    for (_, _, bytes) in p.batches.iter().filter(|b| b.1 > offset) {
+        if !records.is_empty() && records.len() + bytes.len() > fp.partition_max_bytes as usize {
+            break;
+        }
+        records.extend_from_slice(bytes);
+    }
+    base.with_records(Some(Bytes::from(records)))
 }

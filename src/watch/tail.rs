@@ -42,6 +42,8 @@ impl Tail {
             // other partitions' fetches behind it on one connection.
             lane: slot,
             prefetch: 1,
+            // Long polls: each partition waits on its own.
+            coalesce: false,
         };
         Tail {
             client,
