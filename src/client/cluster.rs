@@ -8,9 +8,9 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::StrBytes;
 
+use super::coalescer::Coalescer;
 use super::deadline::{Backoff, Deadline};
 use super::error::ClientError;
-use super::fetch_batch::Coalescer;
 use super::metadata::{BrokerInfo, PartitionInfo, SharedTopic, TopicInfo};
 use super::pool::ConnectionPool;
 use super::retry::{Retrier, retry_with_backoff};

@@ -1,12 +1,11 @@
 //! Reading a partition's offset range: pipelined Fetch requests whose record bytes stay one
-//! zero-copy [`Bytes`] slice of the response.
+//! zero-copy [`Bytes`](bytes::Bytes) slice of the response.
 
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use bytes::Bytes;
 use kafka_protocol::messages::{
     ApiKey, BrokerId, FetchRequest, TopicName,
     fetch_request::{FetchPartition, FetchTopic},
@@ -28,33 +27,7 @@ const FIRST_FETCH_VERSION_WITH_TOPIC_IDS: i16 = 13;
 
 pub use crate::responses::fetch::AbortedTransaction;
 
-/// The record batches one Fetch returned for one partition.
-#[derive(Clone, Debug)]
-#[non_exhaustive]
-pub struct FetchedChunk {
-    /// The partition.
-    pub partition: i32,
-    /// The offset the fetch asked for.
-    pub fetch_offset: i64,
-    /// Where the next fetch starts: just past the last complete batch in `records`.
-    pub next_offset: i64,
-    /// Complete record batches only, as a zero-copy slice of the response frame. A batch the
-    /// broker cut short at the end of the response has been dropped; it is fetched again.
-    /// When [`malformed`](Self::malformed), the bytes from the malformed batch on are kept, so
-    /// that [`Batches`](crate::records::Batches) reports what is wrong with them.
-    pub records: Bytes,
-    /// Whether `records` ends with a batch that cannot be framed (a bad length or magic). The
-    /// stream delivers this chunk and stops: no read can get past such a batch.
-    pub malformed: bool,
-    /// The partition's high watermark when the broker answered.
-    pub high_watermark: i64,
-    /// The last stable offset, or -1 when the broker does not report it.
-    pub last_stable_offset: i64,
-    /// The log start offset, or -1 when the broker does not report it.
-    pub log_start_offset: i64,
-    /// Aborted transactions overlapping this chunk (read_committed only).
-    pub aborted_transactions: Vec<AbortedTransaction>,
-}
+pub use super::chunk::FetchedChunk;
 
 /// The default bound on one Fetch's bytes per partition: 1 MiB, Java's
 /// `max.partition.fetch.bytes` default. Larger fetches buy nothing over a pipelined read (a 1 M

@@ -53,7 +53,9 @@
 //!   KIP-516 (topic ids), KIP-580 (exponential backoff)
 
 mod batch;
+mod chunk;
 mod cluster;
+mod coalescer;
 mod code;
 mod commit;
 mod coordinator;
