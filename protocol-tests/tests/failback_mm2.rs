@@ -735,7 +735,12 @@ async fn failback_round_trip_on_real_mirrormaker2() {
             for &off in &copied {
                 assert!(
                     processed.contains(&off) || read_offsets.contains(&off),
-                    "{g} {ptp:?}: record at {off} lost (truth {truth}, final {final_offset:?})"
+                    "{g} {ptp:?}: record at {off} lost (P0 {p0}, applied {start}, backup {d:?}, truth {truth}, final {final_offset:?}); with records {}; dry run {}",
+                    rows.get(&(g.clone(), ptp.clone()))
+                        .map_or("-".into(), Value::to_string),
+                    stretched
+                        .get(&(g.clone(), ptp.clone()))
+                        .map_or("-".into(), Value::to_string),
                 );
             }
             let rereads = read_offsets
@@ -745,7 +750,9 @@ async fn failback_round_trip_on_real_mirrormaker2() {
             if let Some(f) = final_offset {
                 assert!(
                     f <= truth,
-                    "{g} {ptp:?}: committed {f} is past the truth {truth}"
+                    "{g} {ptp:?}: committed {f} is past the truth {truth}; with records {}",
+                    rows.get(&(g.clone(), ptp.clone()))
+                        .map_or("-".into(), Value::to_string),
                 );
                 assert_eq!(
                     rereads,

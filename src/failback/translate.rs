@@ -308,6 +308,7 @@ pub async fn translate_failback(
     joined.proof =
         sharpen_with_records(primary.kafka(), &index, &mut joined.rows, request, deadline).await?;
     tracing::debug!(records = joined.proof.records, elapsed = ?started.elapsed(), "stretches proven");
+    joined.group_types = group_types;
     if let Some(options) = &request.match_records {
         let started = Instant::now();
         let stats = match_records(
@@ -322,7 +323,6 @@ pub async fn translate_failback(
         tracing::debug!(elapsed = ?started.elapsed(), "records matched");
         joined.matching = Some(stats);
     }
-    joined.group_types = group_types;
     joined.syncs_report = syncs_report;
     joined.provenance = provenance;
     joined.checkpoints_report = checkpoints.map(|c| c.report);
@@ -744,6 +744,7 @@ async fn match_records(
     options: &MatchOptions,
     deadline: Deadline,
 ) -> MatchStats {
+    let group_types = &joined.group_types;
     let rows = &mut joined.rows;
     let wanted: Vec<usize> = rows
         .iter()
@@ -762,15 +763,49 @@ async fn match_records(
     if wanted.is_empty() && below_oldest.is_empty() {
         return MatchStats::default();
     }
+    // Where each group stands on the primary: what it processed there before the failover,
+    // and what bounds where it started on the replica (`ReverseRow::primary_offset`). A group
+    // whose offsets there cannot be read is not matched: without them a copy made before a
+    // restart of MM2, below where the group started, would count as read.
+    let groups: Vec<String> = wanted
+        .iter()
+        .map(|&i| &rows[i])
+        .chain(&below_oldest)
+        .map(|row| row.group.clone())
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    let on_primary = match fetch_source_offsets(primary, &groups, group_types, &deadline).await {
+        Ok(found) => found,
+        Err(e) => {
+            tracing::warn!(error = %e, "the groups' offsets on the primary were not read: no row is matched");
+            SourceOffsets::new()
+        }
+    };
+    let primary_offset = |row: &FailbackRow| -> Option<Option<i64>> {
+        let offsets = on_primary.get(&row.group)?.as_ref().ok()?;
+        Some(
+            offsets
+                .get(&(row.topic.clone(), row.partition))
+                .filter(|c| c.error_code == 0 && c.offset >= 0)
+                .map(|c| c.offset),
+        )
+    };
+    let known: Vec<bool> = wanted
+        .iter()
+        .map(|&i| &rows[i])
+        .chain(&below_oldest)
+        .map(|row| primary_offset(row).is_some())
+        .collect();
     let asked: Vec<matching::ReverseRow<'_>> = wanted
         .iter()
         .map(|&i| &rows[i])
         .chain(&below_oldest)
-        .map(|row| matching::ReverseRow {
-            downstream_topic: &row.from_topic,
-            upstream_topic: &row.topic,
-            partition: row.partition,
-            downstream: row.from_offset,
+        .zip(&known)
+        .filter(|(_, known)| **known)
+        .map(|(row, _)| {
+            matching::ReverseRow::new(&row.from_topic, &row.topic, row.partition, row.from_offset)
+                .with_primary_offset(primary_offset(row).flatten())
         })
         .collect();
     let (answers, stats) = match_reverse(
@@ -787,7 +822,21 @@ async fn match_records(
     )
     .await;
     drop(asked);
-    let mut answers = answers.into_iter();
+    // Back in the order of `wanted` then `below_oldest`, the rows not asked not read.
+    let mut asked_answers = answers.into_iter();
+    let mut answers = known
+        .iter()
+        .map(|&known| {
+            if known {
+                asked_answers
+                    .next()
+                    .unwrap_or(Err(ReverseUnmatched::NotRead))
+            } else {
+                Err(ReverseUnmatched::NotRead)
+            }
+        })
+        .collect::<Vec<_>>()
+        .into_iter();
     for (i, answer) in wanted.into_iter().zip(answers.by_ref()) {
         let row = &mut rows[i];
         match answer {

@@ -35,7 +35,7 @@ where
     let keys = rows
         .iter()
         .map(|r| (r.downstream_topic, r.upstream_topic, r.partition));
-    let offsets = rows.iter().map(|r| r.upstream);
+    let offsets = rows.iter().map(|r| (r.upstream, None));
     let clusters = Clusters {
         source,
         target,

@@ -156,22 +156,22 @@ pub(crate) struct Direction<A> {
     pub(crate) partition: PartitionFn<A>,
 }
 
-/// Each row's (downstream topic, upstream topic, partition, offset), grouped by partition: each
+/// Each row's (downstream topic, upstream topic, partition, (offset, floor)), grouped by partition: each
 /// topic pair's ends read in a few requests for all its partitions, then each partition
 /// planned, read and answered by `direction` (`options.parallelism` at once), the answers put
 /// back in row order with what was read.
 pub(crate) async fn by_partition<'r, A, F>(
     direction: Direction<A>,
     clusters: Clusters<'_>,
-    rows: impl Iterator<Item = ((&'r str, &'r str, i32), i64)>,
+    rows: impl Iterator<Item = ((&'r str, &'r str, i32), (i64, Option<i64>))>,
     histories: F,
 ) -> (Vec<A>, MatchStats)
 where
     A: Clone + Send,
     F: Fn(&str, i32) -> Option<Vec<(i64, i64)>>,
 {
-    // (downstream topic, upstream topic, partition) -> its rows: (position, offset).
-    type Rows = Vec<(usize, i64)>;
+    // (downstream topic, upstream topic, partition) -> its rows: (position, (offset, floor)).
+    type Rows = Vec<(usize, (i64, Option<i64>))>;
     let mut by_partition: BTreeMap<(&str, &str, i32), Rows> = BTreeMap::new();
     let mut count = 0;
     for (i, ((down, up, partition), offset)) in rows.enumerate() {
@@ -189,7 +189,8 @@ where
             downstream_topic: down.to_string(),
             upstream_topic: up.to_string(),
             partition,
-            offsets: members.iter().map(|&(_, o)| o).collect(),
+            offsets: members.iter().map(|&(_, (o, _))| o).collect(),
+            floors: members.iter().map(|&(_, (_, f))| f).collect(),
             history: LogOrder::new(histories(up, partition).unwrap_or_default()),
             members: members.into_iter().map(|(i, _)| i).collect(),
         })
@@ -252,6 +253,9 @@ pub(crate) struct PartitionJob {
     pub(crate) members: Vec<usize>,
     /// Each row's offset: upstream (forward) or downstream (backwards).
     pub(crate) offsets: Vec<i64>,
+    /// Each row's floor (backwards only): the group's committed offset on the primary
+    /// ([`reverse::ReverseRow::primary_offset`]); `None` in forward matching.
+    pub(crate) floors: Vec<Option<i64>>,
     pub(crate) history: LogOrder,
 }
 

@@ -70,8 +70,17 @@ pub struct ReverseRow<'a> {
     pub upstream_topic: &'a str,
     /// The partition (the same on both sides).
     pub partition: i32,
-    /// The group's committed offset on the replica: it has read every record below it.
+    /// The group's committed offset on the replica: it has read every record it holds from
+    /// where the group started on the replica up to this offset.
     pub downstream: i64,
+    /// The group's committed offset on the primary, left there at the failover (`None`: none,
+    /// or not known): the group processed every record below it on the primary, and started
+    /// on the replica at a copy of a record at or before it. The records of the replica below
+    /// that start (copies made before a restart of MM2 that went back) were never read: with
+    /// it, only the replica's records the group must have read count (see the module
+    /// documentation). Without it, the group is taken to have read every record below
+    /// `downstream`.
+    pub primary_offset: Option<i64>,
 }
 
 impl<'a> ReverseRow<'a> {
@@ -88,6 +97,23 @@ impl<'a> ReverseRow<'a> {
             upstream_topic,
             partition,
             downstream,
+            primary_offset: None,
+        }
+    }
+
+    /// The same row, with the group's committed offset on the primary
+    /// ([`primary_offset`](ReverseRow::primary_offset)).
+    ///
+    /// ```
+    /// use mm2_offsets::record_match::reverse::ReverseRow;
+    ///
+    /// let row = ReverseRow::new("primary.orders", "orders", 0, 880).with_primary_offset(Some(300));
+    /// assert_eq!((row.downstream, row.primary_offset), (880, Some(300)));
+    /// ```
+    pub fn with_primary_offset(self, primary_offset: Option<i64>) -> Self {
+        ReverseRow {
+            primary_offset,
+            ..self
         }
     }
 }
@@ -199,9 +225,11 @@ pub(crate) fn plan(
         let after = syncs.get(k + 1).copied();
         // With a later sync, up to it (its pin gives the records before it a lower bound);
         // without one only the records below D, where a sync at d0 itself is the proof.
+        // The record at D too: what the group's next record copies says whether it read any
+        // record of the replica after a failover (`read_since`).
         let end = match after {
             Some((_, d2)) => d2.saturating_add(1),
-            None => downstream,
+            None => downstream.saturating_add(1),
         }
         .min(ends.downstream);
         if d0 >= downstream || end <= d0 {
@@ -356,6 +384,51 @@ fn last_read(bounds: &Bounds, from: usize, to: usize, a: usize) -> Result<i64, R
     proven(a).ok_or(ReverseUnmatched::NotProven)
 }
 
+/// After a failover from `p0` on the primary (`ReverseRow::primary_offset`): the first of the
+/// replica's records read in `from..to` (those below the group's offset `D`) that the group
+/// must have read, or `None` when it may have read none of them.
+///
+/// The failover put the group at `A` on the replica, at a copy of a record at or before `p0`
+/// (MM2's checkpoint: one past a sync's record, never past `p0`'s copy; an exact translation:
+/// `p0`'s copy itself), and it read `[A, D)` there. Nothing says where `A` is, but the first
+/// data record at or after it, `A'`, copies at most `p0`:
+/// * the group's next record `D'` (the first data record at or after `D`) may copy at most
+///   `p0` (its lower bound is not above it, or it was not read, or records were removed
+///   before it): then `A'` may be `D'` itself, and the group may have read nothing here;
+/// * otherwise `A'` lies below `D`, at or before the last record below `D` that may copy at
+///   most `p0`: the group read from there (from the window's start when no record read may,
+///   `A'` being below the window then). A replica with no record at or past `D` (the group at
+///   its end) is this case too: with nothing at or after `A` copying a record at or past `p0`
+///   (no copy of it is lost), every record below `A` that the group never read copies one
+///   below `p0`, which it processed on the primary.
+///
+/// What lies between `A` and that record is not counted, so an answer is never past the
+/// group's first unread record; whether it is exact is proven as for any answer, by no record
+/// below `D` copying `X`.
+fn read_since(
+    bounds: &Bounds,
+    down: &Side,
+    (from, to): (usize, usize),
+    (downstream, window_end): (i64, i64),
+    ends: Ends,
+    p0: i64,
+) -> Option<usize> {
+    if downstream < ends.downstream {
+        let next = down.records.get(to).filter(|r| r.offset < window_end)?;
+        let next_read =
+            down.covers(downstream, next.offset + 1) && !down.has_hole(downstream, next.offset);
+        if !next_read || bounds.lb[to] <= p0 {
+            return None;
+        }
+    }
+    Some(
+        (from..to)
+            .rev()
+            .find(|&k| bounds.lb[k] <= p0)
+            .unwrap_or(from),
+    )
+}
+
 /// The proven answer for a group at `downstream`, or why there is none. `reach` is
 /// [`reach_below`] of the same history; `bottom` what [`bottom`] chose to read (`None`: the
 /// part below the oldest sync is assumed); `unread` why a read stopped, if one did.
@@ -374,7 +447,29 @@ pub(crate) fn answer(
     answer_for(
         Goal::NextRead,
         (up, down, bounds, log, reach, ends),
-        (downstream, window),
+        (downstream, None, window),
+        (bottom, unread),
+    )
+}
+
+/// [`answer`] for a group that failed over from `primary_offset` on the primary
+/// ([`ReverseRow::primary_offset`]).
+#[allow(clippy::too_many_arguments)]
+#[cfg(test)]
+pub(crate) fn answer_after_failover(
+    up: &Upstream<'_>,
+    down: &Side,
+    bounds: &Bounds,
+    log: &LogOrder,
+    reach: &[i64],
+    ends: Ends,
+    (downstream, primary_offset, window): (i64, i64, Option<Window>),
+    (bottom, unread): (Option<i64>, Option<ReverseUnmatched>),
+) -> Result<ReverseMatch, ReverseUnmatched> {
+    answer_for(
+        Goal::NextRead,
+        (up, down, bounds, log, reach, ends),
+        (downstream, Some(primary_offset), window),
         (bottom, unread),
     )
 }
@@ -397,7 +492,7 @@ pub(crate) fn answer_tip(
     answer_for(
         Goal::FirstNotCopied,
         (up, down, bounds, log, reach, ends),
-        (ends.downstream, window),
+        (ends.downstream, None, window),
         (bottom, None),
     )
 }
@@ -417,6 +512,7 @@ pub(crate) async fn first_not_copied(
         partition: job.partition,
         members: vec![0],
         offsets: vec![0],
+        floors: vec![None],
         history: job.history.clone(),
     };
     match_partition_for(Goal::FirstNotCopied, clusters, &tip, pair).await
@@ -447,7 +543,7 @@ type Read<'a, 'b> = (
 fn answer_for(
     goal: Goal,
     (up, down, bounds, log, reach, ends): Read<'_, '_>,
-    (downstream, window): (i64, Option<Window>),
+    (downstream, primary_offset, window): (i64, Option<i64>, Option<Window>),
     (bottom, unread): (Option<i64>, Option<ReverseUnmatched>),
 ) -> Result<ReverseMatch, ReverseUnmatched> {
     let window = window.ok_or(ReverseUnmatched::NoSync)?;
@@ -468,7 +564,18 @@ fn answer_for(
     let Some(a) = to.checked_sub(1).filter(|&a| a >= floor && a >= from) else {
         return Err(ReverseUnmatched::DownstreamGap);
     };
-    let last = last_read(bounds, from, to, a)?;
+    // The records the group must have read: all of them below D, or, after a failover from
+    // `P0` on the primary, those from where it must have started on the replica.
+    let read_from = match primary_offset {
+        None => Some(from),
+        Some(p0) => read_since(bounds, down, (from, to), (downstream, window.end), ends, p0),
+    };
+    let last = match (read_from, primary_offset) {
+        (Some(k), p0) => last_read(bounds, k, to, a)?.max(p0.map_or(LOW, |p0| p0 - 1)),
+        // Perhaps nothing read on the replica: every record below P0, on the primary.
+        (None, Some(p0)) => p0 - 1,
+        (None, None) => unreachable!("no primary offset always reads from the window's start"),
+    };
     // X: the first data record after L, nothing between them but markers.
     let side = up.side;
     let next = side.records.get(side.first_at(last + 1));
@@ -498,7 +605,9 @@ fn answer_for(
     };
     // The rule's sync d0 < D holds u0, so the group read u0: an exact answer is past it. One
     // that is not means a part below was assumed wrongly (see the module documentation).
-    if rule.is_some_and(|(u0, _)| x <= u0) {
+    // (After a failover, only when the sync's record is among those the group read.)
+    let sync_read = |d0: i64| read_from.is_some_and(|k| down.first_at(d0) >= k);
+    if rule.is_some_and(|(u0, d0)| sync_read(d0) && x <= u0) {
         return Err(ReverseUnmatched::Inconsistent);
     }
     // A record that may copy X (X past the upstream end has no copy anywhere).
@@ -588,7 +697,7 @@ where
     let keys = rows
         .iter()
         .map(|r| (r.downstream_topic, r.upstream_topic, r.partition));
-    let offsets = rows.iter().map(|r| r.downstream);
+    let offsets = rows.iter().map(|r| (r.downstream, r.primary_offset));
     let clusters = Clusters {
         source,
         target,
@@ -659,7 +768,13 @@ where
         deadline,
     };
     // The offset is read with the ends (`match_partition_for`).
-    by_partition(tip, clusters, keys.zip(std::iter::repeat(0)), histories).await
+    by_partition(
+        tip,
+        clusters,
+        keys.zip(std::iter::repeat((0, None))),
+        histories,
+    )
+    .await
 }
 
 async fn match_partition(
@@ -724,10 +839,15 @@ async fn match_partition_for(
         &reach[..],
         answer_ends,
     );
+    let floors = match goal {
+        Goal::NextRead => job.floors.clone(),
+        Goal::FirstNotCopied => vec![None; offsets.len()],
+    };
     let mut answers: Vec<_> = offsets
         .iter()
+        .zip(&floors)
         .zip(&windows)
-        .map(|(&d, &w)| answer_for(goal, read_parts, (d, w), (bottom, unread)))
+        .map(|((&d, &p0), &w)| answer_for(goal, read_parts, (d, p0, w), (bottom, unread)))
         .collect();
     // The rows below the oldest kept sync, read on their own (see `plan_head`). At the tip
     // (`replication`) no sync below the log end means nothing was synced yet: left as it is.
@@ -822,7 +942,8 @@ impl Head<'_> {
         let parts = (&upstream, &down, &bounds, &job.history, &[][..], self.ends);
         for ((&i, &d), &w) in head.iter().zip(&rows).zip(&windows) {
             if w.is_some() {
-                answers[i] = answer_for(Goal::NextRead, parts, (d, w), (None, unread));
+                let p0 = job.floors.get(i).copied().flatten();
+                answers[i] = answer_for(Goal::NextRead, parts, (d, p0, w), (None, unread));
             }
         }
         Ok(unread)

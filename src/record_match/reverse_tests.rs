@@ -9,7 +9,10 @@
 
 use proptest::prelude::*;
 
-use super::{ReverseMatch, ReverseUnmatched, answer, bottom, plan, plan_head, reach_below};
+use super::{
+    ReverseMatch, ReverseUnmatched, answer, answer_after_failover, bottom, plan, plan_head,
+    reach_below,
+};
 use crate::failback::ReverseIndexBuilder;
 use crate::record_match::history::LogOrder;
 use crate::record_match::tests::{
@@ -134,7 +137,19 @@ fn answer_head(
     log: &LogOrder,
     reads: Reads,
     rows: &[i64],
+    answers: Vec<Result<ReverseMatch, ReverseUnmatched>>,
+) -> Vec<Result<ReverseMatch, ReverseUnmatched>> {
+    answer_head_from(flow, log, reads, rows, answers, None)
+}
+
+/// [`answer_head`], for groups that failed over from `primary_offset` when it is given.
+fn answer_head_from(
+    flow: &Flow,
+    log: &LogOrder,
+    reads: Reads,
+    rows: &[i64],
     mut answers: Vec<Result<ReverseMatch, ReverseUnmatched>>,
+    primary_offset: Option<i64>,
 ) -> Vec<Result<ReverseMatch, ReverseUnmatched>> {
     let head: Vec<usize> = (0..rows.len())
         .filter(|&i| answers[i] == Err(ReverseUnmatched::NoSync))
@@ -154,7 +169,13 @@ fn answer_head(
     };
     for ((&i, &d), &w) in head.iter().zip(&offsets).zip(&windows) {
         if w.is_some() {
-            answers[i] = answer(&upstream, &down, &b, log, &[], ends, (d, w), (None, None));
+            answers[i] = match primary_offset {
+                None => answer(&upstream, &down, &b, log, &[], ends, (d, w), (None, None)),
+                Some(p0) => {
+                    let (rows, parts) = ((d, p0, w), (None, None));
+                    answer_after_failover(&upstream, &down, &b, log, &[], ends, rows, parts)
+                }
+            };
         }
     }
     answers
@@ -198,8 +219,160 @@ fn copied_at_or_past(flow: &Flow, below: i64, x: i64) -> bool {
         .any(|slot| slot.is_some_and(|u| u >= x))
 }
 
+/// Every downstream offset matched backwards for groups that failed over from `p0` on the
+/// primary ([`super::ReverseRow::primary_offset`]).
+fn answers_after_failover(
+    flow: &Flow,
+    reads: Reads,
+    p0: i64,
+) -> Vec<Result<ReverseMatch, ReverseUnmatched>> {
+    let mut builder = ReverseIndexBuilder::new();
+    for &(u, d) in flow.syncs.iter().skip(reads.dropped) {
+        builder.add(b"t", 0, u, d);
+    }
+    let index = builder.finish();
+    let log = LogOrder::new(
+        index
+            .partition(b"t", 0)
+            .map(|p| p.log_order())
+            .unwrap_or_default(),
+    );
+    let (n, ends) = (flow.upstream.len() as i64, flow.ends());
+    let rows: Vec<i64> = (0..=ends.downstream).collect();
+    let below = bottom(&log, 0, reads.bottom_max);
+    let (windows, read) = plan(&log, &rows, ends, n, (below, reads.lookback));
+    let up = flow.read(&read.upstream, true, reads.cut);
+    let down = flow.read(&read.downstream, false, reads.cut);
+    let upstream = Upstream::new(&up, &down);
+    let b = bounds(&upstream, &down, &log, ends.upstream)
+        .unwrap_or_else(|v| panic!("the model's flow is consistent, yet {v:?}; flow {flow:?}"));
+    let reach = reach_below(&upstream, log.syncs());
+    let answers = rows
+        .iter()
+        .zip(&windows)
+        .map(|(&d, &w)| {
+            let parts = (below, None);
+            answer_after_failover(&upstream, &down, &b, &log, &reach, ends, (d, p0, w), parts)
+        })
+        .collect();
+    if reads.head {
+        answer_head_from(flow, &log, reads, &rows, answers, Some(p0))
+    } else {
+        answers
+    }
+}
+
+/// Where a sound failover from `p0` may have put a group on the replica: every `A` whose first
+/// data record at or after it copies at most `p0` (MM2's checkpoint and an exact translation
+/// both do), and from which every record at or past `p0` with a copy has one (nothing
+/// skipped). Up to `most` of them, spread over the replica.
+fn failover_starts(flow: &Flow, p0: i64, most: usize) -> Vec<usize> {
+    let len = flow.downstream.len();
+    let mut last_copy: Vec<Option<usize>> = vec![None; flow.upstream.len()];
+    for (at, slot) in flow.downstream.iter().enumerate() {
+        if let Some(u) = slot {
+            last_copy[*u as usize] = Some(at);
+        }
+    }
+    let highest = last_copy
+        .iter()
+        .skip(p0.max(0) as usize)
+        .flatten()
+        .min()
+        .copied()
+        .unwrap_or(len);
+    let mut next_copies = vec![None; len + 1];
+    for at in (0..len).rev() {
+        next_copies[at] = flow.downstream[at].or(next_copies[at + 1]);
+    }
+    let sound: Vec<usize> = (0..=highest.min(len))
+        .filter(|&a| next_copies[a].is_none_or(|u| u <= p0))
+        .collect();
+    if sound.len() <= most {
+        return sound;
+    }
+    (0..most)
+        .map(|i| sound[i * (sound.len() - 1) / (most - 1)])
+        .collect()
+}
+
+/// The failover model: for a few `P0` (the group's offset on the primary), each sound start
+/// `A` on the replica ([`failover_starts`]) and every `D` from `A`, the group processed the
+/// primary's records below `P0` and the replica's in `[A, D)`. An answer (found from `P0` and
+/// `D`, never `A`) is never past the first record MM2 delivered that the group did not
+/// process, and one called exact is it, whatever `A` was (unless it says it rests on the
+/// residual assumption and something below the oldest kept sync does copy the answer or
+/// later). Returns the rows matched.
+fn check_after_failover(s: &Scenario, reads: Reads) -> Result<usize, String> {
+    let flow = copy(s);
+    let n = flow.upstream.len() as i64;
+    let oldest = flow.syncs.get(reads.dropped).map(|&(_, d)| d);
+    let step = (flow.delivered.len() / 4).max(1);
+    let mut p0s: Vec<i64> = flow.delivered.iter().step_by(step).copied().collect();
+    p0s.extend([0, n]);
+    let mut matched = 0;
+    for p0 in p0s {
+        let answers = answers_after_failover(&flow, reads, p0);
+        for a in failover_starts(&flow, p0, 6) {
+            let mut processed: Vec<bool> = (0..n).map(|u| u < p0).collect();
+            let mut first = 0;
+            for (d, answer) in answers.iter().enumerate().skip(a) {
+                if d > a
+                    && let Some(u) = flow.downstream[d - 1]
+                {
+                    processed[u as usize] = true;
+                }
+                while flow
+                    .delivered
+                    .get(first)
+                    .is_some_and(|&u| processed[u as usize])
+                {
+                    first += 1;
+                }
+                let truth = flow.delivered.get(first).copied().unwrap_or(n);
+                let Ok(m) = answer else { continue };
+                let x = m.offset;
+                if x > truth {
+                    return Err(format!(
+                        "P0 {p0}, A {a}, D {d}: matched {x} past the truth {truth}; {flow:?}"
+                    ));
+                }
+                let residual =
+                    m.assumes_history && oldest.is_some_and(|o| copied_at_or_past(&flow, o, x));
+                if x != truth && !residual {
+                    return Err(format!(
+                        "P0 {p0}, A {a}, D {d}: matched {x}, truth {truth} ({reads:?}); {flow:?}"
+                    ));
+                }
+                matched += 1;
+            }
+        }
+    }
+    Ok(matched)
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(768))]
+
+    /// After a failover, whatever the flow and wherever a sound failover put the group on the
+    /// replica: never past the group's first unprocessed record, and exact when it says so.
+    #[test]
+    fn after_a_failover_a_reverse_match_is_the_first_unprocessed_record(s in scenario()) {
+        prop_assert_eq!(check_after_failover(&s, FULL).map(|_| ()), Ok(()));
+        prop_assert_eq!(check_after_failover(&s, Reads { lookback: 0, ..FULL }).map(|_| ()), Ok(()));
+    }
+
+    /// The same with the reads cut short and the oldest syncs compacted away.
+    #[test]
+    fn after_a_failover_a_cut_read_or_a_compacted_history_is_never_wrong(
+        s in scenario(),
+        cut in 0usize..60,
+        dropped in 0usize..6,
+        bottom_max in prop_oneof![Just(0i64), Just(super::BOTTOM_MAX)],
+    ) {
+        let reads = Reads { dropped, cut: Some(cut), bottom_max, lookback: super::LOOKBACK, head: true };
+        prop_assert_eq!(check_after_failover(&s, reads).map(|_| ()), Ok(()));
+    }
 
     /// Whatever the flow, an answer is never past the group's first unread record, and one
     /// called exact is it; also when only the stretches' bound covers what lies below the
@@ -268,6 +441,66 @@ fn a_restart_block_fails_back_past_both_copies() {
     assert!(inside.iter().any(|r| r.1.is_some_and(|rule| rule < 30)));
     assert!(rows.iter().any(|r| r.0 > 50 && matched(&r.3) == Some(r.2)));
     check(&s, FULL).unwrap();
+}
+
+/// The failback suite's case on real MM2 (a CI run of stop 42): MM2 killed while it copied, a
+/// restart that went back and re-copied a block, the group failed over from inside the block
+/// to a copy in its second half, and read on past it. The first copies below where it started
+/// were never read: taking them as read fails it back past records it never processed. Its
+/// offset on the primary rules them out; past the block the answer is exact again.
+#[test]
+fn a_group_that_failed_over_into_a_restart_block_never_counts_the_first_copies() {
+    let s = plain(distinct(60), restart_after_commit(), 100);
+    let flow = copy(&s);
+    // 0..30 copied at 0..30, then 12..30 again at 30..48, then 30.. at 48...
+    assert_eq!(flow.downstream[30], Some(12));
+    assert_eq!(flow.downstream[48], Some(30));
+    let p0 = 15;
+    // MM2's checkpoint for 15: one past the restart's sync (12 at 30), a copy of 13.
+    let a = 31;
+    assert!(failover_starts(&flow, p0, usize::MAX).contains(&a));
+    let (_, before) = run(&s, FULL);
+    let after = answers_after_failover(&flow, FULL, p0);
+    // At D = 40 (a copy of 22) the group processed 0..15 on the primary and 13..22 here.
+    let truth = 22;
+    assert_eq!(flow.downstream[40], Some(truth));
+    assert_eq!(
+        matched(&before[40].3),
+        Some(30),
+        "without P0: past the first copies"
+    );
+    assert!(
+        matched(&after[40]).is_none_or(|x| x <= truth),
+        "{:?}",
+        after[40]
+    );
+    // Past the block (D = 55, a copy of 37): exact with or without P0.
+    assert_eq!(flow.downstream[55], Some(37));
+    assert_eq!(matched(&after[55]), Some(37));
+    assert_eq!(matched(&before[55].3), Some(37));
+    // A group still at A: it may have read nothing since, or (from a start in the first copies)
+    // up to 30; never past P0. Without duplicates a group still at its start fails back to P0.
+    assert!(matched(&after[a]).is_none_or(|x| x <= p0), "{:?}", after[a]);
+    check_after_failover(&s, FULL).unwrap();
+    let plain_flow = copy(&plain(distinct(120), vec![], 10));
+    let at_start = answers_after_failover(&plain_flow, FULL, 50);
+    assert_eq!(matched(&at_start[50]), Some(50));
+    assert_eq!(matched(&at_start[80]), Some(80));
+}
+
+/// Not vacuous: after a failover many offsets of the random flows are still matched.
+#[test]
+fn random_flows_are_often_matched_after_a_failover() {
+    let (mut matched_rows, mut flows) = (0usize, 0usize);
+    for s in sample_scenarios(100) {
+        matched_rows += check_after_failover(&s, FULL).unwrap();
+        flows += 1;
+    }
+    eprintln!("{matched_rows} (P0, A, D) rows matched after a failover over {flows} flows");
+    assert!(
+        matched_rows > flows * 50,
+        "{matched_rows} over {flows} flows"
+    );
 }
 
 /// A retried first batch leaves copies below the oldest sync: read when the replica still
