@@ -978,6 +978,20 @@ async fn failback_round_trip_on_real_mirrormaker2() {
     )
     .await;
     step("record matching checked at every offset of the replicas");
+    let starts: Vec<FailoverStart> = ids
+        .iter()
+        .zip(&primary_stops)
+        .map(|(g, stops)| (stops.clone(), applied[g].clone()))
+        .collect();
+    every_offset_after_failover(
+        &p_client,
+        &b_client,
+        (&primary_log, &backup_log),
+        &[&o, &x, &c],
+        &starts,
+    )
+    .await;
+    step("record matching checked after each group's failover at every offset");
     println!(
         "[failback] {GROUPS} groups, {rows_seen} partitions failed back from the syncs ({exact_rows} exact), {} without a reverse checkpoint, no record lost ({not_copied} aborted records MM2 did not copy); re-reads {total_rereads} (the syncs alone: {total_safe_rereads} on the primary's topics); MM2 killed at {killed_at}; {:.1}s",
         untranslated.len(),
@@ -1133,6 +1147,119 @@ async fn every_offset_matched(
     assert!(
         matched * 2 > all,
         "{matched} of {all} offsets matched: {reasons:?}"
+    );
+}
+
+/// A cluster's records by partition: (offset, SEQ), SEQ the primary offset of the original.
+type Dump = BTreeMap<Tp, Vec<(i64, i64)>>;
+
+/// One group's failover: its offset on the primary by partition, and where the failover put it
+/// on the backup (by the backup's topic).
+type FailoverStart = (BTreeMap<Tp, i64>, BTreeMap<Tp, i64>);
+
+/// The same at every offset `D` of the replicas after each group's real failover, with its
+/// offset `P0` on the primary (`ReverseRow::primary_offset`) and where the failover put it on
+/// the backup, `A`: the group processed the primary's records below `P0` and the backup's in
+/// `[A, D)`. Every `record-match` is the first copied record it did not process.
+async fn every_offset_after_failover(
+    p_client: &KafkaClient,
+    b_client: &KafkaClient,
+    (primary_log, backup_log): (&Dump, &Dump),
+    topics: &[&str],
+    starts: &[FailoverStart],
+) {
+    let started = Instant::now();
+    let index = reverse_index(p_client, topics).await;
+    // Per partition and group: (replica, topic, partition, P0, A), and its rows' D from A on.
+    let mut runs: Vec<(String, String, i32, i64, i64)> = Vec::new();
+    let mut names: Vec<(usize, i64)> = Vec::new();
+    for (ptp, _) in primary_log
+        .iter()
+        .filter(|(tp, _)| topics.contains(&tp.0.as_str()))
+    {
+        let btp = (format!("primary.{}", ptp.0), ptp.1);
+        let end = backup_log[&btp].last().map_or(0, |&(off, _)| off + 1);
+        for (p0s, applied) in starts {
+            let (Some(&p0), Some(&a)) = (p0s.get(ptp), applied.get(&btp)) else {
+                continue;
+            };
+            runs.push((btp.0.clone(), ptp.0.clone(), ptp.1, p0, a));
+            names.extend((a..=end).map(|d| (runs.len() - 1, d)));
+        }
+    }
+    let rows: Vec<ReverseRow<'_>> = names
+        .iter()
+        .map(|&(run, d)| {
+            let (down, up, p, p0, _) = &runs[run];
+            ReverseRow::new(down, up, *p, d).with_primary_offset(Some(*p0))
+        })
+        .collect();
+    let (answers, stats) = match_reverse(
+        p_client,
+        b_client,
+        &rows,
+        |topic, partition| {
+            index
+                .partition(topic.as_bytes(), partition)
+                .map(|p| p.log_order())
+        },
+        &MatchOptions::default(),
+        Deadline::after(Duration::from_secs(60)),
+    )
+    .await;
+    assert!(
+        stats.inconsistent.is_empty() && stats.unread.is_empty(),
+        "{stats:?}"
+    );
+    let (mut matched, mut reasons) = (0usize, BTreeMap::<&'static str, usize>::new());
+    let mut at = 0;
+    for (run, (down, up, p, p0, a)) in runs.iter().enumerate() {
+        let ptp = (up.clone(), *p);
+        let end = log_ends(p_client, up).await[p];
+        let seq_to_offset: BTreeMap<i64, i64> = primary_log[&ptp]
+            .iter()
+            .map(|&(off, seq)| (seq, off))
+            .collect();
+        let replica: BTreeMap<i64, i64> = backup_log[&(down.clone(), *p)]
+            .iter()
+            .map(|&(off, seq)| (off, seq_to_offset[&seq]))
+            .collect();
+        let copied: BTreeSet<i64> = replica.values().copied().collect();
+        let mut processed: BTreeSet<i64> = BTreeSet::new();
+        while let Some(&(_, d)) = names.get(at).filter(|(r, _)| *r == run) {
+            if d > *a
+                && let Some(&u) = replica.get(&(d - 1))
+            {
+                processed.insert(u);
+            }
+            let truth = copied
+                .range(*p0..)
+                .copied()
+                .find(|u| !processed.contains(u))
+                .unwrap_or(end);
+            match &answers[at] {
+                Ok(m) => {
+                    assert_eq!(
+                        m.offset, truth,
+                        "{down}-{p} at {d} (P0 {p0}, failed over to {a}): record-match {} but the first record not processed is {truth}",
+                        m.offset
+                    );
+                    matched += 1;
+                }
+                Err(why) => *reasons.entry(why.name()).or_default() += 1,
+            }
+            at += 1;
+        }
+    }
+    println!(
+        "[failback] after each group's failover, every offset: {matched} of {} (D, P0, A) rows matched, none past the truth; left as they were: {reasons:?}; {:.1}s",
+        names.len(),
+        started.elapsed().as_secs_f64()
+    );
+    assert!(
+        matched * 2 > names.len(),
+        "{matched} of {} matched: {reasons:?}",
+        names.len()
     );
 }
 
