@@ -3,6 +3,7 @@
 //! for a next record MirrorMaker 2 never copied, the replica's end, proven by the backward
 //! proof asked at that end ([`super::reverse::first_not_copied`]).
 
+use super::read::Stopped;
 use super::reverse;
 use super::walk::Ends;
 use super::{
@@ -59,13 +60,7 @@ async fn match_partition(
     };
     let (windows, plan) = plan::plan(&job.history, &job.offsets, ends, stable);
     let (up, down, stopped) = job.read(clusters, pair, &plan).await;
-    let unread = stopped.map(|budget| {
-        if budget {
-            Unmatched::Budget
-        } else {
-            Unmatched::NotRead
-        }
-    });
+    let unread = stopped.as_ref().map(unmatched_by);
     let mut outcome = PartitionOutcome::read(&up, &down, &plan);
     let mut answers = match answer_read((&up, &down), &job.history, ends, &job.offsets, &windows) {
         Ok(answers) => answers,
@@ -93,13 +88,7 @@ async fn match_partition(
         } else {
             let (up, down, stopped) = job.read(clusters, pair, &head_plan).await;
             outcome.add_read(&up, &down, &head_plan);
-            let unread = stopped.map(|budget| {
-                if budget {
-                    Unmatched::Budget
-                } else {
-                    Unmatched::NotRead
-                }
-            });
+            let unread = stopped.as_ref().map(unmatched_by);
             Some(
                 answer_read((&up, &down), &job.history, ends, &offsets, &head_windows)
                     .map(|a| a.into_iter().map(|a| why_unread(a, unread)).collect()),
@@ -119,10 +108,18 @@ async fn match_partition(
     }
     answer_never_copied(clusters, job, pair, ends, &mut answers, &mut outcome).await;
     outcome.answers = answers;
-    if let Some(why) = unread {
-        outcome.unread = Some(why.name().to_string());
+    if let (Some(why), Some(stopped)) = (unread, &stopped) {
+        outcome.unread = Some(stopped.describe(why.name()));
     }
     outcome
+}
+
+/// The rows' reason when a read stopped early.
+fn unmatched_by(stopped: &Stopped) -> Unmatched {
+    match stopped {
+        Stopped::Budget => Unmatched::Budget,
+        Stopped::Failed(_) => Unmatched::NotRead,
+    }
 }
 
 /// The rows left unmatched whose next record may never have been copied (MM2 stopped, or

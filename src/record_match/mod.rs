@@ -260,14 +260,14 @@ pub(crate) struct PartitionJob {
 }
 
 impl PartitionJob {
-    /// Reads both sides of `plan` at once: the sides as far as they got, the ranges read, and
-    /// why a read stopped early (`Some(true)`: the byte budget; `Some(false)`: a failure).
+    /// Reads both sides of `plan` at once: the sides as far as they got, and why a read stopped
+    /// early (the byte budget on either side first, else the first failure).
     pub(crate) async fn read(
         &self,
         clusters: Clusters<'_>,
         pair: &PairEnds,
         plan: &plan::ReadPlan,
-    ) -> (side::Side, side::Side, Option<bool>) {
+    ) -> (side::Side, side::Side, Option<Stopped>) {
         let side = |client, topic, isolation| SideRead {
             client,
             topic,
@@ -296,8 +296,8 @@ impl PartitionJob {
                 .into_iter()
                 .flatten()
                 .fold(None, |why, stop| match stop {
-                    Stopped::Budget => Some(true),
-                    Stopped::Failed(_) => why.or(Some(false)),
+                    Stopped::Budget => Some(Stopped::Budget),
+                    failed => why.or(Some(failed)),
                 });
         (up, down, stopped)
     }

@@ -35,6 +35,18 @@ pub(crate) enum Stopped {
     Failed(String),
 }
 
+impl Stopped {
+    /// What a partition's rows say: `reason` (the rows' `budget` or `not-read`), and for a
+    /// failure what failed (a corrupt batch, a broken connection...), so that the terminal
+    /// names it.
+    pub(crate) fn describe(&self, reason: &str) -> String {
+        match self {
+            Stopped::Budget => reason.to_string(),
+            Stopped::Failed(why) => format!("{reason}: {why}"),
+        }
+    }
+}
+
 impl SideRead<'_> {
     /// Reads `ranges` (sorted, disjoint) in order.
     pub(crate) async fn read(&self, ranges: &[(i64, i64)]) -> (Side, Option<Stopped>) {

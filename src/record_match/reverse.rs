@@ -53,6 +53,7 @@
 use crate::client::{Deadline, KafkaClient};
 use crate::record_match::history::LogOrder;
 use crate::record_match::plan::{ReadPlan, merged};
+use crate::record_match::read::Stopped;
 use crate::record_match::side::Side;
 use crate::record_match::walk::{Bounds, Ends, HIGH, LOW, Upstream};
 use crate::record_match::{
@@ -808,13 +809,7 @@ async fn match_partition_for(
     let bottom = bottom(&job.history, start, BOTTOM_MAX);
     let (windows, read) = plan(&job.history, &offsets, ends, stable, (bottom, LOOKBACK));
     let (up, down, stopped) = job.read(clusters, pair, &read).await;
-    let unread = stopped.map(|budget| {
-        if budget {
-            ReverseUnmatched::Budget
-        } else {
-            ReverseUnmatched::NotRead
-        }
-    });
+    let unread = stopped.as_ref().map(unmatched_by);
     let mut outcome = PartitionOutcome::read(&up, &down, &read);
     let upstream = Upstream::new(&up, &down);
     let bounds = match walk_bounds(&upstream, &down, &job.history, ends.upstream) {
@@ -869,12 +864,24 @@ async fn match_partition_for(
             }
         }
     }
-    let unread = unread.or(head_unread);
     outcome.answers = answers;
-    if let Some(why) = unread {
-        outcome.unread = Some(why.name().to_string());
+    // The first read's stop is named with what stopped it; the head read's was named there.
+    match (&stopped, head_unread) {
+        (Some(stopped), _) => outcome.unread = Some(stopped.describe(unmatched_by(stopped).name())),
+        (None, Some(why)) if outcome.unread.is_none() => {
+            outcome.unread = Some(why.name().to_string())
+        }
+        _ => {}
     }
     outcome
+}
+
+/// The rows' reason when a read stopped early.
+fn unmatched_by(stopped: &Stopped) -> ReverseUnmatched {
+    match stopped {
+        Stopped::Budget => ReverseUnmatched::Budget,
+        Stopped::Failed(_) => ReverseUnmatched::NotRead,
+    }
 }
 
 /// What the second read of a partition, for its rows below the oldest kept sync, needs from
@@ -929,13 +936,10 @@ impl Head<'_> {
         }
         let (up, down, stopped) = job.read(clusters, pair, &plan).await;
         outcome.add_read(&up, &down, &plan);
-        let unread = stopped.map(|budget| {
-            if budget {
-                ReverseUnmatched::Budget
-            } else {
-                ReverseUnmatched::NotRead
-            }
-        });
+        let unread = stopped.as_ref().map(unmatched_by);
+        if let Some(stopped) = &stopped {
+            outcome.unread = Some(stopped.describe(unmatched_by(stopped).name()));
+        }
         let upstream = Upstream::new(&up, &down);
         let bounds = walk_bounds(&upstream, &down, &job.history, self.ends.upstream)?;
         // No stretch lies below a window from the log start: `reach` is not consulted.
