@@ -2,7 +2,7 @@
 # Usage: datawriter.sh build                 compile protocol-tests/java/DataWriter.java
 #        datawriter.sh COMMAND ARGS...       run it (compiling first when the source changed)
 # COMMAND is create, records, transactions, raw or consume (DataWriter prints the options
-# of each on a usage error). raw writes a file of 'PARTITION KEYHEX|- VALUEHEX|-' lines;
+# of each on a usage error). raw writes a file of 'PARTITION KEYHEX|- VALUEHEX|- [TIMESTAMP]' lines;
 # '--plan plain:N,txn:N,commit|abort,...' splits its lines between a plain producer and
 # transactions ('--transactional-id ID'), and '--summary-only' leaves out the per-line
 # offsets (for files of millions of lines).

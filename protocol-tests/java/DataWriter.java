@@ -53,7 +53,7 @@ public final class DataWriter {
           "                --value-bytes N (values padded with '.' to N bytes)",
           "                --flush-every K (0 = never) --idempotence true|false (true)",
           "  transactions  --txn-size N (10) --plan commit,abort,commit --transactional-id ID",
-          "  raw           --file F   (lines: 'PARTITION KEYHEX|- VALUEHEX|-', '-' = null)",
+          "  raw           --file F   (lines: 'PARTITION KEYHEX|- VALUEHEX|- [TIMESTAMP]', '-' = null)",
           "                --summary-only (no per-line offsets in the output)",
           "                --plan STEP,... --transactional-id ID: STEP is plain:N (the next N lines",
           "                through a plain producer), txn:N (through the open transaction, begun if",
@@ -448,8 +448,17 @@ public final class DataWriter {
           continue;
         }
         String[] f = l.split("\\s+");
-        if (f.length != 3) {
-          throw new IllegalArgumentException(file + ":" + lineNo + ": want 'PARTITION KEYHEX|- VALUEHEX|-', got '" + l + "'");
+        if (f.length != 3 && f.length != 4) {
+          throw new IllegalArgumentException(
+              file + ":" + lineNo + ": want 'PARTITION KEYHEX|- VALUEHEX|- [TIMESTAMP]', got '" + l + "'");
+        }
+        Long timestamp = null;
+        if (f.length == 4) {
+          try {
+            timestamp = Long.parseLong(f[3]);
+          } catch (NumberFormatException e) {
+            throw new IllegalArgumentException(file + ":" + lineNo + ": bad timestamp '" + f[3] + "'");
+          }
         }
         int partition;
         try {
@@ -461,7 +470,7 @@ public final class DataWriter {
           throw new IllegalArgumentException(
               file + ":" + lineNo + ": partition " + partition + " outside 0.." + (partitions - 1) + " (see --partitions)");
         }
-        return new ProducerRecord<>(topic, partition, hex(f[1], file, lineNo), hex(f[2], file, lineNo));
+        return new ProducerRecord<>(topic, partition, timestamp, hex(f[1], file, lineNo), hex(f[2], file, lineNo));
       }
       return null;
     }

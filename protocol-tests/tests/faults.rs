@@ -13,10 +13,15 @@
 //! the proxy and a topic whose state later rows change), and each prints a markdown row; the
 //! matrix is also written to `protocol-tests/work/faults-matrix.md` for RELIABILITY.md.
 //!
+//! The `match-*` rows (`faults/matching.rs`) inject faults while `translate --precise
+//! --match-records` reads the records of both sides of a hand-laid MM2 layout, and check every
+//! row against the truth.
+//!
 //! `MM2O_FAULTS_ONLY=name,name` runs a subset (the baseline always runs). Every row runs by
 //! default; a row whose outcome is unsafe fails the suite.
 
 mod apply;
+mod matching;
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -659,6 +664,11 @@ fn fault_matrix() {
     }
     if wanted("sasl-rotated") {
         rotation_row(&mut s);
+    }
+
+    // The record-matching rows: a layout of their own, read through the same proxy.
+    if wanted("match") {
+        matching::rows(&mut s);
     }
 
     // The apply rows commit to the topic the rows above read: before the rows below move its
