@@ -775,21 +775,33 @@ async fn match_records(
         .collect::<BTreeSet<_>>()
         .into_iter()
         .collect();
+    // Why rows were not matched before any record was read, said with the reads that stopped.
+    let mut not_asked: Vec<String> = Vec::new();
     let on_primary = match fetch_source_offsets(primary, &groups, group_types, &deadline).await {
         Ok(found) => found,
         Err(e) => {
-            tracing::warn!(error = %e, "the groups' offsets on the primary were not read: no row is matched");
+            not_asked.push(format!(
+                "the groups' offsets on the primary were not read ({e}): no row matched"
+            ));
             SourceOffsets::new()
         }
     };
+    for (group, answer) in &on_primary {
+        if let Err(e) = answer {
+            not_asked.push(format!(
+                "group {group}: its offsets on the primary were not read ({e}): its rows not matched"
+            ));
+        }
+    }
+    // `None`: not known (the group or the partition answered an error); `Some(None)`: the group
+    // has no offset there.
     let primary_offset = |row: &FailbackRow| -> Option<Option<i64>> {
         let offsets = on_primary.get(&row.group)?.as_ref().ok()?;
-        Some(
-            offsets
-                .get(&(row.topic.clone(), row.partition))
-                .filter(|c| c.error_code == 0 && c.offset >= 0)
-                .map(|c| c.offset),
-        )
+        match offsets.get(&(row.topic.clone(), row.partition)) {
+            None => Some(None),
+            Some(c) if c.error_code != 0 => None,
+            Some(c) => Some((c.offset >= 0).then_some(c.offset)),
+        }
     };
     let known: Vec<bool> = wanted
         .iter()
@@ -822,6 +834,8 @@ async fn match_records(
     )
     .await;
     drop(asked);
+    let mut stats = stats;
+    stats.unread.extend(not_asked);
     // Back in the order of `wanted` then `below_oldest`, the rows not asked not read.
     let mut asked_answers = answers.into_iter();
     let mut answers = known
