@@ -44,6 +44,12 @@
 //!   offset lagging the copy by all of it). Such an answer says so
 //!   ([`ReverseMatch::assumes_history`]).
 //!
+//! **After a failover** the group did not read the replica from its start: it processed the
+//! primary's records below `P0` ([`ReverseRow::primary_offset`]), then read the replica from
+//! where the failover put it. Then `L` is taken only from the records it must have read
+//! (`read_since`), never below `P0 - 1`, and the checks below are unchanged: a record it read
+//! past `L` would put a copy of `X` below `D`.
+//!
 //! Then the group has read everything up to `L` and nothing after it, and `X` is its first
 //! unread record. A row short of any of this keeps the syncs' answer, with the reason
 //! ([`ReverseUnmatched`]). `X` in an aborted transaction that no record read is proven to copy
@@ -571,11 +577,12 @@ fn answer_for(
         None => Some(from),
         Some(p0) => read_since(bounds, down, (from, to), (downstream, window.end), ends, p0),
     };
-    let last = match (read_from, primary_offset) {
-        (Some(k), p0) => last_read(bounds, k, to, a)?.max(p0.map_or(LOW, |p0| p0 - 1)),
-        // Perhaps nothing read on the replica: every record below P0, on the primary.
-        (None, Some(p0)) => p0 - 1,
-        (None, None) => unreachable!("no primary offset always reads from the window's start"),
+    // Below P0 the group processed everything, on the primary.
+    let processed_upstream = primary_offset.map_or(LOW, |p0| p0.saturating_sub(1));
+    let last = match read_from {
+        Some(k) => last_read(bounds, k, to, a)?.max(processed_upstream),
+        // Perhaps nothing read on the replica (`read_from` is `None` only with a P0).
+        None => processed_upstream,
     };
     // X: the first data record after L, nothing between them but markers.
     let side = up.side;
