@@ -803,23 +803,26 @@ async fn match_records(
             Some(c) => Some((c.offset >= 0).then_some(c.offset)),
         }
     };
-    let known: Vec<bool> = wanted
+    let candidates: Vec<(&FailbackRow, Option<Option<i64>>)> = wanted
         .iter()
         .map(|&i| &rows[i])
         .chain(&below_oldest)
-        .map(|row| primary_offset(row).is_some())
+        .map(|row| (row, primary_offset(row)))
         .collect();
-    let asked: Vec<matching::ReverseRow<'_>> = wanted
+    let asked: Vec<matching::ReverseRow<'_>> = candidates
         .iter()
-        .map(|&i| &rows[i])
-        .chain(&below_oldest)
-        .zip(&known)
-        .filter(|(_, known)| **known)
-        .map(|(row, _)| {
-            matching::ReverseRow::new(&row.from_topic, &row.topic, row.partition, row.from_offset)
-                .with_primary_offset(primary_offset(row).flatten())
+        .filter_map(|&(row, p0)| {
+            let row = matching::ReverseRow::new(
+                &row.from_topic,
+                &row.topic,
+                row.partition,
+                row.from_offset,
+            );
+            p0.map(|p0| row.with_primary_offset(p0))
         })
         .collect();
+    let known: Vec<bool> = candidates.iter().map(|(_, p0)| p0.is_some()).collect();
+    drop(candidates);
     let (answers, stats) = match_reverse(
         primary,
         backup,
