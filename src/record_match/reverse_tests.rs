@@ -296,6 +296,40 @@ fn failover_starts(flow: &Flow, p0: i64, most: usize) -> Vec<usize> {
         .collect()
 }
 
+/// The `P0` the failover checks try: five of the records MM2 delivered, spread, and both ends.
+fn primary_offsets(flow: &Flow) -> Vec<i64> {
+    let step = (flow.delivered.len() / 4).max(1);
+    let mut p0s: Vec<i64> = flow.delivered.iter().step_by(step).copied().collect();
+    p0s.extend([0, flow.upstream.len() as i64]);
+    p0s
+}
+
+/// For a group that processed the primary's records below `p0` and started on the replica at
+/// `a`: for each `D` from `a` to the replica's end, the first record MM2 delivered that it has
+/// not processed (the upstream end when none), index `D - a`.
+fn truths_after_failover(flow: &Flow, p0: i64, a: usize) -> Vec<i64> {
+    let n = flow.upstream.len() as i64;
+    let mut processed: Vec<bool> = (0..n).map(|u| u < p0).collect();
+    let mut first = 0;
+    let mut out = Vec::with_capacity(flow.downstream.len() + 1 - a);
+    for d in a..=flow.downstream.len() {
+        if d > a
+            && let Some(u) = flow.downstream[d - 1]
+        {
+            processed[u as usize] = true;
+        }
+        while flow
+            .delivered
+            .get(first)
+            .is_some_and(|&u| processed[u as usize])
+        {
+            first += 1;
+        }
+        out.push(flow.delivered.get(first).copied().unwrap_or(n));
+    }
+    out
+}
+
 /// The failover model: for a few `P0` (the group's offset on the primary), each sound start
 /// `A` on the replica ([`failover_starts`]) and every `D` from `A`, the group processed the
 /// primary's records below `P0` and the replica's in `[A, D)`. An answer (found from `P0` and
@@ -305,31 +339,13 @@ fn failover_starts(flow: &Flow, p0: i64, most: usize) -> Vec<usize> {
 /// later). Returns the rows matched.
 fn check_after_failover(s: &Scenario, reads: Reads) -> Result<usize, String> {
     let flow = copy(s);
-    let n = flow.upstream.len() as i64;
     let oldest = flow.syncs.get(reads.dropped).map(|&(_, d)| d);
-    let step = (flow.delivered.len() / 4).max(1);
-    let mut p0s: Vec<i64> = flow.delivered.iter().step_by(step).copied().collect();
-    p0s.extend([0, n]);
     let mut matched = 0;
-    for p0 in p0s {
+    for p0 in primary_offsets(&flow) {
         let answers = answers_after_failover(&flow, reads, p0);
         for a in failover_starts(&flow, p0, 6) {
-            let mut processed: Vec<bool> = (0..n).map(|u| u < p0).collect();
-            let mut first = 0;
-            for (d, answer) in answers.iter().enumerate().skip(a) {
-                if d > a
-                    && let Some(u) = flow.downstream[d - 1]
-                {
-                    processed[u as usize] = true;
-                }
-                while flow
-                    .delivered
-                    .get(first)
-                    .is_some_and(|&u| processed[u as usize])
-                {
-                    first += 1;
-                }
-                let truth = flow.delivered.get(first).copied().unwrap_or(n);
+            let truths = truths_after_failover(&flow, p0, a);
+            for ((d, answer), &truth) in answers.iter().enumerate().skip(a).zip(&truths) {
                 let Ok(m) = answer else { continue };
                 let x = m.offset;
                 if x > truth {
@@ -807,11 +823,7 @@ fn the_sync_rules_after_a_translated_failover_are_never_past_the_truth() {
         let Some(part) = index.partition(b"t", 0) else {
             continue;
         };
-        let n = flow.upstream.len() as i64;
-        let step = (flow.delivered.len() / 4).max(1);
-        let mut p0s: Vec<i64> = flow.delivered.iter().step_by(step).copied().collect();
-        p0s.extend([0, n]);
-        for p0 in p0s {
+        for p0 in primary_offsets(&flow) {
             let sound = failover_starts(&flow, p0, usize::MAX);
             let by_mm2 = flow
                 .syncs
@@ -821,22 +833,8 @@ fn the_sync_rules_after_a_translated_failover_are_never_past_the_truth() {
                 .filter(|a| sound.contains(a));
             let exact = sound.last().copied();
             for a in by_mm2.into_iter().chain(exact) {
-                let mut processed: Vec<bool> = (0..n).map(|u| u < p0).collect();
-                let mut first = 0;
-                for d in a..=flow.downstream.len() {
-                    if d > a
-                        && let Some(u) = flow.downstream[d - 1]
-                    {
-                        processed[u as usize] = true;
-                    }
-                    while flow
-                        .delivered
-                        .get(first)
-                        .is_some_and(|&u| processed[u as usize])
-                    {
-                        first += 1;
-                    }
-                    let truth = flow.delivered.get(first).copied().unwrap_or(n);
+                let truths = truths_after_failover(&flow, p0, a);
+                for (d, &truth) in (a..).zip(&truths) {
                     if let Some(rule) = part.translate(d as i64) {
                         rows += 1;
                         if rule.offset.max(p0) > truth {
