@@ -26,8 +26,10 @@ use std::time::{Duration, Instant};
 
 use mm2_offsets::client::{Deadline, KafkaClient};
 use mm2_offsets::failback::{ReverseIndex, ReverseIndexBuilder};
-use mm2_offsets::record_match::MatchOptions;
-use mm2_offsets::record_match::reverse::{ReverseRow, match_reverse};
+use mm2_offsets::record_match::reverse::{
+    ReverseMatch, ReverseRow, ReverseUnmatched, match_reverse,
+};
+use mm2_offsets::record_match::{MatchOptions, MatchStats};
 use serde_json::Value;
 
 use crate::failover_mm2::{
@@ -1071,23 +1073,7 @@ async fn every_offset_matched(
         .iter()
         .map(|(down, up, p, d)| ReverseRow::new(down, up, *p, *d))
         .collect();
-    let (answers, stats) = match_reverse(
-        p_client,
-        b_client,
-        &rows,
-        |topic, partition| {
-            index
-                .partition(topic.as_bytes(), partition)
-                .map(|p| p.log_order())
-        },
-        &MatchOptions::default(),
-        Deadline::after(Duration::from_secs(60)),
-    )
-    .await;
-    assert!(
-        stats.inconsistent.is_empty() && stats.unread.is_empty(),
-        "{stats:?}"
-    );
+    let (answers, stats) = match_all(p_client, b_client, &index, &rows).await;
     // Per partition: (rows, matched, past the rule, assuming the history), and why not.
     let mut summary: BTreeMap<String, (usize, usize, usize, usize)> = BTreeMap::new();
     let mut reasons: BTreeMap<&'static str, usize> = BTreeMap::new();
@@ -1150,6 +1136,34 @@ async fn every_offset_matched(
     );
 }
 
+/// `rows` matched backwards with the forward flow's history `index`, every partition read
+/// whole and consistent with it: the answers, and what was read.
+async fn match_all(
+    p_client: &KafkaClient,
+    b_client: &KafkaClient,
+    index: &ReverseIndex,
+    rows: &[ReverseRow<'_>],
+) -> (Vec<Result<ReverseMatch, ReverseUnmatched>>, MatchStats) {
+    let (answers, stats) = match_reverse(
+        p_client,
+        b_client,
+        rows,
+        |topic, partition| {
+            index
+                .partition(topic.as_bytes(), partition)
+                .map(|p| p.log_order())
+        },
+        &MatchOptions::default(),
+        Deadline::after(Duration::from_secs(60)),
+    )
+    .await;
+    assert!(
+        stats.inconsistent.is_empty() && stats.unread.is_empty(),
+        "{stats:?}"
+    );
+    (answers, stats)
+}
+
 /// A cluster's records by partition: (offset, SEQ), SEQ the primary offset of the original.
 type Dump = BTreeMap<Tp, Vec<(i64, i64)>>;
 
@@ -1194,23 +1208,7 @@ async fn every_offset_after_failover(
             ReverseRow::new(down, up, *p, d).with_primary_offset(Some(*p0))
         })
         .collect();
-    let (answers, stats) = match_reverse(
-        p_client,
-        b_client,
-        &rows,
-        |topic, partition| {
-            index
-                .partition(topic.as_bytes(), partition)
-                .map(|p| p.log_order())
-        },
-        &MatchOptions::default(),
-        Deadline::after(Duration::from_secs(60)),
-    )
-    .await;
-    assert!(
-        stats.inconsistent.is_empty() && stats.unread.is_empty(),
-        "{stats:?}"
-    );
+    let (answers, _) = match_all(p_client, b_client, &index, &rows).await;
     let (mut matched, mut reasons) = (0usize, BTreeMap::<&'static str, usize>::new());
     let mut at = 0;
     for (run, (down, up, p, p0, a)) in runs.iter().enumerate() {
