@@ -1004,40 +1004,13 @@ async fn failback_round_trip_on_real_mirrormaker2() {
 /// The forward flow's offset syncs of `topics` on the primary, in log order, as the reverse
 /// index reads them.
 async fn reverse_index(primary: &KafkaClient, topics: &[&str]) -> ReverseIndex {
-    use mm2_offsets::client::ReadOptions;
-    use mm2_offsets::mm2::offset_sync;
-    use mm2_offsets::records::{Batches, Scratch};
-    let deadline = Deadline::after(Duration::from_secs(30));
-    let name = "mm2-offset-syncs.backup.internal";
-    let info = primary.describe_topic(name, &deadline).await.unwrap();
-    let end = log_ends(primary, name).await[&0];
-    let mut stream = primary.read_range(info, 0, 0, end, ReadOptions::default(), deadline);
+    let histories =
+        crate::support::sync_history::read(primary, "mm2-offset-syncs.backup.internal").await;
     let mut builder = ReverseIndexBuilder::new();
-    let mut scratch = Scratch::new();
-    while let Some(chunk) = stream.next_chunk().await {
-        let chunk = chunk.unwrap_or_else(|e| panic!("reading {name}: {e}"));
-        for batch in Batches::new(&chunk.records) {
-            let batch = batch.unwrap();
-            if batch.is_control() {
-                continue;
-            }
-            for record in batch.records(&mut scratch).unwrap() {
-                let record = record.unwrap();
-                let (Some(k), Some(v)) = (record.key, record.value) else {
-                    continue;
-                };
-                let (key, value) = (
-                    offset_sync::decode_key(k).unwrap(),
-                    offset_sync::decode_value(v).unwrap(),
-                );
-                if topics.iter().any(|t| t.as_bytes() == key.topic) {
-                    builder.add(
-                        key.topic,
-                        key.partition,
-                        value.upstream_offset,
-                        value.downstream_offset,
-                    );
-                }
+    for ((topic, partition), syncs) in &histories {
+        if topics.contains(&topic.as_str()) {
+            for &(upstream, downstream) in syncs {
+                builder.add(topic.as_bytes(), *partition, upstream, downstream);
             }
         }
     }

@@ -213,6 +213,11 @@ pub async fn check_matching(
     source_offsets: bool,
     truths: &Truths,
 ) -> (PreciseTranslation, Distances) {
+    // Where the offset syncs are read, to check a refusal against them.
+    let syncs_read = match &syncs {
+        Syncs::Topic(source) => Some((source.client.clone(), source.topic.clone())),
+        _ => None,
+    };
     let mut precise = PreciseRequest::new(syncs);
     precise.source_offsets = source_offsets.then(|| source.clone());
     precise.match_records = Some(MatchRecords::new(source.clone(), MatchOptions::default()));
@@ -307,11 +312,29 @@ pub async fn check_matching(
         matching.stats.ranges,
         elapsed.as_millis()
     );
-    assert!(
-        matching.stats.inconsistent.is_empty(),
-        "{label}: {:?}",
-        matching.stats.inconsistent
-    );
+    // A partition refused because its records contradict the history: only where the history
+    // shows a restart of MM2 that went back, whose first sync may have been replaced before MM2
+    // sent it (more than 10 in flight). The CI run of stop 43 saw it on L-1 (443 duplicates).
+    if !matching.stats.inconsistent.is_empty() {
+        let (client, topic) = syncs_read
+            .as_ref()
+            .unwrap_or_else(|| panic!("{label}: {:?}", matching.stats.inconsistent));
+        let restarted = crate::support::sync_history::restarted(
+            &crate::support::sync_history::read(client, topic).await,
+        );
+        for refused in &matching.stats.inconsistent {
+            let (partition, _) = refused.rsplit_once('@').unwrap();
+            let (remote, p) = partition.rsplit_once('-').unwrap();
+            let upstream = remote.split_once('.').map_or(remote, |(_, t)| t);
+            assert!(
+                restarted.contains(&(upstream.to_string(), p.parse().unwrap())),
+                "{label}: {refused} refused, yet its offset syncs show no restart ({restarted:?})"
+            );
+            println!(
+                "{label}: {refused}: inconsistent, after a restart of MM2 (its rows keep the syncs' offset)"
+            );
+        }
+    }
     (out, d)
 }
 

@@ -115,11 +115,37 @@ fn spawn_java(env: &Env, args: &[&str]) -> std::thread::JoinHandle<Vec<Value>> {
 }
 
 /// `mm2-offsets replication -o json` for `topics` (names on the primary): (remote topic,
-/// partition) -> row. Every row proven (exit 0, complete).
+/// partition) -> row. Every row proven (exit 0, complete), but one refused as `inconsistent`
+/// where MM2's offset-sync history shows a restart that went back: a lifetime's first sync
+/// replaced before MM2 sent it (more than 10 in flight) leaves records the history does not
+/// account for, and record matching refuses rather than guess (the CI run of stop 43 saw it
+/// after part e's restart re-copied the tail of A-1). Such a row has no figure ([`refused`]).
 fn rows(env: &Env, topics: &[&str]) -> BTreeMap<(String, i32), Value> {
     let (rows, complete) = rows_maybe_unproven(env, topics);
-    assert!(complete, "a row not proven: {rows:?}");
+    if !complete {
+        let restarted =
+            crate::support::sync_history::restarted_blocking(env.var("PRIMARY"), SYNCS_TOPIC);
+        for ((topic, partition), row) in rows.iter().filter(|(_, r)| r["unproven"].is_string()) {
+            let source = (
+                row["source_topic"].as_str().unwrap_or("").to_string(),
+                *partition,
+            );
+            assert!(
+                refused(row) && restarted.contains(&source),
+                "a row not proven: {row} (partitions whose syncs show a restart: {restarted:?})"
+            );
+            println!(
+                "[replication_mm2] {topic}-{partition}: inconsistent (its offset syncs show a restart of MM2): no figure"
+            );
+        }
+    }
     rows
+}
+
+/// A row record matching refused because the records contradict the offset-sync history, as
+/// [`rows`] accepts only after a restart of MM2.
+fn refused(row: &Value) -> bool {
+    row["unproven"] == "inconsistent"
 }
 
 /// [`rows`], a row not proven allowed (exit 3, `complete` false): the rows and `complete`.
@@ -750,11 +776,16 @@ async fn replication_on_real_mirrormaker2() {
     stopped_rows = rows(&env, &[&a, &t]);
     for p in 0..A_PARTITIONS {
         let row = &stopped_rows[&tp(&a, p)];
+        if refused(row) {
+            continue;
+        }
         assert_eq!(row["not_copied"], 0, "{row}");
         assert_eq!(row["copied_to"], a_ends[p as usize], "{row}");
     }
     let row = &stopped_rows[&tp(&t, 0)];
-    assert_eq!(row["not_copied"], 0, "{row}");
+    if !refused(row) {
+        assert_eq!(row["not_copied"], 0, "{row}");
+    }
     step("A and T caught up after the restart");
 
     // ---- d. MM2 killed mid-batch.
@@ -876,9 +907,11 @@ async fn replication_on_real_mirrormaker2() {
         "[replication_mm2] e: reads taken while the backup's tip was inside the duplicate block: {in_block:?}"
     );
     let row = rows(&env, &[&k]).remove(&key).unwrap();
-    assert_eq!(row["not_copied"], 0, "{row}");
-    assert_eq!(row["copied_to"], K_RECORDS, "{row}");
-    assert_eq!(row["oldest_not_copied_timestamp"], Value::Null, "{row}");
+    if !refused(&row) {
+        assert_eq!(row["not_copied"], 0, "{row}");
+        assert_eq!(row["copied_to"], K_RECORDS, "{row}");
+        assert_eq!(row["oldest_not_copied_timestamp"], Value::Null, "{row}");
+    }
     table(
         &format!("e (restart: {duplicates} duplicates on the backup, caught up)"),
         &[line(&key, "0", &row, "-")],
@@ -914,7 +947,7 @@ async fn wait_caught_up(env: &Env, topics: &[&str], within: Duration) {
     let started = Instant::now();
     loop {
         let got = rows(env, topics);
-        if got.values().all(|r| r["not_copied"] == 0) {
+        if got.values().all(|r| r["not_copied"] == 0 || refused(r)) {
             return;
         }
         assert!(

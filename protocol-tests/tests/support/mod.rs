@@ -13,6 +13,7 @@ pub mod mm2;
 pub mod mm2_records;
 pub mod proxy;
 pub mod raw;
+pub mod sync_history;
 pub mod tls_front;
 pub mod watch_process;
 
